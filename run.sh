@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# One front door for a fresh machine (Debian 12, Python 3.11, no ROS):
+#   ./run.sh demo      set up (first run only) and run the demo
+#   ./run.sh test      set up and run the whole test suite (+ ruff, mypy)
+#   ./run.sh setup     only set up the virtual environment
+#   ./run.sh heracles ARGS...   the heracles CLI inside the environment
+# Set-up is idempotent: each step is skipped when its inputs did not change.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+VENV="${HERACLES_VENV:-$REPO/.venv}"
+STAMPS="$VENV/.heracles_stamps"
+PY="${PYTHON:-python3.11}"
+command -v "$PY" >/dev/null 2>&1 || PY=python3
+
+log() { printf '[heracles setup] %s\n' "$*" >&2; }
+
+hash_of() { (cd "$REPO" && cat "$@" 2>/dev/null | sha256sum | cut -c1-16); }
+tree_hash() { (cd "$REPO" && find "$@" -type f ! -path '*/__pycache__/*' -print0 | sort -z | xargs -0 cat | sha256sum | cut -c1-16); }
+stamp_ok() { [[ -f "$STAMPS/$1" && "$(cat "$STAMPS/$1")" == "$2" ]]; }
+stamp_set() { mkdir -p "$STAMPS"; echo "$2" >"$STAMPS/$1"; }
+
+ensure_system_tools() {
+  local missing=()
+  command -v gcc >/dev/null || missing+=(build-essential)
+  command -v g++ >/dev/null || missing+=(build-essential)
+  "$PY" -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
+  [[ -f /usr/include/python3.11/Python.h || -n "$(ls "$("$PY" -c 'import sysconfig;print(sysconfig.get_paths()["include"])')"/Python.h 2>/dev/null)" ]] || missing+=(python3-dev)
+  if ((${#missing[@]})); then
+    log "installing system packages: ${missing[*]}"
+    if [[ $(id -u) -eq 0 ]]; then
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+  fi
+}
+
+ensure_venv() {
+  if [[ ! -x "$VENV/bin/python" ]]; then
+    ensure_system_tools
+    log "creating virtual environment $VENV"
+    "$PY" -m venv "$VENV"
+    "$VENV/bin/python" -m pip install -q --upgrade pip wheel setuptools
+  fi
+}
+
+ensure_python_deps() {
+  local h; h=$(hash_of requirements.txt requirements-ros.txt requirements-dev.txt)
+  stamp_ok pip "$h" && return
+  ensure_system_tools
+  log "installing Python packages (ROS 2 Kilted wheels, database, planner, LLM clients)"
+  "$VENV/bin/python" -m pip install -q -r "$REPO/requirements-ros.txt" -r "$REPO/requirements.txt" -r "$REPO/requirements-dev.txt" 2> >(grep -v "WARNING: Location" >&2)
+  fix_wheel_cmake_paths
+  stamp_set pip "$h"
+  rm -f "$STAMPS/interfaces" "$STAMPS/test_interfaces"
+}
+
+# The ROS wheels' exported CMake files name the wheel builder's Python and
+# NumPy include dirs; point them at this venv's.
+fix_wheel_cmake_paths() {
+  local pyinc npinc
+  pyinc=$("$VENV/bin/python" -c 'import sysconfig;print(sysconfig.get_paths()["include"])')
+  npinc=$("$VENV/bin/python" -c 'import numpy;print(numpy.get_include())')
+  { grep -rlE '/opt/python/cp311-cp311/' "$VENV/share" 2>/dev/null || true; } | while read -r f; do
+    sed -i -e "s#/opt/python/cp311-cp311/lib/python3.11/site-packages/numpy/_core/include#$npinc#g" \
+           -e "s#/opt/python/cp311-cp311/include/python3.11#$pyinc#g" "$f"
+  done
+}
+
+build_interfaces() {  # name source_dir stamp_inputs...
+  local name=$1 src=$2; shift 2
+  local h; h=$(tree_hash "$@")
+  stamp_ok "$name" "$h" && return
+  log "generating ROS interfaces: $src"
+  local build="$VENV/.build/$name"
+  rm -rf "$build"; mkdir -p "$VENV/.build"
+  local cmake="$VENV/bin/cmake"; [[ -x "$cmake" ]] || cmake=cmake
+  (
+    export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
+    "$cmake" -S "$src" -B "$build" -DCMAKE_PREFIX_PATH="$VENV" -DCMAKE_INSTALL_PREFIX="$VENV" \
+      -DPython3_EXECUTABLE="$VENV/bin/python" -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release >"$build.log" 2>&1 &&
+    "$cmake" --build "$build" -j "$(nproc)" >>"$build.log" 2>&1 &&
+    "$cmake" --install "$build" >>"$build.log" 2>&1
+  ) || { log "interface build failed, see $build.log"; tail -30 "$build.log" >&2; exit 1; }
+  stamp_set "$name" "$h"
+  rm -f "$STAMPS/package"
+}
+
+# The library, launchers, launch and config files are installed by the same
+# CMake install step colcon runs on the robot (re-run, without rebuilding,
+# whenever they change).
+ensure_package() {
+  local h; h=$(tree_hash heracles_ros scripts launch config CMakeLists.txt)
+  stamp_ok package "$h" && return
+  log "installing heracles_ros into the environment"
+  local cmake="$VENV/bin/cmake"; [[ -x "$cmake" ]] || cmake=cmake
+  "$cmake" --install "$VENV/.build/interfaces" >"$VENV/.build/package-install.log" 2>&1 ||
+    { log "install failed, see $VENV/.build/package-install.log"; exit 1; }
+  stamp_set package "$h"
+}
+
+setup() {
+  ensure_venv
+  ensure_python_deps
+  build_interfaces interfaces "$REPO" msg srv CMakeLists.txt package.xml
+  build_interfaces test_interfaces "$REPO/test/interfaces/hydra_msgs" test/interfaces/hydra_msgs
+  ensure_package
+}
+
+activate() {
+  export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH"
+  export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
+  export LD_LIBRARY_PATH="$VENV/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+}
+
+cmd="${1:-help}"; shift || true
+case "$cmd" in
+  setup) setup ;;
+  test)
+    setup; activate; cd "$REPO"
+    log "ruff"; ruff check heracles_ros test
+    log "mypy"; mypy heracles_ros
+    exec python -m pytest "$@" ;;
+  demo) setup; activate; exec heracles demo "$@" ;;
+  heracles) setup; activate; exec heracles "$@" ;;
+  *) sed -n '2,8p' "$0"; exit 2 ;;
+esac
