@@ -1,0 +1,48 @@
+"""The ``heracles`` command: one front door for people and scripts.
+
+Each sub-module registers its own sub-commands (``register(subparsers)``) and
+sets ``func(args) -> int`` on its parser; this module only wires them up.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from heracles_ros.errors import HeraclesError
+
+#: Sub-modules that contribute commands, in help order.
+_COMMAND_MODULES = ("db", "scene", "cypher", "bench", "goal", "plan", "language", "eval", "demo")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="heracles", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in _COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"heracles_ros.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"heracles_ros.cli.{name}":
+                raise
+            continue  # that command group is not built yet
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        return int(args.func(args) or 0)
+    except HeraclesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

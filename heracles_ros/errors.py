@@ -1,0 +1,98 @@
+"""One exception hierarchy for the whole library.
+
+Every error a caller can act on derives from :class:`HeraclesError`; wrap
+foreign exceptions with ``raise ... from exc`` so the cause stays visible.
+"""
+from __future__ import annotations
+
+
+class HeraclesError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class ConfigError(HeraclesError):
+    """A parameter, URI, environment variable or file is invalid."""
+
+
+# --- graph database -------------------------------------------------------
+class DatabaseError(HeraclesError):
+    """The graph database failed or refused a request."""
+
+
+class DatabaseUnavailable(DatabaseError):
+    """The server cannot be reached (down, wrong address, not started)."""
+
+
+class QueryError(DatabaseError):
+    """The database rejected a query (syntax, semantics, types)."""
+
+
+class ReadOnlyViolation(QueryError):
+    """A read-only query tried to write; refused by the server."""
+
+
+class QueryTimeout(DatabaseError):
+    """A query ran longer than its timeout."""
+
+
+# --- scene graphs ---------------------------------------------------------
+class SceneError(HeraclesError):
+    """A scene graph file or payload cannot be used."""
+
+
+class SceneDecodeError(SceneError):
+    """A spark_dsg payload or file could not be decoded."""
+
+
+class SuspectSnapshot(SceneError):
+    """A snapshot would remove most of the mirror at once and was held back."""
+
+
+class CorrectionError(HeraclesError):
+    """An operator correction is not a narrow property update of existing nodes."""
+
+
+# --- goals and planning ---------------------------------------------------
+class GoalError(HeraclesError):
+    """A PDDL goal is malformed or names unknown predicates or symbols.
+
+    ``problems`` lists every problem found, each naming what was wrong.
+    """
+
+    def __init__(self, problems: list[str] | str):
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__("; ".join(self.problems))
+
+
+class PlanningError(HeraclesError):
+    """The planner could not be run (missing binary, crash, bad output)."""
+
+
+# --- execution ------------------------------------------------------------
+class ExecutionError(HeraclesError):
+    """A plan step could not be carried out."""
+
+
+class DriverError(ExecutionError):
+    """The robot driver failed or is unavailable."""
+
+
+# --- language models ------------------------------------------------------
+class LLMError(HeraclesError):
+    """The language model could not produce a usable reply."""
+
+
+class LLMUnavailable(LLMError):
+    """The provider SDK is missing, or the server cannot be reached."""
+
+
+class LLMTimeout(LLMError):
+    """The model did not answer within its timeout."""
+
+
+class LLMOutputError(LLMError):
+    """The model's reply could not be parsed or validated."""
+
+
+class AnswerFormatError(LLMOutputError):
+    """An answer is not valid SLDP, or not of the requested type."""

@@ -1,0 +1,52 @@
+"""Typed results shared by the planner, the dispatcher and the drivers."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+Point3 = tuple[float, float, float]
+
+
+class PlanStatus(str, Enum):
+    SOLVED = "solved"
+    UNSOLVABLE = "unsolvable"
+    TIMEOUT = "timeout"
+    ERROR = "error"
+    INVALID_GOAL = "invalid_goal"
+
+
+@dataclass(frozen=True)
+class PlanAction:
+    """One executable step, self-contained: a driver needs nothing else.
+
+    ``name`` is goto | inspect | pick | place. ``args`` are scene symbols as in
+    the PDDL action (e.g. goto: [from, to]; pick: [object, place]).
+    ``waypoints`` / ``waypoint_symbols`` are the place path for goto (first is
+    the start place), empty for other actions.
+    """
+
+    name: str
+    args: tuple[str, ...]
+    target_symbol: str
+    target: Point3
+    waypoints: tuple[Point3, ...] = ()
+    waypoint_symbols: tuple[str, ...] = ()
+    cost: float = 0.0
+
+
+@dataclass
+class PlanResult:
+    status: PlanStatus
+    goal: str
+    start_symbol: str = ""
+    actions: list[PlanAction] = field(default_factory=list)
+    total_cost: float = 0.0
+    #: Why the plan failed, e.g. the unreachable goal symbols.
+    reason: str = ""
+    unreachable: list[str] = field(default_factory=list)
+    #: Seconds per stage: parse, validate, problem, search, expand, total.
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is PlanStatus.SOLVED
