@@ -4,6 +4,7 @@
 #   ./run.sh test      set up and run the whole test suite (+ ruff, mypy)
 #   ./run.sh setup     only set up the virtual environment
 #   ./run.sh heracles ARGS...   the heracles CLI inside the environment
+#   ./run.sh exec CMD...        run CMD inside the (already set-up) environment
 # Set-up is idempotent: each step is skipped when its inputs did not change.
 set -euo pipefail
 
@@ -125,5 +126,6 @@ case "$cmd" in
     exec python -m pytest "$@" ;;
   demo) setup; activate; exec heracles demo "$@" ;;
   heracles) setup; activate; exec heracles "$@" ;;
-  *) sed -n '2,8p' "$0"; exit 2 ;;
+  exec) activate; cd "$REPO"; exec "$@" ;;  # run a command in the environment (no set-up)
+  *) sed -n '2,9p' "$0"; exit 2 ;;
 esac
