@@ -1,1 +1,30 @@
-"""graphdb."""
+"""Graph-database layer: one GraphStore interface, FalkorDB and Neo4j behind it."""
+from __future__ import annotations
+
+from heracles_ros.graphdb.store import GraphStore, Row
+from heracles_ros.graphdb.uri import DbTarget, default_data_dir, parse_db_uri
+
+__all__ = ["DbTarget", "GraphStore", "Row", "open_store", "parse_db_uri"]
+
+
+def open_store(uri: str = "embedded", *, graph: str = "heracles", timeout_s: float = 10.0) -> GraphStore:
+    """Connect to the database ``uri`` names, starting the embedded server if needed.
+
+    ``graph`` names the FalkorDB graph (one server can hold several); for
+    Neo4j the database comes from the URI path (``neo4j://host:7687/name``).
+    """
+    target = parse_db_uri(uri)
+    if target.kind == "neo4j":
+        from heracles_ros.graphdb.neo4j_store import Neo4jStore
+
+        return Neo4jStore(target.uri, database=target.database, timeout_s=timeout_s)
+    from heracles_ros.graphdb.falkordb_store import FalkorStore
+
+    if target.kind == "embedded":
+        from heracles_ros.graphdb.embedded import EmbeddedServer
+
+        info = EmbeddedServer(target.data_dir or default_data_dir()).ensure_started()
+        store = FalkorStore(info.host, info.port, graph=graph, timeout_s=timeout_s)
+        store.description = f"{target.description} graph {graph!r}"
+        return store
+    return FalkorStore(target.host, target.port, graph=graph, timeout_s=timeout_s)

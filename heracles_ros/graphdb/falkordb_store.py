@@ -1,0 +1,106 @@
+"""GraphStore over FalkorDB's own protocol (never its Bolt port: see platform.md).
+
+Read-only queries go through ``GRAPH.RO_QUERY`` so the *server* refuses writes,
+whatever the query text looks like.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Sequence
+
+from heracles_ros.errors import DatabaseError, DatabaseUnavailable, QueryError, QueryTimeout, ReadOnlyViolation
+from heracles_ros.graphdb.schema import FALKORDB
+from heracles_ros.graphdb.store import GraphStore, Params, Row
+from heracles_ros.graphdb.values import plain
+
+#: Seconds the socket waits beyond the query timeout before calling the server gone.
+_SOCKET_SLACK_S = 5.0
+
+
+class FalkorStore(GraphStore):
+    """One named graph on one FalkorDB server."""
+
+    dialect = FALKORDB
+
+    def __init__(self, host: str, port: int, *, graph: str = "heracles", timeout_s: float = 10.0):
+        try:
+            from falkordb import FalkorDB
+        except ImportError as exc:  # pragma: no cover - a hard dependency
+            raise DatabaseUnavailable("the 'falkordb' client is not installed (pip install falkordb)") from exc
+        self.description = f"falkordb://{host}:{port} graph {graph!r}"
+        self.timeout_s = timeout_s
+        self._graph_name = graph
+        self._db = FalkorDB(
+            host=host,
+            port=port,
+            password=os.environ.get("FALKORDB_PASSWORD") or None,
+            socket_timeout=timeout_s + _SOCKET_SLACK_S,
+            socket_connect_timeout=min(timeout_s, 5.0),
+        )
+        self._graph = self._db.select_graph(graph)
+
+    # -- GraphStore -----------------------------------------------------------
+    def query(self, cypher: str, params: Params | None = None, *, timeout_s: float | None = None) -> list[Row]:
+        return self._run(cypher, params, timeout_s, read_only=True)
+
+    def write(self, cypher: str, params: Params | None = None, *, timeout_s: float | None = None) -> list[Row]:
+        return self._run(cypher, params, timeout_s, read_only=False)
+
+    def write_many(self, statements: Sequence[tuple[str, Params]], *, timeout_s: float | None = None) -> None:
+        """Send all statements in one MULTI/EXEC: no other client interleaves.
+
+        Redis transactions do not roll back a failed command; callers that need
+        all-or-nothing (the mirror) re-read their baseline after an error.
+        """
+        if not statements:
+            return
+        pipe = self._db.connection.pipeline(transaction=True)
+        ms = self._timeout_ms(timeout_s)
+        for cypher, params in statements:
+            text = self._graph._build_params_header(dict(params)) + cypher
+            pipe.execute_command("GRAPH.QUERY", self._graph_name, text, "--compact", "timeout", ms)
+        try:
+            replies = pipe.execute(raise_on_error=False)
+        except Exception as exc:
+            raise self._translate(exc, "(transaction)") from exc
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise self._translate(reply, "(transaction)") from reply
+
+    def ping(self) -> None:
+        try:
+            self._db.connection.ping()
+        except Exception as exc:
+            raise DatabaseUnavailable(f"{self.description} does not answer: {exc}") from exc
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # closing a dead connection is not worth an error
+            self._db.connection.close()
+
+    # -- internals --------------------------------------------------------------
+    def _timeout_ms(self, timeout_s: float | None) -> int:
+        return max(1, int(1000 * (self.timeout_s if timeout_s is None else timeout_s)))
+
+    def _run(self, cypher: str, params: Params | None, timeout_s: float | None, *, read_only: bool) -> list[Row]:
+        call = self._graph.ro_query if read_only else self._graph.query
+        try:
+            result = call(cypher, dict(params) if params else None, timeout=self._timeout_ms(timeout_s))
+        except Exception as exc:
+            raise self._translate(exc, cypher) from exc
+        header = [h[1] if isinstance(h, (list, tuple)) else h for h in (result.header or [])]
+        names = [n.decode() if isinstance(n, bytes) else str(n) for n in header]
+        return [dict(zip(names, (plain(v) for v in row), strict=False)) for row in result.result_set or []]
+
+    def _translate(self, exc: BaseException, cypher: str) -> DatabaseError:
+        import redis
+
+        text = str(exc)
+        if isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionError, OSError)):
+            return DatabaseUnavailable(f"{self.description} unavailable: {text}")
+        lowered = text.lower()
+        if "read-only" in lowered or "ro_query" in lowered:
+            return ReadOnlyViolation(f"query refused, the database only allows reads here: {text}")
+        if "timed out" in lowered or "timeout" in lowered:
+            return QueryTimeout(f"query exceeded its time limit: {text}")
+        return QueryError(f"database rejected the query: {text}")

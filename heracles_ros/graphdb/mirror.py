@@ -1,0 +1,314 @@
+"""Keep the database equal to the newest scene graph by writing only differences.
+
+The mirror remembers what it last wrote (its baseline, read back from the
+database at start and after any failure, so the database stays the truth),
+diffs each new snapshot against it, and sends batched MERGE/SET and DELETE
+statements for what changed. It never wipes the database and never touches
+nodes it does not own (robot state, corrections, bookkeeping).
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import spark_dsg as dsg
+
+from heracles_ros.errors import DatabaseError, SuspectSnapshot
+from heracles_ros.graphdb.corrections import Corrections
+from heracles_ros.graphdb.cypher import mirror as q
+from heracles_ros.graphdb.schema import CONTAINS, PREFIX_LAYER, Layer
+from heracles_ros.graphdb.store import GraphStore, Params
+from heracles_ros.scene.tables import (
+    EdgeKey,
+    NodeRow,
+    SceneTables,
+    edge_ends,
+    edge_key,
+    extract_tables,
+    id_of,
+    layer_of_id,
+    relation_of,
+    symbol_of,
+)
+
+log = logging.getLogger(__name__)
+
+#: (source layer, target layer) pairs each relationship type can join.
+_EDGE_PAIRS: dict[str, list[tuple[Layer, Layer]]] = {
+    **{layer.connected: [(layer, layer)] for layer in Layer},
+    CONTAINS: [
+        (Layer.BUILDING, Layer.ROOM),
+        (Layer.BUILDING, Layer.PLACE),
+        (Layer.BUILDING, Layer.MESH_PLACE),
+        (Layer.BUILDING, Layer.OBJECT),
+        (Layer.ROOM, Layer.PLACE),
+        (Layer.ROOM, Layer.MESH_PLACE),
+        (Layer.ROOM, Layer.OBJECT),
+        (Layer.PLACE, Layer.OBJECT),
+        (Layer.MESH_PLACE, Layer.OBJECT),
+    ],
+}
+
+
+@dataclass
+class ReconcileReport:
+    """What one reconcile found and wrote, and how long each stage took."""
+
+    nodes_added: int = 0
+    nodes_changed: int = 0
+    nodes_removed: int = 0
+    edges_added: int = 0
+    edges_removed: int = 0
+    #: Totals the database mirrors after this reconcile.
+    nodes: int = 0
+    edges: int = 0
+    corrections_reapplied: int = 0
+    corrections_retired: list[str] = field(default_factory=list)
+    generation: int = 0
+    #: Seconds: extract, diff, write, corrections, total.
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def writes(self) -> int:
+        return self.nodes_added + self.nodes_changed + self.nodes_removed + self.edges_added + self.edges_removed
+
+
+class Mirror:
+    """Reconcile one graph store to successive scene graphs.
+
+    ``suspect_fraction``: a snapshot that would remove more than this share of
+    the mirrored nodes (e.g. an empty graph from a restarting Hydra) raises
+    SuspectSnapshot instead of being applied, unless ``allow_mass_removal``.
+    """
+
+    def __init__(
+        self,
+        store: GraphStore,
+        *,
+        batch_size: int = 5000,
+        suspect_fraction: float = 0.5,
+        suspect_min_nodes: int = 20,
+        allow_mass_removal: bool = False,
+    ):
+        self.store = store
+        self.batch_size = batch_size
+        self.suspect_fraction = suspect_fraction
+        self.suspect_min_nodes = suspect_min_nodes
+        self.allow_mass_removal = allow_mass_removal
+        self.corrections = Corrections(store)
+        self._baseline: SceneTables | None = None
+        self._schema_ready = False
+
+    # -- public -------------------------------------------------------------
+    def reconcile(
+        self, scene: dsg.DynamicSceneGraph | SceneTables, *, sequence: int = -1, force: bool = False
+    ) -> ReconcileReport:
+        """Make the database mirror ``scene``; ``force`` applies a suspect snapshot anyway."""
+        started = time.perf_counter()
+        report = ReconcileReport()
+        tables = scene if isinstance(scene, SceneTables) else extract_tables(scene)
+        t_extract = time.perf_counter()
+        try:
+            self._ensure_schema()
+            baseline = self._baseline if self._baseline is not None else self.read_baseline()
+            t_diff0 = time.perf_counter()
+            diff = _diff(baseline, tables)
+            t_diff = time.perf_counter()
+            removed = len(diff.removed_nodes)
+            if (
+                not (force or self.allow_mass_removal)
+                and len(baseline.nodes) >= self.suspect_min_nodes
+                and removed > self.suspect_fraction * len(baseline.nodes)
+            ):
+                self._baseline = baseline
+                raise SuspectSnapshot(
+                    f"snapshot would remove {removed} of {len(baseline.nodes)} mirrored nodes "
+                    f"(more than {self.suspect_fraction:.0%}); held back. Set allow_mass_removal "
+                    "(or send it again with force) if the scene really shrank."
+                )
+            self._write(diff)
+            t_write = time.perf_counter()
+            touched = {symbol_of(i) for i in diff.upserted_ids}
+            gone = [symbol_of(i) for i in diff.removed_nodes]
+            report.corrections_reapplied, report.corrections_retired = self.corrections.after_reconcile(
+                touched=touched, removed=gone
+            )
+            if diff.any or self._baseline is None:
+                rows = self.store.write(q.BUMP_GENERATION, {"sequence": sequence, "now": time.time()})
+                report.generation = int(rows[0]["generation"]) if rows else 0
+        except SuspectSnapshot:
+            raise
+        except DatabaseError:
+            self._baseline = None  # re-read the truth next time: part of the diff may have landed
+            raise
+        self._baseline = tables
+        report.nodes_added = len(diff.added_nodes)
+        report.nodes_changed = len(diff.changed_nodes)
+        report.nodes_removed = removed
+        report.edges_added = len(diff.added_edges)
+        report.edges_removed = len(diff.removed_edges)
+        report.nodes = len(tables.nodes)
+        report.edges = len(tables.edges)
+        end = time.perf_counter()
+        report.timings = {
+            "extract": t_extract - started,
+            "read_baseline": t_diff0 - t_extract,
+            "diff": t_diff - t_diff0,
+            "write": t_write - t_diff,
+            "corrections": end - t_write,
+            "total": end - started,
+        }
+        return report
+
+    def read_baseline(self) -> SceneTables:
+        """What the database mirrors now, in the diff's shape."""
+        tables = SceneTables()
+        for layer in Layer:
+            for row in self.store.query(q.read_nodes(layer), timeout_s=120):
+                symbol = row["s"]
+                if not isinstance(symbol, str) or PREFIX_LAYER.get(symbol[:1]) is not layer or not symbol[1:].isdigit():
+                    continue  # not a mirrored node (written by someone else)
+                tables.nodes[id_of(symbol)] = _row_from_db(row, layer)
+        for relation, pairs in _EDGE_PAIRS.items():
+            for la, lb in pairs:
+                for row in self.store.query(q.read_edges(la, lb, relation), timeout_s=120):
+                    tables.edges.add(edge_key(id_of(row["a"]), id_of(row["b"])))
+        return tables
+
+    def forget_baseline(self) -> None:
+        """Re-read the database before the next diff (after a reconnect, say)."""
+        self._baseline = None
+
+    # -- internals -------------------------------------------------------------
+    def _ensure_schema(self) -> None:
+        if self._schema_ready:
+            return
+        for layer in Layer:
+            try:
+                self.store.write(q.create_index(self.store.dialect, layer.value, "nodeSymbol"))
+            except DatabaseError as exc:
+                if "already indexed" not in str(exc).lower() and "already exists" not in str(exc).lower():
+                    raise
+        self._schema_ready = True
+
+    def _write(self, diff: _Diff) -> None:
+        dialect = self.store.dialect
+        statements: list[tuple[str, Params]] = []
+        removed = diff.removed_nodes
+        # Edges whose end node goes away vanish with DETACH DELETE.
+        by_relation = _group_edges(e for e in diff.removed_edges if not _touches(e, removed))
+        for (la, lb, relation), rows in by_relation.items():
+            statements += [(q.delete_edges(la, lb, relation), {"rows": chunk}) for chunk in self._chunks(rows)]
+        for gone_layer, symbols in _group_ids(removed).items():
+            statements += [(q.delete_nodes(gone_layer), {"symbols": chunk}) for chunk in self._chunks(symbols)]
+        upserts: dict[Layer, list[dict[str, Any]]] = defaultdict(list)
+        for node_id in diff.upserted_ids:
+            layer = layer_of_id(node_id)
+            if layer is not None:
+                upserts[layer].append(_row_params(symbol_of(node_id), diff.rows[node_id], layer))
+        for upsert_layer, rows in upserts.items():
+            statements += [(q.upsert_nodes(dialect, upsert_layer), {"rows": chunk}) for chunk in self._chunks(rows)]
+        added = diff.added_nodes
+        fresh = [e for e in diff.added_edges if _within(e, added)]
+        linking = [e for e in diff.added_edges if not _within(e, added)]
+        for edges, build in ((fresh, q.create_edges), (linking, q.merge_edges)):
+            for (la, lb, relation), rows in _group_edges(edges).items():
+                statements += [(build(la, lb, relation), {"rows": chunk}) for chunk in self._chunks(rows)]
+        # One transaction per batch of statements keeps each request moderate in size.
+        for start in range(0, len(statements), 8):
+            self.store.write_many(statements[start : start + 8], timeout_s=120)
+
+    def _chunks(self, rows: list[Any]) -> Iterable[list[Any]]:
+        for start in range(0, len(rows), self.batch_size):
+            yield rows[start : start + self.batch_size]
+
+
+@dataclass
+class _Diff:
+    rows: dict[int, NodeRow]
+    added_nodes: set[int]
+    changed_nodes: list[int]
+    removed_nodes: set[int]
+    added_edges: set[EdgeKey]
+    removed_edges: set[EdgeKey]
+
+    @property
+    def upserted_ids(self) -> list[int]:
+        return [*self.added_nodes, *self.changed_nodes]
+
+    @property
+    def any(self) -> bool:
+        return bool(
+            self.added_nodes or self.changed_nodes or self.removed_nodes or self.added_edges or self.removed_edges
+        )
+
+
+def _diff(old: SceneTables, new: SceneTables) -> _Diff:
+    old_nodes, new_nodes = old.nodes, new.nodes
+    added = new_nodes.keys() - old_nodes.keys()
+    removed = old_nodes.keys() - new_nodes.keys()
+    get = old_nodes.get
+    changed = [k for k, row in new_nodes.items() if get(k, row) != row]
+    return _Diff(
+        rows=new_nodes,
+        added_nodes=set(added),
+        changed_nodes=changed,
+        removed_nodes=set(removed),
+        added_edges=new.edges - old.edges,
+        removed_edges=old.edges - new.edges,
+    )
+
+
+def _touches(key: EdgeKey, ids: set[int]) -> bool:
+    a, b = edge_ends(key)
+    return a in ids or b in ids
+
+
+def _within(key: EdgeKey, ids: set[int]) -> bool:
+    a, b = edge_ends(key)
+    return a in ids and b in ids
+
+
+def _row_params(symbol: str, row: NodeRow, layer: Layer) -> dict[str, Any]:
+    params: dict[str, Any] = {"s": symbol, "c": row[0], "x": row[1], "y": row[2], "z": row[3]}
+    if layer is Layer.OBJECT and len(row) == 8:
+        params.update(name=row[4], dx=row[5], dy=row[6], dz=row[7])
+    return params
+
+
+def _row_from_db(row: dict[str, Any], layer: Layer) -> NodeRow:
+    def num(value: Any) -> float:
+        return float(value) if isinstance(value, (int, float)) else float("nan")
+
+    cls: str = row["c"] if isinstance(row.get("c"), str) else ""
+    if layer is Layer.OBJECT:
+        return (cls, num(row["x"]), num(row["y"]), num(row["z"]), row.get("name") or "",
+                num(row.get("dx")), num(row.get("dy")), num(row.get("dz")))
+    return (cls, num(row["x"]), num(row["y"]), num(row["z"]))
+
+
+def _group_ids(ids: Iterable[int]) -> dict[Layer, list[str]]:
+    groups: dict[Layer, list[str]] = defaultdict(list)
+    for node_id in ids:
+        layer = layer_of_id(node_id)
+        if layer is not None:
+            groups[layer].append(symbol_of(node_id))
+    return groups
+
+
+def _group_edges(edges: Iterable[EdgeKey]) -> dict[tuple[Layer, Layer, str], list[dict[str, str]]]:
+    """Edges by (source layer, target layer, type), oriented as the schema stores them."""
+    groups: dict[tuple[Layer, Layer, str], list[dict[str, str]]] = defaultdict(list)
+    for key in edges:
+        oriented = relation_of(*edge_ends(key))
+        if oriented is None:
+            continue
+        source, target, relation = oriented
+        la, lb = layer_of_id(source), layer_of_id(target)
+        if la is not None and lb is not None:
+            groups[(la, lb, relation)].append({"a": symbol_of(source), "b": symbol_of(target)})
+    return groups
