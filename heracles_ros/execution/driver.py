@@ -1,0 +1,126 @@
+"""The one interface every robot driver implements (simulator, Spot over spot_ros2).
+
+The dispatcher only ever talks to a :class:`RobotDriver`: it hands over one
+self-contained :class:`~heracles_ros.planning.types.PlanAction` at a time with a
+cancel token and a time limit, and gets a typed :class:`StepOutcome` back. A
+driver never raises for an ordinary failure of the robot (blocked path, missed
+grasp): those are outcomes the dispatcher recovers from by replanning.
+:class:`~heracles_ros.errors.DriverError` is for a driver that cannot work at
+all (missing packages, driver node absent).
+"""
+from __future__ import annotations
+
+import math
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+from heracles_ros.planning.types import PlanAction, Point3
+
+#: Actions a driver must carry out (the PDDL domain's action names).
+ACTIONS: tuple[str, ...] = ("goto", "inspect", "pick", "place")
+
+
+@dataclass(frozen=True)
+class Pose:
+    """Robot body pose in the map frame the plan's positions use."""
+
+    x: float
+    y: float
+    z: float = 0.0
+    yaw: float = 0.0
+
+    @property
+    def position(self) -> Point3:
+        return (self.x, self.y, self.z)
+
+    def distance_to(self, point: Point3) -> float:
+        """Planar distance to ``point`` (height differs between places and the body)."""
+        return math.hypot(point[0] - self.x, point[1] - self.y)
+
+
+class Outcome(str, Enum):
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """How one action ended, and where the robot is now."""
+
+    outcome: Outcome
+    pose: Pose
+    reason: str = ""
+    #: Last place symbol the robot is known to have reached during this step
+    #: ("" when it reached none): where a replan starts after a broken goto.
+    reached_symbol: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome is Outcome.SUCCEEDED
+
+
+class CancelToken:
+    """Thread-safe request to stop, with the reason reported to the operator."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._reason = ""
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        if not self._event.is_set():
+            self._reason = reason
+            self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    @property
+    def reason(self) -> str:
+        return self._reason
+
+    def wait(self, timeout_s: float) -> bool:
+        """Sleep up to ``timeout_s``; True as soon as cancel is requested."""
+        return self._event.wait(max(0.0, timeout_s))
+
+
+#: Called with the robot's pose while a step runs (from the driver's thread).
+FeedbackCallback = Callable[[Pose], None]
+
+
+class RobotDriver(ABC):
+    """Carries out plan actions on one robot."""
+
+    #: Short name for logs and parameters ("sim", "spot_ros2").
+    name: str = ""
+
+    @abstractmethod
+    def start(self) -> None:
+        """Bring the robot to a state where it can execute actions (claim, power, stand)."""
+
+    @abstractmethod
+    def shutdown(self) -> None:
+        """Stop motion and release what :meth:`start` acquired; safe to call twice."""
+
+    @abstractmethod
+    def pose(self) -> Pose:
+        """Latest known body pose in the map frame."""
+
+    @abstractmethod
+    def execute(
+        self,
+        action: PlanAction,
+        *,
+        cancel: CancelToken,
+        timeout_s: float,
+        feedback: FeedbackCallback | None = None,
+    ) -> StepOutcome:
+        """Run one action to its end; return promptly after ``cancel`` or ``timeout_s``.
+
+        Blocks the calling (worker) thread, never an executor callback.
+        """

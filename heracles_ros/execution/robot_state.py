@@ -1,0 +1,121 @@
+"""The robot's state in the graph database: where it is and what it holds.
+
+The dispatcher writes it after every step, so the planner (and operators'
+questions) always start from the truth. Layout, in the schema's names:
+``(:Robot {nodeSymbol:'robot', x, y, z, place, holding})``, ``-[:AT]->`` the
+place node, ``-[:HOLDING]->`` the held object. ``place`` / ``holding`` are ""
+when unknown / empty-handed; the properties survive even if the mirror later
+deletes the linked node, so the robot's own record is never lost.
+
+Placing an object is recorded on the object too (decision): its ``x, y, z``
+become the place's position and its ``CONTAINS`` parent becomes that place,
+so a follow-up command sees the object where the robot left it. These are
+mirrored properties: the next Hydra snapshot replaces them with what the
+robot's perception observed, which is the more precise truth. While an object
+is held, its mirrored position and parent are left alone; ``HOLDING`` is what
+says where it is.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from heracles_ros.errors import ExecutionError
+from heracles_ros.graphdb.cypher import robot as cypher
+from heracles_ros.graphdb.schema import ROBOT_SYMBOL, Layer, layer_of_symbol
+from heracles_ros.graphdb.store import GraphStore, Params
+from heracles_ros.planning.types import Point3
+
+
+@dataclass(frozen=True)
+class RobotState:
+    position: Point3
+    #: Place symbol the robot stands at ("" when not known).
+    place: str = ""
+    #: Object symbol in the gripper ("" when empty-handed).
+    holding: str = ""
+
+
+def place_layer(symbol: str) -> Layer:
+    """Layer of a place symbol, or ExecutionError naming the symbol."""
+    layer = layer_of_symbol(symbol)
+    if layer is Layer.MESH_PLACE or layer is Layer.PLACE:
+        return layer
+    raise ExecutionError(f"{symbol!r} is not a place symbol (expected P<n> or p<n>)")
+
+
+def _object_symbol(symbol: str) -> str:
+    if layer_of_symbol(symbol) is not Layer.OBJECT:
+        raise ExecutionError(f"{symbol!r} is not an object symbol (expected O<n>)")
+    return symbol
+
+
+class RobotStateStore:
+    """Reads and writes one robot's node; every write is one transaction."""
+
+    def __init__(self, store: GraphStore, *, symbol: str = ROBOT_SYMBOL):
+        self.store = store
+        self.symbol = symbol
+
+    def read(self) -> RobotState | None:
+        """The recorded state, or None when the robot was never written."""
+        rows = self.store.query(cypher.READ_ROBOT, {"symbol": self.symbol})
+        if not rows:
+            return None
+        row = rows[0]
+        position = (float(row["x"] or 0.0), float(row["y"] or 0.0), float(row["z"] or 0.0))
+        return RobotState(position, place=str(row["place"] or ""), holding=str(row["holding"] or ""))
+
+    def write(self, state: RobotState) -> None:
+        """Replace the robot's pose, place and holding, with their AT / HOLDING links."""
+        base: Params = {"symbol": self.symbol}
+        statements: list[tuple[str, Params]] = [
+            (
+                cypher.UPSERT_ROBOT,
+                {
+                    **base,
+                    "x": float(state.position[0]),
+                    "y": float(state.position[1]),
+                    "z": float(state.position[2]),
+                    "place": state.place,
+                    "holding": state.holding,
+                },
+            ),
+            (cypher.UNLINK_ROBOT, base),
+        ]
+        if state.place:
+            statements.append((cypher.link_robot_at(place_layer(state.place)), {**base, "place": state.place}))
+        if state.holding:
+            statements.append((cypher.LINK_ROBOT_HOLDING, {**base, "object": _object_symbol(state.holding)}))
+        self.store.write_many(statements)
+
+    def record_placed(self, obj: str, place: str, position: Point3) -> None:
+        """The robot put ``obj`` down at ``place`` (position = the place's)."""
+        params: Params = {
+            "object": _object_symbol(obj),
+            "place": place,
+            "x": float(position[0]),
+            "y": float(position[1]),
+            "z": float(position[2]),
+        }
+        self.store.write_many(
+            [
+                (cypher.move_object(self.store.dialect), params),
+                (cypher.UNLINK_OBJECT_CONTAINER, params),
+                (cypher.link_object_container(place_layer(place)), params),
+            ]
+        )
+
+    def position_of(self, symbol: str) -> Point3 | None:
+        """Position of a scene node by symbol; None when there is no such node."""
+        layer = layer_of_symbol(symbol)
+        if layer is None:
+            return None
+        rows = self.store.query(cypher.node_position(layer), {"symbol": symbol})
+        if not rows or rows[0]["x"] is None:
+            return None
+        row = rows[0]
+        return (float(row["x"]), float(row["y"]), float(row["z"] or 0.0))
+
+    def forget(self) -> None:
+        """Remove the robot node and its links (tests, or a robot taken out of service)."""
+        self.store.write(cypher.DELETE_ROBOT, {"symbol": self.symbol})
