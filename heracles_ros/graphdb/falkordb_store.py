@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Sequence
+from typing import Any
 
 from heracles_ros.errors import DatabaseError, DatabaseUnavailable, QueryError, QueryTimeout, ReadOnlyViolation
 from heracles_ros.graphdb.schema import FALKORDB
@@ -24,21 +25,30 @@ class FalkorStore(GraphStore):
     dialect = FALKORDB
 
     def __init__(self, host: str, port: int, *, graph: str = "heracles", timeout_s: float = 10.0):
-        try:
-            from falkordb import FalkorDB
-        except ImportError as exc:  # pragma: no cover - a hard dependency
-            raise DatabaseUnavailable("the 'falkordb' client is not installed (pip install falkordb)") from exc
         self.description = f"falkordb://{host}:{port} graph {graph!r}"
         self.timeout_s = timeout_s
+        self._host, self._port = host, port
         self._graph_name = graph
-        self._db = FalkorDB(
-            host=host,
-            port=port,
-            password=os.environ.get("FALKORDB_PASSWORD") or None,
-            socket_timeout=timeout_s + _SOCKET_SLACK_S,
-            socket_connect_timeout=min(timeout_s, 5.0),
-        )
-        self._graph = self._db.select_graph(graph)
+        self._db: Any = None
+        self._graph: Any = None
+
+    def _connect(self) -> tuple[Any, Any]:
+        """The client, created on first use and again after the server went away."""
+        if self._db is None:
+            from falkordb import FalkorDB
+
+            try:
+                self._db = FalkorDB(
+                    host=self._host,
+                    port=self._port,
+                    password=os.environ.get("FALKORDB_PASSWORD") or None,
+                    socket_timeout=self.timeout_s + _SOCKET_SLACK_S,
+                    socket_connect_timeout=min(self.timeout_s, 5.0),
+                )
+            except Exception as exc:
+                raise self._translate(exc, "(connect)") from exc
+            self._graph = self._db.select_graph(self._graph_name)
+        return self._db, self._graph
 
     # -- GraphStore -----------------------------------------------------------
     def query(self, cypher: str, params: Params | None = None, *, timeout_s: float | None = None) -> list[Row]:
@@ -55,10 +65,11 @@ class FalkorStore(GraphStore):
         """
         if not statements:
             return
-        pipe = self._db.connection.pipeline(transaction=True)
+        db, graph = self._connect()
+        pipe = db.connection.pipeline(transaction=True)
         ms = self._timeout_ms(timeout_s)
         for cypher, params in statements:
-            text = self._graph._build_params_header(dict(params)) + cypher
+            text = graph._build_params_header(dict(params)) + cypher
             pipe.execute_command("GRAPH.QUERY", self._graph_name, text, "--compact", "timeout", ms)
         try:
             replies = pipe.execute(raise_on_error=False)
@@ -70,23 +81,28 @@ class FalkorStore(GraphStore):
 
     def ping(self) -> None:
         try:
-            self._db.connection.ping()
+            self._connect()[0].connection.ping()
         except Exception as exc:
             raise DatabaseUnavailable(f"{self.description} does not answer: {exc}") from exc
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):  # closing a dead connection is not worth an error
-            self._db.connection.close()
+        if self._db is not None:
+            with contextlib.suppress(Exception):  # closing a dead connection is not worth an error
+                self._db.connection.close()
+        self._db = self._graph = None
 
     # -- internals --------------------------------------------------------------
     def _timeout_ms(self, timeout_s: float | None) -> int:
         return max(1, int(1000 * (self.timeout_s if timeout_s is None else timeout_s)))
 
     def _run(self, cypher: str, params: Params | None, timeout_s: float | None, *, read_only: bool) -> list[Row]:
-        call = self._graph.ro_query if read_only else self._graph.query
+        graph = self._connect()[1]
+        call = graph.ro_query if read_only else graph.query
         try:
             result = call(cypher, dict(params) if params else None, timeout=self._timeout_ms(timeout_s))
         except Exception as exc:
+            if read_only and "empty key" in str(exc):
+                return []  # the graph does not exist yet: nothing mirrored, so nothing matches
             raise self._translate(exc, cypher) from exc
         header = [h[1] if isinstance(h, (list, tuple)) else h for h in (result.header or [])]
         names = [n.decode() if isinstance(n, bytes) else str(n) for n in header]
@@ -97,6 +113,7 @@ class FalkorStore(GraphStore):
 
         text = str(exc)
         if isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionError, OSError)):
+            self._db = self._graph = None  # reconnect on the next call
             return DatabaseUnavailable(f"{self.description} unavailable: {text}")
         lowered = text.lower()
         if "read-only" in lowered or "ro_query" in lowered:
