@@ -9,6 +9,7 @@ nodes it does not own (robot state, corrections, bookkeeping).
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections import defaultdict
 from collections.abc import Iterable
@@ -114,9 +115,10 @@ class Mirror:
         t_extract = time.perf_counter()
         try:
             self._ensure_schema()
+            from_db = self._baseline is None
             baseline = self._baseline if self._baseline is not None else self.read_baseline()
             t_diff0 = time.perf_counter()
-            diff = _diff(baseline, tables)
+            diff = _diff(baseline, tables, tolerant=from_db)
             t_diff = time.perf_counter()
             removed = len(diff.removed_nodes)
             if (
@@ -247,12 +249,20 @@ class _Diff:
         )
 
 
-def _diff(old: SceneTables, new: SceneTables) -> _Diff:
+def _diff(old: SceneTables, new: SceneTables, *, tolerant: bool = False) -> _Diff:
+    """What changed from ``old`` to ``new``.
+
+    ``tolerant`` compares floats to 1e-12 relative: a baseline read back from
+    FalkorDB carries 15 significant digits, not the 17 of the snapshot.
+    """
     old_nodes, new_nodes = old.nodes, new.nodes
     added = new_nodes.keys() - old_nodes.keys()
     removed = old_nodes.keys() - new_nodes.keys()
     get = old_nodes.get
-    changed = [k for k, row in new_nodes.items() if get(k, row) != row]
+    if tolerant:
+        changed = [k for k, row in new_nodes.items() if k in old_nodes and not _same_row(old_nodes[k], row)]
+    else:
+        changed = [k for k, row in new_nodes.items() if get(k, row) != row]
     return _Diff(
         rows=new_nodes,
         added_nodes=set(added),
@@ -261,6 +271,18 @@ def _diff(old: SceneTables, new: SceneTables) -> _Diff:
         added_edges=new.edges - old.edges,
         removed_edges=old.edges - new.edges,
     )
+
+
+def _same_row(a: NodeRow, b: NodeRow) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        if isinstance(x, float) and isinstance(y, float):
+            if not math.isclose(x, y, rel_tol=1e-12, abs_tol=1e-12):
+                return False
+        elif x != y:
+            return False
+    return True
 
 
 def _touches(key: EdgeKey, ids: set[int]) -> bool:

@@ -1,0 +1,68 @@
+"""Operator corrections: narrow updates only, re-applied after snapshots, retired with their node."""
+from __future__ import annotations
+
+import pytest
+from support.tiny_scene import node_id, tiny_scene
+
+from heracles_ros.errors import CorrectionError
+from heracles_ros.graphdb.corrections import Corrections
+from heracles_ros.graphdb.falkordb_store import FalkorStore
+from heracles_ros.graphdb.mirror import Mirror
+
+
+def object_class(store: FalkorStore, symbol: str) -> str:
+    rows = store.query("MATCH (o:Object {nodeSymbol: $s}) RETURN o.class AS c", {"s": symbol})
+    return str(rows[0]["c"])
+
+
+def test_correction_survives_snapshots_that_would_undo_it(store: FalkorStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph)
+    changes = Corrections(store).apply([("O2", "class", "Bag")])
+    assert [str(c) for c in changes] == ["O2.class: 'bicycle' -> 'bag'"]
+    assert object_class(store, "O2") == "bag"
+
+    # Hydra moves the object (so the mirror rewrites it, class 'bicycle' included).
+    graph.get_node(node_id("O2")).attributes.position = graph.get_node(node_id("O2")).attributes.position + 1.0
+    report = mirror.reconcile(graph)
+    assert report.nodes_changed == 1 and report.corrections_reapplied == 1
+    assert object_class(store, "O2") == "bag"
+
+    # A restarted mirror reading its baseline from the database keeps it too.
+    Mirror(store).reconcile(graph)
+    assert object_class(store, "O2") == "bag"
+    [active] = Corrections(store).active()
+    assert (active.symbol, active.property, active.value, active.original) == ("O2", "class", "bag", "bicycle")
+
+
+def test_correction_of_a_vanished_node_is_retired_and_reported(store: FalkorStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph)
+    Corrections(store).apply([("O1", "name", "blue bag"), ("O1", "x", 1.25)])
+    graph.remove_node(node_id("O1"))
+    report = mirror.reconcile(graph)
+    assert report.corrections_retired == ["O1"]
+    assert Corrections(store).active() == []
+    assert store.query("MATCH (c:Correction {target: 'O1'}) RETURN DISTINCT c.status AS s") == [{"s": "retired"}]
+
+
+def test_invalid_corrections_report_every_problem_and_change_nothing(store: FalkorStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    with pytest.raises(CorrectionError) as caught:
+        Corrections(store).apply(
+            [("O99", "class", "bag"), ("O1", "nodeSymbol", "O7"), ("O2", "x", "far"), ("robot", "class", "x")]
+        )
+    message = str(caught.value)
+    for fragment in ("O99 does not exist", "'nodeSymbol' cannot be corrected", "O2.x: expected a number",
+                     "'robot' is not a scene-graph node symbol"):
+        assert fragment in message
+    assert store.query("MATCH (c:Correction) RETURN count(c) AS n") == [{"n": 0}]
+    assert object_class(store, "O1") == "bag"
+
+
+def test_node_count_is_bounded(store: FalkorStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    with pytest.raises(CorrectionError, match="at most 2 nodes"):
+        Corrections(store).apply([(f"P{i}", "class", "corridor") for i in range(3)], max_nodes=2)

@@ -1,0 +1,143 @@
+"""The mirror on a real database: exact contents, minimal writes, what it must not touch."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import spark_dsg as dsg
+from support.tiny_scene import add_object, node_id, tiny_scene
+
+from heracles_ros.errors import DatabaseUnavailable, SuspectSnapshot
+from heracles_ros.graphdb.falkordb_store import FalkorStore
+from heracles_ros.graphdb.mirror import Mirror
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.scene.tables import extract_tables, relation_of, symbol_of
+
+
+def database_contents(store: GraphStore) -> tuple[dict[str, tuple[Any, ...]], set[tuple[str, str, str]]]:
+    nodes = {
+        r["s"]: (r["label"], r["c"], r["x"], r["y"], r["z"])
+        for r in store.query(
+            "MATCH (n) WHERE n.nodeSymbol IS NOT NULL AND NOT n:Robot "
+            "RETURN n.nodeSymbol AS s, labels(n)[0] AS label, n.class AS c, n.x AS x, n.y AS y, n.z AS z"
+        )
+    }
+    edges = {
+        (r["a"], r["b"], r["t"])
+        for r in store.query("MATCH (a)-[e]->(b) RETURN a.nodeSymbol AS a, b.nodeSymbol AS b, type(e) AS t")
+    }
+    return nodes, edges
+
+
+def expected_contents(graph: dsg.DynamicSceneGraph) -> tuple[dict[str, tuple[Any, ...]], set[tuple[str, str, str]]]:
+    tables = extract_tables(graph)
+    labels = {"O": "Object", "P": "MeshPlace", "p": "Place", "R": "Room", "B": "Building"}
+    nodes = {
+        symbol_of(i): (labels[symbol_of(i)[0]], row[0], row[1], row[2], row[3]) for i, row in tables.nodes.items()
+    }
+    edges = set()
+    for key in tables.edges:
+        oriented = relation_of(key >> 64, key & ((1 << 64) - 1))
+        assert oriented is not None
+        edges.add((symbol_of(oriented[0]), symbol_of(oriented[1]), oriented[2]))
+    return nodes, edges
+
+
+def assert_mirrors(store: GraphStore, graph: dsg.DynamicSceneGraph) -> None:
+    assert database_contents(store) == expected_contents(graph)
+
+
+def test_first_reconcile_writes_the_schema(store: FalkorStore) -> None:
+    graph = tiny_scene()
+    report = Mirror(store).reconcile(graph)
+    assert (report.nodes_added, report.edges_added) == (14, 18)
+    assert_mirrors(store, graph)
+    row = store.query("MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {nodeSymbol: 'O2'}) RETURN p.nodeSymbol AS p, "
+                      "o.class AS c, o.name AS name, o.bbox_dx AS dx")
+    assert row == [{"p": "P4", "c": "bicycle", "name": "bicycle 2", "dx": pytest.approx(0.5)}]
+    assert store.query("MATCH (r:Room {nodeSymbol: 'R1'}) RETURN r.class AS c") == [{"c": "lounge"}]
+    # O4 has no place; it is mirrored anyway, with no parent.
+    assert store.query("MATCH (o:Object {nodeSymbol: 'O4'}) OPTIONAL MATCH (p)-[:CONTAINS]->(o) "
+                       "RETURN count(p) AS parents") == [{"parents": 0}]
+
+
+def test_unchanged_snapshot_writes_nothing(store: FalkorStore) -> None:
+    mirror = Mirror(store)
+    mirror.reconcile(tiny_scene())
+    report = mirror.reconcile(tiny_scene())
+    assert report.writes == 0
+
+
+def test_changes_are_written_exactly(store: FalkorStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph)
+
+    graph.get_node(node_id("O0")).attributes.position = np.array([0.2, 1.5, 0.5])  # moved
+    graph.get_node(node_id("O1")).attributes.semantic_label = 3  # relabelled bag -> chair
+    graph.remove_node(node_id("O3"))  # removed
+    room = dsg.RoomNodeAttributes()  # a new room with two places
+    room.position = np.array([8.0, 0.0, 0.0])
+    room.semantic_label = 2
+    graph.add_node(4, node_id("R2"), room)
+    for index in (6, 7):
+        place = dsg.Place2dNodeAttributes()
+        place.position = np.array([float(index), 0.0, 0.0])
+        graph.add_node(3, node_id(f"P{index}"), place, 1)
+        graph.insert_edge(node_id("R2"), node_id(f"P{index}"))
+    graph.insert_edge(node_id("P5"), node_id("P6"))
+    graph.insert_edge(node_id("P6"), node_id("P7"))
+    add_object(graph, 5, 1, (7.0, 1.0, 0.5), 7)
+
+    report = mirror.reconcile(graph)
+    assert (report.nodes_added, report.nodes_changed, report.nodes_removed) == (4, 2, 1)
+    assert (report.edges_added, report.edges_removed) == (5, 1)  # R2>P6, R2>P7, P5-P6, P6-P7, P7>O5; P5>O3
+    assert_mirrors(store, graph)
+    assert store.query("MATCH (n) WHERE n.nodeSymbol = 'O3' RETURN n") == []
+
+
+def test_no_duplicates_and_no_foreign_nodes_touched(store: FalkorStore) -> None:
+    store.write("CREATE (:Robot {nodeSymbol: 'robot', holding: 'O1'})")
+    store.write("MATCH (r:Robot), (o:Object) WHERE o.nodeSymbol = 'O1' CREATE (r)-[:HOLDING]->(o)")
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph)
+    store.write("MATCH (r:Robot), (o:Object {nodeSymbol: 'O1'}) CREATE (r)-[:HOLDING]->(o)")
+    fresh = Mirror(store)  # a restarted mirror reads its baseline from the database
+    report = fresh.reconcile(graph)
+    assert report.writes == 0
+    assert store.query("MATCH (n {nodeSymbol: 'O1'}) RETURN count(n) AS n") == [{"n": 1}]
+    assert store.query("MATCH (r:Robot)-[:HOLDING]->(o) RETURN r.holding AS h, o.nodeSymbol AS o") == [
+        {"h": "O1", "o": "O1"}
+    ]
+
+
+def test_mass_removal_is_held_back_unless_allowed(store: FalkorStore) -> None:
+    mirror = Mirror(store, suspect_min_nodes=5)
+    mirror.reconcile(tiny_scene())
+    with pytest.raises(SuspectSnapshot, match="would remove 14 of 14"):
+        mirror.reconcile(dsg.DynamicSceneGraph())
+    assert len(database_contents(store)[0]) == 14  # nothing lost
+    report = mirror.reconcile(dsg.DynamicSceneGraph(), force=True)
+    assert report.nodes_removed == 14
+    assert database_contents(store) == ({}, set())
+
+
+def test_database_down_then_back_reconciles_newest(falkordb_server: Any, graph_name: str) -> None:
+    good = FalkorStore(falkordb_server.host, falkordb_server.port, graph=graph_name)
+    mirror = Mirror(good)
+    mirror.reconcile(tiny_scene())
+    # Point the mirror at a dead address, as if the server went away.
+    mirror.store = FalkorStore("127.0.0.1", 9, timeout_s=1.0)
+    mirror.corrections.store = mirror.store
+    newer = tiny_scene()
+    newer.remove_node(node_id("O2"))
+    with pytest.raises(DatabaseUnavailable):
+        mirror.reconcile(newer)
+    mirror.store = good
+    mirror.corrections.store = good
+    report = mirror.reconcile(newer)
+    assert report.nodes_removed == 1
+    assert_mirrors(good, newer)
+    good.write("MATCH (n) DETACH DELETE n")
