@@ -1,0 +1,37 @@
+"""``heracles bench mirror|plan``: measure, print figures (``--json`` for scripts)."""
+from __future__ import annotations
+
+import argparse
+import importlib
+from typing import Any
+
+from heracles_ros.cli.common import print_json
+
+#: Sub-command -> module under heracles_ros.bench, and its one-line help.
+BENCHMARKS = {
+    "mirror": "decode, diff and write costs of the mirror on the kilometre-scale scene",
+    "plan": "goal text to expanded plan on the kilometre-scale scene, and the naive encoding for contrast",
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("bench", help="run a benchmark and print its figures")
+    kinds = parser.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
+    for name, help_text in BENCHMARKS.items():
+        bench = kinds.add_parser(name, help=help_text)
+        bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
+        importlib.import_module(f"heracles_ros.bench.{name}").add_arguments(bench)
+        bench.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    module = importlib.import_module(f"heracles_ros.bench.{args.benchmark}")
+    figures: dict[str, Any] = module.run(args)
+    if args.json:
+        print_json(figures)
+    else:
+        width = max(len(k) for k in figures) if figures else 0
+        for key, value in figures.items():
+            shown = f"{value:.4g}" if isinstance(value, float) else value
+            print(f"{key:<{width}}  {shown}")
+    return 0

@@ -1,0 +1,75 @@
+"""Robot state in a real FalkorDB graph: the Robot node, AT / HOLDING links, placed objects."""
+from __future__ import annotations
+
+import pytest
+from support.tiny_scene import tiny_scene
+
+from heracles_ros.errors import ExecutionError
+from heracles_ros.execution.robot_state import RobotState, RobotStateStore
+from heracles_ros.graphdb.mirror import Mirror
+
+
+@pytest.fixture
+def tiny_store(store):
+    Mirror(store).reconcile(tiny_scene())
+    return store
+
+
+def links(store, rel: str) -> list[str]:
+    rows = store.query(f"MATCH (:Robot {{nodeSymbol: 'robot'}})-[:{rel}]->(n) RETURN n.nodeSymbol AS s")
+    return sorted(r["s"] for r in rows)
+
+
+def test_write_then_read_round_trips_and_replaces_links(tiny_store):
+    states = RobotStateStore(tiny_store)
+    assert states.read() is None
+    states.write(RobotState((1.0, 0.0, 0.0), place="P1", holding=""))
+    assert states.read() == RobotState((1.0, 0.0, 0.0), place="P1", holding="")
+    assert links(tiny_store, "AT") == ["P1"] and links(tiny_store, "HOLDING") == []
+
+    states.write(RobotState((4.0, 0.2, 0.0), place="P4", holding="O2"))
+    assert states.read() == RobotState((4.0, 0.2, 0.0), place="P4", holding="O2")
+    assert links(tiny_store, "AT") == ["P4"]
+    assert links(tiny_store, "HOLDING") == ["O2"]
+    assert tiny_store.query("MATCH (r:Robot) RETURN count(r) AS n")[0]["n"] == 1
+
+    states.write(RobotState((4.0, 0.2, 0.0), place="", holding=""))
+    assert links(tiny_store, "AT") == [] and links(tiny_store, "HOLDING") == []
+
+
+def test_placing_moves_the_object_to_the_place(tiny_store):
+    states = RobotStateStore(tiny_store)
+    states.record_placed("O2", "P0", (0.0, 0.0, 0.0))
+    row = tiny_store.query(
+        "MATCH (p)-[:CONTAINS]->(o:Object {nodeSymbol: 'O2'}) RETURN p.nodeSymbol AS p, o.x AS x, o.y AS y"
+    )
+    assert row == [{"p": "P0", "x": 0.0, "y": 0.0}]
+    # The object no longer belongs to P4; O0 still does belong to P0.
+    assert tiny_store.query("MATCH (:MeshPlace {nodeSymbol:'P4'})-[:CONTAINS]->(o) RETURN o.nodeSymbol AS o") == []
+    contained = tiny_store.query("MATCH (:MeshPlace {nodeSymbol:'P0'})-[:CONTAINS]->(o) RETURN o.nodeSymbol AS o")
+    assert sorted(r["o"] for r in contained) == ["O0", "O2"]
+
+
+def test_positions_of_named_nodes(tiny_store):
+    states = RobotStateStore(tiny_store)
+    assert states.position_of("P3") == (3.0, 0.0, 0.0)
+    assert states.position_of("O1") == (1.0, 1.0, 0.5)
+    assert states.position_of("P99") is None
+    assert states.position_of("kitchen") is None
+
+
+def test_bad_symbols_are_refused_by_name(tiny_store):
+    states = RobotStateStore(tiny_store)
+    with pytest.raises(ExecutionError, match="'O1' is not a place symbol"):
+        states.write(RobotState((0.0, 0.0, 0.0), place="O1"))
+    with pytest.raises(ExecutionError, match="'P1' is not an object symbol"):
+        states.write(RobotState((0.0, 0.0, 0.0), place="P1", holding="P1"))
+    assert states.read() is None  # nothing half-written
+
+
+def test_the_mirror_leaves_the_robot_alone(tiny_store):
+    states = RobotStateStore(tiny_store)
+    states.write(RobotState((2.0, 0.0, 0.0), place="P2", holding="O1"))
+    Mirror(tiny_store).reconcile(tiny_scene())
+    assert states.read() == RobotState((2.0, 0.0, 0.0), place="P2", holding="O1")
+    assert links(tiny_store, "AT") == ["P2"] and links(tiny_store, "HOLDING") == ["O1"]
