@@ -1,0 +1,314 @@
+"""A local stand-in for a hosted LLM: replays scripted model turns over real HTTP.
+
+No hosted model is reachable from the test machines, so tests that exercise an
+agent (the loop, the language node, the evaluation harness, the CLI) point the
+real ``openai`` or ``ollama`` client at this server. It speaks both wire
+protocols the adapters use:
+
+* OpenAI Chat Completions: ``POST /v1/chat/completions`` (tool calls in the
+  ``choices[0].message.tool_calls`` shape, ``usage.prompt_tokens`` /
+  ``completion_tokens``); base URL ``server.openai_base_url``.
+* Ollama native chat: ``POST /api/chat`` with ``stream: false`` (tool calls with
+  dict ``arguments``, ``prompt_eval_count`` / ``eval_count``); host
+  ``server.ollama_host``.
+
+Only the model is replaced: whatever the agent does with a turn (run a Cypher
+query, check a goal) is real.
+
+Usage::
+
+    from support.scripted_llm import ScriptedLLMServer, call, say
+
+    script = [call("MATCH (o:Object) RETURN count(o) AS n"), say("<answer>5</answer>")]
+    with ScriptedLLMServer(script) as server:
+        ...  # settings with base_url=server.openai_base_url (or host=server.ollama_host)
+        assert "5" in server.requests[1].tool_results()[0]
+
+A script is either a list of :class:`Turn` (consumed one per request, in order,
+whichever protocol asks) or a callable ``(RecordedRequest) -> Turn`` that can
+look at what the model was sent (e.g. answer differently when a database error
+came back). When a list runs out the server answers HTTP 500 with a message
+saying so, which the adapters turn into an ``LLMError``.
+
+Token usage is reported the way providers do; by default a deterministic count
+(about 4 characters per token of the request's messages, and of the reply) that
+``server.reported`` records per reply so tests can check the agent sums exactly
+what the provider reported.
+"""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+OPENAI_PATH = "/v1/chat/completions"
+OLLAMA_PATH = "/api/chat"
+
+
+@dataclass
+class Turn:
+    """One scripted model reply.
+
+    ``text``: the assistant's message content. ``tool_calls``: (name, arguments)
+    pairs the model asks for, in order. ``delay_s``: sleep before answering (a
+    slow model, for timeout tests). ``raw_body`` / ``status``: send these bytes
+    instead of a well-formed reply (garbage from the provider). ``usage``:
+    (input tokens, output tokens) to report instead of the default estimate.
+    """
+
+    text: str = ""
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    delay_s: float = 0.0
+    raw_body: bytes | None = None
+    status: int = 200
+    usage: tuple[int, int] | None = None
+
+
+def say(text: str, **kwargs: Any) -> Turn:
+    """A plain text reply (e.g. ``say("<answer>3</answer>")``)."""
+    return Turn(text=text, **kwargs)
+
+
+def call(query: str, text: str = "", **kwargs: Any) -> Turn:
+    """A reply asking for one ``run_cypher_query`` call, with optional reasoning text."""
+    return Turn(text=text, tool_calls=[("run_cypher_query", {"query": query})], **kwargs)
+
+
+def calls(*queries: str, text: str = "") -> Turn:
+    """A reply asking for several ``run_cypher_query`` calls at once."""
+    return Turn(text=text, tool_calls=[("run_cypher_query", {"query": q}) for q in queries])
+
+
+def slow(seconds: float, turn: Turn | None = None) -> Turn:
+    """``turn`` (default: a short answer) delivered after ``seconds``."""
+    turn = turn or say("<answer>late</answer>")
+    turn.delay_s = seconds
+    return turn
+
+
+def garbage(body: bytes = b"\x00not json{", status: int = 200) -> Turn:
+    """A reply that is not the protocol's JSON at all."""
+    return Turn(raw_body=body, status=status)
+
+
+@dataclass
+class RecordedRequest:
+    """What the model was sent in one request."""
+
+    protocol: str  # "openai" | "ollama"
+    path: str
+    body: dict[str, Any]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return list(self.body.get("messages") or [])
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return list(self.body.get("tools") or [])
+
+    def tool_results(self) -> list[str]:
+        """Contents of every tool-result message, oldest first."""
+        return [str(m.get("content") or "") for m in self.messages if m.get("role") == "tool"]
+
+    def last(self, role: str | None = None) -> dict[str, Any]:
+        """The newest message (of ``role`` when given)."""
+        for message in reversed(self.messages):
+            if role is None or message.get("role") == role:
+                return message
+        raise LookupError(f"no {role or 'any'} message in the request")
+
+    def text(self) -> str:
+        """All message contents joined: handy for ``"..." in request.text()``."""
+        return "\n".join(str(m.get("content") or "") for m in self.messages)
+
+
+Script = Sequence[Turn] | Callable[[RecordedRequest], Turn]
+
+
+def estimate_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class ScriptedLLMServer:
+    """The HTTP server, on 127.0.0.1 at a free port, serving in a background thread."""
+
+    def __init__(self, script: Script, *, model: str = "scripted-model"):
+        self.model = model
+        self.requests: list[RecordedRequest] = []
+        #: (input tokens, output tokens) of every well-formed reply, in order.
+        self.reported: list[tuple[int, int]] = []
+        self._script = script
+        self._next = 0
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-llm", daemon=True)
+
+    # -- addresses -----------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def ollama_host(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    # -- life cycle ----------------------------------------------------------------
+    def start(self) -> ScriptedLLMServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> ScriptedLLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def remaining(self) -> int:
+        """Scripted turns not yet served (0 for a callable script)."""
+        return 0 if callable(self._script) else len(self._script) - self._next
+
+    def extend(self, turns: Sequence[Turn]) -> None:
+        """Append turns to a list script (e.g. between two requests of one test)."""
+        if callable(self._script):
+            raise TypeError("a callable script cannot be extended")
+        self._script = [*self._script, *turns]
+
+    # -- serving -------------------------------------------------------------------
+    def _turn_for(self, request: RecordedRequest) -> Turn | None:
+        with self._lock:
+            self.requests.append(request)
+            if callable(self._script):
+                return self._script(request)
+            if self._next >= len(self._script):
+                return None
+            turn = self._script[self._next]
+            self._next += 1
+            return turn
+
+    def _reply(self, protocol: str, request: RecordedRequest, turn: Turn) -> dict[str, Any]:
+        if turn.usage is not None:
+            usage = turn.usage
+        else:
+            sent = json.dumps(request.messages) + json.dumps(request.tools)
+            produced = turn.text + json.dumps(turn.tool_calls)
+            usage = (estimate_tokens(sent), estimate_tokens(produced))
+        with self._lock:
+            self.reported.append(usage)
+        if protocol == "openai":
+            return _openai_reply(self.model, len(self.requests), turn, usage)
+        return _ollama_reply(self.model, turn, usage)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+                return
+
+            def do_POST(self) -> None:
+                path = self.path.split("?", 1)[0]
+                protocol = {OPENAI_PATH: "openai", OLLAMA_PATH: "ollama"}.get(path)
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                if protocol is None:
+                    self._send(404, {"error": {"message": f"scripted server: no endpoint {path}"}})
+                    return
+                try:
+                    body = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    self._send(400, {"error": {"message": "scripted server: request body is not JSON"}})
+                    return
+                request = RecordedRequest(protocol, path, body)
+                turn = server._turn_for(request)
+                if turn is None:
+                    message = f"scripted server: script exhausted after {server._next} turns"
+                    self._send(500, {"error": {"message": message, "type": "server_error"}})
+                    return
+                if turn.delay_s:
+                    time.sleep(turn.delay_s)
+                if turn.raw_body is not None:
+                    self._send_bytes(turn.status, turn.raw_body)
+                    return
+                self._send(turn.status, server._reply(protocol, request, turn))
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                self._send_bytes(status, json.dumps(payload).encode())
+
+            def _send_bytes(self, status: int, data: bytes) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test): nothing left to tell it
+
+        return Handler
+
+
+def _openai_reply(model: str, serial: int, turn: Turn, usage: tuple[int, int]) -> dict[str, Any]:
+    tool_calls = [
+        {"id": f"call_{serial}_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        for i, (name, args) in enumerate(turn.tool_calls)
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": turn.text or None, "refusal": None}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": f"chatcmpl-scripted-{serial}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
+    }
+
+
+def _ollama_reply(model: str, turn: Turn, usage: tuple[int, int]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": turn.text}
+    if turn.tool_calls:
+        message["tool_calls"] = [{"function": {"name": name, "arguments": args}} for name, args in turn.tool_calls]
+    return {
+        "model": model,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "message": message,
+        "done": True,
+        "done_reason": "stop",
+        "total_duration": 1_000_000,
+        "load_duration": 0,
+        "prompt_eval_count": usage[0],
+        "prompt_eval_duration": 500_000,
+        "eval_count": usage[1],
+        "eval_duration": 500_000,
+    }
+
+
+def serve(script: Script, **kwargs: Any) -> Iterator[ScriptedLLMServer]:
+    """Generator form for pytest fixtures: ``yield from serve(script)``."""
+    with ScriptedLLMServer(script, **kwargs) as server:
+        yield server
