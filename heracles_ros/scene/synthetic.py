@@ -1,0 +1,195 @@
+"""Seeded, Hydra-like synthetic scene graphs for tests, benchmarks and the bundled example.
+
+Two kinds, both shaped like what Hydra really writes (labelspaces in the
+metadata under ``_l2p0`` / ``_l4p0``, no labelspace for places, objects
+without a parent place, more than one connected component of places):
+
+- ``small``: an indoor floor. Four rooms on a 10 x 10 grid of mesh places, joined
+  only through doorways (so a path can be kept out of a room), a 4 x 4 grid of
+  3D places, tens of objects, and a shed whose places are not connected to
+  the rest (for unreachable goals).
+- ``large``: a kilometre-scale outdoor graph like the reference paper's:
+  ~15,944 mesh places on a jittered 8 m lattice with dropped and diagonal
+  edges, ~124 regions in 4 classes (nearest-seed partition), ~314 objects in
+  12 classes. ``scale`` shrinks it (0.1 gives ~1,600 places) for contrast runs.
+
+The same (kind, seed, scale) always gives the same graph.
+"""
+from __future__ import annotations
+
+import numpy as np
+import spark_dsg as dsg
+
+from heracles_ros.errors import ConfigError
+
+SMALL_OBJECT_CLASSES = ["box", "bag", "bicycle", "chair", "table", "plant", "trash can", "laptop"]
+SMALL_ROOM_CLASSES = ["kitchen", "lounge", "hallway", "office", "storage"]
+LARGE_OBJECT_CLASSES = [
+    "car", "truck", "bicycle", "bench", "tree", "trash can", "sign",
+    "fire hydrant", "box", "bag", "traffic cone", "lamp post",
+]
+LARGE_REGION_CLASSES = ["road", "parking lot", "field", "sidewalk"]
+
+KINDS = ("small", "large")
+
+
+def generate_scene(kind: str, seed: int = 0, *, scale: float = 1.0) -> dsg.DynamicSceneGraph:
+    """Build a synthetic scene graph; ``scale`` applies to the large kind only."""
+    if kind == "small":
+        return _SceneBuilder(seed, SMALL_OBJECT_CLASSES, SMALL_ROOM_CLASSES).small()
+    if kind == "large":
+        if not 0.01 <= scale <= 4.0:
+            raise ConfigError(f"scale must be within [0.01, 4], got {scale}")
+        return _SceneBuilder(seed, LARGE_OBJECT_CLASSES, LARGE_REGION_CLASSES).large(scale)
+    raise ConfigError(f"unknown scene kind {kind!r}; choose one of {', '.join(KINDS)}")
+
+
+def _sym(prefix: str, index: int) -> int:
+    return int(dsg.NodeSymbol(prefix, index).value)
+
+
+class _SceneBuilder:
+    def __init__(self, seed: int, object_classes: list[str], room_classes: list[str]):
+        self.rng = np.random.default_rng(seed)
+        self.graph = dsg.DynamicSceneGraph()
+        self.object_classes = object_classes
+        self.graph.metadata.add(
+            {
+                "labelspaces": {
+                    "_l2p0": [[i, name] for i, name in enumerate(object_classes)],
+                    "_l4p0": [[i, name] for i, name in enumerate(room_classes)],
+                }
+            }
+        )
+        self.mesh_positions: list[np.ndarray] = []
+
+    # -- scene kinds -----------------------------------------------------------
+    def small(self) -> dsg.DynamicSceneGraph:
+        self._building(np.array([4.5, 4.5, 0.0]))
+        rooms = [(0, 0), (1, 1), (2, 2), (3, 3)]  # (room index, class label): quadrants
+        centres = [np.array([2.0 + 5.0 * (r % 2), 2.0 + 5.0 * (r // 2), 0.0]) for r, _ in rooms]
+        for (room, label), centre in zip(rooms, centres, strict=True):
+            self._room(room, label, centre)
+        for a, b in ((0, 1), (0, 2), (1, 3), (2, 3)):  # quadrants that share a doorway
+            self.graph.insert_edge(_sym("R", a), _sym("R", b))
+        # 10 x 10 mesh places, 1 m apart; a room per 5 x 5 quadrant.
+        size = 10
+        for row in range(size):
+            for col in range(size):
+                index = row * size + col
+                self._mesh_place(index, np.array([float(col), float(row), 0.0]), room=(row // 5) * 2 + col // 5)
+        for row in range(size):
+            for col in range(size):
+                index = row * size + col
+                # Walls between quadrants, with a two-place doorway in each.
+                if col + 1 < size and (col != 4 or row in (2, 7)):
+                    self.graph.insert_edge(_sym("P", index), _sym("P", index + 1))
+                if row + 1 < size and (row != 4 or col in (2, 7)):
+                    self.graph.insert_edge(_sym("P", index), _sym("P", index + size))
+        # A shed (room 4) with places not connected to the floor.
+        self._room(4, 4, np.array([15.0, 1.0, 0.0]))
+        self.graph.insert_edge(_sym("B", 0), _sym("R", 4))
+        shed = range(size * size, size * size + 4)
+        for k, index in enumerate(shed):
+            self._mesh_place(index, np.array([14.0 + k % 2, 0.5 + k // 2, 0.0]), room=4)
+        for a, b in ((0, 1), (0, 2), (1, 3), (2, 3)):
+            self.graph.insert_edge(_sym("P", shed[a]), _sym("P", shed[b]))
+        # 4 x 4 3D places above the floor, 3 m apart.
+        for row in range(4):
+            for col in range(4):
+                index = row * 4 + col
+                attrs = dsg.PlaceNodeAttributes()
+                attrs.position = np.array([0.5 + 3.0 * col, 0.5 + 3.0 * row, 1.0])
+                attrs.distance = 1.0
+                self.graph.add_node(3, _sym("p", index), attrs)
+                room = (int(attrs.position[1] >= 5) * 2) + int(attrs.position[0] >= 5)
+                self.graph.insert_edge(_sym("R", room), _sym("p", index))
+                if col:
+                    self.graph.insert_edge(_sym("p", index - 1), _sym("p", index))
+                if row:
+                    self.graph.insert_edge(_sym("p", index - 4), _sym("p", index))
+        # Objects: most on a floor place, every class at least twice, some without a parent.
+        labels = [i % len(self.object_classes) for i in range(32)]
+        self.rng.shuffle(labels)
+        places = self.rng.choice(size * size, size=len(labels), replace=False)
+        for index, (label, place) in enumerate(zip(labels, places, strict=True)):
+            orphan = index % 6 == 5
+            self._object(index, int(label), self.mesh_positions[int(place)], None if orphan else int(place))
+        self._object(len(labels), 0, self.mesh_positions[shed[3]], shed[3])  # a box in the shed
+        return self.graph
+
+    def large(self, scale: float) -> dsg.DynamicSceneGraph:
+        rows = max(4, round(125 * np.sqrt(scale)))
+        cols = max(4, round(128 * np.sqrt(scale)))
+        spacing = 8.0
+        keep = self.rng.random(rows * cols) >= (56 / 16000)  # ~15,944 of 16,000 at scale 1
+        grid_index = -np.ones(rows * cols, dtype=np.int64)
+        grid_index[keep] = np.arange(int(keep.sum()))
+        rc = np.argwhere(keep.reshape(rows, cols))
+        jitter = self.rng.uniform(-1.5, 1.5, size=(len(rc), 2))
+        xy = rc[:, ::-1] * spacing + jitter
+        region_count = max(4, round(124 * scale))
+        seeds = self.rng.uniform(0, [cols * spacing, rows * spacing], size=(region_count, 2))
+        region_of = np.argmin(((xy[:, None, :] - seeds[None, :, :]) ** 2).sum(axis=2), axis=1)
+        self._building(np.array([cols * spacing / 2, rows * spacing / 2, 0.0]))
+        region_labels = self.rng.integers(0, len(LARGE_REGION_CLASSES), size=region_count)
+        for region in range(region_count):
+            self._room(region, int(region_labels[region]), np.array([*seeds[region], 0.0]))
+        for index, ((x, y), region) in enumerate(zip(xy, region_of, strict=True)):
+            self._mesh_place(index, np.array([x, y, 0.0]), room=int(region))
+        touching: set[tuple[int, int]] = set()
+        for (r, c), index in zip(rc, range(len(rc)), strict=True):
+            for dr, dc, p_keep in ((0, 1, 0.9), (1, 0, 0.9), (1, 1, 0.35)):
+                rr, cc = r + dr, c + dc
+                if rr >= rows or cc >= cols or self.rng.random() >= p_keep:
+                    continue
+                other = int(grid_index[rr * cols + cc])
+                if other < 0:
+                    continue
+                self.graph.insert_edge(_sym("P", index), _sym("P", other))
+                a, b = int(region_of[index]), int(region_of[other])
+                if a != b:
+                    touching.add((min(a, b), max(a, b)))
+        for a, b in sorted(touching):
+            self.graph.insert_edge(_sym("R", a), _sym("R", b))
+        object_count = max(12, round(314 * scale))
+        labels = self.rng.integers(0, len(self.object_classes), size=object_count)
+        labels[: len(self.object_classes)] = np.arange(len(self.object_classes))
+        places = self.rng.choice(len(xy), size=object_count, replace=False)
+        for index, (label, place) in enumerate(zip(labels, places, strict=True)):
+            orphan = index % 7 == 6
+            self._object(index, int(label), self.mesh_positions[int(place)], None if orphan else int(place))
+        return self.graph
+
+    # -- nodes -----------------------------------------------------------------
+    def _building(self, position: np.ndarray) -> None:
+        attrs = dsg.NodeAttributes()
+        attrs.position = position
+        self.graph.add_node(5, _sym("B", 0), attrs)
+
+    def _room(self, index: int, label: int, position: np.ndarray) -> None:
+        attrs = dsg.RoomNodeAttributes()
+        attrs.position = position
+        attrs.semantic_label = label
+        self.graph.add_node(4, _sym("R", index), attrs)
+        self.graph.insert_edge(_sym("B", 0), _sym("R", index))
+
+    def _mesh_place(self, index: int, position: np.ndarray, *, room: int) -> None:
+        attrs = dsg.Place2dNodeAttributes()
+        attrs.position = position
+        self.graph.add_node(3, _sym("P", index), attrs, 1)
+        self.graph.insert_edge(_sym("R", room), _sym("P", index))
+        self.mesh_positions.append(position)
+
+    def _object(self, index: int, label: int, near: np.ndarray, place: int | None) -> None:
+        offset = self.rng.uniform(-0.4, 0.4, size=3) * np.array([1.0, 1.0, 0.0])
+        position = near + offset + np.array([0.0, 0.0, self.rng.uniform(0.2, 1.0)])
+        dims = self.rng.uniform(0.2, 1.2, size=3)
+        attrs = dsg.ObjectNodeAttributes()
+        attrs.position = position
+        attrs.semantic_label = label
+        attrs.name = f"{self.object_classes[label]} {index}"
+        attrs.bounding_box = dsg.BoundingBox(dims, position)
+        self.graph.add_node(2, _sym("O", index), attrs)
+        if place is not None:
+            self.graph.insert_edge(_sym("P", place), _sym("O", index))

@@ -1,0 +1,76 @@
+"""Synthetic scenes: reproducible, Hydra-shaped, and as large as the reference paper's."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import spark_dsg as dsg
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from heracles_ros.errors import ConfigError
+from heracles_ros.scene.synthetic import generate_scene
+from heracles_ros.scene.tables import edge_ends, extract_tables, layer_of_id, symbol_of
+
+
+def _census(graph: dsg.DynamicSceneGraph) -> tuple[Counter[str], dict[str, set[str]]]:
+    tables = extract_tables(graph)
+    counts = Counter(symbol_of(i)[0] for i in tables.nodes)
+    classes: dict[str, set[str]] = {}
+    for node_id, row in tables.nodes.items():
+        classes.setdefault(symbol_of(node_id)[0], set()).add(row[0])
+    return counts, classes
+
+
+def _mesh_components(graph: dsg.DynamicSceneGraph) -> int:
+    tables = extract_tables(graph)
+    places = sorted(i for i in tables.nodes if symbol_of(i)[0] == "P")
+    index = {p: k for k, p in enumerate(places)}
+    pairs = [edge_ends(e) for e in tables.edges]
+    pairs = [(index[a], index[b]) for a, b in pairs if a in index and b in index]
+    rows, cols = zip(*pairs, strict=True)
+    matrix = coo_matrix(([1] * len(rows), (rows, cols)), shape=(len(places), len(places)))
+    return int(connected_components(matrix, directed=False)[0])
+
+
+def test_same_seed_same_scene_other_seed_other_scene() -> None:
+    a, b, c = (extract_tables(generate_scene("small", seed)) for seed in (7, 7, 8))
+    assert (a.nodes, a.edges) == (b.nodes, b.edges)
+    assert a.nodes != c.nodes
+
+
+def test_small_scene_is_an_indoor_floor_with_hydra_quirks() -> None:
+    graph = generate_scene("small", 0)
+    counts, classes = _census(graph)
+    assert counts["P"] == 104 and counts["p"] == 16 and counts["R"] == 5 and 20 <= counts["O"] <= 60
+    assert classes["R"] == {"kitchen", "lounge", "hallway", "office", "storage"}
+    assert classes["P"] == {"mesh place"}  # no labelspace for places, as in real Hydra files
+    assert _mesh_components(graph) == 2  # the shed is not reachable from the floor
+    orphans = [o for o in graph.get_layer(2).nodes if not o.has_parent()]
+    assert 0 < len(orphans) < counts["O"] / 3
+
+
+def test_large_scene_matches_the_reference_papers_graph() -> None:
+    graph = generate_scene("large", 0)
+    counts, classes = _census(graph)
+    assert abs(counts["P"] - 15944) < 100
+    assert counts["O"] == 314 and len(classes["O"]) == 12
+    assert counts["R"] == 124 and len(classes["R"]) == 4
+    metadata = graph.metadata.get()
+    assert set(metadata["labelspaces"]) == {"_l2p0", "_l4p0"}
+    assert all(len(pair) == 2 for pair in metadata["labelspaces"]["_l2p0"])
+    xs = [n.attributes.position[0] for n in graph.get_layer(3, 1).nodes]
+    assert max(xs) - min(xs) > 900  # kilometre scale
+    assert any(not o.has_parent() for o in graph.get_layer(2).nodes)
+    assert all(layer_of_id(n.id.value) is not None for n in graph.get_layer(3, 1).nodes)
+
+
+def test_scale_shrinks_the_large_scene() -> None:
+    counts, _ = _census(generate_scene("large", 1, scale=0.1))
+    assert 1400 < counts["P"] < 1800
+
+
+@pytest.mark.parametrize("kind,scale", [("medium", 1.0), ("large", 0.0)])
+def test_bad_arguments_are_named(kind: str, scale: float) -> None:
+    with pytest.raises(ConfigError, match="medium|scale"):
+        generate_scene(kind, 0, scale=scale)
