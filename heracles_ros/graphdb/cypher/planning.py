@@ -1,0 +1,56 @@
+"""Statements the goal checker and the planner send (all read-only).
+
+The place graph is read once per mirror generation; per plan only the goal's
+symbols and objects are looked up, by ``nodeSymbol`` through the label's index,
+so nothing sent per plan grows with the scene. Labels come from the closed set
+in :mod:`..schema`, never from input text.
+"""
+from __future__ import annotations
+
+from heracles_ros.graphdb.schema import CONTAINS, CORRECTION_LABEL, MIRROR_META_LABEL, Layer
+
+#: What decides whether a cached place graph is still the database's: the mirror's
+#: generation and the corrections overlay (which can move places without a new generation).
+GRAPH_STAMP = (
+    f"OPTIONAL MATCH (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) "
+    f"OPTIONAL MATCH (c:{CORRECTION_LABEL}) "
+    "RETURN m.generation AS generation, count(c) AS corrections, max(c.updated_s) AS corrected_s"
+)
+
+
+def existing_symbols(layers: list[Layer]) -> str:
+    """One round trip: which of ``$<layer>`` symbols exist, per layer (parameter names are the labels)."""
+    return " UNION ALL ".join(
+        f"UNWIND ${layer.value} AS s MATCH (n:{layer.value} {{nodeSymbol: s}}) "
+        f"RETURN n.nodeSymbol AS symbol, '{layer.value}' AS label"
+        for layer in layers
+    )
+
+
+def place_nodes(layer: Layer) -> str:
+    return f"MATCH (n:{layer.value}) RETURN n.nodeSymbol AS s, n.x AS x, n.y AS y, n.z AS z"
+
+
+def place_edges(layer: Layer) -> str:
+    return (
+        f"MATCH (a:{layer.value})-[:{layer.connected}]->(b:{layer.value}) "
+        "RETURN a.nodeSymbol AS a, b.nodeSymbol AS b"
+    )
+
+
+def room_places(place_layer: Layer) -> str:
+    return (
+        f"MATCH (r:{Layer.ROOM.value})-[:{CONTAINS}]->(p:{place_layer.value}) "
+        "RETURN r.nodeSymbol AS room, p.nodeSymbol AS place"
+    )
+
+
+ROOMS = f"MATCH (r:{Layer.ROOM.value}) RETURN r.nodeSymbol AS s, r.x AS x, r.y AS y, r.z AS z"
+
+#: Where each goal object is now and which place (if any) contains it; read per plan
+#: because the dispatcher moves objects without a new mirror generation.
+OBJECTS = (
+    f"UNWIND $symbols AS s MATCH (o:{Layer.OBJECT.value} {{nodeSymbol: s}}) "
+    f"OPTIONAL MATCH (c)-[:{CONTAINS}]->(o) WHERE c:{Layer.MESH_PLACE.value} OR c:{Layer.PLACE.value} "
+    "RETURN o.nodeSymbol AS s, o.x AS x, o.y AS y, o.z AS z, collect(c.nodeSymbol) AS containers"
+)

@@ -1,0 +1,192 @@
+"""PDDL goals: parse the text, check it against the domain and the live database.
+
+Keywords (``and`` / ``or`` / ``not``) and predicate names are case-insensitive
+as in PDDL; scene symbols are kept exactly, because ``P12`` (a mesh place) and
+``p12`` (a 3D place) are different nodes. For the same reason symbols go into
+PDDL files under safe names (:func:`to_pddl_name` / :func:`from_pddl_name`).
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from heracles_ros.errors import GoalError
+from heracles_ros.graphdb.cypher import planning as cypher
+from heracles_ros.graphdb.schema import Layer, layer_of_symbol
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.language.goal_ast import And, Atom, GoalExpr, Not, Or, atoms
+from heracles_ros.planning.domain import TYPE_DESCRIPTIONS, TYPE_LAYERS, Domain, load_domain
+
+_GRAMMAR = r"""
+?start: expr
+?expr: conj | disj | neg | atom
+conj: "(" AND expr+ ")"
+disj: "(" OR expr+ ")"
+neg: "(" NOT expr ")"
+atom: "(" WORD WORD* ")"
+
+AND.2: /and(?![\w-])/i
+OR.2: /or(?![\w-])/i
+NOT.2: /not(?![\w-])/i
+WORD: /[A-Za-z][A-Za-z0-9_-]*/
+COMMENT: /;[^\n]*/
+
+%import common.WS
+%ignore WS
+%ignore COMMENT
+"""
+
+
+class _ToAst(Transformer):
+    def conj(self, items: list) -> And:
+        return And(tuple(items[1:]))
+
+    def disj(self, items: list) -> Or:
+        return Or(tuple(items[1:]))
+
+    def neg(self, items: list) -> Not:
+        return Not(items[1])
+
+    def atom(self, items: list[Token]) -> Atom:
+        return Atom(str(items[0]).lower(), tuple(str(t) for t in items[1:]))
+
+
+_PARSER = Lark(_GRAMMAR, parser="lalr", maybe_placeholders=False)
+
+_TOKEN_NAMES = {
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "AND": "'and'",
+    "OR": "'or'",
+    "NOT": "'not'",
+    "WORD": "a predicate or symbol",
+    "$END": "end of goal",
+}
+
+
+def parse_goal(text: str) -> GoalExpr:
+    """The goal's tree; GoalError naming the offending token and its position."""
+    if not text or not text.strip():
+        raise GoalError("empty goal: expected a PDDL goal such as (visited-object O1)")
+    try:
+        tree = _PARSER.parse(text)
+    except UnexpectedInput as exc:
+        raise GoalError(_syntax_message(text, exc)) from exc
+    expr: GoalExpr = _ToAst().transform(tree)
+    return expr
+
+
+def _syntax_message(text: str, exc: UnexpectedInput) -> str:
+    where = f"line {exc.line}, column {exc.column}" if text.count("\n") else f"column {exc.column}"
+    if isinstance(exc, UnexpectedEOF):
+        return f"goal ends early at column {len(text.rstrip()) + 1}: missing ')'"
+    if isinstance(exc, UnexpectedCharacters):
+        char = text[exc.pos_in_stream] if exc.pos_in_stream is not None else "?"
+        return f"unexpected character {char!r} at {where}: symbols are letters, digits, '-' and '_'"
+    if isinstance(exc, UnexpectedToken):
+        token: Token = exc.token  # type: ignore[attr-defined]
+        if token.type == "$END":
+            return f"goal ends early at column {len(text.rstrip()) + 1}: missing ')'"
+        expected = sorted({_TOKEN_NAMES.get(name, name) for name in exc.expected})
+        hint = ""
+        if token.type == "RPAR":
+            hint = " (one ')' too many)" if "$END" in exc.expected else " (empty parentheses or a missing operand?)"
+        if token.type in ("AND", "OR", "NOT") and "'('" in expected:
+            hint = f" ({token.value!r} must follow '(')"
+        return f"unexpected {str(token.value)!r} at {where}; expected {' or '.join(expected)}{hint}"
+    return f"cannot parse goal at {where}"
+
+
+# --- symbol names inside PDDL files --------------------------------------------------
+_TO_PDDL = {"P": "mp", "p": "p3d", "O": "o", "R": "r", "B": "b"}
+_FROM_PDDL = {v: k for k, v in _TO_PDDL.items()}
+_PDDL_NAME = re.compile(r"^(mp|p3d|o|r|b)(\d+)$")
+
+
+def to_pddl_name(symbol: str) -> str:
+    """A scene symbol as a case-safe PDDL name: P12 -> mp12, p12 -> p3d12, O3 -> o3, R2 -> r2."""
+    if layer_of_symbol(symbol) is None:
+        raise GoalError(f"{symbol!r} is not a scene symbol (expected O<n>, P<n>, p<n> or R<n>)")
+    return _TO_PDDL[symbol[0]] + symbol[1:]
+
+
+def from_pddl_name(name: str) -> str:
+    """The scene symbol of a name made by :func:`to_pddl_name` (case-insensitive, as PDDL is)."""
+    match = _PDDL_NAME.match(name.lower())
+    if match is None:
+        raise GoalError(f"{name!r} is not a PDDL name this package made from a scene symbol")
+    return _FROM_PDDL[match.group(1)] + match.group(2)
+
+
+# --- validation -------------------------------------------------------------------------
+_LAYER_NAMES = {
+    Layer.OBJECT: "object",
+    Layer.MESH_PLACE: "mesh place",
+    Layer.PLACE: "3D place",
+    Layer.ROOM: "room",
+    Layer.BUILDING: "building",
+}
+
+
+def check_goal(goal: str | GoalExpr, store: GraphStore, domain: Domain | None = None) -> GoalExpr:
+    """The parsed goal if every predicate, arity, argument kind and symbol is right.
+
+    Otherwise GoalError whose ``problems`` list every problem found, each naming
+    the predicate or symbol; syntax errors stop before anything else is checked.
+    """
+    expr = parse_goal(goal) if isinstance(goal, str) else goal
+    domain = domain or load_domain()
+    problems = static_problems(expr, domain)
+    wanted: dict[Layer, list[str]] = defaultdict(list)
+    first_use: dict[str, Atom] = {}
+    for atom in atoms(expr):
+        for arg in atom.args:
+            layer = layer_of_symbol(arg)
+            if layer is not None and arg not in first_use:
+                first_use[arg] = atom
+                wanted[layer].append(arg)
+    if wanted:
+        found = {row["symbol"] for row in store.query(cypher.existing_symbols(list(wanted)), {
+            layer.value: symbols for layer, symbols in wanted.items()
+        })}
+        for layer, symbols in wanted.items():
+            for symbol in symbols:
+                if symbol not in found:
+                    problems.append(
+                        f"unknown symbol {symbol!r} in {first_use[symbol]}: no {_LAYER_NAMES[layer]} "
+                        f"with that symbol in the database"
+                    )
+    if problems:
+        raise GoalError(problems)
+    return expr
+
+
+def static_problems(expr: GoalExpr, domain: Domain) -> list[str]:
+    """Problems found without the database: predicates, arities, argument kinds."""
+    problems: list[str] = []
+    known = ", ".join(domain.goal_predicates)
+    for atom in dict.fromkeys(atoms(expr)):
+        info = domain.goal_predicates.get(atom.predicate)
+        if info is None:
+            problems.append(f"unknown predicate {atom.predicate!r} in {atom}; known predicates: {known}")
+            continue
+        if len(atom.args) != info.arity:
+            problems.append(
+                f"wrong arity in {atom}: {info.name} takes {info.arity} argument"
+                f"{'' if info.arity == 1 else 's'} {info.signature}, got {len(atom.args)}"
+            )
+            continue
+        for position, (arg, kind) in enumerate(zip(atom.args, info.param_types, strict=True), start=1):
+            layer = layer_of_symbol(arg)
+            if layer is None:
+                problems.append(
+                    f"{arg!r} in {atom} is not a scene symbol (expected O<n>, P<n>, p<n> or R<n>)"
+                )
+            elif layer not in TYPE_LAYERS[kind]:
+                problems.append(
+                    f"wrong kind in {atom}: argument {position} of {info.name} must be "
+                    f"{TYPE_DESCRIPTIONS[kind]}, got {_LAYER_NAMES[layer]} {arg!r}"
+                )
+    return problems

@@ -1,0 +1,81 @@
+"""The PDDL goal grammar and name mapping, without a database."""
+from __future__ import annotations
+
+import pytest
+
+from heracles_ros.errors import GoalError
+from heracles_ros.language.goal_ast import And, Atom, Not, Or, symbols
+from heracles_ros.language.pddl_goal import from_pddl_name, parse_goal, static_problems, to_pddl_name
+from heracles_ros.planning.domain import load_domain
+
+
+def test_keywords_are_case_insensitive_and_symbols_kept_exactly() -> None:
+    expr = parse_goal("(OR (HOLDING O43) (And (VISITED-ROOM R2) (nOt (visited-room R1)) (at-place p12)))")
+    assert expr == Or(
+        (
+            Atom("holding", ("O43",)),
+            And((Atom("visited-room", ("R2",)), Not(Atom("visited-room", ("R1",))), Atom("at-place", ("p12",)))),
+        )
+    )
+    assert symbols(expr) == ["O43", "R2", "R1", "p12"]
+
+
+def test_nesting_whitespace_and_comments() -> None:
+    text = """
+    (and ; bring the bag
+      (object-in-place O1 P3)
+      (or (safe O2)
+          (not (not (visited-place P12)))))
+    """
+    expr = parse_goal(text)
+    assert isinstance(expr, And)
+    assert expr.items[1] == Or((Atom("safe", ("O2",)), Not(Not(Atom("visited-place", ("P12",))))))
+    assert str(parse_goal(str(expr))) == str(expr)
+
+
+def test_predicate_named_like_a_keyword_prefix_is_an_atom() -> None:
+    assert parse_goal("(orange O1)") == Atom("orange", ("O1",))
+    assert parse_goal("(note O1)") == Atom("note", ("O1",))
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("", "empty goal"),
+        ("(visited-place P1", "missing ')'"),
+        ("(visited-place P1))", "unexpected ')' at column 19"),
+        ("(holding O$1)", "unexpected character '$' at column 11"),
+        ("()", "unexpected ')' at column 2"),
+        ("(and)", "unexpected ')' at column 5"),
+        ("(not (safe O1) (safe O2))", "unexpected '(' at column 16"),
+        ("and (safe O1)", "unexpected 'and' at column 1"),
+        ("(safe O1) (safe O2)", "unexpected '(' at column 11"),
+        ("(and (safe O1)\n (holding O2 ]))", "line 2, column 14"),
+    ],
+)
+def test_syntax_errors_name_the_token_and_position(text: str, fragment: str) -> None:
+    with pytest.raises(GoalError) as info:
+        parse_goal(text)
+    assert fragment in str(info.value)
+    assert len(info.value.problems) == 1
+
+
+def test_symbol_names_are_case_safe_and_round_trip() -> None:
+    assert [to_pddl_name(s) for s in ("P12", "p12", "O3", "R2")] == ["mp12", "p3d12", "o3", "r2"]
+    for symbol in ("P12", "p12", "O3", "R2"):
+        assert from_pddl_name(to_pddl_name(symbol).upper()) == symbol
+    with pytest.raises(GoalError, match="'bag1' is not a scene symbol"):
+        to_pddl_name("bag1")
+    with pytest.raises(GoalError, match="'x12'"):
+        from_pddl_name("x12")
+
+
+def test_static_problems_report_everything_at_once() -> None:
+    expr = parse_goal("(and (fly O1) (holding O1 O2) (holding P3) (object-in-place O1 R2) (safe bag1) (safe O1))")
+    problems = static_problems(expr, load_domain())
+    assert len(problems) == 5
+    assert "unknown predicate 'fly'" in problems[0]
+    assert "wrong arity in (holding O1 O2)" in problems[1] and "takes 1 argument" in problems[1]
+    assert "wrong kind in (holding P3)" in problems[2] and "mesh place 'P3'" in problems[2]
+    assert "argument 2 of object-in-place" in problems[3] and "room 'R2'" in problems[3]
+    assert "'bag1' in (safe bag1) is not a scene symbol" in problems[4]
