@@ -1,0 +1,207 @@
+"""What RViz shows of a running plan: remaining path, targets, step labels, the robot.
+
+Pure functions from (plan, current step, robot pose) to ``visualization_msgs``
+markers, plus :class:`MarkerBook`, which turns "what should be on screen now"
+into one ``MarkerArray`` that also deletes, by namespace and id, every marker
+shown before and no longer wanted (per-id DELETE rather than DELETEALL, whose
+scope differs between RViz versions and which would also wipe other
+publishers' markers on the same display).
+
+Namespaces are fixed so an RViz config can toggle them: ``heracles/path``
+(one LINE_STRIP from the robot through every waypoint still ahead),
+``heracles/targets`` (one marker per remaining step, id = step index: CUBE for
+a place to walk to, SPHERE for an object to inspect or pick, CYLINDER for
+where an object is put down; the current step is yellow, later ones blue),
+``heracles/labels`` (TEXT_VIEW_FACING "3/5 pick O2" above each target, stacked
+when steps share a target) and ``heracles/robot`` (an ARROW at the body pose,
+id 0, and a text naming the robot and what it holds, id 1).
+
+Lifetimes: plan markers have lifetime 0, i.e. they stay until replaced or
+deleted. They describe the plan, not a measurement, and a long manipulation
+step publishes nothing new, so a finite lifetime would make them blink out
+mid-plan; the dispatcher deletes them explicitly when the plan ends or is
+replaced by a replan. The robot markers are a measurement: they live
+:data:`ROBOT_LIFETIME_S` and the node refreshes them several times within it,
+so if the dispatcher dies the robot vanishes instead of standing still on
+screen as if it were live.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from builtin_interfaces.msg import Duration, Time
+from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
+from std_msgs.msg import ColorRGBA, Header
+from visualization_msgs.msg import Marker, MarkerArray
+
+from heracles_ros.execution.driver import Pose as RobotPose
+from heracles_ros.planning.types import PlanAction, PlanResult, Point3
+
+NS_PATH = "heracles/path"
+NS_TARGETS = "heracles/targets"
+NS_LABELS = "heracles/labels"
+NS_ROBOT = "heracles/robot"
+PLAN_NAMESPACES: tuple[str, ...] = (NS_PATH, NS_TARGETS, NS_LABELS)
+ALL_NAMESPACES: tuple[str, ...] = (*PLAN_NAMESPACES, NS_ROBOT)
+
+#: Seconds a robot marker stays without a refresh (the node refreshes it every few tenths).
+ROBOT_LIFETIME_S = 1.0
+#: Height of label text and the gap between labels stacked on one target, metres.
+LABEL_HEIGHT_M = 0.3
+LABEL_LIFT_M = 0.6
+LABEL_GAP_M = 0.35
+
+_SHAPES = {"goto": Marker.CUBE, "inspect": Marker.SPHERE, "pick": Marker.SPHERE, "place": Marker.CYLINDER}
+_PATH_COLOUR = (0.1, 0.8, 0.2, 0.9)
+_CURRENT_COLOUR = (1.0, 0.8, 0.0, 1.0)
+_LATER_COLOUR = (0.2, 0.5, 1.0, 0.8)
+_TEXT_COLOUR = (1.0, 1.0, 1.0, 1.0)
+_ROBOT_COLOUR = (1.0, 0.45, 0.0, 1.0)
+
+
+def remaining_path(plan: PlanResult, step_index: int, robot: Point3) -> list[Point3]:
+    """The robot's position, then every waypoint of steps ``step_index``.. it has not passed.
+
+    On the current walk the robot is somewhere along its waypoints: the
+    waypoints up to the start of the path segment nearest to it are behind it.
+    """
+    points: list[Point3] = [robot]
+    for i, action in enumerate(plan.actions[step_index:], start=step_index):
+        if action.name != "goto":
+            continue
+        waypoints = list(action.waypoints) or [action.target]
+        if i == step_index and len(waypoints) > 1:
+            waypoints = waypoints[_nearest_segment(waypoints, robot) + 1 :]
+        points.extend(waypoints)
+    return [p for k, p in enumerate(points) if k == 0 or p != points[k - 1]]
+
+
+def _nearest_segment(points: list[Point3], robot: Point3) -> int:
+    """Index of the planar segment nearest ``robot`` (ties go to the later one)."""
+    best, best_d = 0, math.inf
+    for i in range(len(points) - 1):
+        d = _segment_distance(points[i], points[i + 1], robot)
+        if d <= best_d + 1e-9:
+            best, best_d = i, min(d, best_d)
+    return best
+
+
+def _segment_distance(a: Point3, b: Point3, p: Point3) -> float:
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    length2 = dx * dx + dy * dy
+    t = 0.0 if length2 == 0 else max(0.0, min(1.0, ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / length2))
+    return math.hypot(a[0] + t * dx - p[0], a[1] + t * dy - p[1])
+
+
+def plan_markers(
+    plan: PlanResult | None, step_index: int, robot: Point3, *, frame_id: str, stamp: Time | None = None
+) -> list[Marker]:
+    """Path, target and label markers of the steps from ``step_index`` on (none without a plan)."""
+    if plan is None:
+        return []
+    header = Header(frame_id=frame_id, stamp=stamp or Time())
+    markers: list[Marker] = []
+    path = remaining_path(plan, step_index, robot)
+    if len(path) >= 2:  # a LINE_STRIP needs two points
+        markers.append(
+            _marker(header, NS_PATH, 0, Marker.LINE_STRIP, (0.0, 0.0, 0.0), (0.12, 0.0, 0.0), _PATH_COLOUR,
+                    points=[_point(p) for p in path])
+        )  # fmt: skip
+    stacked: dict[tuple[float, float, float], int] = {}
+    count = len(plan.actions)
+    for i, action in enumerate(plan.actions[step_index:], start=step_index):
+        colour = _CURRENT_COLOUR if i == step_index else _LATER_COLOUR
+        markers.append(
+            _marker(header, NS_TARGETS, i, _SHAPES.get(action.name, Marker.SPHERE), action.target,
+                    (0.4, 0.4, 0.4), colour)
+        )  # fmt: skip
+        key = (round(action.target[0], 2), round(action.target[1], 2), round(action.target[2], 2))
+        level = stacked.get(key, 0)
+        stacked[key] = level + 1
+        lifted = (action.target[0], action.target[1], action.target[2] + LABEL_LIFT_M + LABEL_GAP_M * level)
+        markers.append(
+            _marker(header, NS_LABELS, i, Marker.TEXT_VIEW_FACING, lifted, (0.0, 0.0, LABEL_HEIGHT_M),
+                    _CURRENT_COLOUR if i == step_index else _TEXT_COLOUR, text=step_label(i, count, action))
+        )  # fmt: skip
+    return markers
+
+
+def step_label(index: int, count: int, action: PlanAction) -> str:
+    return f"{index + 1}/{count} {action.name} {action.target_symbol}"
+
+
+def robot_markers(pose: RobotPose, *, label: str, frame_id: str, stamp: Time | None = None) -> list[Marker]:
+    """The robot's body pose as an arrow along its heading, and a text naming it."""
+    header = Header(frame_id=frame_id, stamp=stamp or Time())
+    lifetime = ROBOT_LIFETIME_S
+    arrow = _marker(header, NS_ROBOT, 0, Marker.ARROW, pose.position, (0.9, 0.25, 0.25), _ROBOT_COLOUR,
+                    yaw=pose.yaw, lifetime_s=lifetime)  # fmt: skip
+    above = (pose.x, pose.y, pose.z + LABEL_LIFT_M)
+    text = _marker(header, NS_ROBOT, 1, Marker.TEXT_VIEW_FACING, above, (0.0, 0.0, LABEL_HEIGHT_M), _ROBOT_COLOUR,
+                   text=label, lifetime_s=lifetime)  # fmt: skip
+    return [arrow, text]
+
+
+def _marker(
+    header: Header,
+    ns: str,
+    marker_id: int,
+    kind: int,
+    position: Point3,
+    scale: Point3,
+    colour: tuple[float, float, float, float],
+    *,
+    points: list[Point] | None = None,
+    text: str = "",
+    yaw: float = 0.0,
+    lifetime_s: float = 0.0,
+) -> Marker:
+    seconds = int(lifetime_s)
+    return Marker(
+        header=header,
+        ns=ns,
+        id=marker_id,
+        type=kind,
+        action=Marker.ADD,
+        pose=Pose(position=_point(position), orientation=Quaternion(z=math.sin(yaw / 2), w=math.cos(yaw / 2))),
+        scale=Vector3(x=scale[0], y=scale[1], z=scale[2]),
+        color=ColorRGBA(r=colour[0], g=colour[1], b=colour[2], a=colour[3]),
+        lifetime=Duration(sec=seconds, nanosec=round((lifetime_s - seconds) * 1e9)),
+        points=points or [],
+        text=text,
+    )
+
+
+def _point(p: Point3) -> Point:
+    return Point(x=float(p[0]), y=float(p[1]), z=float(p[2]))
+
+
+class MarkerBook:
+    """Remembers which (namespace, id) are on screen, to delete the stale ones.
+
+    Not thread-safe: the node calls it under its own lock.
+    """
+
+    def __init__(self) -> None:
+        self._shown: dict[tuple[str, int], str] = {}  # -> frame_id it was shown in
+
+    @property
+    def shown(self) -> set[tuple[str, int]]:
+        return set(self._shown)
+
+    def update(self, markers: list[Marker], namespaces: Iterable[str] = ALL_NAMESPACES) -> MarkerArray:
+        """``markers`` become what ``namespaces`` show: DELETEs for the rest of those, then ``markers``."""
+        scope = set(namespaces)
+        outside = [m for m in markers if m.ns not in scope]
+        if outside:
+            raise ValueError(f"marker namespace {outside[0].ns!r} is outside {sorted(scope)}")
+        wanted = {(m.ns, m.id): m.header.frame_id for m in markers}
+        deletes = [
+            Marker(header=Header(frame_id=frame), ns=ns, id=marker_id, action=Marker.DELETE)
+            for (ns, marker_id), frame in sorted(self._shown.items())
+            if ns in scope and (ns, marker_id) not in wanted
+        ]
+        self._shown = {key: frame for key, frame in self._shown.items() if key[0] not in scope}
+        self._shown.update(wanted)
+        return MarkerArray(markers=[*deletes, *markers])
