@@ -1,0 +1,505 @@
+"""The agent's prompt, assembled per request from live facts.
+
+Components follow the reference paper's skeleton (appendix E): role, scene-graph
+ontology, class names, interface description, PDDL domain (commands), in-context
+examples, the request, answer-format guidance. What can go stale is generated:
+labels, relationship patterns, property keys and class names come from the
+database (:mod:`.schema_facts`), the Cypher notes from the backend's dialect,
+the predicates from ``data/domain.pddl``, the answer syntax from the SLDP
+module. Each component is named so ``heracles prompt --stats`` can show what
+it costs in tokens.
+"""
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from heracles_ros.agent.llm import Message
+from heracles_ros.agent.schema_facts import FactsCache, SchemaFacts
+from heracles_ros.agent.tool import TOOL_NAME, count_tokens
+from heracles_ros.errors import ConfigError
+from heracles_ros.graphdb.cypher import introspection as q
+from heracles_ros.graphdb.schema import CORRECTABLE_PROPERTIES, Dialect, Layer
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.language.sldp import format_guidance
+from heracles_ros.planning.domain import TYPE_DESCRIPTIONS, Domain, load_domain
+
+TASKS = ("ask", "command", "correct")
+METHODS = ("agentic", "single", "context")
+
+#: Class names listed per label at most (a real labelspace can be long).
+MAX_CLASSES = 80
+
+
+@dataclass(frozen=True)
+class Component:
+    name: str
+    text: str
+    #: "system" components form the instructions; "user" ones the request message.
+    role: Literal["system", "user"] = "system"
+
+
+@dataclass(frozen=True)
+class Prompt:
+    task: str
+    method: str
+    components: tuple[Component, ...]
+
+    def component(self, name: str) -> Component:
+        for component in self.components:
+            if component.name == name:
+                return component
+        raise KeyError(name)
+
+    def messages(self) -> list[Message]:
+        """One system message with the instructions, one user message with the request."""
+        system = "\n\n".join(c.text for c in self.components if c.role == "system")
+        user = "\n\n".join(c.text for c in self.components if c.role == "user")
+        return [Message("system", system), Message("user", user)]
+
+    def text(self) -> str:
+        return "\n\n".join(c.text for c in self.components)
+
+    def token_stats(self) -> dict[str, int]:
+        """Tokens per component (cl100k), plus ``total`` for the whole prompt as sent."""
+        stats = {c.name: count_tokens(c.text) for c in self.components}
+        stats["total"] = sum(count_tokens(m.content) for m in self.messages())
+        return stats
+
+
+class PromptBuilder:
+    """Builds prompts for one store; live facts are cached per mirror generation."""
+
+    def __init__(
+        self,
+        store: GraphStore,
+        *,
+        domain: Domain | None = None,
+        max_tool_calls: int = 5,
+        result_token_budget: int = 2000,
+        facts: FactsCache | None = None,
+    ):
+        self.store = store
+        self.max_tool_calls = max_tool_calls
+        self.result_token_budget = result_token_budget
+        self.facts = facts or FactsCache(store)
+        self._domain = domain
+        self._scene: tuple[int, str] | None = None
+
+    @property
+    def domain(self) -> Domain:
+        if self._domain is None:
+            self._domain = load_domain()
+        return self._domain
+
+    def build(self, task: str, request: str = "", *, method: str = "agentic", answer_type: str | None = None) -> Prompt:
+        if task not in TASKS:
+            raise ConfigError(f"unknown task {task!r}; choose one of {', '.join(TASKS)}")
+        if method not in METHODS:
+            raise ConfigError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+        if task == "correct" and method == "context":
+            raise ConfigError("corrections need the database tool; the context method cannot make them")
+        facts = self.facts.get()
+        dialect = self.store.dialect
+        parts = [
+            Component("role", _role(task, method, self.max_tool_calls)),
+            Component("ontology", ONTOLOGY),
+            Component("classes", classes_text(facts)),
+        ]
+        if method == "context":
+            parts.append(Component("interface", self._scene_text(facts.generation)))
+        else:
+            parts.append(Component("interface", interface_text(facts, dialect, self.result_token_budget)))
+        if task == "command":
+            parts.append(Component("pddl_domain", pddl_text(self.domain)))
+        if task == "correct":
+            parts.append(Component("corrections", CORRECTIONS))
+        parts.append(Component("examples", examples_text(task, method, dialect)))
+        parts.append(Component("request", f"{_REQUEST_LABEL[task]}: {request}", "user"))
+        parts.append(Component("answer_format", answer_format_text(task, answer_type), "user"))
+        return Prompt(task, method, tuple(parts))
+
+    def _scene_text(self, generation: int | None) -> str:
+        """The serialised scene, re-read only when the mirror generation changed."""
+        if generation is not None and self._scene is not None and self._scene[0] == generation:
+            return self._scene[1]
+        text = serialize_scene(self.store)
+        if generation is not None:
+            self._scene = (generation, text)
+        return text
+
+
+# --- role -------------------------------------------------------------------------
+_EXPERT = {
+    "ask": "answering questions about a robot's world from its 3D scene graph",
+    "command": "assigning robots PDDL planning goals based on natural language commands grounded in 3D scene graphs",
+    "correct": "keeping a robot's 3D scene graph true to what its operator reports",
+}
+_GOAL = {
+    "ask": "answer the question",
+    "command": "write a PDDL goal over the scene-graph symbols the command refers to",
+    "correct": "find the node(s) the operator means and propose the correction as property updates",
+}
+_REQUEST_LABEL = {"ask": "Question", "command": "Instruction", "correct": "Correction"}
+
+
+def _role(task: str, method: str, max_tool_calls: int) -> str:
+    head = f"You are a helpful assistant who is an expert at {_EXPERT[task]}."
+    if method == "context":
+        return (
+            f"{head} The robot's 3D scene graph is given below as text. Use it to {_GOAL[task]}. "
+            "When producing a final answer, follow the format and be concise."
+        )
+    if method == "single":
+        how = (
+            f"You may run exactly one Cypher query with the tool {TOOL_NAME}: write one query that returns "
+            f"everything you need, then use its result to {_GOAL[task]}."
+        )
+    else:
+        how = (
+            f"Query the information you need with the tool {TOOL_NAME}, then use it to {_GOAL[task]}. "
+            f"You can call the tool up to {max_tool_calls} times; explain your reasoning briefly before each query."
+        )
+    return (
+        f"{head} You have access to a graph database holding the robot's 3D scene graph, which stores spatial "
+        f"information the robot uses to understand the world. {how} Counts, distances and symbols must come "
+        "from query results, never from guesses. When producing a final answer, follow the format and be concise."
+    )
+
+
+# --- ontology ---------------------------------------------------------------------
+ONTOLOGY = "\n".join(
+    [
+        "<scene_graph>",
+        "A 3D scene graph is a hierarchical graph of layers that each contain nodes. Every node has a unique, "
+        "case-sensitive symbol whose letter names its layer:",
+        "- Objects (O<n>): things in the world, each with a semantic class (type) and a position.",
+        "- Mesh places (P<n>, upper-case P; the 2D places layer): patches of ground the robot can move to, "
+        "possibly with a semantic class. A node of this layer is a 'Mesh Place', not a 'Place'.",
+        "- Places (p<n>, lower-case p; the 3D places layer): regions of free space the robot can reach. "
+        "A node of this layer is a 'Place', not a 'Mesh Place'.",
+        "- Rooms (R<n>): rooms indoors, regions outdoors (e.g. a road or a parking lot), each with a semantic class.",
+        "- Buildings (B<n>): the top of the hierarchy.",
+        "A graph may have mesh places, places, or both. Higher layers contain lower ones: a building contains rooms, "
+        "a room contains places and mesh places, a place or mesh place contains objects. Real graphs are incomplete: "
+        "some objects have no parent place and some places have no room, so follow containment transitively to find "
+        "everything inside a room. Nodes of one layer that are next to each other are connected within the layer "
+        "(e.g. mesh places the robot can walk between). Positions are x, y, z in metres in the map frame, z up.",
+        "</scene_graph>",
+    ]
+)
+
+
+# --- live facts -------------------------------------------------------------------
+def classes_text(facts: SchemaFacts) -> str:
+    lines = [
+        "<classes>",
+        "Semantic classes present in the scene graph, per node label (the class property, lower case). "
+        "Map the user's words, including synonyms and plurals, to these exact names.",
+    ]
+    for label in facts.labels:
+        if not label.classes or [name for name, _ in label.classes] == [_words(label.label)]:
+            continue  # no labelspace for this layer: every node got the layer's name as its class
+        names = [name for name, _ in label.classes[:MAX_CLASSES]]
+        more = len(label.classes) - len(names)
+        tail = f", and {more} rarer classes" if more > 0 else ""
+        lines.append(f"- {label.label}: {', '.join(names)}{tail}")
+    if len(lines) == 2:
+        lines.append("(the database holds no scene yet)")
+    lines.append("</classes>")
+    return "\n".join(lines)
+
+
+def _words(label: str) -> str:
+    """MeshPlace -> "mesh place" (the class a node gets when its layer has no labelspace)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", " ", label).lower()
+
+
+_LABEL_MEANINGS = {
+    Layer.OBJECT.value: "an object in the world",
+    Layer.MESH_PLACE.value: "a 2D patch of ground the robot might move to (symbol P<n>)",
+    Layer.PLACE.value: "a 3D region of free space (symbol p<n>)",
+    Layer.ROOM.value: "a room or higher-level region",
+    Layer.BUILDING.value: "a building",
+    "Robot": "the robot itself",
+}
+
+_KEY_MEANINGS = {
+    "nodeSymbol": "unique symbol, e.g. 'O12'",
+    "class": "semantic class, lower case",
+    "name": "a human-readable name",
+    "x": "position in metres",
+    "y": "position in metres",
+    "z": "position in metres",
+    "center": "the position as a 3D POINT",
+    "bbox_dx": "bounding-box size in metres",
+    "bbox_dy": "bounding-box size in metres",
+    "bbox_dz": "bounding-box size in metres",
+    "place": "symbol of the place the robot stands at",
+    "holding": "symbol of the object the robot holds ('' when none)",
+}
+
+
+def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: int) -> str:
+    """What the database holds and how to write Cypher for this backend."""
+    backend = "Neo4j" if dialect.name == "neo4j" else "FalkorDB"
+    lines = [
+        "<database>",
+        f"The scene graph is mirrored live in a {backend} graph database, queried with Cypher. "
+        "Node labels (node count): properties.",
+    ]
+    seen_keys: list[str] = []
+    for label in facts.labels:
+        meaning = _LABEL_MEANINGS.get(label.label, "")
+        head = f"- {label.label} ({label.count}){': ' + meaning if meaning else ''}"
+        lines.append(f"{head}. Properties: {', '.join(label.keys)}")
+        seen_keys += [k for k in label.keys if k not in seen_keys]
+    glossary = _glossary(seen_keys)
+    if glossary:
+        lines.append("Property meanings: " + "; ".join(glossary) + ".")
+    if facts.relationships:
+        lines.append("Relationships, (source)-[:TYPE]->(target):")
+        lines += [f"- (:{a})-[:{rel}]->(:{b})" for a, rel, b in facts.relationships]
+    lines += [
+        "(a)-[:CONTAINS]->(b) means b is inside a; (a)-[:CONTAINS*]->(b) matches containment transitively. "
+        "*_CONNECTED relationships join neighbours within one layer and are stored once per pair: "
+        "match them without direction, (a)-[:MESH_PLACE_CONNECTED]-(b).",
+        f"Cypher notes for {backend}:",
+        f"- 3D distance between nodes a and b: {dialect.distance_expr('a', 'b')}",
+    ]
+    if dialect.has_points:
+        lines.append("- `distance` has been replaced by `point.distance`.")
+        lines.append(
+            "- Fewest hops between two places: MATCH path = shortestPath((a)-[:MESH_PLACE_CONNECTED*]-(b)) "
+            "RETURN length(path)"
+        )
+    else:
+        lines.append("- There is no 3D point type: point() and point.distance do not work; use the x, y, z properties.")
+        lines.append(
+            "- shortestPath may only appear in WITH or RETURN: MATCH (a:MeshPlace {nodeSymbol: 'P1'}), "
+            "(b:MeshPlace {nodeSymbol: 'P9'}) RETURN length(shortestPath((a)-[:MESH_PLACE_CONNECTED*]-(b))) AS hops"
+        )
+    lines += [
+        "- Do not use APOC or GDS procedures.",
+        "- Class names are strings and may contain spaces: {class: 'trash can'}.",
+        f"- The tool is read-only. Results longer than about {result_token_budget} tokens are cut: "
+        "return symbols, counts or aggregates rather than whole nodes.",
+        "</database>",
+    ]
+    return "\n".join(lines)
+
+
+def _glossary(keys: Iterable[str]) -> list[str]:
+    """"x, y, z: position in metres" style entries, grouping keys that mean the same."""
+    groups: dict[str, list[str]] = {}
+    for key in keys:
+        meaning = _KEY_MEANINGS.get(key)
+        if meaning:
+            groups.setdefault(meaning, []).append(key)
+    return [f"{', '.join(names)}: {meaning}" for meaning, names in groups.items()]
+
+
+# --- PDDL domain ------------------------------------------------------------------
+def pddl_text(domain: Domain) -> str:
+    kinds = sorted({kind for info in domain.goal_predicates.values() for kind in info.param_types})
+    lines = [
+        "<pddl_domain>",
+        "A goal is built from these predicates, parameterized by scene-graph symbols "
+        f"({'; '.join(f'{kind} is {TYPE_DESCRIPTIONS[kind]}' for kind in kinds)}):",
+    ]
+    lines += [f"- {info.signature}: {info.comment}" for info in domain.goal_predicates.values()]
+    lines += [
+        "The 'at' predicates (at-place, at-object, in-room) hold at the end; the 'visited' ones at some point. "
+        "When an instruction gives an order, use 'at' / 'in' for the final step and 'visited' for the earlier ones. "
+        "Use holding to pick something up; to move an object somewhere use object-in-place, not holding.",
+        "Compose predicates with (and ...), (or ...) and (not ...). "
+        "For example (and (visited-room R1) (not (visited-room R2))) means visit R1 without entering R2. "
+        "If an instruction is not specific about which object, place or room it "
+        "means, you MUST use (or ...) over every candidate so the planner can choose.",
+        "</pddl_domain>",
+    ]
+    return "\n".join(lines)
+
+
+CORRECTIONS = (
+    "<corrections>\n"
+    "A correction changes properties of nodes that already exist. Only these properties can be corrected: "
+    + ", ".join(f"{name} ({'number' if kind is float else 'text'})" for name, kind in CORRECTABLE_PROPERTIES.items())
+    + ". Nodes and relationships cannot be added or deleted, and a correction touches few nodes. "
+    "Propose the smallest change that makes the operator's statement true, and only for nodes your queries found.\n"
+    "</corrections>"
+)
+
+
+# --- examples ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Example:
+    request: str
+    answer: str
+    query: str = ""
+    result: str = ""
+
+
+def ask_examples(dialect: Dialect) -> list[Example]:
+    distance = dialect.distance_expr("b", "c")
+    return [
+        Example(
+            "How many bags are in the lounge?",
+            "2",
+            "MATCH (r:Room {class: 'lounge'})-[:CONTAINS*]->(o:Object {class: 'bag'}) RETURN count(DISTINCT o) AS bags",
+            '[{"bags":2}]',
+        ),
+        Example(
+            "Which box is closest to the bicycle?",
+            "O12",
+            "MATCH (b:Object {class: 'box'}), (c:Object {class: 'bicycle'}) "
+            f"RETURN b.nodeSymbol AS box, {distance} AS d ORDER BY d LIMIT 3",
+            '[{"box":"O12","d":1.8},\n{"box":"O3","d":4.2},\n{"box":"O7","d":6.5}]',
+        ),
+        Example(
+            "How many of each object type are there?",
+            '{bag: 2, box: 3, "trash can": 1}',
+            "MATCH (o:Object) RETURN o.class AS class, count(o) AS n",
+            '[{"class":"box","n":3},\n{"class":"bag","n":2},\n{"class":"trash can","n":1}]',
+        ),
+        Example(
+            "Where are the trash cans?",
+            "<POINT(1.2 -3.4 0.1), POINT(5 2.25 0.3)>",
+            "MATCH (o:Object {class: 'trash can'}) RETURN o.x AS x, o.y AS y, o.z AS z",
+            '[{"x":1.2,"y":-3.4,"z":0.1},\n{"x":5,"y":2.25,"z":0.3}]',
+        ),
+        Example(
+            "Which rooms are next to the kitchen?",
+            "<R2, R5>",
+            "MATCH (:Room {class: 'kitchen'})-[:ROOM_CONNECTED]-(r:Room) RETURN DISTINCT r.nodeSymbol AS room",
+            '[{"room":"R2"},\n{"room":"R5"}]',
+        ),
+    ]
+
+
+def command_examples() -> list[Example]:
+    """The reference paper's in-context examples (symbols as a query would have found them)."""
+    pairs = [
+        ("Head to mesh place 100.", "(visited-place P100)"),
+        ("Move over to the trash can.", "(visited-object O15)"),
+        ("Go to room 1.", "(visited-room R1)"),
+        ("Inspect the trash can.", "(safe O15)"),
+        ("Pick up the box.", "(holding O120)"),
+        ("Move the box to mesh place 11.", "(object-in-place O120 P11)"),
+        ("First pick up the box and then head over to the trash can.", "(and (holding O120) (at-object O15))"),
+        (
+            "Move to one of the poles on the sidewalk.",
+            "(or (visited-object O155) (visited-object O160) (visited-object O185))",
+        ),
+        ("Go pick up one of the poles on the sidewalk.", "(or (holding O155) (holding O160) (holding O185))"),
+        ("Visit the hallway without going into the lounge.", "(and (visited-room R2) (not (visited-room R1)))"),
+    ]
+    examples = [Example(request, answer) for request, answer in pairs]
+    examples[4] = Example(
+        "Pick up the box.",
+        "(holding O120)",
+        "MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box",
+        '[{"box":"O120"}]',
+    )
+    return examples
+
+
+def correct_examples() -> list[Example]:
+    return [
+        Example(
+            "That bicycle is actually a bag.",
+            '[["O43", "class", "bag"]]',
+            "MATCH (o:Object {class: 'bicycle'}) RETURN o.nodeSymbol AS id, o.x AS x, o.y AS y",
+            '[{"id":"O43","x":3.1,"y":-2}]',
+        ),
+        Example(
+            "The chair in the kitchen really stands at x 2.5, y 1.",
+            '[["O7", "x", 2.5], ["O7", "y", 1.0]]',
+            "MATCH (:Room {class: 'kitchen'})-[:CONTAINS*]->(o:Object {class: 'chair'}) RETURN o.nodeSymbol AS id",
+            '[{"id":"O7"}]',
+        ),
+    ]
+
+
+def examples_text(task: str, method: str, dialect: Dialect) -> str:
+    examples = {"ask": ask_examples(dialect), "command": command_examples(), "correct": correct_examples()}[task]
+    label = _REQUEST_LABEL[task]
+    with_queries = method != "context"
+    intro = "Examples of requests and final answers"
+    intro += " (with a query that finds the information, and its result)." if with_queries else "."
+    lines = ["<examples>", intro]
+    for example in examples:
+        lines.append(f"{label}: {example.request}")
+        if with_queries and example.query:
+            lines.append(f"Query: {example.query}")
+            lines.append(f"Result: {example.result}")
+        lines.append(f"Answer: <answer>{example.answer}</answer>")
+    lines.append("</examples>")
+    return "\n".join(lines)
+
+
+def answer_format_text(task: str, answer_type: str | None) -> str:
+    tags = "Give your final answer (not your queries) between <answer> and </answer> tags, one pair only."
+    if task == "ask":
+        return f"{format_guidance(answer_type)}\n{tags} For example <answer><O1, O2></answer>."
+    if task == "command":
+        return (
+            f"{tags} Write the PDDL goal with symbols exactly as stored in nodeSymbol, e.g. "
+            "<answer>(visited-object O1)</answer>. Make your answer as concise as possible."
+        )
+    return (
+        f"{tags} Write the changes as a JSON list of [symbol, property, value] triples, e.g. "
+        '<answer>[["O43", "class", "bag"]]</answer>; x, y, z take numbers. If the statement matches no node, '
+        "answer <answer>[]</answer> and say why."
+    )
+
+
+# --- context window -----------------------------------------------------------------
+CONTEXT_NOTES = (
+    "<scene_graph_notes>\nObjects are listed as (id, type, pos, parent_places). Places and mesh places as "
+    "(id, siblings, parent_rooms). Rooms as (id, type, pos, siblings). Positions are (x, y, z) in metres.\n"
+    "</scene_graph_notes>"
+)
+
+
+def serialize_scene(store: GraphStore, *, digits: int = 2) -> str:
+    """The whole scene as text, the paper's context-window baseline (its token count is the point)."""
+
+    def pos(row: dict) -> str:
+        return "(" + ", ".join(_num(row[k], digits) for k in ("x", "y", "z")) + ")"
+
+    def ids(values: list) -> str:
+        return "[" + ", ".join(sorted((str(v) for v in values if v is not None), key=_natural)) + "]"
+
+    lines = [CONTEXT_NOTES, "<objects>"]
+    for row in sorted(store.query(q.CONTEXT_OBJECTS), key=lambda r: _natural(r["id"])):
+        lines.append(f"({row['id']}, {row['type']}, {pos(row)}, {ids(row['parents'])})")
+    lines.append("</objects>")
+    for layer, tag in ((Layer.MESH_PLACE, "mesh_places"), (Layer.PLACE, "places")):
+        rows = store.query(q.context_places(layer))
+        if not rows:
+            continue
+        lines.append(f"<{tag}>")
+        for row in sorted(rows, key=lambda r: _natural(r["id"])):
+            lines.append(f"({row['id']}, {ids(row['siblings'])}, {ids(row['parents'])})")
+        lines.append(f"</{tag}>")
+    lines.append("<rooms>")
+    for row in sorted(store.query(q.CONTEXT_ROOMS), key=lambda r: _natural(r["id"])):
+        lines.append(f"({row['id']}, {row['type']}, {pos(row)}, {ids(row['siblings'])})")
+    lines.append("</rooms>")
+    return "\n".join(lines)
+
+
+def _natural(symbol: str) -> tuple[str, int]:
+    """O2 before O10."""
+    head, digits = symbol[:1], symbol[1:]
+    return (head, int(digits)) if digits.isdigit() else (symbol, -1)
+
+
+def _num(value: object, digits: int) -> str:
+    if not isinstance(value, (int, float)):
+        return "nan"
+    return json.dumps(round(float(value), digits))
