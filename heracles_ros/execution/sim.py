@@ -63,16 +63,16 @@ class SimConfig:
         }
         for name, value in positive.items():
             if not value > 0:
-                raise ConfigError(f"sim {name} must be > 0, got {value}")
+                raise ConfigError(f"sim_{name} must be > 0, got {value}")
         for name, value in {"pick_s": self.pick_s, "place_s": self.place_s, "inspect_s": self.inspect_s}.items():
             if not value >= 0:
-                raise ConfigError(f"sim {name} must be >= 0, got {value}")
+                raise ConfigError(f"sim_{name} must be >= 0, got {value}")
         if not 0.0 <= self.fail_probability <= 1.0:
-            raise ConfigError(f"sim fail_probability must be within [0, 1], got {self.fail_probability}")
+            raise ConfigError(f"sim_fail_probability must be within [0, 1], got {self.fail_probability}")
         if not 0.0 <= self.fail_fraction <= 1.0:
-            raise ConfigError(f"sim fail_fraction must be within [0, 1], got {self.fail_fraction}")
+            raise ConfigError(f"sim_fail_fraction must be within [0, 1], got {self.fail_fraction}")
         if any(step < 0 for step in self.fail_steps):
-            raise ConfigError(f"sim fail_steps must be >= 0, got {sorted(self.fail_steps)}")
+            raise ConfigError(f"sim_fail_steps must be >= 0, got {sorted(self.fail_steps)}")
 
 
 class _SimClock:

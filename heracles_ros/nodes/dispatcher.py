@@ -1,0 +1,368 @@
+"""The ``dispatcher`` node: runs plans on the robot, one at a time, and reports.
+
+Interface (names relative, so a robot namespace applies):
+
+- subscribes ``plan`` (heracles_ros/msg/Plan);
+- publishes ``dispatch_progress`` (heracles_ros/msg/DispatchProgress, in order),
+  ``dispatch_result`` (heracles_ros/msg/DispatchResult, one per plan received)
+  and ``plan_markers`` (visualization_msgs/msg/MarkerArray, see :mod:`.markers`);
+- serves ``cancel`` (std_srvs/srv/Trigger): stops the running plan; its result
+  then says ``cancelled``.
+
+One plan at a time (decision): a plan that arrives while another runs is
+rejected at once with a ``rejected`` result whose reason says the dispatcher is
+busy and names the running plan. The robot never abandons a task because a
+second message arrived (a duplicate, or a second operator); replacing a task
+is explicit: call ``cancel``, then send the new plan.
+
+Plans run on a worker thread; callbacks only hand work over or flip a cancel
+token, so the executor never blocks. All behaviour (steps, timeouts,
+replanning, robot state in the database) is the library's
+:class:`~heracles_ros.execution.dispatcher.Dispatcher`.
+"""
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import rclpy
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_srvs.srv import Trigger
+from visualization_msgs.msg import MarkerArray
+
+from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
+from heracles_ros.execution.dispatcher import (
+    DispatchConfig,
+    Dispatcher,
+    DispatchOutcome,
+    DispatchStatus,
+    ProgressEvent,
+    Replanner,
+    StepState,
+)
+from heracles_ros.execution.driver import CancelToken, Pose, RobotDriver
+from heracles_ros.execution.robot_state import RobotState, RobotStateStore, place_layer
+from heracles_ros.execution.sim import SimConfig, SimSpotDriver
+from heracles_ros.graphdb import open_store
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.msg import DispatchProgress, DispatchResult, Plan
+from heracles_ros.nodes.markers import MarkerBook, plan_markers, robot_markers
+from heracles_ros.nodes.parameters import ParamSpec, declare
+from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
+from heracles_ros.planning.types import PlanResult
+
+log = logging.getLogger(__name__)
+
+NODE_NAME = "dispatcher"
+#: Seconds between marker refreshes (robot pose, remaining path); well within the robot marker's lifetime.
+MARKER_PERIOD_S = 0.2
+
+PARAMETERS: tuple[ParamSpec, ...] = (
+    ParamSpec("db_uri", "embedded", "Graph database: embedded[:DIR] | falkordb://host:port | neo4j://host:port[/db]"),
+    ParamSpec("graph_name", "heracles", "FalkorDB graph holding the mirrored scene (ignored by Neo4j)"),
+    ParamSpec("robot_symbol", "robot", "nodeSymbol of the robot's node in the database"),
+    ParamSpec("driver", "sim", "Robot driver: sim (kinematic simulator) or spot_ros2", choices=("sim", "spot_ros2")),
+    ParamSpec("map_frame", "map", "Frame of plan positions, progress and markers"),
+    ParamSpec("start_place", "", "Place symbol the robot starts at (recorded in the database); '' keeps the record"),
+    ParamSpec("step_timeout_s", 60.0, "Time limit of every step, seconds", minimum=0.1),
+    ParamSpec("timeout_per_metre_s", 2.0, "Extra time a walk gets per metre of path, seconds", minimum=0.0),
+    ParamSpec("max_replans", 2, "Replans allowed after failed steps before a plan fails", minimum=0, maximum=20),
+    ParamSpec("planner_timeout_s", 10.0, "Time limit of one replan (Fast Downward included), seconds", minimum=0.1),
+    ParamSpec("sim_speed_mps", 1.0, "sim: walking speed, metres per simulated second", minimum=0.01),
+    ParamSpec("sim_pick_s", 4.0, "sim: duration of a pick, simulated seconds", minimum=0.0),
+    ParamSpec("sim_place_s", 4.0, "sim: duration of a place, simulated seconds", minimum=0.0),
+    ParamSpec("sim_inspect_s", 3.0, "sim: duration of an inspect, simulated seconds", minimum=0.0),
+    ParamSpec("sim_time_scale", 1.0, "sim: simulated seconds per wall-clock second", minimum=0.01),
+    ParamSpec("sim_fail_steps", [], "sim: driver step counts (0-based, since start) that fail", items=int),
+    ParamSpec("sim_fail_probability", 0.0, "sim: chance that any step fails", minimum=0.0, maximum=1.0),
+    ParamSpec("sim_seed", 0, "sim: seed of the failure draws"),
+    ParamSpec("spot_name", "", "spot_ros2: namespace of the Spot driver ('' = none)"),
+    ParamSpec("spot_frame", "odom", "spot_ros2: frame of walk goals", choices=("odom", "vision")),
+)
+
+
+@dataclass(frozen=True)
+class DispatcherSettings:
+    """The node's parameters, checked and grouped for the library."""
+
+    db_uri: str
+    graph_name: str
+    robot_symbol: str
+    driver: str
+    map_frame: str
+    start_place: str
+    planner_timeout_s: float
+    dispatch: DispatchConfig
+    sim: SimConfig
+    spot_name: str
+    spot_frame: str
+
+    @classmethod
+    def from_values(cls, v: dict[str, Any]) -> DispatcherSettings:
+        """ConfigError naming the parameter for anything the library refuses."""
+        for name in ("robot_symbol", "map_frame"):
+            if not v[name].strip():
+                raise ConfigError(f"parameter {name} must not be empty")
+        if v["start_place"]:
+            try:
+                place_layer(v["start_place"])
+            except ExecutionError as exc:
+                raise ConfigError(f"parameter start_place: {exc}") from exc
+        return cls(
+            db_uri=v["db_uri"],
+            graph_name=v["graph_name"],
+            robot_symbol=v["robot_symbol"],
+            driver=v["driver"],
+            map_frame=v["map_frame"],
+            start_place=v["start_place"],
+            planner_timeout_s=v["planner_timeout_s"],
+            dispatch=DispatchConfig(
+                step_timeout_s=v["step_timeout_s"],
+                timeout_per_metre_s=v["timeout_per_metre_s"],
+                max_replans=v["max_replans"],
+            ),
+            sim=SimConfig(
+                speed_mps=v["sim_speed_mps"],
+                pick_s=v["sim_pick_s"],
+                place_s=v["sim_place_s"],
+                inspect_s=v["sim_inspect_s"],
+                time_scale=v["sim_time_scale"],
+                fail_steps=frozenset(v["sim_fail_steps"]),
+                fail_probability=v["sim_fail_probability"],
+                seed=v["sim_seed"],
+            ),
+            spot_name=v["spot_name"],
+            spot_frame=v["spot_frame"],
+        )
+
+
+def initial_state(states: RobotStateStore, start_place: str) -> RobotState:
+    """Where the robot starts: at ``start_place`` if given (keeping what it holds), else as recorded."""
+    recorded = states.read()
+    if not start_place:
+        return recorded or RobotState((0.0, 0.0, 0.0))
+    position = states.position_of(start_place)
+    if position is None:
+        raise ConfigError(f"parameter start_place: no place {start_place!r} in the database")
+    return RobotState(position, place=start_place, holding=recorded.holding if recorded else "")
+
+
+@dataclass
+class _Job:
+    plan_id: str
+    plan: PlanResult
+    cancel: CancelToken
+
+
+def _reliable(depth: int) -> QoSProfile:
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+
+
+class DispatcherNode(Node):
+    """Feeds received plans to the library dispatcher on a worker thread and publishes what it reports."""
+
+    def __init__(self, **kwargs: Any):
+        self._closed = True  # until _setup completes there is nothing of ours to release
+        super().__init__(NODE_NAME, **kwargs)
+        try:
+            self._setup()
+        except BaseException:
+            super().destroy_node()
+            raise
+
+    def _setup(self) -> None:
+        try:
+            values = declare(self, PARAMETERS)
+        except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
+            raise ConfigError(f"{NODE_NAME} parameters: {exc}") from exc
+        self.settings = DispatcherSettings.from_values(values)
+        self.store: GraphStore = open_store(self.settings.db_uri, graph=self.settings.graph_name)
+        try:
+            self.states = RobotStateStore(self.store, symbol=self.settings.robot_symbol)
+            initial = initial_state(self.states, self.settings.start_place)
+            self.driver = self._make_driver(initial)
+            self.driver.start()
+            self.states.write(initial)
+            replan = self._make_replanner()
+        except BaseException:
+            self.store.close()
+            raise
+        self.dispatcher = Dispatcher(
+            self.driver,
+            state_store=self.states,
+            replan=replan,
+            config=self.settings.dispatch,
+            on_progress=self._on_progress,
+            initial=initial,
+        )
+        self._lock = threading.Lock()
+        self._active: _Job | None = None
+        self._ids = itertools.count(1)
+        self._book = MarkerBook()
+        self._view: tuple[PlanResult | None, int] = (None, 0)
+        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+
+        self._progress_pub = self.create_publisher(DispatchProgress, "dispatch_progress", _reliable(100))
+        self._result_pub = self.create_publisher(DispatchResult, "dispatch_result", _reliable(10))
+        self._markers_pub = self.create_publisher(MarkerArray, "plan_markers", _reliable(10))
+        commands = MutuallyExclusiveCallbackGroup()
+        self.create_subscription(Plan, "plan", self._on_plan, _reliable(10), callback_group=commands)
+        self.create_service(Trigger, "cancel", self._on_cancel, callback_group=commands)
+        self.create_timer(MARKER_PERIOD_S, self._publish_markers, callback_group=MutuallyExclusiveCallbackGroup())
+
+        self._worker = threading.Thread(target=self._work, name="dispatcher-worker", daemon=True)
+        self._worker.start()
+        self._closed = False
+        self.get_logger().info(
+            f"dispatching with the {self.driver.name} driver on {self.store.description}; "
+            f"robot {self.settings.robot_symbol!r} at {initial.place or initial.position}"
+            + (f" holding {initial.holding}" if initial.holding else "")
+        )
+
+    # -- construction ------------------------------------------------------------
+    def _make_driver(self, initial: RobotState) -> RobotDriver:
+        if self.settings.driver == "sim":
+            return SimSpotDriver(self.settings.sim, start=Pose(*initial.position), holding=initial.holding)
+        raise ConfigError("parameter driver: spot_ros2 is not wired into this node yet")
+
+    def _make_replanner(self) -> Replanner:
+        # Imported here: the planner pulls in Fast Downward's runner, which only this path needs.
+        from heracles_ros.planning.planner import Planner
+
+        planner = Planner(
+            self.store, timeout_s=self.settings.planner_timeout_s, robot_symbol=self.settings.robot_symbol
+        )
+        return lambda goal, start: planner.plan(goal, from_symbol=start)
+
+    # -- callbacks (never block) ------------------------------------------------------
+    def _on_plan(self, msg: Plan) -> None:
+        plan_id = msg.plan_id or f"{self.get_name()}-{next(self._ids)}"
+        with self._lock:
+            running = self._active
+            if running is None:
+                job = _Job(plan_id, plan_from_msg(msg), CancelToken())
+                self._active = job
+        if running is not None:
+            reason = f"busy: plan {running.plan_id} is running; call cancel first to replace it"
+            self.get_logger().warning(f"plan {plan_id} rejected: {reason}")
+            self._publish_result(
+                DispatchOutcome(plan_id, DispatchStatus.REJECTED, reason, 0, 0, self.dispatcher.robot)
+            )
+            return
+        self.get_logger().info(f"plan {plan_id}: {len(msg.steps)} steps for {msg.goal}")
+        self._jobs.put(job)
+
+    def _on_cancel(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        with self._lock:
+            job = self._active
+        if job is None:
+            response.success = False
+            response.message = "no plan is running"
+            return response
+        job.cancel.cancel("cancelled by the operator (cancel service)")
+        response.success = True
+        response.message = f"cancelling plan {job.plan_id}; its dispatch_result will say cancelled"
+        return response
+
+    def _on_progress(self, event: ProgressEvent) -> None:
+        """Called on the worker thread, in order, for every step event."""
+        self._progress_pub.publish(
+            progress_to_msg(event, frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg())
+        )
+        if event.state is StepState.STARTED:
+            self._set_view(event.plan, event.step_index)
+        elif event.state is StepState.SUCCEEDED:
+            self._set_view(event.plan, event.step_index + 1)
+
+    # -- the worker --------------------------------------------------------------------
+    def _work(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            self._set_view(job.plan, 0)
+            try:
+                outcome = self.dispatcher.run(job.plan, plan_id=job.plan_id, cancel=job.cancel)
+            except Exception as exc:  # the node must outlive a bug or a lost database
+                self.get_logger().error(f"plan {job.plan_id} stopped by an internal error: {exc!r}")
+                outcome = DispatchOutcome(
+                    job.plan_id, DispatchStatus.FAILED, f"internal error: {exc}", 0, 0, self.dispatcher.robot
+                )
+            with self._lock:
+                self._active = None
+            self._set_view(None, 0)  # deletes the plan's markers before the result is out
+            self._publish_result(outcome)
+            self.get_logger().info(
+                f"plan {job.plan_id} {outcome.status.value}" + (f": {outcome.reason}" if outcome.reason else "")
+            )
+
+    def _publish_result(self, outcome: DispatchOutcome) -> None:
+        self._result_pub.publish(
+            outcome_to_msg(outcome, frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg())
+        )
+
+    # -- markers ---------------------------------------------------------------------
+    def _set_view(self, plan: PlanResult | None, step_index: int) -> None:
+        with self._lock:
+            self._view = (plan, step_index)
+        self._publish_markers()
+
+    def _publish_markers(self) -> None:
+        pose = self.driver.pose()
+        holding = self.dispatcher.robot.holding
+        label = self.settings.robot_symbol + (f" holding {holding}" if holding else "")
+        frame, stamp = self.settings.map_frame, self.get_clock().now().to_msg()
+        with self._lock:  # the book's view and the publish order must agree
+            plan, step = self._view
+            markers = plan_markers(plan, step, pose.position, frame_id=frame, stamp=stamp)
+            markers += robot_markers(pose, label=label, frame_id=frame, stamp=stamp)
+            self._markers_pub.publish(self._book.update(markers))
+
+    # -- shutdown ----------------------------------------------------------------------
+    def destroy_node(self) -> None:
+        """Stop a running plan, the worker, the robot and the database connection, then the node."""
+        if not self._closed:
+            self._closed = True
+            with self._lock:
+                job = self._active
+            if job is not None:
+                job.cancel.cancel("the dispatcher is shutting down")
+            self._jobs.put(None)
+            self._worker.join(timeout=10.0)
+            self.driver.shutdown()
+            self.store.close()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    with rclpy.init(args=args):
+        try:
+            node = DispatcherNode()
+        except HeraclesError as exc:
+            log.error("dispatcher cannot start: %s", exc)
+            return 1
+        executor = MultiThreadedExecutor()
+        executor.add_node(node)
+        try:
+            executor.spin()
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
+        finally:
+            node.destroy_node()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
