@@ -1,0 +1,344 @@
+"""Spot commands for plan actions, built as bosdyn protos (no ROS needed).
+
+The spot_ros2 driver takes Boston Dynamics' own command protos (converted to ROS
+messages with ``bosdyn_msgs.conversions.convert``), so everything that decides
+*what* Spot is asked to do lives here, as pure functions over bosdyn-client's
+``RobotCommandBuilder`` and ``bosdyn.api`` messages, and can be checked without a
+robot. :mod:`heracles_ros.execution.spot_ros2` only sends them and watches.
+
+Frames: plan positions are in the map frame of the scene graph; Spot walks in
+its ``odom`` (kinematic odometry) or ``vision`` frame. :class:`SE2Transform`
+holds the pose of that frame in the map (identity when the scene graph was
+built in the robot's odom frame, as Hydra on Spot usually is).
+
+Pick uses ``PickObjectRayInWorld``: it is the one grasp request that takes a 3D
+location without an image, Spot ray-casts it into its own depth map (so a
+few centimetres of scene-graph error are absorbed by the real surface it hits),
+and with ``PICK_AUTO_WALK_AND_GAZE`` it walks within reach and looks before
+grasping. ``PickObject`` would need the robot already in reach, and the
+image-based requests need a pixel we do not have.
+
+Timing: the spot_ros2 driver overwrites a command's ``end_time`` (now + 1e5 s),
+so a command set here carries none; how long a walk may take is a client-side
+budget (:func:`walk_time_budget`) the driver enforces by cancelling and calling
+``stop``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bosdyn.api import geometry_pb2, manipulation_api_pb2, robot_command_pb2
+from bosdyn.api.spot import robot_command_pb2 as spot_command_pb2
+from bosdyn.client.math_helpers import Quat
+from bosdyn.client.robot_command import RobotCommandBuilder
+
+from heracles_ros.errors import ConfigError, ExecutionError
+from heracles_ros.execution.driver import Pose
+from heracles_ros.planning.types import PlanAction, Point3
+
+#: Spot's world frames an SE2 trajectory goal may be given in (bosdyn frame names).
+FRAMES: tuple[str, ...] = ("odom", "vision")
+
+
+def check_frame(frame: str) -> str:
+    if frame not in FRAMES:
+        raise ConfigError(f"spot command frame must be one of {', '.join(FRAMES)}, got {frame!r}")
+    return frame
+
+
+def wrap_angle(angle: float) -> float:
+    """Angle in [-pi, pi)."""
+    return (angle + math.pi) % (2.0 * math.pi) - math.pi
+
+
+def yaw_from_quaternion(x: float, y: float, z: float, w: float) -> float:
+    """Heading (rotation about z) of an orientation quaternion."""
+    return math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z))
+
+
+@dataclass(frozen=True)
+class SE2Transform:
+    """Pose of Spot's command frame (odom or vision) in the map frame, plus a height offset.
+
+    ``to_frame`` maps a map point into the command frame; ``to_map`` goes back.
+    """
+
+    x: float = 0.0
+    y: float = 0.0
+    yaw: float = 0.0
+    z: float = 0.0
+
+    @classmethod
+    def from_values(cls, values: Sequence[float]) -> SE2Transform:
+        """From ``[x, y, yaw]`` or ``[x, y, yaw, z]`` (a parameter list)."""
+        if len(values) not in (3, 4) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in values
+        ):
+            raise ConfigError(
+                f"map_to_frame must be [x, y, yaw] or [x, y, yaw, z] finite numbers, got {list(values)!r}"
+            )
+        return cls(*(float(v) for v in values))
+
+    def to_frame(self, point: Point3) -> Point3:
+        dx, dy = point[0] - self.x, point[1] - self.y
+        c, s = math.cos(self.yaw), math.sin(self.yaw)
+        return (c * dx + s * dy, -s * dx + c * dy, point[2] - self.z)
+
+    def to_map(self, point: Point3) -> Point3:
+        c, s = math.cos(self.yaw), math.sin(self.yaw)
+        return (self.x + c * point[0] - s * point[1], self.y + s * point[0] + c * point[1], point[2] + self.z)
+
+    def yaw_to_frame(self, yaw: float) -> float:
+        return wrap_angle(yaw - self.yaw)
+
+    def pose_to_map(self, x: float, y: float, z: float, yaw: float) -> Pose:
+        """A body pose reported in the command frame (odometry), in the map frame."""
+        mx, my, mz = self.to_map((x, y, z))
+        return Pose(mx, my, mz, wrap_angle(yaw + self.yaw))
+
+
+#: The command frame coincides with the map frame.
+IDENTITY = SE2Transform()
+
+
+# --- walking ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class WalkLeg:
+    """One SE2 goal of a walk: a waypoint (map frame), the heading to arrive with, its place symbol."""
+
+    target: Point3
+    heading: float
+    symbol: str
+    distance: float
+    final: bool
+
+
+def walk_legs(start: Pose, action: PlanAction, skip_within_m: float) -> tuple[list[WalkLeg], str]:
+    """The legs of a goto, and the symbol of the place the robot already stands at ("" if none).
+
+    Follows the plan's waypoint path (the final target when it has none). Leading
+    waypoints within ``skip_within_m`` of the start are where the robot already
+    is and are not walked; each leg arrives facing along itself.
+    """
+    points = list(action.waypoints) or [action.target]
+    symbols = list(action.waypoint_symbols) if len(action.waypoint_symbols) == len(points) else []
+    if not symbols:
+        symbols = [""] * (len(points) - 1) + [action.target_symbol]
+    first = 0
+    while first < len(points) - 1 and start.distance_to(points[first]) <= skip_within_m:
+        first += 1
+    here = next((symbols[i] for i in range(first - 1, -1, -1) if symbols[i]), "")
+    legs: list[WalkLeg] = []
+    previous: Point3 = start.position
+    heading = start.yaw
+    for i in range(first, len(points)):
+        point = points[i]
+        dx, dy = point[0] - previous[0], point[1] - previous[1]
+        distance = math.hypot(dx, dy)
+        if distance > 1e-6:
+            heading = math.atan2(dy, dx)
+        final = i == len(points) - 1
+        if distance <= 1e-6 and not final:
+            continue  # a repeated point: nothing to walk
+        legs.append(WalkLeg(point, heading, symbols[i], distance, final))
+        previous = point
+    return legs, here
+
+
+def walk_time_budget(distance_m: float, expected_speed_mps: float, margin_s: float) -> float:
+    """Seconds a walk of ``distance_m`` may take before it counts as stuck (turns and starts in the margin)."""
+    if expected_speed_mps <= 0:
+        raise ConfigError(f"expected walking speed must be > 0, got {expected_speed_mps}")
+    return max(0.0, distance_m) / expected_speed_mps + margin_s
+
+
+def mobility_params(max_speed_mps: float = 0.0, max_yaw_rate: float = 1.0) -> spot_command_pb2.MobilityParams:
+    """Spot mobility parameters; a speed limit only when ``max_speed_mps`` > 0 (else the robot's own)."""
+    params = RobotCommandBuilder.mobility_params()
+    if max_speed_mps > 0:
+        params.vel_limit.CopyFrom(
+            geometry_pb2.SE2VelocityLimit(
+                max_vel=geometry_pb2.SE2Velocity(
+                    linear=geometry_pb2.Vec2(x=max_speed_mps, y=max_speed_mps), angular=max_yaw_rate
+                )
+            )
+        )
+    return params
+
+
+def walk_command(
+    target: Point3,
+    heading: float,
+    *,
+    frame: str,
+    map_to_frame: SE2Transform = IDENTITY,
+    max_speed_mps: float = 0.0,
+    max_yaw_rate: float = 1.0,
+) -> robot_command_pb2.RobotCommand:
+    """SE2 trajectory goal to a map-frame point and heading, expressed in Spot's ``frame``."""
+    x, y, _ = map_to_frame.to_frame(target)
+    return RobotCommandBuilder.synchro_se2_trajectory_point_command(
+        goal_x=x,
+        goal_y=y,
+        goal_heading=map_to_frame.yaw_to_frame(heading),
+        frame_name=check_frame(frame),
+        params=mobility_params(max_speed_mps, max_yaw_rate),
+    )
+
+
+def arrival_error(
+    pose: Pose, target: Point3, tolerance_m: float, heading: float | None = None, yaw_tolerance_rad: float = math.pi
+) -> str:
+    """Why ``pose`` does not count as having arrived at ``target`` ("" when it does)."""
+    off = pose.distance_to(target)
+    if off > tolerance_m:
+        return f"robot is {off:.2f} m from the goal (tolerance {tolerance_m:.2f} m)"
+    if heading is not None:
+        turn = abs(wrap_angle(pose.yaw - heading))
+        if turn > yaw_tolerance_rad:
+            return f"robot heading is {turn:.2f} rad off the goal heading (tolerance {yaw_tolerance_rad:.2f} rad)"
+    return ""
+
+
+# --- looking and grasping ------------------------------------------------------------------
+def bearing(here: Pose, target: Point3) -> float:
+    """Heading from the body to ``target`` (the current heading when right above it)."""
+    dx, dy = target[0] - here.x, target[1] - here.y
+    return math.atan2(dy, dx) if math.hypot(dx, dy) > 1e-6 else here.yaw
+
+
+def inspect_command(
+    here: Pose, target: Point3, *, frame: str, map_to_frame: SE2Transform = IDENTITY
+) -> robot_command_pb2.RobotCommand:
+    """Turn the body toward ``target`` on the spot and gaze the hand camera at it, in one command.
+
+    The gripper is left as it is: opening it to look would drop a held object.
+    """
+    check_frame(frame)
+    gx, gy, gz = map_to_frame.to_frame(target)
+    gaze = RobotCommandBuilder.arm_gaze_command(gx, gy, gz, frame)
+    hx, hy, _ = map_to_frame.to_frame(here.position)
+    turn = RobotCommandBuilder.synchro_se2_trajectory_point_command(
+        goal_x=hx, goal_y=hy, goal_heading=map_to_frame.yaw_to_frame(bearing(here, target)), frame_name=frame
+    )
+    return RobotCommandBuilder.build_synchro_command(gaze, turn)
+
+
+def pick_request(
+    here: Pose,
+    target: Point3,
+    *,
+    frame: str,
+    map_to_frame: SE2Transform = IDENTITY,
+    ray_back_m: float = 0.5,
+    ray_up_m: float = 0.6,
+) -> manipulation_api_pb2.ManipulationApiRequest:
+    """Walk to and grasp whatever a ray through the object's point hits.
+
+    The ray starts ``ray_back_m`` back toward the robot and ``ray_up_m`` above the
+    point (the way a camera sees it) and runs the same length beyond it, so the
+    object's surface is hit even when the scene graph's centroid is a little off.
+    """
+    check_frame(frame)
+    direction = bearing(here, target)
+    start_map = (
+        target[0] - ray_back_m * math.cos(direction),
+        target[1] - ray_back_m * math.sin(direction),
+        target[2] + ray_up_m,
+    )
+    end_map = (2 * target[0] - start_map[0], 2 * target[1] - start_map[1], 2 * target[2] - start_map[2])
+    start = map_to_frame.to_frame(start_map)
+    end = map_to_frame.to_frame(end_map)
+    pick = manipulation_api_pb2.PickObjectRayInWorld(
+        ray_start_rt_frame=geometry_pb2.Vec3(x=start[0], y=start[1], z=start[2]),
+        ray_end_rt_frame=geometry_pb2.Vec3(x=end[0], y=end[1], z=end[2]),
+        frame_name=frame,
+        walk_gaze_mode=manipulation_api_pb2.PICK_AUTO_WALK_AND_GAZE,
+    )
+    return manipulation_api_pb2.ManipulationApiRequest(pick_object_ray_in_world=pick)
+
+
+# --- placing --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CommandStep:
+    """Send a robot command on the ``robot_command`` action and wait for it to finish."""
+
+    command: robot_command_pb2.RobotCommand
+    what: str
+
+
+@dataclass(frozen=True)
+class TriggerStep:
+    """Call one of the driver's std_srvs/Trigger services (they return when the arm is done)."""
+
+    service: str
+
+
+@dataclass(frozen=True)
+class PauseStep:
+    """Wait, e.g. for a released object to settle before the arm moves away."""
+
+    seconds: float
+
+
+PlaceStep = CommandStep | TriggerStep | PauseStep
+
+
+def place_point(
+    here: Pose, target: Point3, *, min_reach_m: float, max_reach_m: float, hand_height_m: float
+) -> Point3:
+    """Where the hand releases the object (map frame), ``hand_height_m`` above the target height.
+
+    A target under the body (the robot stands on the place it puts the object at)
+    becomes a point ``min_reach_m`` ahead of the body; one beyond ``max_reach_m`` is
+    out of the arm's reach and raises :class:`ExecutionError`.
+    """
+    off = here.distance_to(target)
+    if off > max_reach_m:
+        raise ExecutionError(
+            f"place target is {off:.2f} m from the body, beyond the arm's reach of {max_reach_m:.2f} m"
+        )
+    if off < min_reach_m:
+        return (
+            here.x + min_reach_m * math.cos(here.yaw),
+            here.y + min_reach_m * math.sin(here.yaw),
+            target[2] + hand_height_m,
+        )
+    return (target[0], target[1], target[2] + hand_height_m)
+
+
+def place_steps(
+    here: Pose,
+    target: Point3,
+    *,
+    frame: str,
+    map_to_frame: SE2Transform = IDENTITY,
+    min_reach_m: float = 0.6,
+    max_reach_m: float = 1.0,
+    hand_height_m: float = 0.25,
+    arm_seconds: float = 3.0,
+    release_pause_s: float = 1.0,
+) -> list[PlaceStep]:
+    """Hand over the place point pointing down, open the gripper, let go, stow, close.
+
+    The gripper is closed only after the arm is stowed, so it cannot grab the
+    released object again on the way.
+    """
+    check_frame(frame)
+    point = place_point(here, target, min_reach_m=min_reach_m, max_reach_m=max_reach_m, hand_height_m=hand_height_m)
+    hx, hy, hz = map_to_frame.to_frame(point)
+    # Hand x axis (the gripper's pointing direction) down, turned to face away from the body.
+    facing = map_to_frame.yaw_to_frame(bearing(here, point))
+    rotation = Quat.from_yaw(facing) * Quat.from_pitch(math.pi / 2)
+    arm = RobotCommandBuilder.arm_pose_command(
+        hx, hy, hz, rotation.w, rotation.x, rotation.y, rotation.z, frame, seconds=arm_seconds
+    )
+    return [
+        CommandStep(arm, "move the hand over the place point"),
+        TriggerStep("open_gripper"),
+        PauseStep(release_pause_s),
+        TriggerStep("arm_stow"),
+        TriggerStep("close_gripper"),
+    ]

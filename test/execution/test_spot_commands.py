@@ -1,0 +1,215 @@
+"""Spot commands for plan actions, checked on the real bosdyn protos from PyPI."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from bosdyn.api import manipulation_api_pb2, robot_command_pb2
+from bosdyn.api.spot import robot_command_pb2 as spot_command_pb2
+from bosdyn.client.math_helpers import Quat, SE2Pose
+from bosdyn.util import duration_to_seconds
+
+from heracles_ros.errors import ConfigError, ExecutionError
+from heracles_ros.execution import spot_commands as sc
+from heracles_ros.execution.driver import Pose
+from heracles_ros.planning.types import PlanAction
+
+#: The scene graph's map sits 10 m east, 5 m north and a quarter turn from Spot's odom frame.
+MAP_TO_ODOM = sc.SE2Transform(x=10.0, y=5.0, yaw=math.pi / 2, z=0.3)
+
+
+def se2_request(command: robot_command_pb2.RobotCommand):
+    return command.synchronized_command.mobility_command.se2_trajectory_request
+
+
+def mobility_params(command: robot_command_pb2.RobotCommand) -> spot_command_pb2.MobilityParams:
+    params = spot_command_pb2.MobilityParams()
+    assert command.synchronized_command.mobility_command.params.Unpack(params)
+    return params
+
+
+# --- frames ---------------------------------------------------------------------------------
+def test_map_points_go_into_the_command_frame_as_bosdyn_computes_it():
+    point = (12.0, 9.0, 1.0)
+    x, y, z = MAP_TO_ODOM.to_frame(point)
+    expected = SE2Pose(MAP_TO_ODOM.x, MAP_TO_ODOM.y, MAP_TO_ODOM.yaw).inverse() * SE2Pose(point[0], point[1], 0.0)
+    assert (x, y) == pytest.approx((expected.x, expected.y))
+    assert (x, y) == pytest.approx((4.0, -2.0))
+    assert z == pytest.approx(0.7)
+    assert MAP_TO_ODOM.to_map((x, y, z)) == pytest.approx(point)
+
+
+def test_odometry_poses_come_back_into_the_map_frame():
+    pose = MAP_TO_ODOM.pose_to_map(4.0, -2.0, 0.2, 0.0)
+    assert (pose.x, pose.y, pose.z) == pytest.approx((12.0, 9.0, 0.5))
+    assert pose.yaw == pytest.approx(math.pi / 2)
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0], [1, 2, 3, 4, 5], [1.0, True, 0.0], [0.0, math.nan, 0.0], ["1", 0, 0]])
+def test_a_malformed_transform_is_refused(values):
+    with pytest.raises(ConfigError, match="map_to_frame"):
+        sc.SE2Transform.from_values(values)
+
+
+def test_yaw_of_a_quaternion_matches_bosdyn():
+    for yaw in (0.0, 0.7, -2.5, math.pi - 0.01):
+        q = Quat.from_yaw(yaw)
+        assert sc.yaw_from_quaternion(q.x, q.y, q.z, q.w) == pytest.approx(yaw)
+
+
+# --- walking -----------------------------------------------------------------------------------
+def test_walk_goal_is_an_se2_trajectory_point_in_the_named_frame():
+    command = sc.walk_command((12.0, 9.0, 0.0), math.pi, frame="vision", map_to_frame=MAP_TO_ODOM)
+    request = se2_request(command)
+    assert request.se2_frame_name == "vision"
+    assert len(request.trajectory.points) == 1
+    goal = request.trajectory.points[0].pose
+    assert (goal.position.x, goal.position.y) == pytest.approx((4.0, -2.0))
+    assert goal.angle == pytest.approx(math.pi / 2)
+    # No end time of its own: the spot_ros2 driver sets one, the adapter keeps its own deadline.
+    assert not request.HasField("end_time")
+    assert not mobility_params(command).HasField("vel_limit")
+
+
+def test_walk_goal_in_odom_with_identity_transform_and_a_speed_limit():
+    command = sc.walk_command((3.0, -1.5, 0.4), 0.25, frame="odom", max_speed_mps=0.8, max_yaw_rate=0.6)
+    request = se2_request(command)
+    assert request.se2_frame_name == "odom"
+    goal = request.trajectory.points[0].pose
+    assert (goal.position.x, goal.position.y, goal.angle) == pytest.approx((3.0, -1.5, 0.25))
+    limit = mobility_params(command).vel_limit.max_vel
+    assert (limit.linear.x, limit.linear.y, limit.angular) == pytest.approx((0.8, 0.8, 0.6))
+
+
+def test_walk_goal_in_an_unknown_frame_is_refused():
+    with pytest.raises(ConfigError, match="odom, vision"):
+        sc.walk_command((1.0, 0.0, 0.0), 0.0, frame="map")
+
+
+def goto(points, symbols) -> PlanAction:
+    return PlanAction("goto", (symbols[0], symbols[-1]), symbols[-1], points[-1], tuple(points), tuple(symbols))
+
+
+def test_walk_legs_skip_the_place_the_robot_stands_on_and_face_along_each_leg():
+    action = goto([(0.0, 0.0, 0.0), (4.0, 0.0, 0.0), (4.0, 3.0, 0.0)], ["P1", "P2", "P3"])
+    legs, here = sc.walk_legs(Pose(0.1, 0.0, 0.0, 2.0), action, skip_within_m=0.5)
+    assert here == "P1"
+    assert [leg.symbol for leg in legs] == ["P2", "P3"]
+    assert [leg.final for leg in legs] == [False, True]
+    assert legs[0].heading == pytest.approx(0.0)
+    assert legs[1].heading == pytest.approx(math.pi / 2)
+    assert legs[0].distance == pytest.approx(3.9)
+    assert legs[1].distance == pytest.approx(3.0)
+
+
+def test_walk_without_waypoints_goes_straight_to_the_target():
+    action = PlanAction("goto", ("P1", "P9"), "P9", (0.0, -2.0, 0.0))
+    legs, here = sc.walk_legs(Pose(0.0, 0.0, 0.0, 1.0), action, skip_within_m=0.5)
+    assert here == ""
+    assert len(legs) == 1
+    assert legs[0].symbol == "P9" and legs[0].final
+    assert legs[0].heading == pytest.approx(-math.pi / 2)
+
+
+def test_walk_to_where_the_robot_already_is_keeps_its_heading():
+    action = goto([(1.0, 1.0, 0.0)], ["P4"])
+    legs, _ = sc.walk_legs(Pose(1.0, 1.0, 0.0, 0.3), action, skip_within_m=0.5)
+    assert len(legs) == 1
+    assert legs[0].heading == pytest.approx(0.3)
+
+
+def test_walk_time_budget_is_the_distance_at_the_expected_speed_plus_margin():
+    assert sc.walk_time_budget(12.0, 0.5, 10.0) == pytest.approx(34.0)
+    assert sc.walk_time_budget(0.0, 0.5, 10.0) == pytest.approx(10.0)
+    with pytest.raises(ConfigError, match="speed"):
+        sc.walk_time_budget(1.0, 0.0, 1.0)
+
+
+def test_arrival_is_judged_by_distance_and_heading():
+    target = (5.0, 5.0, 0.0)
+    assert sc.arrival_error(Pose(5.2, 5.1, 0.0, 0.0), target, 0.3) == ""
+    assert "1.00 m from the goal" in sc.arrival_error(Pose(4.0, 5.0, 0.0, 0.0), target, 0.3)
+    # Headings either side of +-pi are close.
+    assert sc.arrival_error(Pose(5.0, 5.0, 0.0, 3.1), target, 0.3, heading=-3.1, yaw_tolerance_rad=0.2) == ""
+    assert "heading" in sc.arrival_error(Pose(5.0, 5.0, 0.0, 1.0), target, 0.3, heading=0.0, yaw_tolerance_rad=0.2)
+
+
+# --- inspecting and picking -----------------------------------------------------------------------
+def test_inspect_turns_the_body_toward_the_object_and_gazes_at_it():
+    here = MAP_TO_ODOM.pose_to_map(1.0, 1.0, 0.0, 0.0)  # odom (1, 1) facing odom +x
+    target = MAP_TO_ODOM.to_map((1.0, 4.0, 0.8))  # 3 m to the odom +y side, 0.8 m up
+    command = sc.inspect_command(here, target, frame="odom", map_to_frame=MAP_TO_ODOM)
+    gaze = command.synchronized_command.arm_command.arm_gaze_command
+    assert gaze.frame1_name == "odom"
+    point = gaze.target_trajectory_in_frame1.points[0].point
+    assert (point.x, point.y, point.z) == pytest.approx((1.0, 4.0, 0.8))
+    turn = se2_request(command)
+    assert turn.se2_frame_name == "odom"
+    pose = turn.trajectory.points[0].pose
+    assert (pose.position.x, pose.position.y) == pytest.approx((1.0, 1.0))
+    assert pose.angle == pytest.approx(math.pi / 2)
+    # The gripper is not touched: opening it would drop a held object.
+    assert not command.synchronized_command.HasField("gripper_command")
+
+
+def test_pick_casts_a_ray_through_the_object_and_walks_to_grasp_it():
+    here = Pose(0.0, 0.0, 0.0, 0.0)
+    target = (3.0, 0.0, 0.5)
+    request = sc.pick_request(here, target, frame="vision", ray_back_m=0.5, ray_up_m=0.6)
+    assert isinstance(request, manipulation_api_pb2.ManipulationApiRequest)
+    assert request.WhichOneof("manipulation_cmd") == "pick_object_ray_in_world"
+    pick = request.pick_object_ray_in_world
+    assert pick.frame_name == "vision"
+    assert pick.walk_gaze_mode == manipulation_api_pb2.PICK_AUTO_WALK_AND_GAZE
+    start, end = pick.ray_start_rt_frame, pick.ray_end_rt_frame
+    assert (start.x, start.y, start.z) == pytest.approx((2.5, 0.0, 1.1))  # back toward the robot, above
+    # The object's point is the middle of the ray: it is hit even if the centroid is off a little.
+    assert ((start.x + end.x) / 2, (start.y + end.y) / 2, (start.z + end.z) / 2) == pytest.approx(target)
+
+
+def test_pick_ray_is_expressed_in_the_command_frame():
+    target_odom = (2.0, 3.0, 0.4)
+    target = MAP_TO_ODOM.to_map(target_odom)
+    here = MAP_TO_ODOM.pose_to_map(2.0, 0.0, 0.0, 0.0)  # odom: 3 m on the -y side of the object
+    pick = sc.pick_request(here, target, frame="odom", map_to_frame=MAP_TO_ODOM).pick_object_ray_in_world
+    start, end = pick.ray_start_rt_frame, pick.ray_end_rt_frame
+    assert (start.x, start.y, start.z) == pytest.approx((2.0, 2.5, 1.0))
+    assert (end.x, end.y, end.z) == pytest.approx((2.0, 3.5, -0.2))
+
+
+# --- placing ------------------------------------------------------------------------------------
+def test_place_is_hand_pose_then_open_release_stow_close():
+    here = Pose(0.0, 0.0, 0.0, 0.0)
+    target = (0.0, 0.8, 0.4)  # within reach, to the left
+    steps = sc.place_steps(here, target, frame="odom", hand_height_m=0.25, arm_seconds=2.5, release_pause_s=0.7)
+    kinds = [type(step).__name__ for step in steps]
+    assert kinds == ["CommandStep", "TriggerStep", "PauseStep", "TriggerStep", "TriggerStep"]
+    assert [step.service for step in steps if isinstance(step, sc.TriggerStep)] == [
+        "open_gripper",
+        "arm_stow",
+        "close_gripper",
+    ]
+    pause = steps[2]
+    assert isinstance(pause, sc.PauseStep) and pause.seconds == pytest.approx(0.7)
+    arm_step = steps[0]
+    assert isinstance(arm_step, sc.CommandStep)
+    cartesian = arm_step.command.synchronized_command.arm_command.arm_cartesian_command
+    assert cartesian.root_frame_name == "odom"
+    point = cartesian.pose_trajectory_in_task.points[0]
+    assert duration_to_seconds(point.time_since_reference) == pytest.approx(2.5)
+    position = point.pose.position
+    assert (position.x, position.y, position.z) == pytest.approx((0.0, 0.8, 0.65))
+    hand = Quat.from_proto(point.pose.rotation)
+    assert hand.transform_point(1.0, 0.0, 0.0) == pytest.approx((0.0, 0.0, -1.0), abs=1e-6)  # gripper points down
+    assert hand.transform_point(0.0, 0.0, 1.0) == pytest.approx((0.0, 1.0, 0.0), abs=1e-6)  # facing away
+
+
+def test_place_under_the_body_releases_ahead_of_it():
+    here = Pose(2.0, 1.0, 0.0, math.pi)
+    point = sc.place_point(here, (2.0, 1.0, 0.0), min_reach_m=0.6, max_reach_m=1.0, hand_height_m=0.3)
+    assert point == pytest.approx((1.4, 1.0, 0.3))
+
+
+def test_place_out_of_reach_is_an_execution_error():
+    with pytest.raises(ExecutionError, match="beyond the arm's reach"):
+        sc.place_steps(Pose(0.0, 0.0), (3.0, 0.0, 0.0), frame="odom")
