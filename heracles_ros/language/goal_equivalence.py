@@ -142,13 +142,14 @@ def evaluate(expr: GoalExpr, true_atoms: set[Atom]) -> bool:
     return any(evaluate(item, true_atoms) for item in expr.items)
 
 
-def describe_difference(a: GoalExpr | str, b: GoalExpr | str) -> str:
+def describe_difference(
+    a: GoalExpr | str, b: GoalExpr | str, *, names: tuple[str, str] = ("the first goal", "the second goal")
+) -> str:
     """One sentence on where two goals differ ("" when they are equivalent)."""
     difference = goal_difference(a, b)
     if difference is None:
         return ""
-    expr_a = _as_expr(a)
-    holds_in_a = evaluate(expr_a, {atom for atom, value in difference.items() if value})
+    holds_in_a = evaluate(_as_expr(a), {atom for atom, value in difference.items() if value})
     facts = ", ".join(f"{atom} {'true' if value else 'false'}" for atom, value in difference.items())
-    first, second = ("first", "second") if holds_in_a else ("second", "first")
-    return f"with {facts or 'every atom false'}, the {first} goal holds and the {second} does not"
+    holds, fails = names if holds_in_a else names[::-1]
+    return f"with {facts or 'every atom false'}, {holds} holds and {fails} does not"
