@@ -1,0 +1,655 @@
+"""Spot through the bdaiinstitute ``spot_ros2`` driver, behind :class:`RobotDriver`.
+
+The driver node (namespaced by ``spot_name``) offers std_srvs/Trigger services
+(claim, power_on, stand, stop, sit, release, arm_stow, arm_carry,
+open_gripper, close_gripper), the ``robot_command`` and ``manipulation``
+actions (goals are bosdyn protos converted with ``bosdyn_msgs.conversions``)
+and ``<spot_name>/odometry`` (nav_msgs/Odometry in its odom or vision frame).
+What each action asks of Spot is built in :mod:`spot_commands`; this module
+sends it and watches, with every wait bounded on the client side, because the
+driver's actions have no timeout of their own.
+
+Arrival is checked, not assumed: after the driver reports a walk done, a fresh
+odometry pose must lie within tolerance of the goal (a blocked Spot can report
+success near, not at, its goal). Cancel, a step timeout or a walk overrunning
+its time budget cancel the goal *and* call ``stop``.
+
+Threads: :meth:`start`, :meth:`execute` and :meth:`shutdown` block their calling
+thread on futures that the node's executor completes, so they must run in a
+worker thread while a (multi-threaded) executor spins the node elsewhere;
+never call them from an executor callback.
+
+rclpy, nav_msgs, spot_msgs and bosdyn_msgs are imported only when a driver is
+built, so the library imports without ROS; a missing package is a
+:class:`DriverError` naming it and how to get it.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+from enum import Enum
+from typing import Any
+
+from heracles_ros.errors import ConfigError, DriverError, ExecutionError
+from heracles_ros.execution import spot_commands as sc
+from heracles_ros.execution.driver import (
+    CancelToken,
+    FeedbackCallback,
+    Outcome,
+    Pose,
+    RobotDriver,
+    StepOutcome,
+)
+from heracles_ros.planning.types import PlanAction
+
+log = logging.getLogger(__name__)
+
+SPOT_ROS2_HINT = (
+    "build bdaiinstitute/spot_ros2 in your ROS 2 workspace (it brings spot_msgs and bosdyn_msgs) "
+    "and source its install/setup.bash"
+)
+
+#: What the driver imports when it is built, and how to get each package.
+REQUIRED_MODULES: tuple[tuple[str, str], ...] = (
+    ("rclpy", "source a ROS 2 installation"),
+    ("rclpy.action", "source a ROS 2 installation"),
+    ("action_msgs.msg", "source a ROS 2 installation"),
+    ("std_srvs.srv", "install ros-$ROS_DISTRO-std-srvs (wheel: ros-std-srvs)"),
+    ("nav_msgs.msg", "install ros-$ROS_DISTRO-nav-msgs (wheel: ros-nav-msgs)"),
+    ("spot_msgs.action", SPOT_ROS2_HINT),
+    ("bosdyn_msgs.conversions", SPOT_ROS2_HINT),
+)
+
+#: Trigger services of the spot_ros2 driver this adapter calls.
+TRIGGER_SERVICES: tuple[str, ...] = (
+    "claim",
+    "release",
+    "power_on",
+    "stand",
+    "sit",
+    "stop",
+    "arm_stow",
+    "arm_carry",
+    "open_gripper",
+    "close_gripper",
+)
+
+
+@dataclass(frozen=True)
+class SpotConfig:
+    """How the adapter commands Spot and judges the results; times in seconds."""
+
+    #: Spot frame the goals are given in; must match the driver's ``preferred_odom_frame``.
+    frame: str = "odom"
+    #: Pose of that frame in the scene graph's map frame.
+    map_to_frame: sc.SE2Transform = sc.IDENTITY
+    #: Distance from the final goal within which a walk counts as arrived.
+    arrival_tolerance_m: float = 0.35
+    #: Distance at which an intermediate waypoint counts as passed (the next goal is sent).
+    waypoint_tolerance_m: float = 0.75
+    yaw_tolerance_rad: float = 0.35
+    #: Walking speed a leg's time budget assumes (slower than Spot's, so budgets are generous).
+    expected_speed_mps: float = 0.5
+    #: Extra seconds per leg for turning, starting and stopping.
+    walk_margin_s: float = 15.0
+    #: Speed limit sent with walk goals; 0 leaves the robot's own.
+    max_speed_mps: float = 0.0
+    service_timeout_s: float = 10.0
+    power_on_timeout_s: float = 30.0
+    #: How long the driver may take to accept a goal.
+    accept_timeout_s: float = 5.0
+    #: How long to wait for odometry (first message at start, a fresh one to verify arrival).
+    pose_timeout_s: float = 3.0
+    #: Limit for one arm motion (gaze, hand pose, stow, gripper).
+    arm_timeout_s: float = 20.0
+    #: Limit for a whole grasp, walking to the object included.
+    pick_timeout_s: float = 90.0
+    #: How long the hand camera looks at an inspected object.
+    inspect_dwell_s: float = 2.0
+    hand_height_m: float = 0.25
+    min_reach_m: float = 0.6
+    max_reach_m: float = 1.0
+    ray_back_m: float = 0.5
+    ray_up_m: float = 0.6
+    release_pause_s: float = 1.0
+    #: Sit the robot down before releasing it at shutdown (a released standing robot stays standing).
+    sit_on_shutdown: bool = True
+    #: How often a running goal is checked for cancel, timeout and progress.
+    tick_s: float = 0.05
+
+    def __post_init__(self) -> None:
+        sc.check_frame(self.frame)
+        if not isinstance(self.map_to_frame, sc.SE2Transform):
+            raise ConfigError(f"spot_ros2 map_to_frame must be an SE2Transform, got {self.map_to_frame!r}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("frame", "map_to_frame", "sit_on_shutdown"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(f"spot_ros2 {f.name} must be a number, got {value!r}")
+            allow_zero = f.name in ("max_speed_mps", "inspect_dwell_s", "release_pause_s", "walk_margin_s",
+                                    "hand_height_m", "min_reach_m", "ray_back_m")
+            if value < 0 or (value == 0 and not allow_zero):
+                raise ConfigError(f"spot_ros2 {f.name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
+        if self.min_reach_m > self.max_reach_m:
+            raise ConfigError(
+                f"spot_ros2 min_reach_m ({self.min_reach_m}) must not exceed max_reach_m ({self.max_reach_m})"
+            )
+
+
+_NAMESPACE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def robot_namespace(spot_name: str) -> str:
+    """Absolute ROS namespace of the driver ("/spot", or "" for none)."""
+    name = spot_name.strip("/")
+    if name and not _NAMESPACE.match(name):
+        raise ConfigError(f"spot_name must be a ROS name like 'spot' or 'robots/spot1', got {spot_name!r}")
+    return f"/{name}" if name else ""
+
+
+def load_ros_interfaces() -> dict[str, Any]:
+    """Import the ROS packages the adapter needs; DriverError naming every missing one."""
+    modules: dict[str, Any] = {}
+    missing: list[str] = []
+    for module, hint in REQUIRED_MODULES:
+        try:
+            modules[module] = importlib.import_module(module)
+        except ImportError as exc:
+            missing.append(f"{module} is missing ({exc}): {hint}")
+    if missing:
+        raise DriverError("the spot_ros2 driver cannot be used: " + "; ".join(missing))
+    return modules
+
+
+# --- waiting on rclpy futures from a worker thread -----------------------------------------
+def _done_event(future: Any) -> threading.Event:
+    event = threading.Event()
+    future.add_done_callback(lambda _future: event.set())
+    if future.done():
+        event.set()
+    return event
+
+
+def wait_future(future: Any, timeout_s: float, cancel: CancelToken | None = None, tick_s: float = 0.05) -> bool:
+    """Wait for an rclpy future; False on timeout or cancel. The executor spinning elsewhere completes it."""
+    done = _done_event(future)
+    deadline = time.monotonic() + max(0.0, timeout_s)
+    while not done.is_set():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or (cancel is not None and cancel.cancelled):
+            return future.done()
+        done.wait(min(tick_s, remaining))
+    return True
+
+
+@dataclass(frozen=True)
+class TriggerReply:
+    ok: bool
+    message: str
+
+
+class TriggerServices:
+    """Clients of the driver's std_srvs/Trigger services, each call bounded by a timeout."""
+
+    def __init__(self, node: Any, namespace: str, names: Sequence[str], *, callback_group: Any = None):
+        from std_srvs.srv import Trigger
+
+        self._request = Trigger.Request
+        self._clients = {
+            name: node.create_client(Trigger, f"{namespace}/{name}", callback_group=callback_group) for name in names
+        }
+
+    def name_of(self, service: str) -> str:
+        return str(self._clients[service].srv_name)
+
+    def call(self, service: str, timeout_s: float, cancel: CancelToken | None = None) -> TriggerReply:
+        """Call ``service``; a failed reply (never an exception) when absent, slow, refused or cancelled."""
+        client = self._clients[service]
+        deadline = time.monotonic() + timeout_s
+        if not client.service_is_ready() and not client.wait_for_service(timeout_sec=timeout_s):
+            return TriggerReply(False, f"service {client.srv_name} is not available (waited {timeout_s:g} s)")
+        future = client.call_async(self._request())
+        if not wait_future(future, deadline - time.monotonic(), cancel):
+            client.remove_pending_request(future)
+            if cancel is not None and cancel.cancelled:
+                return TriggerReply(False, f"service {client.srv_name} call cancelled: {cancel.reason or 'cancelled'}")
+            return TriggerReply(False, f"service {client.srv_name} did not answer within {timeout_s:g} s")
+        response = future.result()
+        return TriggerReply(bool(response.success), str(response.message))
+
+
+# --- odometry -----------------------------------------------------------------------------
+class PoseTracker:
+    """Latest body pose from odometry, in the map frame; waits for a message newer than a count."""
+
+    def __init__(self, frame: str, map_to_frame: sc.SE2Transform):
+        self.frame = frame
+        self.map_to_frame = map_to_frame
+        self._changed = threading.Condition()
+        self._pose: Pose | None = None
+        self._count = 0
+        self.frame_error = ""
+
+    def update(self, frame_id: str, x: float, y: float, z: float, yaw: float) -> None:
+        """One odometry message (pose in ``frame_id``, e.g. "spot/odom"); other frames are refused."""
+        with self._changed:
+            if frame_id.rsplit("/", 1)[-1] != self.frame:
+                self.frame_error = (
+                    f"odometry is in frame {frame_id!r} but goals are sent in {self.frame!r}: set the spot_ros2 "
+                    f"driver's preferred_odom_frame and this adapter's frame to the same frame"
+                )
+                return
+            self._pose = self.map_to_frame.pose_to_map(x, y, z, yaw)
+            self._count += 1
+            self._changed.notify_all()
+
+    @property
+    def count(self) -> int:
+        with self._changed:
+            return self._count
+
+    def latest(self) -> Pose | None:
+        with self._changed:
+            return self._pose
+
+    def wait_newer(self, count: int, timeout_s: float) -> Pose | None:
+        """The pose once more than ``count`` messages have arrived; None after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        with self._changed:
+            while self._count <= count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                self._changed.wait(remaining)
+            return self._pose
+
+
+# --- the driver ---------------------------------------------------------------------------
+class SpotRos2Driver(RobotDriver):
+    """Carries out plan actions on Spot through a running spot_ros2 driver."""
+
+    name = "spot_ros2"
+
+    def __init__(self, node: Any, *, spot_name: str = "", config: SpotConfig | None = None, holding: str = ""):
+        self.config = config or SpotConfig()
+        self.namespace = robot_namespace(spot_name)
+        if node is None:
+            raise ConfigError("the spot_ros2 driver needs the rclpy node it runs in (node=...)")
+        ros = load_ros_interfaces()
+        self._goal_status = ros["action_msgs.msg"].GoalStatus
+        self._convert = ros["bosdyn_msgs.conversions"].convert
+        actions = ros["spot_msgs.action"]
+        self._RobotCommand = actions.RobotCommand
+        self._Manipulation = actions.Manipulation
+        group = importlib.import_module("rclpy.callback_groups").ReentrantCallbackGroup()
+        self._node = node
+        self._services = TriggerServices(node, self.namespace, TRIGGER_SERVICES, callback_group=group)
+        action_client = ros["rclpy.action"].ActionClient
+        self._robot_command = action_client(
+            node, self._RobotCommand, self._topic("robot_command"), callback_group=group
+        )
+        self._manipulation = action_client(node, self._Manipulation, self._topic("manipulation"), callback_group=group)
+        self.odometry = PoseTracker(self.config.frame, self.config.map_to_frame)
+        self._subscription = node.create_subscription(
+            ros["nav_msgs.msg"].Odometry,
+            self._topic("odometry"),
+            self._on_odometry,
+            importlib.import_module("rclpy.qos").qos_profile_sensor_data,
+            callback_group=group,
+        )
+        self._holding = holding
+        self._started = False
+
+    def _topic(self, name: str) -> str:
+        return f"{self.namespace}/{name}"
+
+    def _on_odometry(self, msg: Any) -> None:
+        position, q = msg.pose.pose.position, msg.pose.pose.orientation
+        yaw = sc.yaw_from_quaternion(q.x, q.y, q.z, q.w)
+        self.odometry.update(msg.header.frame_id, position.x, position.y, position.z, yaw)
+
+    @property
+    def holding(self) -> str:
+        """Symbol of the object in the gripper, "" when empty."""
+        return self._holding
+
+    # -- RobotDriver -------------------------------------------------------------------------
+    def start(self) -> None:
+        """Claim the lease, power on and stand; DriverError if any of it fails or no odometry arrives."""
+        if self._started:
+            return
+        cfg = self.config
+        for service, timeout in (
+            ("claim", cfg.service_timeout_s),
+            ("power_on", cfg.power_on_timeout_s),
+            ("stand", cfg.service_timeout_s),
+        ):
+            reply = self._services.call(service, timeout)
+            if not reply.ok:
+                if service != "claim":
+                    self._services.call("release", cfg.service_timeout_s)
+                raise DriverError(f"spot_ros2 {service} failed: {reply.message}")
+        if self.odometry.wait_newer(0, cfg.pose_timeout_s) is None:
+            self._services.call("release", cfg.service_timeout_s)
+            raise DriverError(
+                self.odometry.frame_error
+                or f"no odometry on {self._topic('odometry')} within {cfg.pose_timeout_s:g} s"
+            )
+        self._started = True
+        log.info("spot_ros2 driver %s claimed, powered on and standing", self.namespace or "/")
+
+    def shutdown(self) -> None:
+        """Stop, sit (if configured) and release the lease; failures are logged, not raised."""
+        if not self._started:
+            return
+        self._started = False
+        services = ["stop", *(["sit"] if self.config.sit_on_shutdown else []), "release"]
+        for service in services:
+            reply = self._services.call(service, self.config.service_timeout_s)
+            if not reply.ok:
+                log.warning("spot_ros2 %s at shutdown failed: %s", service, reply.message)
+
+    def pose(self) -> Pose:
+        pose = self.odometry.latest()
+        if pose is None:
+            raise DriverError(
+                self.odometry.frame_error or f"no odometry received yet on {self._topic('odometry')} (call start())"
+            )
+        return pose
+
+    def execute(
+        self,
+        action: PlanAction,
+        *,
+        cancel: CancelToken,
+        timeout_s: float,
+        feedback: FeedbackCallback | None = None,
+    ) -> StepOutcome:
+        if not self._started:
+            raise DriverError("spot_ros2 driver used before start()")
+        step = _Step(self, cancel, timeout_s, feedback)
+        handlers: dict[str, Callable[[PlanAction], StepOutcome]] = {
+            "goto": step.walk,
+            "inspect": step.inspect,
+            "pick": step.pick,
+            "place": step.place,
+        }
+        handler = handlers.get(action.name)
+        if handler is None:
+            return step.end(Outcome.FAILED, f"spot_ros2 driver cannot execute unknown action {action.name!r}")
+        return handler(action)
+
+    # -- used by _Step ---------------------------------------------------------------------
+    def _command_goal(self, command: Any) -> Any:
+        goal = self._RobotCommand.Goal()
+        self._convert(command, goal.command)
+        return goal
+
+    def _manipulation_goal(self, request: Any) -> Any:
+        goal = self._Manipulation.Goal()
+        self._convert(request, goal.command)
+        return goal
+
+
+def _cancel_if_accepted(sent: Any) -> None:
+    handle = sent.result()
+    if handle is not None and handle.accepted:
+        handle.cancel_goal_async()
+
+
+class _Goal(Enum):
+    SUCCEEDED = "succeeded"
+    #: Left running on purpose (an intermediate waypoint was passed; the next goal pre-empts it).
+    PASSED = "passed"
+
+
+class _Step:
+    """One execute() call: its deadline, cancel token, feedback and the goals it runs."""
+
+    def __init__(
+        self, driver: SpotRos2Driver, cancel: CancelToken, timeout_s: float, feedback: FeedbackCallback | None
+    ):
+        self.d = driver
+        self.cfg = driver.config
+        self.cancel = cancel
+        self.timeout_s = timeout_s
+        self.deadline = time.monotonic() + timeout_s
+        self.feedback = feedback
+        self.reached = ""
+        self._reported = driver.odometry.count
+
+    def end(self, outcome: Outcome, reason: str = "") -> StepOutcome:
+        self._report()
+        return StepOutcome(outcome, self.d.pose(), reason, self.reached)
+
+    def _report(self) -> None:
+        count = self.d.odometry.count
+        if self.feedback is not None and count != self._reported:
+            self._reported = count
+            self.feedback(self.d.pose())
+
+    def _remaining(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+    def _interrupted(self) -> StepOutcome | None:
+        if self.cancel.cancelled:
+            return self.end(Outcome.CANCELLED, self.cancel.reason or "cancelled")
+        if time.monotonic() > self.deadline:
+            return self.end(Outcome.TIMEOUT, f"step exceeded its {self.timeout_s:.1f} s limit")
+        return None
+
+    def _stop(self, handle: Any = None) -> str:
+        """Cancel a running goal and stop the robot; a note for the reason if ``stop`` failed."""
+        if handle is not None:
+            handle.cancel_goal_async()
+        reply = self.d._services.call("stop", min(self.cfg.service_timeout_s, 3.0))
+        if reply.ok:
+            return ""
+        log.warning("spot_ros2 stop failed: %s", reply.message)
+        return f" (stop failed: {reply.message})"
+
+    def _interrupt(self, handle: Any = None) -> StepOutcome | None:
+        ended = self._interrupted()
+        if ended is None:
+            return None
+        note = self._stop(handle)
+        return StepOutcome(ended.outcome, ended.pose, ended.reason + note, ended.reached_symbol)
+
+    def run_goal(
+        self,
+        client: Any,
+        goal: Any,
+        what: str,
+        budget_s: float,
+        passed: Callable[[], bool] | None = None,
+    ) -> _Goal | StepOutcome:
+        """Send one action goal and see it through: _Goal on success, else the outcome ending the step."""
+        if (ended := self._interrupt()) is not None:
+            return ended
+        accept_s = min(self.cfg.accept_timeout_s, self._remaining())
+        if not client.server_is_ready() and not client.wait_for_server(timeout_sec=accept_s):
+            return self.end(Outcome.FAILED, f"{what}: action server not available within {accept_s:.1f} s")
+        sent = client.send_goal_async(goal)
+        if not wait_future(sent, accept_s, self.cancel, self.cfg.tick_s):
+            # Cancel the goal should it be accepted after all, then make sure the robot stands still.
+            sent.add_done_callback(_cancel_if_accepted)
+            ended = self._interrupt()
+            if ended is not None:
+                return ended
+            return self.end(Outcome.FAILED, f"{what}: goal not accepted within {accept_s:.1f} s{self._stop()}")
+        handle = sent.result()
+        if not handle.accepted:
+            return self.end(Outcome.FAILED, f"{what}: the driver rejected the goal")
+        result = handle.get_result_async()
+        done = _done_event(result)
+        budget_end = time.monotonic() + budget_s
+        while not done.is_set():
+            self._report()
+            if (ended := self._interrupt(handle)) is not None:
+                return ended
+            if time.monotonic() > budget_end:
+                return self.end(
+                    Outcome.FAILED, f"{what} did not finish within {budget_s:.1f} s (blocked?){self._stop(handle)}"
+                )
+            if passed is not None and passed():
+                return _Goal.PASSED
+            done.wait(self.cfg.tick_s)
+        response = result.result()
+        reply = response.result
+        if response.status == self.d._goal_status.STATUS_SUCCEEDED and reply.success:
+            return _Goal.SUCCEEDED
+        status = _status_name(self.d._goal_status, response.status)
+        return self.end(Outcome.FAILED, f"{what} failed: {reply.message or 'goal ' + status}")
+
+    def _trigger(self, service: str) -> StepOutcome | None:
+        """Call a Trigger service within the step; None on success, else the outcome ending the step."""
+        if (ended := self._interrupt()) is not None:
+            return ended
+        reply = self.d._services.call(service, min(self.cfg.arm_timeout_s, self._remaining()), self.cancel)
+        if reply.ok:
+            return None
+        if (ended := self._interrupt()) is not None:
+            return ended
+        return self.end(Outcome.FAILED, f"{service} failed: {reply.message}")
+
+    def _pause(self, seconds: float) -> StepOutcome | None:
+        self.cancel.wait(min(seconds, self._remaining()))
+        return self._interrupt()
+
+    # -- actions ---------------------------------------------------------------------------
+    def walk(self, action: PlanAction) -> StepOutcome:
+        cfg = self.cfg
+        legs, here = sc.walk_legs(self.d.pose(), action, cfg.waypoint_tolerance_m)
+        self.reached = here
+        for leg in legs:
+            where = leg.symbol or "the goal"
+            command = sc.walk_command(
+                leg.target,
+                leg.heading,
+                frame=cfg.frame,
+                map_to_frame=cfg.map_to_frame,
+                max_speed_mps=cfg.max_speed_mps,
+            )
+            distance = self.d.pose().distance_to(leg.target)
+            budget = sc.walk_time_budget(distance, cfg.expected_speed_mps, cfg.walk_margin_s)
+
+            def passed(leg: sc.WalkLeg = leg) -> bool:
+                return self.d.pose().distance_to(leg.target) <= cfg.waypoint_tolerance_m
+
+            result = self.run_goal(
+                self.d._robot_command,
+                self.d._command_goal(command),
+                f"walk to {where}",
+                budget,
+                None if leg.final else passed,
+            )
+            if isinstance(result, StepOutcome):
+                return result
+            if result is _Goal.SUCCEEDED:
+                problem = self._arrival_problem(leg)
+                if problem:
+                    return self.end(Outcome.FAILED, f"walk to {where} reported done, but {problem}")
+            if leg.symbol:
+                self.reached = leg.symbol
+        return self.end(Outcome.SUCCEEDED)
+
+    def _arrival_problem(self, leg: sc.WalkLeg) -> str:
+        """Check a finished leg against a pose that arrived after the driver said it was done."""
+        cfg = self.cfg
+        pose = self.d.odometry.wait_newer(self.d.odometry.count, cfg.pose_timeout_s)
+        if pose is None:
+            return f"no fresh odometry within {cfg.pose_timeout_s:g} s to verify the arrival"
+        if leg.final:
+            return sc.arrival_error(pose, leg.target, cfg.arrival_tolerance_m, leg.heading, cfg.yaw_tolerance_rad)
+        return sc.arrival_error(pose, leg.target, cfg.waypoint_tolerance_m)
+
+    def inspect(self, action: PlanAction) -> StepOutcome:
+        cfg = self.cfg
+        command = sc.inspect_command(self.d.pose(), action.target, frame=cfg.frame, map_to_frame=cfg.map_to_frame)
+        result = self.run_goal(
+            self.d._robot_command, self.d._command_goal(command), f"gaze at {action.target_symbol}", cfg.arm_timeout_s
+        )
+        if isinstance(result, StepOutcome):
+            return result
+        if (ended := self._pause(cfg.inspect_dwell_s)) is not None:
+            return ended
+        # A held object is carried, not stowed.
+        if (failed := self._trigger("arm_carry" if self.d.holding else "arm_stow")) is not None:
+            return failed
+        return self.end(Outcome.SUCCEEDED)
+
+    def pick(self, action: PlanAction) -> StepOutcome:
+        cfg = self.cfg
+        if self.d.holding:
+            return self.end(Outcome.FAILED, f"cannot pick {action.target_symbol}: already holding {self.d.holding}")
+        request = sc.pick_request(
+            self.d.pose(),
+            action.target,
+            frame=cfg.frame,
+            map_to_frame=cfg.map_to_frame,
+            ray_back_m=cfg.ray_back_m,
+            ray_up_m=cfg.ray_up_m,
+        )
+        result = self.run_goal(
+            self.d._manipulation, self.d._manipulation_goal(request), f"pick {action.target_symbol}", cfg.pick_timeout_s
+        )
+        if isinstance(result, StepOutcome):
+            return result
+        self.d._holding = action.target_symbol
+        # The grasp is what the plan needs; an arm left out of the carry pose is only reported.
+        failed = self._trigger("arm_carry")
+        return self.end(Outcome.SUCCEEDED, "" if failed is None else f"grasped, but {failed.reason}")
+
+    def place(self, action: PlanAction) -> StepOutcome:
+        cfg = self.cfg
+        holding = self.d.holding
+        if not holding:
+            return self.end(Outcome.FAILED, f"cannot place {action.target_symbol}: the gripper is empty")
+        if action.target_symbol and action.target_symbol != holding:
+            return self.end(Outcome.FAILED, f"cannot place {action.target_symbol}: the gripper holds {holding}")
+        try:
+            steps = sc.place_steps(
+                self.d.pose(),
+                action.target,
+                frame=cfg.frame,
+                map_to_frame=cfg.map_to_frame,
+                min_reach_m=cfg.min_reach_m,
+                max_reach_m=cfg.max_reach_m,
+                hand_height_m=cfg.hand_height_m,
+                release_pause_s=cfg.release_pause_s,
+            )
+        except ExecutionError as exc:
+            return self.end(Outcome.FAILED, f"cannot place {holding}: {exc}")
+        for step in steps:
+            ended: StepOutcome | None
+            if isinstance(step, sc.CommandStep):
+                result = self.run_goal(
+                    self.d._robot_command, self.d._command_goal(step.command), step.what, cfg.arm_timeout_s
+                )
+                ended = result if isinstance(result, StepOutcome) else None
+            elif isinstance(step, sc.TriggerStep):
+                ended = self._trigger(step.service)
+            else:
+                ended = self._pause(step.seconds)
+            if ended is not None:
+                if self.d.holding:
+                    return ended
+                # Released already: the object is placed whatever the arm does next.
+                return self.end(Outcome.SUCCEEDED, f"placed {holding}, but {ended.reason}")
+            if isinstance(step, sc.TriggerStep) and step.service == "open_gripper":
+                self.d._holding = ""
+        return self.end(Outcome.SUCCEEDED)
+
+
+def _status_name(goal_status: Any, status: int) -> str:
+    """``aborted`` for action_msgs/GoalStatus.STATUS_ABORTED and so on."""
+    for attribute in dir(goal_status):
+        if attribute.startswith("STATUS_") and getattr(goal_status, attribute) == status:
+            return attribute.removeprefix("STATUS_").lower()
+    return f"status {status}"
