@@ -185,6 +185,13 @@ class Mirror:
         """Re-read the database before the next diff (after a reconnect, say)."""
         self._baseline = None
 
+    def use_store(self, store: GraphStore) -> None:
+        """Write to ``store`` from now on (the server moved); its contents are read again before the next diff."""
+        self.store = store
+        self.corrections.store = store
+        self._baseline = None
+        self._schema_ready = False
+
     # -- internals -------------------------------------------------------------
     def _ensure_schema(self) -> None:
         if self._schema_ready:

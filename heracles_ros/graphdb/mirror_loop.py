@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from heracles_ros.errors import DatabaseUnavailable, HeraclesError, SceneError, SuspectSnapshot
 from heracles_ros.graphdb.mirror import Mirror, ReconcileReport
@@ -23,10 +24,23 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Snapshot:
+    """One DsgUpdate as received: the spark_dsg payload and its header fields."""
+
     payload: bytes
     sequence: int = -1
     full_update: bool = True
     received_s: float = field(default_factory=time.monotonic)
+
+
+@dataclass(frozen=True)
+class SceneFile:
+    """A request to mirror a scene file (applied even if it shrinks the mirror: the operator chose it)."""
+
+    path: str
+    received_s: float = field(default_factory=time.monotonic)
+
+
+Work = Snapshot | SceneFile
 
 
 @dataclass(frozen=True)
@@ -52,7 +66,13 @@ class MirrorState:
 
 
 class MirrorLoop:
-    """Owns the worker thread that applies snapshots to a :class:`Mirror`."""
+    """Owns the worker thread that applies snapshots to a :class:`Mirror`.
+
+    ``on_state`` is called from the worker thread after every piece of work
+    handled (applied, rejected, held back or failed), with the new state.
+    ``reconnect`` is called before each retry after the database was
+    unavailable (e.g. to find an embedded server that came back on a new port).
+    """
 
     def __init__(
         self,
@@ -60,13 +80,16 @@ class MirrorLoop:
         *,
         on_state: Callable[[MirrorState], None] = lambda state: None,
         retry_period_s: float = 2.0,
+        reconnect: Callable[[], None] = lambda: None,
     ):
         self.mirror = mirror
         self.on_state = on_state
         self.retry_period_s = retry_period_s
+        self.reconnect = reconnect
         self._decoder = SnapshotDecoder()
         self._state = MirrorState()
-        self._pending: Snapshot | None = None
+        self._state_lock = threading.Lock()
+        self._pending: Work | None = None
         self._wake = threading.Condition()
         self._stopping = False
         self._idle = threading.Event()
@@ -78,6 +101,7 @@ class MirrorLoop:
         self._thread.start()
 
     def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop after the work in hand (a reconcile is not interrupted half-way)."""
         with self._wake:
             self._stopping = True
             self._wake.notify_all()
@@ -86,77 +110,88 @@ class MirrorLoop:
 
     @property
     def state(self) -> MirrorState:
-        return self._state
+        with self._state_lock:
+            return self._state
 
     def submit(self, snapshot: Snapshot) -> None:
         """Hand over a snapshot (returns at once); a waiting older one is dropped."""
-        with self._wake:
-            dropped = self._pending is not None
-            self._pending = snapshot
-            self._idle.clear()
-            self._update(
-                snapshots_received=self._state.snapshots_received + 1,
-                snapshots_dropped=self._state.snapshots_dropped + int(dropped),
-            )
-            self._wake.notify_all()
+        self._put(snapshot)
+        self._update(publish=False, received=1)
 
-    def load_file(self, path: str) -> ReconcileReport:
-        """Mirror a scene file now (the node's ``scene_file`` parameter), in the caller's thread."""
-        started = time.monotonic()
-        report = self.mirror.reconcile(load_scene(path), force=True)
-        self._applied(report, sequence=self._state.sequence, started=started)
-        return report
+    def submit_file(self, path: str | Path) -> None:
+        """Mirror a scene file in the worker (the node's ``scene_file`` parameter)."""
+        self._put(SceneFile(str(path)))
 
     def wait_idle(self, timeout_s: float) -> bool:
-        """True once every submitted snapshot has been handled (for tests and shutdown)."""
+        """True once every submitted piece of work has been handled (for tests and shutdown).
+
+        Work kept for a retry (database down) counts as not handled.
+        """
         return self._idle.wait(timeout_s)
 
     # -- worker ---------------------------------------------------------------------
+    def _put(self, work: Work) -> None:
+        with self._wake:
+            dropped = isinstance(self._pending, Snapshot)
+            self._pending = work
+            self._idle.clear()
+            self._wake.notify_all()
+        if dropped:
+            self._update(publish=False, dropped=1)
+
     def _run(self) -> None:
-        retry: Snapshot | None = None
+        retry: Work | None = None
         while True:
             with self._wake:
                 if self._pending is None and not self._stopping:
                     self._wake.wait(self.retry_period_s if retry else None)
                 if self._stopping:
                     return
-                snapshot, self._pending = self._pending, None
-            snapshot = snapshot or retry
-            if snapshot is None:
+                work, self._pending = self._pending, None
+            work = work or retry  # a newer snapshot supersedes the one waiting for a retry
+            if work is None:
                 self._idle.set()
                 continue
-            retry = None
             try:
-                self._apply(snapshot)
+                if retry is not None:
+                    retry = None
+                    self.reconnect()
+                self._apply(work)
             except DatabaseUnavailable as exc:
-                retry = snapshot  # keep the newest; try again when the database answers
-                self._fail(f"database unavailable, will retry every {self.retry_period_s:g} s: {exc}", snapshot)
+                retry = work  # keep the newest; try again when the database answers
+                self._fail(f"database unavailable, will retry every {self.retry_period_s:g} s: {exc}", work)
             except SuspectSnapshot as exc:
-                self._fail(str(exc), snapshot, suspect_held=True)
+                self._fail(str(exc), work, suspect_held=True)
             except SceneError as exc:
-                self._fail(str(exc), snapshot)
+                self._fail(str(exc), work)
             except HeraclesError as exc:
-                self._fail(f"mirror failed: {exc}", snapshot)
+                self._fail(f"mirror failed: {exc}", work)
             except Exception as exc:  # keep the worker alive whatever happens; the error is reported
-                log.exception("unexpected error while mirroring snapshot %d", snapshot.sequence)
-                self._fail(f"unexpected error: {exc!r}", snapshot)
+                log.exception("unexpected error while mirroring %s", _describe(work))
+                self._fail(f"unexpected error: {exc!r}", work)
             with self._wake:
                 if self._pending is None and retry is None:
                     self._idle.set()
 
-    def _apply(self, snapshot: Snapshot) -> None:
-        if not snapshot.full_update:
+    def _apply(self, work: Work) -> None:
+        if isinstance(work, SceneFile):
+            report = self.mirror.reconcile(load_scene(work.path), force=True)
+            log.info("mirrored scene file %s: %d nodes, %d edges", work.path, report.nodes, report.edges)
+            self._applied(report, sequence=self.state.sequence, started=work.received_s)
+            return
+        if not work.full_update:
             raise SceneError(
-                f"snapshot {snapshot.sequence} is incremental (full_update=false); the mirror needs full "
+                f"snapshot {work.sequence} is incremental (full_update=false); the mirror needs full "
                 "snapshots (Hydra's default), so it was ignored"
             )
-        graph = self._decoder.decode(snapshot.payload)
-        report = self.mirror.reconcile(graph, sequence=snapshot.sequence)
-        self._applied(report, sequence=snapshot.sequence, started=snapshot.received_s)
+        graph = self._decoder.decode(work.payload)
+        report = self.mirror.reconcile(graph, sequence=work.sequence)
+        self._applied(report, sequence=work.sequence, started=work.received_s)
 
     def _applied(self, report: ReconcileReport, *, sequence: int, started: float) -> None:
         active = len(self.mirror.corrections.active())
         self._update(
+            applied=1,
             sequence=sequence,
             nodes=report.nodes,
             edges=report.edges,
@@ -166,7 +201,6 @@ class MirrorLoop:
             edges_added=report.edges_added,
             edges_removed=report.edges_removed,
             last_latency_s=time.monotonic() - started,
-            snapshots_applied=self._state.snapshots_applied + 1,
             suspect_held=False,
             corrections_active=active,
             corrections_retired=tuple(report.corrections_retired),
@@ -175,13 +209,31 @@ class MirrorLoop:
         if report.corrections_retired:
             log.warning("corrections retired, their nodes disappeared: %s", ", ".join(report.corrections_retired))
 
-    def _fail(self, message: str, snapshot: Snapshot, *, suspect_held: bool = False) -> None:
-        log.error("snapshot %d not applied: %s", snapshot.sequence, message)
-        self._update(sequence=snapshot.sequence, last_error=message, suspect_held=suspect_held)
+    def _fail(self, message: str, work: Work, *, suspect_held: bool = False) -> None:
+        log.error("%s not applied: %s", _describe(work), message)
+        sequence = work.sequence if isinstance(work, Snapshot) else self.state.sequence
+        self._update(sequence=sequence, last_error=message, suspect_held=suspect_held)
 
-    def _update(self, **changes: object) -> None:
-        self._state = replace(self._state, **changes)  # type: ignore[arg-type]
+    def _update(
+        self, *, publish: bool = True, received: int = 0, applied: int = 0, dropped: int = 0, **changes: object
+    ) -> None:
+        with self._state_lock:
+            state = self._state
+            self._state = replace(
+                state,
+                snapshots_received=state.snapshots_received + received,
+                snapshots_applied=state.snapshots_applied + applied,
+                snapshots_dropped=state.snapshots_dropped + dropped,
+                **changes,  # type: ignore[arg-type]
+            )
+            state = self._state
+        if not publish:
+            return
         try:
-            self.on_state(self._state)
+            self.on_state(state)
         except Exception:  # a failing status publisher must not stop the mirror
             log.exception("status callback failed")
+
+
+def _describe(work: Work) -> str:
+    return f"scene file {work.path}" if isinstance(work, SceneFile) else f"snapshot {work.sequence}"

@@ -6,46 +6,12 @@ from typing import Any
 import numpy as np
 import pytest
 import spark_dsg as dsg
+from support.mirror_checks import assert_mirrors, database_contents
 from support.tiny_scene import add_object, node_id, tiny_scene
 
 from heracles_ros.errors import DatabaseUnavailable, SuspectSnapshot
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.mirror import Mirror
-from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.scene.tables import extract_tables, relation_of, symbol_of
-
-
-def database_contents(store: GraphStore) -> tuple[dict[str, tuple[Any, ...]], set[tuple[str, str, str]]]:
-    nodes = {
-        r["s"]: (r["label"], r["c"], r["x"], r["y"], r["z"])
-        for r in store.query(
-            "MATCH (n) WHERE n.nodeSymbol IS NOT NULL AND NOT n:Robot "
-            "RETURN n.nodeSymbol AS s, labels(n)[0] AS label, n.class AS c, n.x AS x, n.y AS y, n.z AS z"
-        )
-    }
-    edges = {
-        (r["a"], r["b"], r["t"])
-        for r in store.query("MATCH (a)-[e]->(b) RETURN a.nodeSymbol AS a, b.nodeSymbol AS b, type(e) AS t")
-    }
-    return nodes, edges
-
-
-def expected_contents(graph: dsg.DynamicSceneGraph) -> tuple[dict[str, tuple[Any, ...]], set[tuple[str, str, str]]]:
-    tables = extract_tables(graph)
-    labels = {"O": "Object", "P": "MeshPlace", "p": "Place", "R": "Room", "B": "Building"}
-    nodes = {
-        symbol_of(i): (labels[symbol_of(i)[0]], row[0], row[1], row[2], row[3]) for i, row in tables.nodes.items()
-    }
-    edges = set()
-    for key in tables.edges:
-        oriented = relation_of(key >> 64, key & ((1 << 64) - 1))
-        assert oriented is not None
-        edges.add((symbol_of(oriented[0]), symbol_of(oriented[1]), oriented[2]))
-    return nodes, edges
-
-
-def assert_mirrors(store: GraphStore, graph: dsg.DynamicSceneGraph) -> None:
-    assert database_contents(store) == expected_contents(graph)
 
 
 def test_first_reconcile_writes_the_schema(store: FalkorStore) -> None:

@@ -36,17 +36,17 @@ def ros_session(domain_id: int | None = None, *, context: Context | None = None)
     Without ``context`` the default (global) context is used, so nodes need no
     ``context=`` argument.
     """
-    if context is None:
-        context = rclpy.get_default_context()
-    kwargs: dict[str, Any] = {"context": context}
+    own = context
+    kwargs: dict[str, Any] = {"context": own}
     if domain_id is not None:
         kwargs["domain_id"] = domain_id
     rclpy.init(**kwargs)
     try:
-        yield context
+        yield own if own is not None else rclpy.get_default_context()
     finally:
+        # context=None also retires the default context, so the next session can init a fresh one.
         with contextlib.suppress(Exception):  # already shut down, e.g. by a node under test
-            rclpy.shutdown(context=context)
+            rclpy.shutdown(context=own)
 
 
 @contextlib.contextmanager

@@ -1,0 +1,247 @@
+"""ROS node ``dsg_mirror``: keep the graph database equal to Hydra's newest scene graph.
+
+Thin by design: the subscription callback copies the payload into the
+:class:`MirrorLoop` mailbox and returns, the loop's worker thread decodes,
+diffs and writes, and every outcome is published as ``mirror_status``.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import rclpy
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.exceptions import InvalidParameterTypeException
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from heracles_ros.errors import ConfigError, HeraclesError
+from heracles_ros.graphdb import open_store, parse_db_uri
+from heracles_ros.graphdb.embedded import EmbeddedServer
+from heracles_ros.graphdb.mirror import Mirror
+from heracles_ros.graphdb.mirror_loop import MirrorLoop, MirrorState, Snapshot
+from heracles_ros.msg import MirrorStatus
+from heracles_ros.nodes.parameters import ParamSpec, declare
+
+PARAMETERS: tuple[ParamSpec, ...] = (
+    ParamSpec("db_uri", "embedded", "graph database: embedded[:DATA_DIR], falkordb://host:port, neo4j://host:port "
+              "or bolt://host:port (credentials only from NEO4J_USERNAME / NEO4J_PASSWORD / FALKORDB_PASSWORD)"),
+    ParamSpec("graph_name", "heracles", "FalkorDB graph that holds the scene (ignored by Neo4j: use the URI path)"),
+    ParamSpec("dsg_topic", "/hydra/backend/dsg", "hydra_msgs/msg/DsgUpdate topic with full scene-graph snapshots"),
+    ParamSpec("scene_file", "", "spark_dsg file (.json or binary) to mirror at start; empty: none"),
+    ParamSpec("allow_mass_removal", False, "apply snapshots that would remove most of the mirror (otherwise held "
+              "back as suspect, e.g. the empty graph of a restarting Hydra)"),
+    ParamSpec("suspect_fraction", 0.5, "share of mirrored nodes a single snapshot may remove before it is suspect",
+              minimum=0.0, maximum=1.0),
+    ParamSpec("suspect_min_nodes", 20, "mirrors smaller than this are never suspect", minimum=0),
+    ParamSpec("retry_period_s", 2.0, "seconds between retries while the database is unavailable",
+              minimum=0.05, maximum=3600.0),
+    ParamSpec("batch_size", 5000, "rows per database statement", minimum=1, maximum=1_000_000),
+    ParamSpec("query_timeout_s", 60.0, "per-query time limit of the database, in seconds",
+              minimum=0.1, maximum=3600.0),
+    ParamSpec("status_period_s", 5.0, "republish the last status this often even without snapshots; 0: only on "
+              "change", minimum=0.0, maximum=3600.0),
+)
+
+
+#: Parameters that may change while the node runs (the Mirror attributes of the same names, and the loop's period).
+_RUNTIME_PARAMETERS = {"allow_mass_removal", "suspect_fraction", "suspect_min_nodes", "retry_period_s"}
+
+
+def dsg_qos() -> QoSProfile:
+    """What Hydra publishes with: a transient-local subscriber would not match."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=1,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+
+
+def _dsg_update_type() -> Any:
+    try:
+        from hydra_msgs.msg import DsgUpdate
+    except ImportError as exc:
+        raise ConfigError(
+            "dsg_mirror needs the hydra_msgs interface package (from MIT-SPARK/Hydra-ROS) in the ROS "
+            "workspace; build it next to heracles_ros and source the workspace"
+        ) from exc
+    return DsgUpdate
+
+
+class _RosLogHandler(logging.Handler):
+    """Forward the library's Python log records to this node's ROS logger."""
+
+    def __init__(self, node: Node):
+        super().__init__(logging.INFO)
+        self._logger = node.get_logger()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = self.format(record)
+        if record.levelno >= logging.ERROR:
+            self._logger.error(text)
+        elif record.levelno >= logging.WARNING:
+            self._logger.warning(text)
+        else:
+            self._logger.info(text)
+
+
+class DsgMirrorNode(Node):
+    """Subscribes to DsgUpdate snapshots and mirrors them into the graph database."""
+
+    def __init__(self, **kwargs: Any):
+        super().__init__("dsg_mirror", **kwargs)
+        self._log_handler = _RosLogHandler(self)
+        logging.getLogger("heracles_ros").addHandler(self._log_handler)
+        logging.getLogger("heracles_ros").setLevel(logging.INFO)
+        self.loop: MirrorLoop | None = None
+        try:
+            self._setup()
+        except BaseException:
+            self._teardown()
+            raise
+
+    def _setup(self) -> None:
+        try:
+            params = declare(self, PARAMETERS)
+        except InvalidParameterTypeException as exc:
+            raise ConfigError(f"dsg_mirror: {exc}") from exc
+        self._specs = {spec.name: spec for spec in PARAMETERS}
+        self._target = parse_db_uri(params["db_uri"])  # a malformed URI fails here, naming the value
+        dsg_update = _dsg_update_type()
+        self._params = params
+        self.store = open_store(params["db_uri"], graph=params["graph_name"], timeout_s=params["query_timeout_s"])
+        self._address = self._embedded_address()
+        mirror = Mirror(
+            self.store,
+            batch_size=params["batch_size"],
+            suspect_fraction=params["suspect_fraction"],
+            suspect_min_nodes=params["suspect_min_nodes"],
+            allow_mass_removal=params["allow_mass_removal"],
+        )
+        self._status = self.create_publisher(MirrorStatus, "mirror_status", 10)
+        self.loop = MirrorLoop(
+            mirror, on_state=self._publish, retry_period_s=params["retry_period_s"], reconnect=self._reconnect
+        )
+        self.loop.start()
+        if params["scene_file"]:
+            self.loop.submit_file(params["scene_file"])
+        self.create_subscription(dsg_update, params["dsg_topic"], self._on_update, dsg_qos())
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        if params["status_period_s"] > 0:
+            self.create_timer(params["status_period_s"], lambda: self._publish(self._current_state()))
+        self.get_logger().info(
+            f"mirroring {params['dsg_topic']} into {self.store.description}"
+            + (f", starting from {params['scene_file']}" if params["scene_file"] else "")
+        )
+
+    def _on_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
+        """Suspect-snapshot policy and retry period may change at run time; the rest needs a restart."""
+        for change in changes:
+            if change.name not in _RUNTIME_PARAMETERS:
+                return SetParametersResult(successful=False, reason=f"{change.name} takes effect only at start")
+            try:
+                self._specs[change.name].check(change.value)
+            except ConfigError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+        if self.loop is not None:
+            for change in changes:
+                if change.name == "retry_period_s":
+                    self.loop.retry_period_s = float(change.value)
+                else:
+                    setattr(self.loop.mirror, change.name, change.value)
+        return SetParametersResult(successful=True)
+
+    def _embedded_address(self) -> tuple[str, int] | None:
+        if self._target.kind != "embedded" or self._target.data_dir is None:
+            return None
+        info = EmbeddedServer(self._target.data_dir).running()
+        return (info.host, info.port) if info else None
+
+    def _reconnect(self) -> None:
+        """An embedded server restarted by someone else may listen on a new port: follow it.
+
+        The node never restarts the server itself, so ``heracles db stop`` is not undone behind the operator.
+        """
+        address = self._embedded_address()
+        if address is None or address == self._address or self.loop is None:
+            return
+        store = open_store(self._params["db_uri"], graph=self._params["graph_name"],
+                           timeout_s=self._params["query_timeout_s"])
+        old, self.store, self._address = self.store, store, address
+        self.loop.mirror.use_store(store)
+        old.close()
+        self.get_logger().info(f"embedded database back at {address[0]}:{address[1]}")
+
+    def _on_update(self, msg: Any) -> None:
+        """Hand the payload over and return: decoding and writing happen in the worker."""
+        if self.loop is None:  # shutting down
+            return
+        self.loop.submit(
+            Snapshot(
+                payload=msg.layer_contents.tobytes(),
+                sequence=int(msg.sequence_number),
+                full_update=bool(msg.full_update),
+            )
+        )
+
+    def _current_state(self) -> MirrorState:
+        return self.loop.state if self.loop is not None else MirrorState()
+
+    def _publish(self, state: MirrorState) -> None:
+        msg = MirrorStatus()
+        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.sequence = state.sequence
+        msg.nodes = state.nodes
+        msg.edges = state.edges
+        msg.nodes_added = state.nodes_added
+        msg.nodes_changed = state.nodes_changed
+        msg.nodes_removed = state.nodes_removed
+        msg.edges_added = state.edges_added
+        msg.edges_removed = state.edges_removed
+        msg.last_latency_s = state.last_latency_s
+        msg.snapshots_received = state.snapshots_received
+        msg.snapshots_applied = state.snapshots_applied
+        msg.snapshots_dropped = state.snapshots_dropped
+        msg.suspect_held = state.suspect_held
+        msg.corrections_active = state.corrections_active
+        msg.corrections_retired = list(state.corrections_retired)
+        msg.last_error = state.last_error
+        self._status.publish(msg)
+
+    def _teardown(self) -> None:
+        if self.loop is not None:
+            self.loop.stop()
+            self.loop = None
+        store = getattr(self, "store", None)
+        if store is not None:
+            store.close()
+        logging.getLogger("heracles_ros").removeHandler(self._log_handler)
+
+    def destroy_node(self) -> None:
+        self._teardown()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> int:
+    with rclpy.init(args=args):
+        try:
+            node = DsgMirrorNode()
+        except HeraclesError as exc:
+            rclpy.logging.get_logger("dsg_mirror").fatal(f"cannot start: {exc}")
+            return 1
+        executor = MultiThreadedExecutor()
+        executor.add_node(node)
+        try:
+            executor.spin()
+        except (KeyboardInterrupt, ExternalShutdownException):
+            pass
+        finally:
+            node.destroy_node()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,295 @@
+"""The dsg_mirror node over real DDS, on a real FalkorDB: snapshots in, exact database out."""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import rclpy
+import spark_dsg as dsg
+import yaml
+from heracles_ros.msg import MirrorStatus
+from hydra_msgs.msg import DsgUpdate
+from rclpy.parameter import Parameter
+from support.mirror_checks import assert_mirrors, database_contents
+from support.ros import Collector, qos, ros_session, spinning, wait_for_subscribers, wait_until
+from support.tiny_scene import add_object, node_id, tiny_scene
+
+from heracles_ros.errors import ConfigError
+from heracles_ros.graphdb.corrections import Corrections
+from heracles_ros.graphdb.embedded import EmbeddedServer
+from heracles_ros.graphdb.falkordb_store import FalkorStore
+from heracles_ros.nodes.dsg_mirror import PARAMETERS, DsgMirrorNode
+
+TOPIC = "/test/dsg"
+CONFIG = Path(__file__).resolve().parents[2] / "config" / "dsg_mirror.yaml"
+
+
+class Harness:
+    """A probe node that publishes DsgUpdate snapshots and collects the mirror's status."""
+
+    def __init__(self, probe: rclpy.node.Node, node: DsgMirrorNode):
+        self.node = node
+        self.publisher = probe.create_publisher(DsgUpdate, TOPIC, qos(1))
+        self.status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, "/mirror_status")
+
+    def publish(self, payload: bytes, sequence: int, *, full_update: bool = True) -> MirrorStatus:
+        """Send one snapshot and return the status the node published after handling it."""
+        msg = DsgUpdate()
+        msg.header.frame_id = "map"
+        msg.layer_contents = payload
+        msg.full_update = full_update
+        msg.sequence_number = sequence
+        after = self.status.count
+        self.publisher.publish(msg)
+        return self.status.wait(lambda s: s.sequence == sequence, 15.0, after=after, what=f"status of {sequence}")
+
+    def send(self, graph: dsg.DynamicSceneGraph, sequence: int) -> MirrorStatus:
+        status = self.publish(graph.to_binary(include_mesh=False), sequence)
+        assert status.last_error == "", status.last_error
+        return status
+
+
+@contextlib.contextmanager
+def mirror_node(domain: int, **params: Any) -> Iterator[Harness]:
+    values = {"dsg_topic": TOPIC, "status_period_s": 0.0, "retry_period_s": 0.2, **params}
+    with ros_session(domain):
+        node = DsgMirrorNode(parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
+        probe = rclpy.create_node("probe")
+        harness = Harness(probe, node)
+        with spinning(node, probe):
+            wait_for_subscribers(harness.publisher)
+            wait_until(lambda: harness.node.count_subscribers("/mirror_status") >= 1, 10.0, "status subscriber")
+            yield harness
+
+
+@pytest.fixture
+def db_params(falkordb_uri: str, graph_name: str, store: FalkorStore) -> dict[str, Any]:
+    """The node writes to the test's own graph (``store`` reads it)."""
+    return {"db_uri": falkordb_uri, "graph_name": graph_name}
+
+
+def move(graph: dsg.DynamicSceneGraph, symbol: str, position: tuple[float, float, float]) -> None:
+    graph.get_node(node_id(symbol)).attributes.position = np.array(position)
+
+
+def test_snapshots_are_mirrored_exactly_and_corrections_survive(
+    ros_domain_id: int, db_params: dict[str, Any], store: FalkorStore
+) -> None:
+    graph = tiny_scene()
+    with mirror_node(ros_domain_id, **db_params) as mirror:
+        status = mirror.send(graph, 1)
+        assert (status.nodes, status.edges, status.nodes_added, status.snapshots_applied) == (14, 18, 14, 1)
+        assert_mirrors(store, graph)
+
+        move(graph, "O0", (0.25, 1.5, 0.5))
+        status = mirror.send(graph, 2)
+        assert (status.nodes_changed, status.nodes_added, status.nodes_removed, status.edges_added) == (1, 0, 0, 0)
+        assert_mirrors(store, graph)
+        assert store.query("MATCH (o:Object {nodeSymbol: 'O0'}) RETURN o.x AS x, o.y AS y") == [{"x": 0.25, "y": 1.5}]
+
+        graph.get_node(node_id("O1")).attributes.semantic_label = 3  # bag -> chair
+        status = mirror.send(graph, 3)
+        assert status.nodes_changed == 1
+        assert_mirrors(store, graph)
+        assert store.query("MATCH (o:Object {nodeSymbol: 'O1'}) RETURN o.class AS c") == [{"c": "chair"}]
+
+        graph.remove_node(node_id("O3"))
+        status = mirror.send(graph, 4)
+        assert (status.nodes_removed, status.edges_removed) == (1, 1)
+        assert_mirrors(store, graph)
+
+        room = dsg.RoomNodeAttributes()
+        room.position = np.array([8.0, 0.0, 0.0])
+        room.semantic_label = 2
+        graph.add_node(4, node_id("R2"), room)
+        graph.insert_edge(node_id("R1"), node_id("R2"))
+        for index in (6, 7):
+            place = dsg.Place2dNodeAttributes()
+            place.position = np.array([float(index), 0.0, 0.0])
+            graph.add_node(3, node_id(f"P{index}"), place, 1)
+            graph.insert_edge(node_id("R2"), node_id(f"P{index}"))
+            graph.insert_edge(node_id(f"P{index - 1}"), node_id(f"P{index}"))
+        add_object(graph, 5, 1, (7.0, 1.0, 0.5), 7)
+        status = mirror.send(graph, 5)
+        assert (status.nodes_added, status.edges_added) == (4, 6)  # R1-R2, R2>P6, R2>P7, P5-P6, P6-P7, P7>O5
+        assert_mirrors(store, graph)
+        assert store.query("MATCH (r:Room {nodeSymbol: 'R2'})-[:CONTAINS]->(p)-[:CONTAINS]->(o) "
+                           "RETURN r.class AS r, p.nodeSymbol AS p, o.nodeSymbol AS o") == [
+            {"r": "hallway", "p": "P7", "o": "O5"}
+        ]
+
+        # The operator says O2 is a tricycle; Hydra keeps calling it a bicycle and moves it.
+        Corrections(store).apply([("O2", "class", "tricycle")])
+        move(graph, "O2", (4.0, 1.25, 0.5))
+        status = mirror.send(graph, 6)
+        assert status.nodes_changed == 1 and status.corrections_active == 1
+        assert_mirrors(store, graph, corrections={"O2": "tricycle"})
+
+
+def test_bad_input_is_reported_and_the_last_good_state_kept(
+    ros_domain_id: int, db_params: dict[str, Any], store: FalkorStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.ERROR, logger="heracles_ros")
+    good = tiny_scene()
+    payload = good.to_binary(include_mesh=False)
+    corrupted = bytearray(payload)
+    corrupted[len(payload) // 2 : len(payload) // 2 + 16] = b"\xde\xad\xbe\xef" * 4
+    changed = tiny_scene()
+    changed.remove_node(node_id("O0"))
+    bad = {
+        "corrupted": (bytes(corrupted), True, "not a spark_dsg graph"),
+        "truncated": (payload[: len(payload) // 2], True, "not a spark_dsg graph"),
+        "incremental": (changed.to_binary(include_mesh=False), False, "full_update=false"),
+        "random": (random.Random(7).randbytes(4096), True, "not a spark_dsg graph"),
+        "empty": (b"", True, "empty scene-graph payload"),
+    }
+    with mirror_node(ros_domain_id, suspect_min_nodes=5, **db_params) as mirror:
+        mirror.send(good, 1)
+        for sequence, (name, (data, full, reason)) in enumerate(bad.items(), start=10):
+            caplog.clear()
+            status = mirror.publish(data, sequence, full_update=full)
+            assert reason in status.last_error, (name, status.last_error)
+            assert status.snapshots_applied == 1, name
+            assert any(reason in r.getMessage() and f"snapshot {sequence}" in r.getMessage()
+                       for r in caplog.records), name
+            assert_mirrors(store, good)
+
+        # Still alive: the next good snapshot is applied (decoded from scratch after the failures).
+        status = mirror.send(changed, 20)
+        assert (status.nodes_removed, status.snapshots_applied) == (1, 2)
+        assert_mirrors(store, changed)
+
+        # An empty graph (a restarting Hydra) would remove everything: held back and reported.
+        before = database_contents(store)
+        status = mirror.publish(dsg.DynamicSceneGraph().to_binary(include_mesh=False), 21)
+        assert status.suspect_held and "would remove 13 of 13" in status.last_error
+        assert database_contents(store) == before
+        # The operator allows it (at run time); Hydra's next empty snapshot goes through.
+        result = mirror.node.set_parameters([Parameter("allow_mass_removal", value=True)])
+        assert result[0].successful
+        status = mirror.publish(dsg.DynamicSceneGraph().to_binary(include_mesh=False), 22)
+        assert (status.last_error, status.suspect_held, status.nodes, status.nodes_removed) == ("", False, 0, 13)
+        assert database_contents(store) == ({}, set())
+        rejected = mirror.node.set_parameters([Parameter("db_uri", value="falkordb://elsewhere:1")])
+        assert not rejected[0].successful and "only at start" in rejected[0].reason
+
+
+def test_database_down_then_back_applies_the_newest_snapshot(ros_domain_id: int, tmp_path: Path) -> None:
+    server = EmbeddedServer(tmp_path / "db")
+    server.ensure_started()
+    uri = f"embedded:{tmp_path / 'db'}"
+    graph = tiny_scene()
+    try:
+        with mirror_node(ros_domain_id, db_uri=uri, graph_name="scene") as mirror:
+            mirror.send(graph, 1)
+            server.stop()
+            newer = tiny_scene()
+            move(newer, "O1", (1.0, 2.0, 0.5))
+            newer.remove_node(node_id("O3"))
+            status = mirror.publish(newer.to_binary(include_mesh=False), 2)
+            assert "database unavailable, will retry" in status.last_error
+            newest = tiny_scene()
+            move(newest, "O1", (1.5, 2.5, 0.5))  # supersedes snapshot 2 while the database is down
+            newest.remove_node(node_id("O3"))
+            status = mirror.publish(newest.to_binary(include_mesh=False), 3)
+            assert "database unavailable" in status.last_error
+
+            # A cleanly stopped server comes back on a new port; the node follows it.
+            restarted = server.ensure_started()
+            status = mirror.status.wait(lambda s: s.sequence == 3 and s.last_error == "", 15.0,
+                                        what="snapshot 3 applied after the restart")
+            assert status.snapshots_applied == 2
+            with FalkorStore(restarted.host, restarted.port, graph="scene") as check:
+                assert_mirrors(check, newest)  # exact: nothing lost, no duplicates (checked inside)
+    finally:
+        server.stop()
+
+
+def test_graph_and_corrections_survive_a_killed_server(ros_domain_id: int, tmp_path: Path) -> None:
+    server = EmbeddedServer(tmp_path / "db")
+    server.ensure_started()
+    uri = f"embedded:{tmp_path / 'db'}"
+    graph = tiny_scene()
+    try:
+        with mirror_node(ros_domain_id, db_uri=uri, graph_name="scene") as mirror:
+            mirror.send(graph, 1)
+            info = server.running()
+            assert info is not None
+            with FalkorStore(info.host, info.port, graph="scene") as check:
+                Corrections(check).apply([("O2", "class", "tricycle")])
+            os.kill(info.pid, signal.SIGKILL)
+            wait_until(lambda: server.running() is None, 5.0, "the killed server to be gone")
+            restarted = server.ensure_started()
+            assert restarted.pid != info.pid
+            with FalkorStore(restarted.host, restarted.port, graph="scene") as check:
+                assert_mirrors(check, graph, corrections={"O2": "tricycle"})
+                [correction] = Corrections(check).active()
+                assert (correction.symbol, correction.value, correction.original) == ("O2", "tricycle", "bicycle")
+                # The node carries on against the restarted server; the correction still holds.
+                # (If the server came back on another port, the first attempt fails and a retry follows it.)
+                move(graph, "O2", (4.5, 1.0, 0.5))
+                after = mirror.status.count
+                mirror.publish(graph.to_binary(include_mesh=False), 2)
+                status = mirror.status.wait(lambda s: s.sequence == 2 and not s.last_error, 15.0, after=after)
+                assert status.nodes_changed == 1
+                assert_mirrors(check, graph, corrections={"O2": "tricycle"})
+    finally:
+        server.stop()
+
+
+def test_scene_file_at_start_and_a_bad_one_is_reported(
+    ros_domain_id: int, db_params: dict[str, Any], store: FalkorStore, tmp_path: Path
+) -> None:
+    path = tmp_path / "scene.json"
+    graph = tiny_scene()
+    graph.save(str(path))
+    with mirror_node(ros_domain_id, scene_file=str(path), **db_params) as mirror:
+        wait_until(lambda: mirror.node.loop is not None and mirror.node.loop.state.snapshots_applied == 1, 10.0,
+                   "the scene file to be mirrored")
+        assert_mirrors(store, graph)
+    broken = tmp_path / "broken.json"
+    broken.write_text("{ not json")
+    with mirror_node(ros_domain_id, scene_file=str(broken), **db_params) as mirror:
+        wait_until(lambda: mirror.node.loop is not None and mirror.node.loop.state.last_error, 10.0,
+                   "the bad scene file to be reported")
+        assert f"scene file {broken} is not a spark_dsg graph" in mirror.node.loop.state.last_error
+        assert_mirrors(store, graph)  # untouched
+        move(graph, "O4", (2.0, 2.0, 0.5))
+        status = mirror.send(graph, 7)  # and the node still mirrors snapshots
+        assert status.nodes_changed == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("suspect_fraction", 1.5, "suspect_fraction must be <= 1.0"),
+        ("batch_size", 0, "batch_size must be >= 1"),
+        ("db_uri", "mysql://localhost", "unknown database URI"),
+        ("retry_period_s", "soon", "retry_period_s"),
+    ],
+)
+def test_bad_parameters_fail_clearly(ros_domain_id: int, name: str, value: Any, message: str) -> None:
+    with ros_session(ros_domain_id), pytest.raises(ConfigError, match=message):
+        DsgMirrorNode(parameter_overrides=[Parameter(name, value=value)])
+
+
+def test_missing_hydra_msgs_is_a_clear_error(ros_domain_id: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "hydra_msgs.msg", None)  # as on a machine without Hydra-ROS
+    with ros_session(ros_domain_id), pytest.raises(ConfigError, match="needs the hydra_msgs interface package"):
+        DsgMirrorNode(parameter_overrides=[Parameter("db_uri", value="falkordb://127.0.0.1:9")])
+
+
+def test_config_file_sets_exactly_the_declared_parameters_with_their_defaults() -> None:
+    params = yaml.safe_load(CONFIG.read_text())["/**"]["ros__parameters"]
+    assert params == {spec.name: spec.default for spec in PARAMETERS}
+    comments = [line for line in CONFIG.read_text().splitlines() if line.strip().startswith("#")]
+    assert len(comments) > len(PARAMETERS)
