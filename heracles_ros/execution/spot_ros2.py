@@ -180,7 +180,7 @@ def wait_future(future: Any, timeout_s: float, cancel: CancelToken | None = None
     """Wait for an rclpy future; False on timeout or cancel. The executor spinning elsewhere completes it."""
     done = _done_event(future)
     deadline = time.monotonic() + max(0.0, timeout_s)
-    while not done.is_set():
+    while not future.done():
         remaining = deadline - time.monotonic()
         if remaining <= 0 or (cancel is not None and cancel.cancelled):
             return future.done()
@@ -336,7 +336,8 @@ class SpotRos2Driver(RobotDriver):
                     self._services.call("release", cfg.service_timeout_s)
                 raise DriverError(f"spot_ros2 {service} failed: {reply.message}")
         if self.odometry.wait_newer(0, cfg.pose_timeout_s) is None:
-            self._services.call("release", cfg.service_timeout_s)
+            for service in ("sit", "release"):  # do not leave a standing robot nobody commands
+                self._services.call(service, cfg.service_timeout_s)
             raise DriverError(
                 self.odometry.frame_error
                 or f"no odometry on {self._topic('odometry')} within {cfg.pose_timeout_s:g} s"
@@ -489,7 +490,7 @@ class _Step:
         result = handle.get_result_async()
         done = _done_event(result)
         budget_end = time.monotonic() + budget_s
-        while not done.is_set():
+        while not result.done():
             self._report()
             if (ended := self._interrupt(handle)) is not None:
                 return ended
