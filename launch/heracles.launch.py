@@ -1,0 +1,154 @@
+"""The whole heracles_ros system on a robot: mirror, language server, dispatcher (+ Hydra's visualizer, RViz).
+
+    ros2 launch heracles_ros heracles.launch.py robot_name:=spot driver:=spot_ros2 \
+        db_uri:=neo4j://localhost:7687 llm:=openai model:=gpt-4.1
+
+Our three nodes run in the namespace ``robot_name``, so their topics and
+services are ``/<robot_name>/plan``, ``/<robot_name>/ask`` and so on. Their
+parameters come from ``config/<node>.yaml`` (keys match the node in any
+namespace) and the launch arguments below override the ones an operator
+changes most. Secrets (OPENAI_API_KEY, NEO4J_PASSWORD, ...) come only from the
+environment the launch runs in.
+
+Hydra's own visualizer (package ``hydra_visualizer``, MIT-SPARK/Hydra-ROS) is
+included as Hydra ships it, ``launch/streaming_visualizer.launch.yaml``, which
+runs ``hydra_visualizer_node`` named ``hydra_visualizer``; it subscribes to
+``hydra_visualizer/dsg`` (remapped here to ``dsg_topic``, as Hydra's README
+instructs) and publishes the scene as a MarkerArray on
+``/hydra_visualizer/graph``. It stays in the root namespace, where Hydra's
+documentation and our RViz config expect it.
+
+Nothing here decides anything at run time beyond the conditions on the two
+optional parts; tests check this file statically (test/launch).
+"""
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription
+from launch.conditions import IfCondition
+from launch.launch_description_sources import AnyLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch_ros.actions import Node, PushRosNamespace, SetRemap
+from launch_ros.parameter_descriptions import ParameterValue
+from launch_ros.substitutions import FindPackageShare
+
+PACKAGE = "heracles_ros"
+
+
+def _text(name):
+    """A launch argument passed as a string parameter (never re-read as YAML: '' or '8b' stay strings)."""
+    return ParameterValue(LaunchConfiguration(name), value_type=str)
+
+
+def generate_launch_description():
+    share = get_package_share_directory(PACKAGE)
+    config = os.path.join(share, "config")
+
+    arguments = [
+        DeclareLaunchArgument(
+            "robot_name", default_value="spot",
+            description="namespace of the heracles nodes, their topics and services ('' = root namespace)"),
+        DeclareLaunchArgument(
+            "db_uri", default_value="embedded",
+            description="graph database: embedded[:DATA_DIR] (FalkorDB started on loopback), "
+            "falkordb://host:port, neo4j://host:port[/db] or bolt://host:port; "
+            "credentials from NEO4J_USERNAME / NEO4J_PASSWORD / FALKORDB_PASSWORD"),
+        DeclareLaunchArgument(
+            "llm", default_value="openai", choices=["openai", "ollama"],
+            description="language model provider: openai (key from OPENAI_API_KEY) or ollama"),
+        DeclareLaunchArgument(
+            "model", default_value="",
+            description="model name; '' = the provider's default (gpt-4.1 for openai, qwen3:32b for ollama)"),
+        DeclareLaunchArgument(
+            "base_url", default_value="",
+            description="OpenAI-compatible endpoint or Ollama host; '' = the provider's default "
+            "(OPENAI_BASE_URL / OLLAMA_HOST from the environment)"),
+        DeclareLaunchArgument(
+            "dsg_topic", default_value="/hydra/backend/dsg",
+            description="Hydra's hydra_msgs/msg/DsgUpdate topic with full scene-graph snapshots"),
+        DeclareLaunchArgument(
+            "driver", default_value="sim", choices=["sim", "spot_ros2"],
+            description="robot driver of the dispatcher: sim (kinematic Spot simulator) or spot_ros2"),
+        DeclareLaunchArgument(
+            "spot_name", default_value=LaunchConfiguration("robot_name"),
+            description="namespace of the spot_ros2 driver (driver:=spot_ros2); defaults to robot_name"),
+        DeclareLaunchArgument(
+            "scene_file", default_value="",
+            description="spark_dsg file (.json or binary) to mirror at start, e.g. a saved Hydra map; '' = none"),
+        DeclareLaunchArgument(
+            "start_hydra_visualizer", default_value="false", choices=["true", "false"],
+            description="start Hydra's visualizer (package hydra_visualizer) on dsg_topic"),
+        DeclareLaunchArgument(
+            "start_rviz", default_value="false", choices=["true", "false"],
+            description="start RViz with the operator console (config/heracles.rviz)"),
+    ]
+
+    heracles = GroupAction([
+        PushRosNamespace(LaunchConfiguration("robot_name")),
+        Node(
+            package=PACKAGE,
+            executable="dsg_mirror",
+            output="screen",
+            parameters=[
+                os.path.join(config, "dsg_mirror.yaml"),
+                {
+                    "db_uri": _text("db_uri"),
+                    "dsg_topic": _text("dsg_topic"),
+                    "scene_file": _text("scene_file"),
+                },
+            ],
+        ),
+        Node(
+            package=PACKAGE,
+            executable="language_server",
+            output="screen",
+            parameters=[
+                os.path.join(config, "language_server.yaml"),
+                {
+                    "db_uri": _text("db_uri"),
+                    "llm": _text("llm"),
+                    "model": _text("model"),
+                    "base_url": _text("base_url"),
+                },
+            ],
+        ),
+        Node(
+            package=PACKAGE,
+            executable="dispatcher",
+            output="screen",
+            parameters=[
+                os.path.join(config, "dispatcher.yaml"),
+                {
+                    "db_uri": _text("db_uri"),
+                    "driver": _text("driver"),
+                    "spot_name": _text("spot_name"),
+                },
+            ],
+        ),
+        # The operator console; its topics are relative, so it runs in the robot's namespace too.
+        Node(
+            package="rviz2",
+            executable="rviz2",
+            name="heracles_rviz",
+            arguments=["-d", os.path.join(config, "heracles.rviz")],
+            condition=IfCondition(LaunchConfiguration("start_rviz")),
+        ),
+    ])
+
+    hydra_visualizer = GroupAction(
+        [
+            SetRemap(src="hydra_visualizer/dsg", dst=LaunchConfiguration("dsg_topic")),
+            IncludeLaunchDescription(
+                AnyLaunchDescriptionSource(
+                    PathJoinSubstitution(
+                        [FindPackageShare("hydra_visualizer"), "launch", "streaming_visualizer.launch.yaml"]
+                    )
+                ),
+                launch_arguments={"start_rviz": "false", "visualizer_ns": "hydra_visualizer"}.items(),
+            ),
+        ],
+        condition=IfCondition(LaunchConfiguration("start_hydra_visualizer")),
+    )
+
+    return LaunchDescription([*arguments, heracles, hydra_visualizer])
