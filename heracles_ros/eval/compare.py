@@ -51,8 +51,14 @@ def compare_goal(gold: str, goal: str) -> Verdict:
 
 
 def compare_item(item: EvalItem, result: AskResult | CommandResult) -> Verdict:
-    """Judge an agent's result for ``item``; an agent error is a failure naming the error."""
-    if result.error:
+    """Judge an agent's result for ``item``; an error with nothing to judge is a failure naming it.
+
+    A goal that came back with an error (e.g. no plan for it) is still judged on
+    the goal: the paper counts a goal correct when it is equivalent to the gold
+    one, whether or not a plan exists.
+    """
+    output = result.answer if isinstance(result, AskResult) else result.goal
+    if result.error and not output.strip():
         return Verdict(False, f"agent error: {result.error}")
     if isinstance(result, AskResult):
         return compare_answer(item.answer, result.answer, item.answer_type)

@@ -125,10 +125,11 @@ def plot_summary(rows: Sequence[SummaryRow], path: Path, title: str = "") -> Pat
         ax.set_title(label)
         if attr == "success_rate":
             ax.set_ylim(0, 1)
-    axes[0].legend(loc="upper right", fontsize="small")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(kinds), frameon=False)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
     plt.close(fig)

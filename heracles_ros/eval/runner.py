@@ -26,7 +26,9 @@ log = logging.getLogger(__name__)
 class EvalAgent(Protocol):
     def ask(self, question: str, answer_type: str | None = None) -> AskResult: ...
 
-    def command(self, instruction: str, execute: bool = False) -> CommandResult: ...
+    def command(self, instruction: str) -> CommandResult:
+        """Ground the instruction to a goal; the evaluation never executes (nor needs to plan) it."""
+        ...
 
 
 @dataclass
@@ -70,7 +72,7 @@ def run_item(item: EvalItem, agent: EvalAgent, method: str) -> ItemResult:
             result = agent.ask(item.input, item.answer_type or None)
             record.output = result.answer
         else:
-            result = agent.command(item.input, execute=False)
+            result = agent.command(item.input)
             record.output = result.goal
     except HeraclesError as exc:
         record.latency_s = time.perf_counter() - start
