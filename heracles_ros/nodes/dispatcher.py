@@ -33,13 +33,14 @@ from typing import Any
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
-from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
+from heracles_ros.errors import ConfigError, DriverError, ExecutionError, HeraclesError
 from heracles_ros.execution.dispatcher import (
     DispatchConfig,
     Dispatcher,
@@ -50,8 +51,9 @@ from heracles_ros.execution.dispatcher import (
     StepState,
 )
 from heracles_ros.execution.driver import CancelToken, Pose, RobotDriver
+from heracles_ros.execution.driver_factory import DRIVER_KINDS, Setting, checked_settings, make_driver
+from heracles_ros.execution.driver_factory import SETTINGS as DRIVER_SETTINGS
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore, place_layer
-from heracles_ros.execution.sim import SimConfig, SimSpotDriver
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import DispatchProgress, DispatchResult, Plan
@@ -66,27 +68,54 @@ NODE_NAME = "dispatcher"
 #: Seconds between marker refreshes (robot pose, remaining path); well within the robot marker's lifetime.
 MARKER_PERIOD_S = 0.2
 
+#: Driver settings the node fills in itself (from the robot's recorded state), not parameters.
+_FROM_STATE = {"start_pose", "holding"}
+
+
+def _driver_parameter(kind: str, name: str) -> str:
+    """ROS parameter name of one driver setting: sim_<name> / spot_<name> (spot_name stays)."""
+    prefix = "sim_" if kind == "sim" else "spot_"
+    return name if name.startswith(prefix) else prefix + name
+
+
+#: kind -> {parameter name: driver setting name}, straight from the driver factory's tables.
+DRIVER_PARAMETERS: dict[str, dict[str, str]] = {
+    kind: {_driver_parameter(kind, s.name): s.name for s in table if s.name not in _FROM_STATE}
+    for kind, table in DRIVER_SETTINGS.items()
+}
+
+
+def _driver_spec(kind: str, setting: Setting) -> ParamSpec:
+    default = setting.default
+    items: type = int if setting.name == "fail_steps" else type(default[0]) if isinstance(default, list) else str
+    return ParamSpec(
+        _driver_parameter(kind, setting.name),
+        default,
+        f"{kind}: {setting.description}",
+        minimum=setting.minimum,
+        maximum=setting.maximum,
+        choices=setting.choices,
+        items=items,
+    )
+
+
 PARAMETERS: tuple[ParamSpec, ...] = (
     ParamSpec("db_uri", "embedded", "Graph database: embedded[:DIR] | falkordb://host:port | neo4j://host:port[/db]"),
     ParamSpec("graph_name", "heracles", "FalkorDB graph holding the mirrored scene (ignored by Neo4j)"),
     ParamSpec("robot_symbol", "robot", "nodeSymbol of the robot's node in the database"),
-    ParamSpec("driver", "sim", "Robot driver: sim (kinematic simulator) or spot_ros2", choices=("sim", "spot_ros2")),
+    ParamSpec("driver", "sim", "Robot driver: sim (kinematic simulator) or spot_ros2", choices=DRIVER_KINDS),
     ParamSpec("map_frame", "map", "Frame of plan positions, progress and markers"),
     ParamSpec("start_place", "", "Place symbol the robot starts at (recorded in the database); '' keeps the record"),
     ParamSpec("step_timeout_s", 60.0, "Time limit of every step, seconds", minimum=0.1),
     ParamSpec("timeout_per_metre_s", 2.0, "Extra time a walk gets per metre of path, seconds", minimum=0.0),
     ParamSpec("max_replans", 2, "Replans allowed after failed steps before a plan fails", minimum=0, maximum=20),
     ParamSpec("planner_timeout_s", 10.0, "Time limit of one replan (Fast Downward included), seconds", minimum=0.1),
-    ParamSpec("sim_speed_mps", 1.0, "sim: walking speed, metres per simulated second", minimum=0.01),
-    ParamSpec("sim_pick_s", 4.0, "sim: duration of a pick, simulated seconds", minimum=0.0),
-    ParamSpec("sim_place_s", 4.0, "sim: duration of a place, simulated seconds", minimum=0.0),
-    ParamSpec("sim_inspect_s", 3.0, "sim: duration of an inspect, simulated seconds", minimum=0.0),
-    ParamSpec("sim_time_scale", 1.0, "sim: simulated seconds per wall-clock second", minimum=0.01),
-    ParamSpec("sim_fail_steps", [], "sim: driver step counts (0-based, since start) that fail", items=int),
-    ParamSpec("sim_fail_probability", 0.0, "sim: chance that any step fails", minimum=0.0, maximum=1.0),
-    ParamSpec("sim_seed", 0, "sim: seed of the failure draws"),
-    ParamSpec("spot_name", "", "spot_ros2: namespace of the Spot driver ('' = none)"),
-    ParamSpec("spot_frame", "odom", "spot_ros2: frame of walk goals", choices=("odom", "vision")),
+    *(
+        _driver_spec(kind, setting)
+        for kind, table in DRIVER_SETTINGS.items()
+        for setting in table
+        if setting.name not in _FROM_STATE
+    ),
 )
 
 
@@ -102,9 +131,8 @@ class DispatcherSettings:
     start_place: str
     planner_timeout_s: float
     dispatch: DispatchConfig
-    sim: SimConfig
-    spot_name: str
-    spot_frame: str
+    #: Checked settings of every driver kind, by kind (robot-state settings not included).
+    drivers: dict[str, dict[str, Any]]
 
     @classmethod
     def from_values(cls, v: dict[str, Any]) -> DispatcherSettings:
@@ -130,18 +158,16 @@ class DispatcherSettings:
                 timeout_per_metre_s=v["timeout_per_metre_s"],
                 max_replans=v["max_replans"],
             ),
-            sim=SimConfig(
-                speed_mps=v["sim_speed_mps"],
-                pick_s=v["sim_pick_s"],
-                place_s=v["sim_place_s"],
-                inspect_s=v["sim_inspect_s"],
-                time_scale=v["sim_time_scale"],
-                fail_steps=frozenset(v["sim_fail_steps"]),
-                fail_probability=v["sim_fail_probability"],
-                seed=v["sim_seed"],
-            ),
-            spot_name=v["spot_name"],
-            spot_frame=v["spot_frame"],
+            drivers={
+                kind: {
+                    setting: value
+                    for setting, value in checked_settings(
+                        kind, {setting: v[param] for param, setting in names.items()}
+                    ).items()
+                    if setting not in _FROM_STATE
+                }
+                for kind, names in DRIVER_PARAMETERS.items()
+            },
         )
 
 
@@ -195,7 +221,6 @@ class DispatcherNode(Node):
             self.states = RobotStateStore(self.store, symbol=self.settings.robot_symbol)
             initial = initial_state(self.states, self.settings.start_place)
             self.driver = self._make_driver(initial)
-            self.driver.start()
             self.states.write(initial)
             replan = self._make_replanner()
         except BaseException:
@@ -224,6 +249,7 @@ class DispatcherNode(Node):
         self.create_service(Trigger, "cancel", self._on_cancel, callback_group=commands)
         self.create_timer(MARKER_PERIOD_S, self._publish_markers, callback_group=MutuallyExclusiveCallbackGroup())
 
+        self._driver_error = ""
         self._worker = threading.Thread(target=self._work, name="dispatcher-worker", daemon=True)
         self._worker.start()
         self._closed = False
@@ -235,9 +261,11 @@ class DispatcherNode(Node):
 
     # -- construction ------------------------------------------------------------
     def _make_driver(self, initial: RobotState) -> RobotDriver:
-        if self.settings.driver == "sim":
-            return SimSpotDriver(self.settings.sim, start=Pose(*initial.position), holding=initial.holding)
-        raise ConfigError("parameter driver: spot_ros2 is not wired into this node yet")
+        kind = self.settings.driver
+        settings = {**self.settings.drivers[kind], "holding": initial.holding}
+        if kind == "sim":
+            settings["start_pose"] = list(initial.position)
+        return make_driver(kind, node=self, **settings)
 
     def _make_replanner(self) -> Replanner:
         # Imported here: the planner pulls in Fast Downward's runner, which only this path needs.
@@ -290,21 +318,47 @@ class DispatcherNode(Node):
 
     # -- the worker --------------------------------------------------------------------
     def _work(self) -> None:
+        """Start the robot, run queued plans one by one, shut the robot down.
+
+        Starting and stopping happen here, not in the constructor or destroy_node,
+        because a real driver waits on service calls the executor must serve.
+        """
+        started = self._start_driver()
         while (job := self._jobs.get()) is not None:
+            started = started or self._start_driver()
             self._set_view(job.plan, 0)
-            try:
-                outcome = self.dispatcher.run(job.plan, plan_id=job.plan_id, cancel=job.cancel)
-            except Exception as exc:  # the node must outlive a bug or a lost database
-                self.get_logger().error(f"plan {job.plan_id} stopped by an internal error: {exc!r}")
-                outcome = DispatchOutcome(
-                    job.plan_id, DispatchStatus.FAILED, f"internal error: {exc}", 0, 0, self.dispatcher.robot
-                )
+            outcome = self._run(job) if started else self._not_started(job)
             with self._lock:
                 self._active = None
             self._set_view(None, 0)  # deletes the plan's markers before the result is out
             self._publish_result(outcome)
             self.get_logger().info(
                 f"plan {job.plan_id} {outcome.status.value}" + (f": {outcome.reason}" if outcome.reason else "")
+            )
+        if started:
+            self.driver.shutdown()
+
+    def _start_driver(self) -> bool:
+        try:
+            self.driver.start()
+        except HeraclesError as exc:
+            self._driver_error = str(exc)
+            self.get_logger().error(f"the {self.driver.name} driver did not start: {exc}")
+            return False
+        self._driver_error = ""
+        return True
+
+    def _not_started(self, job: _Job) -> DispatchOutcome:
+        reason = f"the {self.driver.name} robot driver could not start: {self._driver_error}"
+        return DispatchOutcome(job.plan_id, DispatchStatus.REJECTED, reason, 0, 0, self.dispatcher.robot)
+
+    def _run(self, job: _Job) -> DispatchOutcome:
+        try:
+            return self.dispatcher.run(job.plan, plan_id=job.plan_id, cancel=job.cancel)
+        except Exception as exc:  # the node must outlive a bug or a lost database
+            self.get_logger().error(f"plan {job.plan_id} stopped by an internal error: {exc!r}")
+            return DispatchOutcome(
+                job.plan_id, DispatchStatus.FAILED, f"internal error: {exc}", 0, 0, self.dispatcher.robot
             )
 
     def _publish_result(self, outcome: DispatchOutcome) -> None:
@@ -319,9 +373,12 @@ class DispatcherNode(Node):
         self._publish_markers()
 
     def _publish_markers(self) -> None:
-        pose = self.driver.pose()
-        holding = self.dispatcher.robot.holding
-        label = self.settings.robot_symbol + (f" holding {holding}" if holding else "")
+        robot = self.dispatcher.robot
+        try:
+            pose = self.driver.pose()
+        except DriverError:  # no odometry yet: show the recorded position
+            pose = Pose(*robot.position)
+        label = self.settings.robot_symbol + (f" holding {robot.holding}" if robot.holding else "")
         frame, stamp = self.settings.map_frame, self.get_clock().now().to_msg()
         with self._lock:  # the book's view and the publish order must agree
             plan, step = self._view
@@ -330,24 +387,35 @@ class DispatcherNode(Node):
             self._markers_pub.publish(self._book.update(markers))
 
     # -- shutdown ----------------------------------------------------------------------
+    def close(self) -> None:
+        """Cancel a running plan, let the worker shut the robot down, release the database.
+
+        Call it while the executor still spins, so a real driver can stop and
+        sit the robot; :meth:`destroy_node` calls it too. Safe to call twice.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        with self._lock:
+            job = self._active
+        if job is not None:
+            job.cancel.cancel("the dispatcher is shutting down")
+        self._jobs.put(None)
+        self._worker.join(timeout=60.0)
+        if self._worker.is_alive():
+            self.get_logger().error("the worker did not stop within 60 s; the robot may not have been shut down")
+        self.store.close()
+
     def destroy_node(self) -> None:
-        """Stop a running plan, the worker, the robot and the database connection, then the node."""
-        if not self._closed:
-            self._closed = True
-            with self._lock:
-                job = self._active
-            if job is not None:
-                job.cancel.cancel("the dispatcher is shutting down")
-            self._jobs.put(None)
-            self._worker.join(timeout=10.0)
-            self.driver.shutdown()
-            self.store.close()
+        self.close()
         super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    with rclpy.init(args=args):
+    # Ctrl-C must not shut the ROS context down before the robot is stopped and released:
+    # it reaches this thread as KeyboardInterrupt while the executor spins elsewhere.
+    with rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO):
         try:
             node = DispatcherNode()
         except HeraclesError as exc:
@@ -355,11 +423,16 @@ def main(args: list[str] | None = None) -> int:
             return 1
         executor = MultiThreadedExecutor()
         executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, name="dispatcher-executor", daemon=True)
+        spinner.start()
         try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
+            while spinner.is_alive():
+                spinner.join(0.5)
+        except KeyboardInterrupt:
+            log.info("dispatcher stopping")
         finally:
+            node.close()
+            executor.shutdown()
             node.destroy_node()
     return 0
 

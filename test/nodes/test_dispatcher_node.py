@@ -1,0 +1,244 @@
+"""The dispatcher node over real DDS: sim driver, real FalkorDB, real planner (Fast Downward).
+
+Plans come from the real Planner on the small synthetic scene and travel as
+``Plan`` messages; the node runs under a robot namespace so every name it uses
+must be relative. The simulator runs many times faster than real time except
+where a test needs the robot still walking (cancel, busy).
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import rclpy
+import yaml
+from heracles_ros.msg import DispatchProgress, DispatchResult, Plan
+from rclpy.client import Client
+from rclpy.context import Context
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.publisher import Publisher
+from std_srvs.srv import Trigger
+from support.ros import Collector, call_service, ros_session, spinning, wait_for_subscribers, wait_until
+from visualization_msgs.msg import Marker, MarkerArray
+
+from heracles_ros.errors import ConfigError
+from heracles_ros.execution.robot_state import RobotStateStore
+from heracles_ros.nodes.dispatcher import PARAMETERS, DispatcherNode
+from heracles_ros.nodes.markers import NS_ROBOT, PLAN_NAMESPACES
+from heracles_ros.nodes.parameters import declare
+from heracles_ros.nodes.plan_msgs import plan_to_msg
+from heracles_ros.planning.planner import Planner
+from heracles_ros.planning.types import PlanResult
+
+NS = "/spot1"
+START = "P0"  # the small scene's corner place at (0, 0)
+CONFIG = Path(__file__).resolve().parents[2] / "config" / "dispatcher.yaml"
+
+
+def far_object(store) -> tuple[str, str]:
+    """An object on a floor place (not the shed) far from P0, and its place: a walk of several metres."""
+    rows = store.query(
+        "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object) WHERE p.x < 12 "
+        "RETURN o.nodeSymbol AS o, p.nodeSymbol AS p, p.x + p.y AS d ORDER BY d DESC, o LIMIT 1"
+    )
+    return rows[0]["o"], rows[0]["p"]
+
+
+def solved(store, goal: str, start: str) -> PlanResult:
+    plan = Planner(store).plan(goal, from_symbol=start)
+    assert plan.ok, plan.reason
+    return plan
+
+
+def held_by_robot(store) -> list[str]:
+    rows = store.query("MATCH (:Robot {nodeSymbol: 'robot'})-[:HOLDING]->(o:Object) RETURN o.nodeSymbol AS o")
+    return [row["o"] for row in rows]
+
+
+@dataclass
+class Rig:
+    node: DispatcherNode
+    probe: Node
+    progress: Collector[DispatchProgress]
+    results: Collector[DispatchResult]
+    markers: Collector[MarkerArray]
+    publisher: Publisher
+    cancel: Client
+
+    def send(self, plan: PlanResult, plan_id: str) -> None:
+        self.publisher.publish(plan_to_msg(plan, plan_id=plan_id, frame_id="map"))
+
+    def result_for(self, plan_id: str, timeout_s: float = 15.0) -> DispatchResult:
+        return self.results.wait(lambda r: r.plan_id == plan_id, timeout_s, what=f"the result of {plan_id}")
+
+
+@pytest.fixture
+def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store) -> Iterator:
+    """Start the node under NS with the given extra parameters, and a probe that talks to it."""
+    stack = []
+
+    def start(**params) -> Rig:
+        overrides = {"db_uri": falkordb_uri, "graph_name": graph_name, "start_place": START, **params}
+        node = DispatcherNode(
+            namespace=NS, parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()]
+        )
+        probe = rclpy.create_node("probe")
+        rig = Rig(
+            node,
+            probe,
+            Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100),
+            Collector(probe, DispatchResult, f"{NS}/dispatch_result", 10),
+            Collector(probe, MarkerArray, f"{NS}/plan_markers", 100),
+            probe.create_publisher(Plan, f"{NS}/plan", 10),
+            probe.create_client(Trigger, f"{NS}/cancel"),
+        )
+        context = spinning(node, probe)
+        context.__enter__()
+        stack.append(context)
+        wait_for_subscribers(rig.publisher)
+        wait_until(lambda: node.count_subscribers("plan_markers") >= 1, 10.0, "the probe on plan_markers")
+        return rig
+
+    with ros_session(ros_domain_id):
+        yield start
+        for context in reversed(stack):
+            context.__exit__(None, None, None)
+
+
+def shown(arrays: list[MarkerArray]) -> dict[tuple[str, int], Marker]:
+    """What RViz would show after receiving ``arrays`` in order."""
+    state: dict[tuple[str, int], Marker] = {}
+    for array in arrays:
+        for marker in array.markers:
+            if marker.action == Marker.DELETE:
+                state.pop((marker.ns, marker.id), None)
+            else:
+                state[(marker.ns, marker.id)] = marker
+    return state
+
+
+def test_a_plan_runs_in_order_records_the_held_object_and_clears_its_markers(rig_factory, small_store):
+    obj, place = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=40.0, map_frame="world")
+    rig.send(plan, "fetch-1")
+    result = rig.result_for("fetch-1")
+
+    assert (result.status, result.success, result.reason) == ("succeeded", True, "")
+    assert (result.holding, result.robot_place, result.steps_completed) == (obj, place, len(plan.actions))
+    events = [(p.state, p.step_index) for p in rig.progress.messages]
+    expected = [(state, i) for i in range(len(plan.actions)) for state in ("started", "succeeded")]
+    assert events == expected
+    assert all(p.plan_id == "fetch-1" and p.header.frame_id == "world" for p in rig.progress.messages)
+    assert rig.progress.messages[-1].message == f"holding {obj}"
+    # The database holds the truth: the robot node HOLDING the object, AT its place.
+    assert held_by_robot(small_store) == [obj]
+    recorded = RobotStateStore(small_store).read()
+    assert recorded is not None and (recorded.place, recorded.holding) == (place, obj)
+
+    # Markers: in the configured frame; the plan was drawn while it ran and is gone after it.
+    arrays = rig.markers.messages
+    assert {m.header.frame_id for a in arrays for m in a.markers} == {"world"}
+    drawn = {m.ns for a in arrays for m in a.markers if m.action == Marker.ADD}
+    assert drawn == {*PLAN_NAMESPACES, NS_ROBOT}
+    wait_until(lambda: not {ns for ns, _ in shown(rig.markers.messages)} & set(PLAN_NAMESPACES), 5.0,
+               "the finished plan's markers to be deleted")  # fmt: skip
+    robot = shown(rig.markers.messages)[(NS_ROBOT, 1)]
+    assert robot.text == f"robot holding {obj}"
+
+
+def test_an_injected_failure_is_replanned_and_the_task_still_completes(rig_factory, small_store):
+    obj, place = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    assert plan.actions[0].name == "goto" and len(plan.actions[0].waypoints) > 3
+    rig = rig_factory(sim_time_scale=40.0, sim_fail_steps=[0], max_replans=2)
+    rig.send(plan, "fetch-2")
+    result = rig.result_for("fetch-2", timeout_s=20.0)
+
+    assert result.status == "succeeded", result.reason
+    assert (result.replans, result.holding, result.robot_place) == (1, obj, place)
+    states = [p.state for p in rig.progress.messages]
+    assert states[:3] == ["started", "failed", "replanning"]
+    failed, replanning = rig.progress.messages[1:3]
+    assert "blocked" in failed.message and failed.replans == 0
+    after = rig.progress.messages[3:]
+    assert after and all(p.replans == 1 for p in after)
+    assert [p.state for p in after] == [s for _ in range(len(after) // 2) for s in ("started", "succeeded")]
+    # The replan started where the robot got to, half-way along the blocked walk, not at P0.
+    assert START not in replanning.message and "from P" in replanning.message
+    assert held_by_robot(small_store) == [obj]
+
+
+def test_cancel_stops_the_robot_and_a_second_plan_is_refused_while_busy(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
+    idle = call_service(rig.cancel, Trigger.Request())
+    assert (idle.success, idle.message) == (False, "no plan is running")
+
+    rig.send(plan, "walk-1")
+    rig.progress.wait(lambda p: p.state == "started", 5.0, what="the first step to start")
+    rig.send(plan, "walk-2")
+    busy = rig.result_for("walk-2", timeout_s=5.0)
+    assert busy.status == "rejected" and not busy.success
+    assert "busy" in busy.reason and "walk-1" in busy.reason
+
+    time.sleep(0.5)  # let the robot walk a little
+    reply = call_service(rig.cancel, Trigger.Request())
+    assert reply.success and "walk-1" in reply.message
+    result = rig.result_for("walk-1", timeout_s=5.0)
+    assert result.status == "cancelled" and not result.success
+    assert "cancel service" in result.reason and result.steps_completed == 0 and result.holding == ""
+    last = rig.progress.messages[-1]
+    assert (last.plan_id, last.state, last.step_index) == ("walk-1", "cancelled", 0)
+
+    # The robot stopped part-way and stays there; the database recorded where.
+    stopped = rig.node.driver.pose()
+    assert 0.2 < math.hypot(stopped.x, stopped.y) < 3.0
+    time.sleep(0.3)
+    assert rig.node.driver.pose() == stopped
+    recorded = RobotStateStore(small_store).read()
+    assert recorded is not None and recorded.position[:2] == pytest.approx((stopped.x, stopped.y))
+    assert not [p for p in rig.progress.messages if p.plan_id == "walk-2"]  # the refused plan never ran
+
+
+def test_bad_parameters_are_refused_naming_the_parameter(ros_domain_id, falkordb_uri, graph_name, small_store):
+    base = {"db_uri": falkordb_uri, "graph_name": graph_name}
+    cases = [
+        ({"driver": "wheelchair"}, "parameter driver must be one of sim, spot_ros2"),
+        ({"sim_fail_probability": 1.5}, "parameter sim_fail_probability must be <= 1.0"),
+        ({"max_replans": -1}, "parameter max_replans must be >= 0"),
+        ({"start_place": "O3"}, "parameter start_place: 'O3' is not a place symbol"),
+        ({"start_place": "P999"}, "parameter start_place: no place 'P999' in the database"),
+        ({"sim_fail_steps": [-2]}, "fail_steps must hold step numbers >= 0"),
+        ({"spot_frame": "body"}, "parameter spot_frame must be one of odom, vision"),
+        ({"step_timeout_s": "long"}, "step_timeout_s"),
+    ]
+    with ros_session(ros_domain_id):
+        for params, message in cases:
+            overrides = [Parameter(k, value=v) for k, v in {**base, **params}.items()]
+            with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+                DispatcherNode(parameter_overrides=overrides).destroy_node()
+
+
+def test_the_shipped_config_sets_only_declared_parameters_and_rcl_accepts_it(ros_domain_id):
+    text = CONFIG.read_text()
+    (params,) = [entry["ros__parameters"] for entry in yaml.safe_load(text).values()]
+    declared = {spec.name: spec for spec in PARAMETERS}
+    assert set(params) <= set(declared), set(params) - set(declared)
+    for name in declared:  # every parameter is documented, set or (empty lists) commented out
+        assert name in text, name
+    context = Context()
+    rclpy.init(args=["--ros-args", "--params-file", str(CONFIG)], context=context, domain_id=ros_domain_id)
+    try:
+        node = rclpy.create_node("dispatcher", namespace=NS, context=context)
+        values = declare(node, PARAMETERS)
+        node.destroy_node()
+    finally:
+        rclpy.shutdown(context=context)
+    assert {name: values[name] for name in params} == params
