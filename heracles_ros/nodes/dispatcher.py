@@ -9,6 +9,11 @@ Interface (names relative, so a robot namespace applies):
 - serves ``cancel`` (std_srvs/srv/Trigger): stops the running plan; its result
   then says ``cancelled``.
 
+Parameters: :data:`PARAMETERS`. The driver's settings come straight from the
+driver factory's tables, as ``sim_<setting>`` and ``spot_<setting>``; what the
+robot holds and where it starts come from its record in the database (or
+``start_place``), never from parameters.
+
 One plan at a time (decision): a plan that arrives while another runs is
 rejected at once with a ``rejected`` result whose reason says the dispatcher is
 busy and names the running plan. The robot never abandons a task because a
@@ -87,7 +92,9 @@ DRIVER_PARAMETERS: dict[str, dict[str, str]] = {
 
 def _driver_spec(kind: str, setting: Setting) -> ParamSpec:
     default = setting.default
-    items: type = int if setting.name == "fail_steps" else type(default[0]) if isinstance(default, list) else str
+    items: type = str
+    if isinstance(default, list):  # an empty default (fail_steps) holds step numbers
+        items = type(default[0]) if default else int
     return ParamSpec(
         _driver_parameter(kind, setting.name),
         default,
@@ -158,17 +165,17 @@ class DispatcherSettings:
                 timeout_per_metre_s=v["timeout_per_metre_s"],
                 max_replans=v["max_replans"],
             ),
-            drivers={
-                kind: {
-                    setting: value
-                    for setting, value in checked_settings(
-                        kind, {setting: v[param] for param, setting in names.items()}
-                    ).items()
-                    if setting not in _FROM_STATE
-                }
-                for kind, names in DRIVER_PARAMETERS.items()
-            },
+            drivers=_driver_settings(v),
         )
+
+
+def _driver_settings(v: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every driver kind's settings checked by the driver factory, whichever driver is chosen."""
+    checked: dict[str, dict[str, Any]] = {}
+    for kind, names in DRIVER_PARAMETERS.items():
+        values = checked_settings(kind, {setting: v[param] for param, setting in names.items()})
+        checked[kind] = {name: value for name, value in values.items() if name not in _FROM_STATE}
+    return checked
 
 
 def initial_state(states: RobotStateStore, start_place: str) -> RobotState:
@@ -202,6 +209,7 @@ class DispatcherNode(Node):
     """Feeds received plans to the library dispatcher on a worker thread and publishes what it reports."""
 
     def __init__(self, **kwargs: Any):
+        self._lock = threading.Lock()
         self._closed = True  # until _setup completes there is nothing of ours to release
         super().__init__(NODE_NAME, **kwargs)
         try:
@@ -234,7 +242,6 @@ class DispatcherNode(Node):
             on_progress=self._on_progress,
             initial=initial,
         )
-        self._lock = threading.Lock()
         self._active: _Job | None = None
         self._ids = itertools.count(1)
         self._book = MarkerBook()
@@ -280,12 +287,14 @@ class DispatcherNode(Node):
     def _on_plan(self, msg: Plan) -> None:
         plan_id = msg.plan_id or f"{self.get_name()}-{next(self._ids)}"
         with self._lock:
-            running = self._active
-            if running is None:
+            running, closed = self._active, self._closed
+            if running is None and not closed:
                 job = _Job(plan_id, plan_from_msg(msg), CancelToken())
                 self._active = job
-        if running is not None:
-            reason = f"busy: plan {running.plan_id} is running; call cancel first to replace it"
+        if running is not None or closed:
+            reason = "the dispatcher is shutting down"
+            if running is not None:
+                reason = f"busy: plan {running.plan_id} is running; call cancel first to replace it"
             self.get_logger().warning(f"plan {plan_id} rejected: {reason}")
             self._publish_result(
                 DispatchOutcome(plan_id, DispatchStatus.REJECTED, reason, 0, 0, self.dispatcher.robot)
@@ -393,10 +402,10 @@ class DispatcherNode(Node):
         Call it while the executor still spins, so a real driver can stop and
         sit the robot; :meth:`destroy_node` calls it too. Safe to call twice.
         """
-        if self._closed:
-            return
-        self._closed = True
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             job = self._active
         if job is not None:
             job.cancel.cancel("the dispatcher is shutting down")
