@@ -30,9 +30,9 @@ from heracles_ros.scene.tables import (
     edge_ends,
     edge_key,
     extract_tables,
+    group_edges,
     id_of,
     layer_of_id,
-    relation_of,
     symbol_of,
 )
 
@@ -209,7 +209,7 @@ class Mirror:
         statements: list[tuple[str, Params]] = []
         removed = diff.removed_nodes
         # Edges whose end node goes away vanish with DETACH DELETE.
-        by_relation = _group_edges(e for e in diff.removed_edges if not _touches(e, removed))
+        by_relation = group_edges(e for e in diff.removed_edges if not _touches(e, removed))
         for (la, lb, relation), rows in by_relation.items():
             statements += [(q.delete_edges(la, lb, relation), {"rows": chunk}) for chunk in self._chunks(rows)]
         for gone_layer, symbols in _group_ids(removed).items():
@@ -218,14 +218,14 @@ class Mirror:
         for node_id in diff.upserted_ids:
             layer = layer_of_id(node_id)
             if layer is not None:
-                upserts[layer].append(_row_params(symbol_of(node_id), diff.rows[node_id], layer))
+                upserts[layer].append(node_params(node_id, diff.rows[node_id], layer))
         for upsert_layer, rows in upserts.items():
             statements += [(q.upsert_nodes(dialect, upsert_layer), {"rows": chunk}) for chunk in self._chunks(rows)]
         added = diff.added_nodes
         fresh = [e for e in diff.added_edges if _within(e, added)]
         linking = [e for e in diff.added_edges if not _within(e, added)]
         for edges, build in ((fresh, q.create_edges), (linking, q.merge_edges)):
-            for (la, lb, relation), rows in _group_edges(edges).items():
+            for (la, lb, relation), rows in group_edges(edges).items():
                 statements += [(build(la, lb, relation), {"rows": chunk}) for chunk in self._chunks(rows)]
         # One transaction per batch of statements keeps each request moderate in size.
         for start in range(0, len(statements), 8):
@@ -302,8 +302,9 @@ def _within(key: EdgeKey, ids: set[int]) -> bool:
     return a in ids and b in ids
 
 
-def _row_params(symbol: str, row: NodeRow, layer: Layer) -> dict[str, Any]:
-    params: dict[str, Any] = {"s": symbol, "c": row[0], "x": row[1], "y": row[2], "z": row[3]}
+def node_params(node_id: int, row: NodeRow, layer: Layer) -> dict[str, Any]:
+    """Statement parameters of one node row (keys as in cypher.mirror.upsert_nodes)."""
+    params: dict[str, Any] = {"s": symbol_of(node_id), "c": row[0], "x": row[1], "y": row[2], "z": row[3]}
     if layer is Layer.OBJECT and len(row) == 8:
         params.update(name=row[4], dx=row[5], dy=row[6], dz=row[7])
     return params
@@ -326,18 +327,4 @@ def _group_ids(ids: Iterable[int]) -> dict[Layer, list[str]]:
         layer = layer_of_id(node_id)
         if layer is not None:
             groups[layer].append(symbol_of(node_id))
-    return groups
-
-
-def _group_edges(edges: Iterable[EdgeKey]) -> dict[tuple[Layer, Layer, str], list[dict[str, str]]]:
-    """Edges by (source layer, target layer, type), oriented as the schema stores them."""
-    groups: dict[tuple[Layer, Layer, str], list[dict[str, str]]] = defaultdict(list)
-    for key in edges:
-        oriented = relation_of(*edge_ends(key))
-        if oriented is None:
-            continue
-        source, target, relation = oriented
-        la, lb = layer_of_id(source), layer_of_id(target)
-        if la is not None and lb is not None:
-            groups[(la, lb, relation)].append({"a": symbol_of(source), "b": symbol_of(target)})
     return groups

@@ -8,6 +8,8 @@ rows that changed.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,3 +141,17 @@ def _class_names(graph: dsg.DynamicSceneGraph, layer_id: int, partition: int) ->
     if not space:
         return None
     return {int(label): str(name).lower() for label, name in space.labels_to_names.items()}
+
+
+def group_edges(edges: Iterable[EdgeKey]) -> dict[tuple[Layer, Layer, str], list[dict[str, str]]]:
+    """Edges by (source layer, target layer, type), oriented as the schema stores them."""
+    groups: dict[tuple[Layer, Layer, str], list[dict[str, str]]] = defaultdict(list)
+    for key in edges:
+        oriented = relation_of(*edge_ends(key))
+        if oriented is None:
+            continue
+        source, target, relation = oriented
+        la, lb = layer_of_id(source), layer_of_id(target)
+        if la is not None and lb is not None:
+            groups[(la, lb, relation)].append({"a": symbol_of(source), "b": symbol_of(target)})
+    return groups

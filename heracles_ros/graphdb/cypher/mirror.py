@@ -9,7 +9,6 @@ from __future__ import annotations
 from heracles_ros.graphdb.schema import (
     CORRECTION_LABEL,
     MIRROR_META_LABEL,
-    MIRRORED_LABELS,
     Dialect,
     Layer,
 )
@@ -70,13 +69,6 @@ def read_edges(source: Layer, target: Layer, relation: str) -> str:
     )
 
 
-_MIRRORED = "|".join(MIRRORED_LABELS)
-
-COUNT_NODES = " UNION ALL ".join(
-    f"MATCH (n:{label}) RETURN '{label}' AS label, count(n) AS n" for label in MIRRORED_LABELS
-)
-COUNT_EDGES = "MATCH (a)-[e]->(b) WHERE NOT a:Robot AND NOT b:Robot RETURN type(e) AS type, count(e) AS n"
-
 # --- mirror bookkeeping ---------------------------------------------------------
 BUMP_GENERATION = (
     f"MERGE (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) "
@@ -115,8 +107,3 @@ def existing_symbols(layer: Layer) -> str:
     return f"UNWIND $symbols AS s MATCH (n:{layer.value} {{nodeSymbol: s}}) RETURN n.nodeSymbol AS s"
 
 
-# --- admin ------------------------------------------------------------------------
-SUMMARY_CLASSES = (
-    f"MATCH (n) WHERE n:{_MIRRORED} RETURN labels(n)[0] AS label, n.class AS class, count(n) AS n "
-    "ORDER BY label, n DESC"
-)

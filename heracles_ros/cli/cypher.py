@@ -1,0 +1,27 @@
+"""``heracles cypher "QUERY"``: a read-only query, rows printed as JSON objects keyed by the RETURN aliases."""
+from __future__ import annotations
+
+import argparse
+
+from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.graphdb import open_store
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "cypher", help="run a read-only Cypher query and print the rows as JSON",
+        description="The database itself refuses writes (GRAPH.RO_QUERY on FalkorDB, a READ session on Neo4j). "
+        "On an error the database's message is printed and the exit status is 1.",
+    )
+    parser.add_argument("query", help="Cypher text, e.g. \"MATCH (o:Object) RETURN o.class AS c, count(*) AS n\"")
+    add_db_option(parser)
+    parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="S", help="query time limit in seconds")
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    with open_store(args.db, graph=args.graph, timeout_s=args.timeout) as store:
+        rows = store.query(args.query, timeout_s=args.timeout)
+    print_json(rows)
+    return 0

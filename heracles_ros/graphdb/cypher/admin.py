@@ -1,0 +1,20 @@
+"""Read-only statements behind the admin commands (``heracles db status``, ``load``, ``summary``)."""
+from __future__ import annotations
+
+from heracles_ros.graphdb.schema import MIRRORED_LABELS, ROBOT_LABEL
+
+_MIRRORED = " OR ".join(f"n:{label}" for label in MIRRORED_LABELS)
+
+#: Nodes per mirrored label (every label listed, zero included).
+COUNT_NODES = " UNION ALL ".join(
+    f"MATCH (n:{label}) RETURN '{label}' AS label, count(n) AS n" for label in MIRRORED_LABELS
+)
+#: Relationships per type, robot state excluded.
+COUNT_EDGES = (
+    f"MATCH (a)-[e]->(b) WHERE NOT a:{ROBOT_LABEL} AND NOT b:{ROBOT_LABEL} RETURN type(e) AS type, count(e) AS n"
+)
+#: Nodes per (label, class), most frequent first within a label.
+SUMMARY_CLASSES = (
+    f"MATCH (n) WHERE {_MIRRORED} RETURN labels(n)[0] AS label, n.class AS class, count(n) AS n "
+    "ORDER BY label, n DESC"
+)
