@@ -8,6 +8,10 @@ where a test needs the robot still walking (cancel, busy).
 from __future__ import annotations
 
 import math
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,7 +41,8 @@ from heracles_ros.planning.types import PlanResult
 
 NS = "/spot1"
 START = "P0"  # the small scene's corner place at (0, 0)
-CONFIG = Path(__file__).resolve().parents[2] / "config" / "dispatcher.yaml"
+ROOT = Path(__file__).resolve().parents[2]
+CONFIG = ROOT / "config" / "dispatcher.yaml"
 
 
 def far_object(store) -> tuple[str, str]:
@@ -242,3 +247,53 @@ def test_the_shipped_config_sets_only_declared_parameters_and_rcl_accepts_it(ros
     finally:
         rclpy.shutdown(context=context)
     assert {name: values[name] for name in params} == params
+
+
+def run_dispatcher(domain: int, *params: str) -> subprocess.Popen[str]:
+    """The node's console entry point (``main``) in a process of its own, on ``domain``."""
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONPATH": str(ROOT)}
+    args = [arg for param in params for arg in ("-p", param)]
+    return subprocess.Popen(
+        [sys.executable, "-m", "heracles_ros.nodes.dispatcher", "--ros-args", "-r", f"__ns:={NS}", *args],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+
+
+def test_ctrl_c_cancels_the_running_plan_reports_it_and_exits_cleanly(
+    ros_domain_id, falkordb_uri, graph_name, small_store
+):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    with ros_session(ros_domain_id):
+        probe = rclpy.create_node("probe")
+        progress = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
+        results = Collector(probe, DispatchResult, f"{NS}/dispatch_result", 10)
+        publisher = probe.create_publisher(Plan, f"{NS}/plan", 10)
+        process = run_dispatcher(
+            ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}"
+        )
+        try:
+            with spinning(probe):
+                wait_for_subscribers(publisher, timeout_s=30.0)
+                publisher.publish(plan_to_msg(plan, plan_id="long-walk"))
+                progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
+                time.sleep(0.3)
+                process.send_signal(signal.SIGINT)
+                result = results.wait(lambda r: r.plan_id == "long-walk", 10.0, what="the result after Ctrl-C")
+                output, _ = process.communicate(timeout=15.0)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert process.returncode == 0, output
+    assert (result.status, result.reason) == ("cancelled", "the dispatcher is shutting down")
+    assert progress.messages[-1].state == "cancelled"
+    recorded = RobotStateStore(small_store).read()
+    assert recorded is not None and 0.0 < math.hypot(*recorded.position[:2]) < 3.0  # stopped part-way, recorded
+
+
+def test_the_entry_point_exits_non_zero_naming_a_bad_parameter(ros_domain_id, falkordb_uri):
+    process = run_dispatcher(ros_domain_id, f"db_uri:={falkordb_uri}", "driver:=wheelchair")
+    output, _ = process.communicate(timeout=30.0)
+    assert process.returncode == 1
+    assert "dispatcher cannot start: parameter driver must be one of sim, spot_ros2, got 'wheelchair'" in output
