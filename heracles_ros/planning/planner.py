@@ -1,13 +1,46 @@
-"""The planner facade: goal text in, checked goal or expanded plan out."""
+"""The planner facade: goal text in, checked goal or expanded plan out.
+
+Per plan it reads only what the goal names (its symbols, its objects, the
+robot's record) plus a one-row stamp saying whether the cached place graph is
+still current; the place graph itself is reloaded only when the mirror writes a
+new generation or a correction changes it. Everything else per plan is sized by
+the goal: a handful of shortest-path searches, a small PDDL problem, one Fast
+Downward run (one per avoidance group, see :mod:`.problem`).
+"""
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from pathlib import Path
+from typing import Any
 
-from heracles_ros.graphdb.schema import ROBOT_SYMBOL
+from heracles_ros.errors import GoalError, PlanningError
+from heracles_ros.execution.robot_state import RobotStateStore
+from heracles_ros.graphdb.cypher import planning as cypher
+from heracles_ros.graphdb.schema import ROBOT_SYMBOL, Layer, layer_of_symbol
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.language.goal_ast import GoalExpr
-from heracles_ros.language.pddl_goal import check_goal
+from heracles_ros.language.goal_ast import GoalExpr, atoms
+from heracles_ros.language.pddl_goal import check_goal, parse_goal
 from heracles_ros.planning.domain import Domain, load_domain
+from heracles_ros.planning.expand import expand_plan
+from heracles_ros.planning.fast_downward import FDResult, FDStatus, anytime_search, run_fast_downward
+from heracles_ros.planning.places import PlaceGraph, load_place_graph
+from heracles_ros.planning.problem import (
+    COST_SCALE,
+    AvoidanceGroup,
+    CompactProblem,
+    ObjectInfo,
+    Start,
+    avoidance_groups,
+    build_problem,
+    positive_symbols,
+    removed_places,
+    symbol_places,
+)
+from heracles_ros.planning.types import PlanResult, PlanStatus
+
+log = logging.getLogger(__name__)
 
 
 class Planner:
@@ -20,12 +53,204 @@ class Planner:
         domain_path: str | Path | None = None,
         timeout_s: float = 10.0,
         robot_symbol: str = ROBOT_SYMBOL,
+        prove_s: float = 1.0,
     ):
         self.store = store
         self.domain: Domain = load_domain(domain_path)
         self.timeout_s = timeout_s
         self.robot_symbol = robot_symbol
+        #: Fast Downward's search: greedy plan, improved, then optimality proved within ``prove_s``.
+        self.search = anytime_search(prove_s)
+        self._robot = RobotStateStore(store, symbol=robot_symbol)
+        self._lock = threading.Lock()
+        self._graph: PlaceGraph | None = None
+        self._stamp: tuple[Any, ...] | None = None
 
     def check(self, goal: str) -> GoalExpr:
         """The parsed goal, or GoalError listing every problem (syntax, predicates, kinds, symbols)."""
         return check_goal(goal, self.store, self.domain)
+
+    def place_graph(self) -> PlaceGraph:
+        """The cached place graph, reloaded when the mirror's generation or the corrections changed."""
+        rows = self.store.query(cypher.GRAPH_STAMP)
+        row = rows[0] if rows else {}
+        stamp = (row.get("generation"), row.get("corrections"), row.get("corrected_s"))
+        with self._lock:
+            if self._graph is None or stamp != self._stamp or stamp[0] is None:
+                self._graph = load_place_graph(self.store)
+                self._stamp = stamp
+            return self._graph
+
+    def plan(self, goal: str, *, from_symbol: str | None = None) -> PlanResult:
+        """Plan ``goal`` from the robot's recorded state (or ``from_symbol``).
+
+        Never raises for goal or planning problems: those come back as a status
+        (INVALID_GOAL / UNSOLVABLE / TIMEOUT / ERROR) with a reason.
+        """
+        timings: dict[str, float] = {}
+        started = time.perf_counter()
+        result = PlanResult(PlanStatus.ERROR, goal, timings=timings)
+        try:
+            expr = parse_goal(goal)
+            timings["parse"] = time.perf_counter() - started
+            t = time.perf_counter()
+            check_goal(expr, self.store, self.domain)
+            timings["validate"] = time.perf_counter() - t
+        except GoalError as exc:
+            result.status = PlanStatus.INVALID_GOAL
+            result.reason = "; ".join(exc.problems)
+            timings["total"] = time.perf_counter() - started
+            return result
+        try:
+            self._plan(expr, from_symbol, result)
+        except PlanningError as exc:
+            result.status = PlanStatus.ERROR
+            result.reason = str(exc)
+            log.warning("planning %s failed: %s", goal, exc)
+        timings["total"] = time.perf_counter() - started
+        return result
+
+    # -- stages ------------------------------------------------------------------------
+    def _plan(self, expr: GoalExpr, from_symbol: str | None, result: PlanResult) -> None:
+        timings = result.timings
+        t = time.perf_counter()
+        graph = self.place_graph()
+        timings["graph"] = time.perf_counter() - t
+        t = time.perf_counter()
+        start = self._start(graph, from_symbol)
+        result.start_symbol = graph.symbols[start.place]
+        symbols = list(dict.fromkeys(a for atom in atoms(expr) for a in atom.args))
+        objects = self._objects(graph, [s for s in symbols if layer_of_symbol(s) is Layer.OBJECT], start.holding)
+        timings["state"] = time.perf_counter() - t
+        notes = [start.note] if start.note else []
+
+        outcomes: list[tuple[AvoidanceGroup, CompactProblem | None, FDResult | None, str]] = []
+        for number, group in enumerate(avoidance_groups(expr)):
+            t = time.perf_counter()
+            removed = removed_places(graph, group.avoid, objects)
+            if start.place in removed:
+                outcomes.append((group, None, None, _starts_inside(graph, start, group)))
+                continue
+            problem = build_problem(
+                graph, group.goal, start, objects, removed, name=f"goal{number}", domain_name=self.domain.name
+            )
+            timings["problem"] = timings.get("problem", 0.0) + time.perf_counter() - t
+            fd = run_fast_downward(self.domain.text, problem.text, timeout_s=self.timeout_s, search=self.search)
+            timings["search"] = timings.get("search", 0.0) + fd.seconds
+            outcomes.append((group, problem, fd, ""))
+
+        solved = [(fd.cost, problem, fd) for _, problem, fd, _ in outcomes if fd and problem and fd.ok]
+        if solved:
+            cost, problem, fd = min(solved, key=lambda item: item[0])
+            t = time.perf_counter()
+            result.actions = expand_plan(fd.steps, problem, graph, objects)
+            timings["expand"] = time.perf_counter() - t
+            result.total_cost = cost / COST_SCALE
+            result.status = PlanStatus.SOLVED
+            result.optimal = all(fd_.optimal for _, problem_, fd_, _ in outcomes if fd_ and problem_ and fd_.ok)
+            if not result.optimal:
+                notes.append("cost-optimality not proved within the search budget: the best plan found is returned")
+            result.reason = "; ".join(notes)
+            return
+        statuses = {fd.status for _, _, fd, _ in outcomes if fd is not None}
+        if FDStatus.TIMEOUT in statuses:
+            result.status = PlanStatus.TIMEOUT
+            notes.insert(0, f"Fast Downward found no plan within {self.timeout_s:g} s")
+        elif FDStatus.ERROR in statuses:
+            result.status = PlanStatus.ERROR
+            detail = next(fd.log_tail for _, _, fd, _ in outcomes if fd and fd.status is FDStatus.ERROR)
+            notes.insert(0, f"Fast Downward failed: {detail.splitlines()[-1] if detail else 'no output'}")
+        else:
+            result.status = PlanStatus.UNSOLVABLE
+            reason, unreachable = self._why_unsolvable(graph, start, objects, outcomes)
+            result.unreachable = unreachable
+            notes.insert(0, reason)
+        result.reason = "; ".join(notes)
+
+    def _start(self, graph: PlaceGraph, from_symbol: str | None) -> Start:
+        if graph.size == 0:
+            raise PlanningError("the database holds no places to plan over")
+        state = self._robot.read()
+        holding = state.holding if state is not None else ""
+        if from_symbol:
+            if from_symbol not in graph.index:
+                raise PlanningError(f"start {from_symbol!r} is not a place with a position in the database")
+            return Start(graph.index[from_symbol], holding)
+        if state is None:
+            place = graph.nearest_place((0.0, 0.0, 0.0))
+            if place is None:
+                place = 0
+            note = f"no robot state recorded: starting at {graph.symbols[place]}, the place nearest the origin"
+            log.info(note)
+            return Start(place, "", note)
+        if state.place in graph.index:
+            return Start(graph.index[state.place], holding)
+        place = graph.nearest_place(state.position)
+        if place is None:
+            place = 0
+        note = f"robot place unknown: starting at {graph.symbols[place]}, the place nearest its recorded position"
+        log.info(note)
+        return Start(place, holding, note)
+
+    def _objects(self, graph: PlaceGraph, symbols: list[str], holding: str) -> dict[str, ObjectInfo]:
+        wanted = list(dict.fromkeys([*symbols, *([holding] if holding else [])]))
+        if not wanted:
+            return {}
+        objects: dict[str, ObjectInfo] = {}
+        for row in self.store.query(cypher.OBJECTS, {"symbols": wanted}):
+            if row["x"] is None:
+                continue
+            position = (float(row["x"]), float(row["y"]), float(row["z"] or 0.0))
+            containers = [graph.index[c] for c in row["containers"] or [] if c in graph.index]
+            container = containers[0] if containers else None
+            if row["s"] == holding:
+                reach = None
+            else:
+                reach = container if container is not None else graph.nearest_place(position)
+            objects[row["s"]] = ObjectInfo(row["s"], position, container, reach)
+        return objects
+
+    def _why_unsolvable(
+        self,
+        graph: PlaceGraph,
+        start: Start,
+        objects: dict[str, ObjectInfo],
+        outcomes: list[tuple[AvoidanceGroup, CompactProblem | None, FDResult | None, str]],
+    ) -> tuple[str, list[str]]:
+        """A reason naming the goal symbols the robot cannot reach, per avoidance group."""
+        cut_off: list[str] = []
+        blocked: list[str] = []
+        other: list[str] = []
+        for group, problem, _, why in outcomes:
+            if problem is None:
+                other.append(why)
+                continue
+            for symbol in positive_symbols(group.goal):
+                places = symbol_places(graph, symbol, objects)
+                if layer_of_symbol(symbol) is Layer.OBJECT and symbol == start.holding:
+                    continue
+                row = problem.row_of[start.place]
+                if not places or not any(graph.component[p] == graph.component[start.place] for p in places):
+                    cut_off.append(symbol)
+                elif not any(problem.dist[row, p] < float("inf") for p in places):
+                    blocked.append(symbol)
+        cut_off = list(dict.fromkeys(cut_off))
+        blocked = [s for s in dict.fromkeys(blocked) if s not in cut_off]
+        here = graph.symbols[start.place]
+        parts = []
+        if cut_off:
+            parts.append(
+                f"{', '.join(cut_off)} cannot be reached from {here}: "
+                "not connected to it on the place graph"
+            )
+        if blocked:
+            parts.append(f"{', '.join(blocked)} cannot be reached from {here} without visiting what the goal forbids")
+        parts += other
+        if not parts:
+            parts.append("no sequence of actions satisfies the goal (its parts contradict each other)")
+        return "unsolvable: " + "; ".join(parts), cut_off + blocked
+
+
+def _starts_inside(graph: PlaceGraph, start: Start, group: AvoidanceGroup) -> str:
+    forbidden = " ".join(f"(not {atom})" for atom in sorted(group.avoid, key=str))
+    return f"the robot starts at {graph.symbols[start.place]}, which {forbidden} forbids"

@@ -44,8 +44,10 @@ class PlanResult:
     #: Why the plan failed, e.g. the unreachable goal symbols.
     reason: str = ""
     unreachable: list[str] = field(default_factory=list)
-    #: Seconds per stage: parse, validate, problem, search, expand, total.
+    #: Seconds per stage: parse, validate, graph, state, problem, search, expand, total.
     timings: dict[str, float] = field(default_factory=dict)
+    #: Fast Downward proved that no cheaper plan exists (else: the best found in time).
+    optimal: bool = False
 
     @property
     def ok(self) -> bool:

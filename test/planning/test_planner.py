@@ -1,0 +1,165 @@
+"""The planner end to end: a mirrored small synthetic scene on a real FalkorDB, real Fast Downward."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from heracles_ros.execution.robot_state import RobotState, RobotStateStore
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.planning.planner import Planner
+from heracles_ros.planning.types import PlanResult, PlanStatus
+
+
+@pytest.fixture
+def planner(small_store: GraphStore) -> Planner:
+    return Planner(small_store, timeout_s=30.0)
+
+
+def room_places(planner: Planner, room: str) -> set[str]:
+    graph = planner.place_graph()
+    return {graph.symbols[i] for i in graph.room_places[room]}
+
+
+def walked(plan: PlanResult) -> list[str]:
+    return [s for a in plan.actions if a.name == "goto" for s in a.waypoint_symbols]
+
+
+def test_and_goal_inspects_and_picks(planner: Planner) -> None:
+    plan = planner.plan("(AND (safe O1) (holding O3))", from_symbol="P0")
+    assert plan.status is PlanStatus.SOLVED, plan.reason
+    assert plan.start_symbol == "P0" and plan.optimal
+    names = [(a.name, a.target_symbol) for a in plan.actions]
+    assert ("inspect", "O1") in names and names[-1] == ("pick", "O3")
+    pick = plan.actions[-1]
+    assert pick.args == ("O3", "P53")  # O3 lies in mesh place P53
+    assert pick.target == pytest.approx((3.096, 5.396, pick.target[2]), abs=1e-3)  # the object's own position
+    graph = planner.place_graph()
+    for action in plan.actions:
+        if action.name != "goto":
+            continue
+        assert action.waypoint_symbols[-1] == action.target_symbol
+        assert action.target == action.waypoints[-1]
+        steps = list(zip(action.waypoint_symbols, action.waypoint_symbols[1:], strict=False))
+        assert all(graph.matrix[graph.index[a], graph.index[b]] > 0 for a, b in steps)  # real edges only
+        length = sum(math.dist(p, q) for p, q in zip(action.waypoints, action.waypoints[1:], strict=False))
+        assert action.cost == pytest.approx(length)
+    assert plan.total_cost == pytest.approx(sum(a.cost for a in plan.actions), abs=0.02)
+    assert {"parse", "validate", "problem", "search", "expand", "total"} <= set(plan.timings)
+
+
+@pytest.mark.parametrize(
+    "goal", ["(or (visited-place P99) (visited-place P11))", "(OR (visited-place P11) (visited-place P99))"]
+)
+def test_or_goal_takes_the_cheaper_branch(planner: Planner, goal: str) -> None:
+    plan = planner.plan(goal, from_symbol="P0")
+    assert plan.ok and plan.optimal
+    assert [a.target_symbol for a in plan.actions] == ["P11"]
+    far = planner.plan("(visited-place P99)", from_symbol="P0")
+    assert plan.total_cost == pytest.approx(2.0)
+    assert far.total_cost > 2.0
+
+
+def test_or_goal_cheaper_branch_needs_more_steps(planner: Planner) -> None:
+    # Carrying O1 one place over beats walking to the far corner, though it takes three actions.
+    plan = planner.plan("(or (visited-place P99) (object-in-place O1 P12))", from_symbol="P0")
+    assert plan.ok and plan.optimal
+    assert [a.name for a in plan.actions] == ["goto", "pick", "goto", "place"]
+    assert plan.actions[-1].args == ("O1", "P12")
+
+
+def test_not_visited_room_keeps_every_waypoint_out_of_it(planner: Planner) -> None:
+    r1 = room_places(planner, "R1")
+    free = planner.plan("(visited-place P99)", from_symbol="P0")
+    kept_out = planner.plan("(and (visited-place P99) (not (visited-room R1)))", from_symbol="P0")
+    assert kept_out.ok and free.ok
+    assert walked(kept_out)[-1] == "P99"
+    assert not set(walked(kept_out)) & r1
+    assert kept_out.total_cost >= free.total_cost
+
+
+def test_disjuncts_forbidding_different_rooms_are_planned_apart(planner: Planner) -> None:
+    goal = "(or (and (visited-place P99) (not (visited-room R1))) (and (visited-place P9) (not (visited-room R2))))"
+    plan = planner.plan(goal, from_symbol="P0")
+    assert plan.ok
+    assert walked(plan)[-1] == "P9"  # 13 m, against 18 m for P99
+    assert not set(walked(plan)) & room_places(planner, "R2")
+
+
+def test_unreachable_symbol_is_named(planner: Planner) -> None:
+    plan = planner.plan("(and (visited-place P5) (safe O32))", from_symbol="P0")  # O32 is in the detached shed
+    assert plan.status is PlanStatus.UNSOLVABLE
+    assert plan.unreachable == ["O32"]
+    assert "O32" in plan.reason and "not connected" in plan.reason
+    room = planner.plan("(in-room R4)", from_symbol="P0")
+    assert room.status is PlanStatus.UNSOLVABLE and room.unreachable == ["R4"]
+    # The other branch of an `or` still works.
+    assert planner.plan("(or (visited-place P103) (visited-place P5))", from_symbol="P0").ok
+
+
+def test_contradictory_goal_is_unsolvable_without_unreachable_symbols(planner: Planner) -> None:
+    plan = planner.plan("(and (holding O1) (holding O3))", from_symbol="P0")
+    assert plan.status is PlanStatus.UNSOLVABLE
+    assert plan.unreachable == [] and "contradict" in plan.reason
+
+
+@pytest.mark.parametrize(
+    ("goal", "named"),
+    [
+        ("(holding O999)", "unknown symbol 'O999'"),
+        ("(teleport O1)", "unknown predicate 'teleport'"),
+        ("(holding O1 O3)", "wrong arity in (holding O1 O3)"),
+        ("(visited-room P5)", "wrong kind in (visited-room P5)"),
+        ("(and (holding O1)", "missing ')'"),
+    ],
+)
+def test_invalid_goals_are_rejected_before_fast_downward(planner: Planner, goal: str, named: str) -> None:
+    plan = planner.plan(goal)
+    assert plan.status is PlanStatus.INVALID_GOAL
+    assert named in plan.reason
+    assert "search" not in plan.timings and "problem" not in plan.timings and not plan.actions
+
+
+def test_starts_from_the_recorded_robot_state(planner: Planner, small_store: GraphStore) -> None:
+    RobotStateStore(small_store).write(RobotState((5.0, 5.0, 0.0), place="P55", holding="O3"))
+    plan = planner.plan("(object-in-place O3 P50)")
+    assert plan.ok and plan.start_symbol == "P55" and plan.reason == ""
+    assert [(a.name, a.target_symbol) for a in plan.actions] == [("goto", "P50"), ("place", "O3")]
+    assert plan.actions[-1].target == plan.actions[0].target  # put down where the robot stands
+    # An explicit start overrides the recorded place (the held object stays held).
+    assert planner.plan("(object-in-place O3 P50)", from_symbol="P51").actions[0].waypoint_symbols == ("P51", "P50")
+
+
+def test_without_robot_state_starts_near_the_origin(planner: Planner) -> None:
+    plan = planner.plan("(visited-place P2)")
+    assert plan.ok and plan.start_symbol == "P0"
+    assert "no robot state" in plan.reason
+
+
+def test_orphan_object_and_3d_place(planner: Planner) -> None:
+    orphan = planner.plan("(holding O5)", from_symbol="P0")  # O5 has no parent place
+    assert orphan.ok
+    goto, pick = orphan.actions
+    assert pick.name == "pick" and pick.target == pytest.approx((9.342, 2.374, pick.target[2]), abs=1e-3)
+    assert math.dist(goto.target[:2], pick.target[:2]) < 1.0  # walked to the place nearest the object
+    place3d = planner.plan("(at-place p5)", from_symbol="P0")
+    assert place3d.ok and place3d.actions[-1].target_symbol == "p5"
+    assert place3d.actions[-1].waypoint_symbols[-2].startswith("P")  # on the ground until the last hop
+
+
+def test_place_graph_is_cached_until_the_mirror_changes(
+    planner: Planner, small_store: GraphStore, small_scene: Any
+) -> None:
+    from support.tiny_scene import node_id
+
+    from heracles_ros.graphdb.mirror import Mirror
+
+    graph = planner.place_graph()
+    assert planner.place_graph() is graph
+    # Cut one doorway edge between R0 and R2.
+    small_scene.remove_edge(node_id("P42"), node_id("P52"))
+    Mirror(small_store).reconcile(small_scene)
+    fresh = planner.place_graph()
+    assert fresh is not graph
+    assert fresh.matrix[fresh.index["P42"], fresh.index["P52"]] == 0
