@@ -73,13 +73,13 @@ class DemoReport:
         return self.status == "succeeded"
 
 
-def run_demo(options: DemoOptions, out: TextIO = sys.stdout) -> DemoReport:
-    """Run the demo; raises a HeraclesError subclass naming what went wrong."""
+def run_demo(options: DemoOptions, out: TextIO | None = None) -> DemoReport:
+    """Run the demo, printing to ``out`` (default stdout); raises a HeraclesError subclass naming what went wrong."""
     from heracles_ros.execution.robot_state import RobotStateStore
     from heracles_ros.graphdb import open_store, parse_db_uri
     from heracles_ros.graphdb.embedded import EmbeddedServer
 
-    printer = _Printer(out)
+    printer = _Printer(out if out is not None else sys.stdout)
     report = DemoReport()
     options.out_dir.mkdir(parents=True, exist_ok=True)
     db_uri = options.db_uri or f"embedded:{options.out_dir / 'db'}"

@@ -1,0 +1,123 @@
+"""``heracles demo`` end to end: real FalkorDB, real nodes over DDS, real Fast Downward, the sim Spot.
+
+What the demo claims is checked against independent sources: the goal against
+the example scene file itself, execution against what the database holds
+afterwards (read back after the demo stopped its server), the picture by
+opening it.
+"""
+from __future__ import annotations
+
+import re
+
+import pytest
+from PIL import Image
+
+from heracles_ros import cli
+from heracles_ros.demo.language import HOW_TO_ENABLE
+from heracles_ros.demo.run import EXAMPLE_SCENE, GRAPH_NAME, PICTURE_NAME
+from heracles_ros.execution.robot_state import RobotStateStore
+from heracles_ros.graphdb.embedded import EmbeddedServer
+from heracles_ros.graphdb.falkordb_store import FalkorStore
+from heracles_ros.graphdb.schema import CONTAINS
+from heracles_ros.scene.io import load_scene
+from heracles_ros.scene.tables import edge_ends, extract_tables, id_of, relation_of, symbol_of
+
+LANGUAGE_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "HERACLES_DB")
+PATH_RGB = (0xC2, 0x18, 0x5B)  # the plot's path colour
+
+
+@pytest.fixture
+def heracles(monkeypatch):
+    """The real ``heracles`` entry point with only the demo command group registered (others are tested apart)."""
+    monkeypatch.setattr(cli, "_COMMAND_MODULES", ("demo",))
+    return cli.main
+
+
+@pytest.fixture
+def no_language_model(monkeypatch):
+    for name in LANGUAGE_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def _room_of_places(tables):
+    rooms = {}
+    for key in tables.edges:
+        relation = relation_of(*edge_ends(key))
+        if relation and relation[2] == CONTAINS and symbol_of(relation[0]).startswith("R"):
+            rooms[symbol_of(relation[1])] = symbol_of(relation[0])
+    return rooms
+
+
+def test_demo_without_a_language_model_runs_a_valid_goal_and_draws_the_path(
+    tmp_path, ros_domain_id, no_language_model, heracles, capsys
+):
+    out_dir = tmp_path / "demo"
+    code = heracles(["demo", "--out", str(out_dir), "--time-scale", "30"])
+    text = capsys.readouterr().out
+    assert code == 0, text
+
+    # The goal brings a box from outside the lounge to a place of the lounge, per the scene file.
+    match = re.search(r"goal: \(object-in-place (O\d+) (P\d+)\)", text)
+    assert match, text
+    obj, place = match.groups()
+    tables = extract_tables(load_scene(EXAMPLE_SCENE))
+    room_of = _room_of_places(tables)
+    assert tables.nodes[id_of(obj)][0] == "box"
+    assert tables.nodes[id_of(room_of[place])][0] == "lounge"
+    relations = [relation_of(*edge_ends(k)) for k in tables.edges]
+    parents = {symbol_of(r[0]) for r in relations if r and r[2] == CONTAINS and symbol_of(r[1]) == obj}
+    assert parents and all(room_of.get(p) != room_of[place] for p in parents), "the box was already in the lounge"
+
+    # The plan and every step of its execution are printed, ending in success.
+    steps = re.findall(r"^\s+(\d+)\. (goto|pick|place|inspect)\b", text, flags=re.M)
+    assert [name for _, name in steps] == ["goto", "pick", "goto", "place"]
+    assert f"pick  {obj}" in text and f"place {obj} at {place}" in text
+    for k in range(1, len(steps) + 1):
+        assert re.search(rf"step {k}/{len(steps)} started", text)
+        assert re.search(rf"step {k}/{len(steps)} succeeded", text)
+    assert "result: succeeded" in text and "demo finished: succeeded" in text
+    assert HOW_TO_ENABLE in text
+
+    # The demo stopped the server it started; its data stays: the robot stands at the place, hand empty,
+    # and the box lies where it was put down.
+    server = EmbeddedServer(out_dir / "db")
+    assert server.running() is None
+    info = server.ensure_started()
+    store = FalkorStore(info.host, info.port, graph=GRAPH_NAME)
+    try:
+        states = RobotStateStore(store)
+        robot = states.read()
+        assert robot is not None and robot.place == place and robot.holding == ""
+        box, spot = states.position_of(obj), states.position_of(place)
+        assert box is not None and spot is not None
+        assert box[:2] == pytest.approx(spot[:2])
+        assert robot.position[:2] == pytest.approx(spot[:2], abs=1e-6)
+    finally:
+        store.close()
+        server.stop()
+
+    # The picture is a real PNG of a reasonable size with the path drawn on it.
+    picture = out_dir / PICTURE_NAME
+    assert f"wrote {picture}" in text
+    with Image.open(picture) as image:
+        assert image.format == "PNG"
+        assert image.width >= 1200 and image.height >= 700
+        rgb = image.convert("RGB")
+        colours = rgb.getcolors(maxcolors=1 << 20)
+        assert colours is not None and len(colours) > 100
+        path_pixels = sum(n for n, c in colours if all(abs(a - b) <= 8 for a, b in zip(c, PATH_RGB, strict=True)))
+        assert path_pixels > 2000, "the robot's path is not drawn"
+
+
+def test_demo_with_a_bad_database_uri_fails_clearly(tmp_path, no_language_model, heracles, capsys):
+    code = heracles(["demo", "--out", str(tmp_path), "--db", "bogus://somewhere"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "unknown database URI 'bogus://somewhere'" in captured.err
+
+
+def test_demo_refuses_openai_without_a_key_or_url(tmp_path, no_language_model, heracles, capsys):
+    code = heracles(["demo", "--out", str(tmp_path), "--llm", "openai"])
+    assert code == 1
+    assert "--llm openai needs OPENAI_API_KEY" in capsys.readouterr().err
+
