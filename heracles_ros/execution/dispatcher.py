@@ -176,10 +176,17 @@ class Dispatcher:
         """What the dispatcher knows of the robot now (pose, place, held object)."""
         return self._robot
 
+    def pose(self) -> Pose:
+        """The driver's pose, or the last recorded position when the driver cannot tell (no odometry)."""
+        try:
+            return self.driver.pose()
+        except DriverError:
+            return Pose(*self._robot.position)
+
     def timeout_for(self, action: PlanAction) -> float:
         timeout = self.config.step_timeout_s
         if action.name == "goto":
-            timeout += self.config.timeout_per_metre_s * path_length(self.driver.pose().position, action)
+            timeout += self.config.timeout_per_metre_s * path_length(self.pose().position, action)
         return timeout
 
     # -- running ---------------------------------------------------------------------
@@ -282,7 +289,7 @@ class _PlanRun:
             if self.cancel.cancelled:
                 reason = self.cancel.reason or "cancelled"
                 self.emit(StepState.CANCELLED, index, action, reason)
-                return StepOutcome(Outcome.CANCELLED, self.d.driver.pose(), reason)
+                return StepOutcome(Outcome.CANCELLED, self.d.pose(), reason)
             self.emit(StepState.STARTED, index, action, _describe(action))
             try:
                 outcome = self.d.driver.execute(
@@ -290,7 +297,7 @@ class _PlanRun:
                 )
             except DriverError as exc:
                 self.driver_broken = True
-                outcome = StepOutcome(Outcome.FAILED, self.d.driver.pose(), f"driver error: {exc}")
+                outcome = StepOutcome(Outcome.FAILED, self.d.pose(), f"driver error: {exc}")
             note = self.d._record(action, outcome)
             if outcome.ok:
                 self.completed += 1

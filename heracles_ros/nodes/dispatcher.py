@@ -45,7 +45,7 @@ from rclpy.signals import SignalHandlerOptions
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
-from heracles_ros.errors import ConfigError, DriverError, ExecutionError, HeraclesError
+from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
 from heracles_ros.execution.dispatcher import (
     DispatchConfig,
     Dispatcher,
@@ -55,7 +55,7 @@ from heracles_ros.execution.dispatcher import (
     Replanner,
     StepState,
 )
-from heracles_ros.execution.driver import CancelToken, Pose, RobotDriver
+from heracles_ros.execution.driver import CancelToken, RobotDriver
 from heracles_ros.execution.driver_factory import DRIVER_KINDS, Setting, checked_settings, make_driver
 from heracles_ros.execution.driver_factory import SETTINGS as DRIVER_SETTINGS
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore, place_layer
@@ -382,11 +382,7 @@ class DispatcherNode(Node):
         self._publish_markers()
 
     def _publish_markers(self) -> None:
-        robot = self.dispatcher.robot
-        try:
-            pose = self.driver.pose()
-        except DriverError:  # no odometry yet: show the recorded position
-            pose = Pose(*robot.position)
+        robot, pose = self.dispatcher.robot, self.dispatcher.pose()
         label = self.settings.robot_symbol + (f" holding {robot.holding}" if robot.holding else "")
         frame, stamp = self.settings.map_frame, self.get_clock().now().to_msg()
         with self._lock:  # the book's view and the publish order must agree

@@ -239,3 +239,14 @@ def test_malformed_plans_are_rejected_before_the_robot_moves(tiny_store):
     assert "goto target 'O1' is not a place symbol" in outcome.reason
     assert "2 waypoint symbols for 1 waypoints" in outcome.reason
     assert rig.events == [] and rig.driver.steps_executed == 0
+
+
+def test_a_broken_driver_ends_the_plan_without_replanning(tiny_store):
+    planner = LinePlanner(tiny_store)
+    rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST), replan=planner)
+    rig.driver.shutdown()  # a driver that cannot work at all: no replan can help
+    outcome = rig.dispatcher.run(planner.plan(FETCH_O2, "P0"))
+    assert outcome.status is DispatchStatus.FAILED
+    assert "driver error: sim driver used before start()" in outcome.reason
+    assert planner.calls == [] and outcome.replans == 0
+    assert rig.states.read() == RobotState((0.0, 0.0, 0.0), place="P0", holding="")
