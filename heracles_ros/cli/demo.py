@@ -25,8 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", default=None, help="model name (default: the provider's default)")
     parser.add_argument("--base-url", default=None, metavar="URL",
                         help="OpenAI-compatible endpoint, or the Ollama host with --llm ollama")
-    parser.add_argument("--out", type=Path, default=Path("heracles-demo"), metavar="DIR",
-                        help="where the picture (and the embedded database) go (default: ./heracles-demo)")
+    parser.add_argument("--out", type=Path, default=Path("out") / "demo", metavar="DIR",
+                        help="where the picture (and the embedded database) go (default: ./out/demo)")
     parser.add_argument("--time-scale", type=float, default=10.0, metavar="X",
                         help="simulated seconds per wall-clock second of the simulated Spot (default: 10)")
     parser.set_defaults(func=run)
