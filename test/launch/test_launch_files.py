@@ -172,6 +172,13 @@ def topics_by_node(launch: LaunchFile) -> dict[str, list]:
 
 
 # -- the launch files --------------------------------------------------------------------------
+def test_the_simulation_launch_file_runs_the_whole_system_on_the_example_scene():
+    launch = parse_launch_file(REPO / "launch" / "sim.launch.py")
+    assert launch.includes == [("heracles.launch.py", ["driver", "scene_file", "start_rviz"])]
+    assert {"data", "example_scene.json"} <= launch.strings
+    assert (REPO / "heracles_ros" / "data" / "example_scene.json").is_file()
+
+
 def test_there_is_a_launch_file_for_the_whole_system():
     assert MAIN_LAUNCH in LAUNCH_FILES
     launch = parse_launch_file(MAIN_LAUNCH)
@@ -189,9 +196,20 @@ def test_launch_arguments_have_defaults_and_descriptions(path):
 
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
 def test_every_executable_is_an_entry_point_and_an_installed_script(path):
+    assert executable_problems(parse_launch_file(path)) == []
+
+
+@pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)
+def test_every_launch_file_starts_nodes_or_includes_one_of_ours_with_arguments_it_declares(path):
     launch = parse_launch_file(path)
-    assert our_nodes(launch), "the launch file starts none of this package's nodes"
-    assert executable_problems(launch) == []
+    ours = [name for name, _ in launch.includes if (REPO / "launch" / name).is_file()]
+    assert our_nodes(launch) or ours, f"{path.name} starts no node of {PACKAGE} and includes no launch file of it"
+    for name, given in launch.includes:
+        if name not in ours:
+            continue  # another package's file (Hydra's visualizer), checked where it is wired
+        declared = {a.name for a in parse_launch_file(REPO / "launch" / name).arguments}
+        extra = sorted(set(given) - declared)
+        assert not extra, f"{path.name} passes {extra} that {name} does not declare"
 
 
 @pytest.mark.parametrize("path", LAUNCH_FILES, ids=lambda p: p.name)

@@ -60,6 +60,8 @@ class LaunchFile:
     set_remaps: list[tuple[str, str]]
     #: String constants anywhere in the file (paths of included launch files, etc.).
     strings: set[str]
+    #: Included launch files: (file name, the launch arguments passed to it).
+    includes: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 def _call_name(node: ast.Call) -> str:
@@ -139,6 +141,7 @@ def parse_launch_file(path: Path) -> LaunchFile:
     configurations: list[tuple[str, int]] = []
     set_remaps: list[tuple[str, str]] = []
     strings: set[str] = set()
+    includes: list[tuple[str, list[str]]] = []
     for sub in ast.walk(tree):
         if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
             strings.add(sub.value)
@@ -167,6 +170,8 @@ def parse_launch_file(path: Path) -> LaunchFile:
             set_remaps.append((str(_const(src)), _configuration_name(dst) if dst is not None else ""))
         elif kind == "Node":
             nodes.append(_parse_node(sub, helpers))
+        elif kind == "IncludeLaunchDescription":
+            includes.append(_parse_include(sub))
     for fn in tree.body:  # helpers' own LaunchConfiguration(arg) is not a reference to an argument
         if isinstance(fn, ast.FunctionDef) and fn.name in helpers:
             configurations = [(n, line) for n, line in configurations
@@ -177,7 +182,22 @@ def parse_launch_file(path: Path) -> LaunchFile:
         for sub in ast.walk(fn):
             if isinstance(sub, ast.Call) and _call_name(sub) in helpers and sub.args:
                 configurations.append((str(_const(sub.args[0])), sub.lineno))
-    return LaunchFile(path, arguments, nodes, configurations, set_remaps, strings)
+    return LaunchFile(path, arguments, nodes, configurations, set_remaps, strings, includes)
+
+
+def _parse_include(call: ast.Call) -> tuple[str, list[str]]:
+    """File name of the included launch file (last string joined into its path) and the argument names."""
+    names = [s.value for s in ast.walk(call.args[0]) if isinstance(s, ast.Constant) and isinstance(s.value, str)]
+    files = [n for n in names if n.endswith((".launch.py", ".launch.yaml", ".launch.xml"))]
+    arguments: list[str] = []
+    given = _kw(call, "launch_arguments")
+    if isinstance(given, ast.Call) and isinstance(given.func, ast.Attribute):
+        given = given.func.value  # {...}.items()
+    if isinstance(given, ast.Dict):
+        arguments = [str(_const(k)) for k in given.keys]
+    elif isinstance(given, ast.List | ast.Tuple):
+        arguments = [str(_const(e.elts[0])) for e in given.elts if isinstance(e, ast.Tuple)]
+    return (files[-1] if files else "", arguments)
 
 
 def _parse_node(call: ast.Call, helpers: dict[str, str]) -> LaunchNode:

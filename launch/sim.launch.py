@@ -1,0 +1,43 @@
+"""The whole system without a robot or Hydra: the simulated Spot on the bundled example scene, with RViz.
+
+    ros2 launch heracles_ros sim.launch.py
+    ros2 service call /spot/command heracles_ros/srv/Command \
+        "{instruction: 'bring a box from the office to the lounge', execute: true}"
+
+It is heracles.launch.py with driver:=sim and scene_file:= the example scene
+shipped in the Python package (heracles_ros/data/example_scene.json); every
+other argument passes through.
+"""
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
+from launch.substitutions import LaunchConfiguration
+
+import heracles_ros
+
+PACKAGE = "heracles_ros"
+
+
+def generate_launch_description():
+    example = os.path.join(os.path.dirname(heracles_ros.__file__), "data", "example_scene.json")
+    return LaunchDescription([
+        DeclareLaunchArgument(
+            "scene_file", default_value=example,
+            description="spark_dsg file to mirror at start (default: the bundled example scene)"),
+        DeclareLaunchArgument(
+            "start_rviz", default_value="true", choices=["true", "false"],
+            description="start RViz with the operator console"),
+        IncludeLaunchDescription(
+            PythonLaunchDescriptionSource(
+                os.path.join(get_package_share_directory(PACKAGE), "launch", "heracles.launch.py")
+            ),
+            launch_arguments={
+                "driver": "sim",
+                "scene_file": LaunchConfiguration("scene_file"),
+                "start_rviz": LaunchConfiguration("start_rviz"),
+            }.items(),
+        ),
+    ])
