@@ -120,7 +120,7 @@ class Planner:
         start = self._start(graph, from_symbol)
         result.start_symbol = graph.symbols[start.place]
         symbols = list(dict.fromkeys(a for atom in atoms(expr) for a in atom.args))
-        objects = self._objects(graph, [s for s in symbols if layer_of_symbol(s) is Layer.OBJECT], start.holding)
+        objects = self.object_infos(graph, [s for s in symbols if layer_of_symbol(s) is Layer.OBJECT], start.holding)
         timings["state"] = time.perf_counter() - t
         notes = [start.note] if start.note else []
 
@@ -192,7 +192,8 @@ class Planner:
         log.info(note)
         return Start(place, holding, note)
 
-    def _objects(self, graph: PlaceGraph, symbols: list[str], holding: str) -> dict[str, ObjectInfo]:
+    def object_infos(self, graph: PlaceGraph, symbols: list[str], holding: str) -> dict[str, ObjectInfo]:
+        """Where each object is now and where the robot reaches it (read per plan: objects move)."""
         wanted = list(dict.fromkeys([*symbols, *([holding] if holding else [])]))
         if not wanted:
             return {}
