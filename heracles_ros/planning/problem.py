@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from heracles_ros.graphdb.schema import Layer, layer_of_symbol
 from heracles_ros.language.goal_ast import And, Atom, GoalExpr, Not, Or, atoms
@@ -195,7 +194,11 @@ def build_problem(
             base.extend(symbol_places(graph, symbol, objects))
     base = list(dict.fromkeys(base))
     dist, pred = graph.shortest_paths(base, matrix)
-    entries = [e for room in rooms for e in _room_entries(graph, room, base, dist, matrix, rooms, removed)]
+    pools = {room: _entry_pool(graph, room, removed) for room in rooms}
+    # Distance from each room to every place, so a big room can pick the entries facing the others.
+    big = any(pool.size > MAX_ROOM_ENTRIES for pool in pools.values())
+    reach = {room: graph.nearest_of(pool, matrix)[0] for room, pool in pools.items() if big and pool.size}
+    entries = [e for room in rooms for e in _room_entries(graph, room, pools, base, dist, reach)]
     extra = [e for e in dict.fromkeys(entries) if e not in set(base)]
     if extra:
         dist_x, pred_x = graph.shortest_paths(extra, matrix)
@@ -205,38 +208,34 @@ def build_problem(
     return CompactProblem(text, places, dist, pred, removed)
 
 
+def _entry_pool(graph: PlaceGraph, room: str, removed: frozenset[int]) -> np.ndarray:
+    """A room's places a walk can enter it through (its boundary; all its places if it has none)."""
+    members = graph.room_places.get(room, np.zeros(0, dtype=np.int64))
+    boundary = graph.room_boundary.get(room, np.zeros(0, dtype=np.int64))
+    return np.array([i for i in (boundary if boundary.size else members) if int(i) not in removed], dtype=np.int64)
+
+
 def _room_entries(
     graph: PlaceGraph,
     room: str,
+    pools: dict[str, np.ndarray],
     base: list[int],
     dist: np.ndarray,
-    matrix: csr_matrix,
-    rooms: list[str],
-    removed: frozenset[int],
+    reach: dict[str, np.ndarray],
 ) -> list[int]:
-    """Places through which a walk enters ``room``: all of them if few, else the ones nearest the others."""
-    members = graph.room_places.get(room, np.zeros(0, dtype=np.int64))
-    boundary = graph.room_boundary.get(room, np.zeros(0, dtype=np.int64))
-    pool = np.array([i for i in (boundary if boundary.size else members) if int(i) not in removed], dtype=np.int64)
-    member_set = set(members.tolist())
+    """Entry places of ``room``: all of them if few, else the ones nearest the problem's other places."""
+    pool = pools[room]
+    member_set = set(graph.room_places.get(room, np.zeros(0, dtype=np.int64)).tolist())
     inside = [p for p in base if p in member_set]  # e.g. the robot starts in the room
     if pool.size <= MAX_ROOM_ENTRIES:
         return [*inside, *(int(i) for i in pool)]
     chosen: list[int] = list(inside)
-    for row in range(len(base)):
-        d = dist[row, pool]
+    rows = [dist[row] for row in range(len(base))]
+    rows += [d for other, d in reach.items() if other != room]
+    for d_all in rows:
+        d = d_all[pool]
         if np.isfinite(d).any():
             chosen.append(int(pool[int(np.argmin(d))]))
-    for other in rooms:
-        if other == room:
-            continue
-        other_members = graph.room_places.get(other, np.zeros(0, dtype=np.int64))
-        other_pool = np.array([i for i in other_members if int(i) not in removed], dtype=np.int64)
-        if other_pool.size == 0:
-            continue
-        d, _ = graph.nearest_of(other_pool, matrix)
-        if np.isfinite(d[pool]).any():
-            chosen.append(int(pool[int(np.argmin(d[pool]))]))
     if not chosen:  # nothing reaches the room: keep one place to name it by
         centre = np.asarray(graph.room_positions.get(room, (0.0, 0.0, 0.0)))
         chosen.append(int(pool[int(np.argmin(np.linalg.norm(graph.positions[pool] - centre, axis=1)))]))
