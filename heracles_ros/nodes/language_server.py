@@ -1,0 +1,445 @@
+"""The ``language_server`` node: questions, commands and corrections in plain language.
+
+Interface (names relative, so a robot namespace applies):
+
+- serves ``ask`` (heracles_ros/srv/Ask), ``command`` (heracles_ros/srv/Command)
+  and ``correct`` (heracles_ros/srv/Correct);
+- publishes ``plan`` (heracles_ros/msg/Plan): the plan of a ``command`` called
+  with ``execute: true``, for the dispatcher;
+- publishes ``last_answer`` (std_msgs/msg/String) and ``answer_marker``
+  (visualization_msgs/msg/MarkerArray): the outcome of the latest request, as
+  text and as one RViz text marker above the robot's recorded position
+  (namespace :data:`NS_ANSWER`, id 0, so each replaces the one before). Both
+  are transient-local, depth 1: a console that starts later still gets it.
+
+Parameters: :data:`PARAMETERS`. API keys come only from the environment
+(``OPENAI_API_KEY``), never from parameters.
+
+Every request is one conversation with the model, run by the library's
+:class:`~heracles_ros.agent.loop.Agent`; failures (model down or garbled, a
+goal that stays invalid, no plan, no dispatcher listening) come back in the
+response's ``error`` field and the node keeps serving.
+
+Concurrency (decision): a model can take minutes, so the services sit in one
+ReentrantCallbackGroup and each request runs on the executor thread that took
+it; :func:`main` gives the MultiThreadedExecutor ``request_workers`` + 2
+threads. At most ``request_workers`` requests run at once; one more is answered
+at once with a "busy" error rather than queueing behind slow models, so
+executor threads always remain for everything else. One agent serves all
+requests: each call keeps its conversation to itself, and what calls share
+(schema-facts cache, the planner's place-graph cache, the model's and the
+database's clients) is locked or thread-safe.
+"""
+from __future__ import annotations
+
+import logging
+import sys
+import textwrap
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import rclpy
+from builtin_interfaces.msg import Duration
+from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.executors import MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.signals import SignalHandlerOptions
+from std_msgs.msg import ColorRGBA, Header, String
+from visualization_msgs.msg import Marker, MarkerArray
+
+from heracles_ros.agent.llm import LLM, PROVIDERS, LLMSettings
+from heracles_ros.agent.loop import Agent
+from heracles_ros.agent.prompt import METHODS
+from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult, Usage
+from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
+from heracles_ros.execution.robot_state import RobotStateStore
+from heracles_ros.graphdb import open_store
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.msg import Plan
+from heracles_ros.nodes.parameters import ParamSpec, declare
+from heracles_ros.nodes.plan_msgs import plan_to_msg
+from heracles_ros.planning.types import PlanResult
+from heracles_ros.srv import Ask, Command, Correct
+
+log = logging.getLogger(__name__)
+
+NODE_NAME = "language_server"
+#: RViz namespace of the answer marker (one TEXT_VIEW_FACING, id 0).
+NS_ANSWER = "heracles/answer"
+#: The marker floats this high above the robot's recorded position (or the map origin), metres.
+ANSWER_LIFT_M = 1.5
+ANSWER_TEXT_HEIGHT_M = 0.3
+_ANSWER_COLOUR = (1.0, 1.0, 0.6, 1.0)
+_ERROR_COLOUR = (1.0, 0.35, 0.3, 1.0)
+#: Characters per marker line, and at most this many lines (RViz text does not wrap by itself).
+_MARKER_WIDTH = 60
+_MARKER_LINES = 8
+#: Executor threads beyond the request workers, so a full house of slow models blocks nothing else.
+SPARE_THREADS = 2
+#: Time limit of the node's own database reads (planner, robot record), seconds; the model's
+#: queries get ``query_timeout_s``.
+STORE_TIMEOUT_S = 60.0
+
+PARAMETERS: tuple[ParamSpec, ...] = (
+    ParamSpec("db_uri", "embedded", "Graph database: embedded[:DIR] | falkordb://host:port | neo4j://host:port[/db]"),
+    ParamSpec("graph_name", "heracles", "FalkorDB graph holding the mirrored scene (ignored by Neo4j)"),
+    ParamSpec("robot_symbol", "robot", "nodeSymbol of the robot's node in the database (plans start from it)"),
+    ParamSpec("llm", "openai", "Language model provider: openai (key from OPENAI_API_KEY) or ollama",
+              choices=PROVIDERS),
+    ParamSpec("model", "", "Model name; '' = the provider's default (gpt-4.1 / qwen3:32b)"),
+    ParamSpec("base_url", "", "OpenAI-compatible base URL or Ollama host; '' = OPENAI_BASE_URL / OLLAMA_HOST / "
+              "the provider's default"),
+    ParamSpec("temperature", 0.0, "Sampling temperature of the model", minimum=0.0, maximum=2.0),
+    ParamSpec("llm_timeout_s", 120.0, "Time limit of one model call, seconds", minimum=0.1),
+    ParamSpec("request_timeout_s", 240.0, "Time limit of a whole request (all model turns and queries), seconds",
+              minimum=0.1),
+    ParamSpec("max_tool_calls", 5, "Cypher queries the model may run per request", minimum=0, maximum=50),
+    ParamSpec("method", "agentic", "agentic (queries as needed) | single (one query) | context (scene in the prompt)",
+              choices=METHODS),
+    ParamSpec("max_goal_retries", 2, "Times a rejected goal goes back to the model with the checker's problems",
+              minimum=0, maximum=10),
+    ParamSpec("query_timeout_s", 10.0, "Time limit of each Cypher query the model runs, seconds", minimum=0.1),
+    ParamSpec("result_token_budget", 2000, "Tokens of query results the model gets per call (the rest is cut)",
+              minimum=50, maximum=1_000_000),
+    ParamSpec("planner_timeout_s", 10.0, "Time limit of Fast Downward for one command, seconds", minimum=0.1),
+    ParamSpec("map_frame", "map", "Frame of published plans and of the answer marker"),
+    ParamSpec("request_workers", 4, "Requests answered at once; one more is refused as busy", minimum=1, maximum=64),
+)
+
+
+@dataclass(frozen=True)
+class LanguageSettings:
+    """The node's parameters, checked and grouped for the library."""
+
+    db_uri: str
+    graph_name: str
+    robot_symbol: str
+    llm: LLMSettings
+    method: str
+    max_goal_retries: int
+    query_timeout_s: float
+    result_token_budget: int
+    request_timeout_s: float
+    planner_timeout_s: float
+    map_frame: str
+    request_workers: int
+
+    @classmethod
+    def from_values(cls, v: dict[str, Any]) -> LanguageSettings:
+        """ConfigError naming the parameter for anything the library refuses."""
+        for name in ("robot_symbol", "map_frame", "graph_name"):
+            if not v[name].strip():
+                raise ConfigError(f"parameter {name} must not be empty")
+        llm = LLMSettings(
+            provider=v["llm"],
+            model=v["model"],
+            temperature=v["temperature"],
+            timeout_s=v["llm_timeout_s"],
+            max_tool_calls=v["max_tool_calls"],
+            base_url=v["base_url"] or None,
+        )
+        return cls(
+            db_uri=v["db_uri"],
+            graph_name=v["graph_name"],
+            robot_symbol=v["robot_symbol"],
+            llm=llm,
+            method=v["method"],
+            max_goal_retries=v["max_goal_retries"],
+            query_timeout_s=v["query_timeout_s"],
+            result_token_budget=v["result_token_budget"],
+            request_timeout_s=v["request_timeout_s"],
+            planner_timeout_s=v["planner_timeout_s"],
+            map_frame=v["map_frame"],
+            request_workers=v["request_workers"],
+        )
+
+
+def plan_summary(plan: PlanResult | None) -> str:
+    """One line per step after a headline, or why there is no plan ("" when planning was not reached)."""
+    if plan is None:
+        return ""
+    if not plan.ok:
+        return f"no plan ({plan.status.value})" + (f": {plan.reason}" if plan.reason else "")
+    head = f"{len(plan.actions)} steps from {plan.start_symbol}, cost {plan.total_cost:g}"
+    steps = [f"{i}. {a.name} {' '.join(a.args)}" for i, a in enumerate(plan.actions, start=1)]
+    return "\n".join([head, *steps])
+
+
+def outcome_text(result: AskResult | CommandResult | CorrectResult) -> str:
+    """What ``last_answer`` says about a request: the answer, goal or changes, else the error."""
+    if result.error:
+        return f"error: {result.error}"
+    if isinstance(result, AskResult):
+        return result.answer
+    if isinstance(result, CommandResult):
+        return result.goal
+    return "; ".join(result.changes) or "nothing changed"
+
+
+def marker_text(kind: str, request: str, outcome: str) -> str:
+    """The marker's text: the request and its outcome, wrapped to lines RViz can show."""
+    lines: list[str] = []
+    for paragraph in (f"{kind}: {request.strip()}", outcome):
+        lines += textwrap.wrap(paragraph, _MARKER_WIDTH) or [""]
+    if len(lines) > _MARKER_LINES:
+        lines = [*lines[: _MARKER_LINES - 1], "..."]
+    return "\n".join(lines)
+
+
+def _latched() -> QoSProfile:
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=1,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
+
+
+def _reliable(depth: int) -> QoSProfile:
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+
+
+class LanguageServerNode(Node):
+    """Serves ask / command / correct through one shared agent; publishes plans and the last answer."""
+
+    def __init__(self, **kwargs: Any):
+        self._closed = True  # until _setup completes there is nothing of ours to release
+        super().__init__(NODE_NAME, **kwargs)
+        try:
+            self._setup()
+        except BaseException:
+            super().destroy_node()
+            raise
+
+    def _setup(self) -> None:
+        try:
+            values = declare(self, PARAMETERS)
+        except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
+            raise ConfigError(f"{NODE_NAME} parameters: {exc}") from exc
+        self.settings = LanguageSettings.from_values(values)
+        self.store: GraphStore = open_store(
+            self.settings.db_uri, graph=self.settings.graph_name, timeout_s=STORE_TIMEOUT_S
+        )
+        self._robot = RobotStateStore(self.store, symbol=self.settings.robot_symbol)
+        self._agent_lock = threading.Lock()
+        self._agent: Agent | None = None
+        self._llm: LLM | None = None
+        self._slots = threading.BoundedSemaphore(self.settings.request_workers)
+        self._publish_lock = threading.Lock()
+
+        self._plan_pub = self.create_publisher(Plan, "plan", _reliable(10))
+        self._answer_pub = self.create_publisher(String, "last_answer", _latched())
+        self._marker_pub = self.create_publisher(MarkerArray, "answer_marker", _latched())
+        requests = ReentrantCallbackGroup()
+        self.create_service(Ask, "ask", self._on_ask, callback_group=requests)
+        self.create_service(Command, "command", self._on_command, callback_group=requests)
+        self.create_service(Correct, "correct", self._on_correct, callback_group=requests)
+        self._closed = False
+        try:
+            self._get_agent()
+        except HeraclesError as exc:  # e.g. no API key yet: every request will say so, and retry
+            self.get_logger().error(f"the language model is not usable yet: {exc}")
+        self.get_logger().info(
+            f"answering with {self.settings.llm.provider}:{self.settings.llm.model_name} "
+            f"({self.settings.method}) on {self.store.description}"
+        )
+
+    # -- the agent -------------------------------------------------------------------
+    def _get_agent(self) -> Agent:
+        """The shared agent, built on first use (again after a failure, e.g. the SDK was missing)."""
+        with self._agent_lock:
+            if self._agent is None:
+                from heracles_ros.agent.factory import make_llm
+                from heracles_ros.planning.planner import Planner
+
+                s = self.settings
+                llm = make_llm(s.llm)
+                planner = Planner(self.store, timeout_s=s.planner_timeout_s, robot_symbol=s.robot_symbol)
+                self._agent = Agent(
+                    self.store,
+                    llm,
+                    planner=planner,
+                    method=s.method,
+                    max_goal_retries=s.max_goal_retries,
+                    query_timeout_s=s.query_timeout_s,
+                    result_token_budget=s.result_token_budget,
+                    request_timeout_s=s.request_timeout_s,
+                )
+                self._llm = llm
+            return self._agent
+
+    # -- services (each runs on its executor thread, bounded by the request slots) ------------
+    def _on_ask(self, request: Ask.Request, response: Ask.Response) -> Ask.Response:
+        answer_type = request.answer_type.strip() or None
+        result = self._serve(
+            "ask", request.question, AskResult, lambda agent: agent.ask(request.question, answer_type=answer_type)
+        )
+        response.answer = result.answer
+        response.explanation = result.explanation
+        _fill_usage(response, result.usage, result.error)
+        return response
+
+    def _on_command(self, request: Command.Request, response: Command.Response) -> Command.Response:
+        result = self._serve(
+            "command", request.instruction, CommandResult,
+            lambda agent: self._command(agent, request.instruction, execute=request.execute, response=response),
+        )
+        response.goal = result.goal
+        response.plan_summary = plan_summary(result.plan)
+        _fill_usage(response, result.usage, result.error)
+        return response
+
+    def _on_correct(self, request: Correct.Request, response: Correct.Response) -> Correct.Response:
+        result = self._serve(
+            "correct", request.instruction, CorrectResult, lambda agent: agent.correct(request.instruction)
+        )
+        response.changes = list(result.changes)
+        response.explanation = result.explanation
+        _fill_usage(response, result.usage, result.error)
+        return response
+
+    def _command(self, agent: Agent, instruction: str, *, execute: bool, response: Command.Response) -> CommandResult:
+        result = agent.command(instruction, plan=True)
+        if execute and result.ok and result.plan is not None:
+            try:
+                response.plan_id = self._send_plan(result.plan)
+            except HeraclesError as exc:
+                result.error = f"{type(exc).__name__}: {exc}"
+        return result
+
+    def _send_plan(self, plan: PlanResult) -> str:
+        """Publish a solved plan for the dispatcher; ExecutionError if no dispatcher would hear it."""
+        if self._plan_pub.get_subscription_count() == 0:
+            raise ExecutionError(
+                f"no dispatcher subscribes to {self._plan_pub.topic_name}; the plan was not sent (start the "
+                "dispatcher in this namespace, or call command with execute: false)"
+            )
+        plan_id = f"plan-{uuid.uuid4().hex[:8]}"
+        self._plan_pub.publish(
+            plan_to_msg(plan, plan_id=plan_id, frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg())
+        )
+        self.get_logger().info(f"plan {plan_id} sent: {len(plan.actions)} steps for {plan.goal}")
+        return plan_id
+
+    def _serve(self, kind: str, text: str, result_type: Callable[[], Any], run: Callable[[Agent], Any]) -> Any:
+        """Run one request within a free slot; every failure becomes the result's error.
+
+        Requests that ran publish their outcome as the last answer; refused ones
+        (busy, shutting down) do not, so they never hide a real answer.
+        """
+        started = time.monotonic()
+        result = result_type()
+        if self._closed:
+            result.error = "ExecutionError: the language server is shutting down"
+            return result
+        if not self._slots.acquire(blocking=False):
+            result.error = (
+                f"busy: all {self.settings.request_workers} request workers are answering; try again shortly "
+                "(or raise the request_workers parameter)"
+            )
+            self.get_logger().warning(f"{kind} refused: {result.error}")
+            return result
+        try:
+            result = run(self._get_agent())
+        except HeraclesError as exc:
+            result.error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # the node must outlive a bug in one request
+            self.get_logger().error(f"{kind} failed with an internal error: {exc!r}")
+            result.error = f"internal error: {exc!r}"
+        finally:
+            self._slots.release()
+        result.usage.latency_s = time.monotonic() - started  # the whole request, planning included
+        outcome = outcome_text(result)
+        self.get_logger().info(f"{kind} {text.strip()!r} -> {outcome} ({result.usage.latency_s:.1f} s)")
+        self._publish_answer(kind, text, outcome)
+        return result
+
+    # -- last answer -----------------------------------------------------------------
+    def _publish_answer(self, kind: str, request: str, outcome: str) -> None:
+        try:
+            state = self._robot.read()
+        except HeraclesError:
+            state = None  # the database is down: the marker goes to the origin, the text still goes out
+        x, y, z = state.position if state is not None else (0.0, 0.0, 0.0)
+        colour = _ERROR_COLOUR if outcome.startswith("error:") else _ANSWER_COLOUR
+        marker = Marker(
+            header=Header(frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg()),
+            ns=NS_ANSWER,
+            id=0,
+            type=Marker.TEXT_VIEW_FACING,
+            action=Marker.ADD,
+            pose=Pose(position=Point(x=float(x), y=float(y), z=float(z) + ANSWER_LIFT_M),
+                      orientation=Quaternion(w=1.0)),
+            scale=Vector3(z=ANSWER_TEXT_HEIGHT_M),
+            color=ColorRGBA(r=colour[0], g=colour[1], b=colour[2], a=colour[3]),
+            lifetime=Duration(),  # 0: stays until the next answer replaces it
+            text=marker_text(kind, request, outcome),
+        )
+        with self._publish_lock:  # text and marker of one request go out together, in request order
+            self._answer_pub.publish(String(data=outcome))
+            self._marker_pub.publish(MarkerArray(markers=[marker]))
+
+    # -- shutdown ----------------------------------------------------------------------
+    def close(self) -> None:
+        """Refuse new requests and release the model client and the database. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        with self._agent_lock:
+            if self._llm is not None:
+                self._llm.close()
+            self._agent = self._llm = None
+        self.store.close()
+
+    def destroy_node(self) -> None:
+        self.close()
+        super().destroy_node()
+
+
+def _fill_usage(response: Any, usage: Usage, error: str) -> None:
+    response.queries = [str(q) for q in usage.queries]
+    response.tool_calls = usage.tool_calls
+    response.input_tokens = usage.input_tokens
+    response.output_tokens = usage.output_tokens
+    response.latency_s = float(usage.latency_s)
+    response.error = error
+
+
+def main(args: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    with rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO):
+        try:
+            node = LanguageServerNode()
+        except HeraclesError as exc:
+            log.error("language_server cannot start: %s", exc)
+            return 1
+        executor = MultiThreadedExecutor(num_threads=node.settings.request_workers + SPARE_THREADS)
+        executor.add_node(node)
+        spinner = threading.Thread(target=executor.spin, name="language-server-executor", daemon=True)
+        spinner.start()
+        try:
+            while spinner.is_alive():
+                spinner.join(0.5)
+        except KeyboardInterrupt:
+            log.info("language_server stopping")
+        finally:
+            node.close()
+            executor.shutdown()
+            node.destroy_node()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
