@@ -1,0 +1,46 @@
+"""The plan benchmark's pieces, and a cross-check: the compact problem loses nothing against the naive one.
+
+The naive encoding puts every place of the small scene into the PDDL problem
+with roads only between neighbours; both are solved optimally by the same Fast
+Downward search, so their costs must agree.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from heracles_ros.bench.plan import naive_problem, random_goals
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.language.pddl_goal import parse_goal
+from heracles_ros.planning.fast_downward import run_fast_downward
+from heracles_ros.planning.planner import Planner
+from heracles_ros.planning.problem import COST_SCALE
+
+GOALS = [
+    "(or (visited-room R3) (holding O1))",
+    "(and (safe O9) (visited-room R1))",
+    "(and (visited-place P99) (not (visited-room R1)))",
+    "(object-in-place O3 P7)",
+]
+
+
+@pytest.mark.parametrize("goal", GOALS)
+def test_compact_cost_equals_naive_cost(small_store: GraphStore, goal: str) -> None:
+    planner = Planner(small_store, timeout_s=60.0)
+    compact = planner.plan(goal, from_symbol="P0")
+    naive = run_fast_downward(
+        planner.domain.text, naive_problem(planner.place_graph(), planner, goal, "P0"), timeout_s=60.0,
+        search=planner.search,
+    )
+    assert compact.ok and compact.optimal and naive.ok and naive.optimal
+    assert compact.total_cost == pytest.approx(naive.cost / COST_SCALE, abs=0.02)
+
+
+def test_random_goals_are_valid_and_sized(small_store: GraphStore) -> None:
+    planner = Planner(small_store)
+    goals = random_goals(np.random.default_rng(3), planner.place_graph(), ["O1", "O2", "O3", "O4"], 10)
+    assert len(goals) == 10 and sum(g.startswith("(or") for g in goals) == 3
+    for goal in goals:
+        planner.check(goal)
+        assert 1 <= len({a for a in goal.replace("(", " ").replace(")", " ").split() if a[1:].isdigit()}) <= 5
+        parse_goal(goal)
