@@ -21,7 +21,7 @@ import spark_dsg as dsg
 from heracles_ros.errors import DatabaseError, SuspectSnapshot
 from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.cypher import mirror as q
-from heracles_ros.graphdb.schema import CONTAINS, PREFIX_LAYER, Layer
+from heracles_ros.graphdb.schema import CONNECTED_TYPES, CONTAINS, PREFIX_LAYER, Layer
 from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.scene.tables import (
     EdgeKey,
@@ -31,28 +31,15 @@ from heracles_ros.scene.tables import (
     edge_key,
     extract_tables,
     group_edges,
-    id_of,
     layer_of_id,
+    relation_of,
     symbol_of,
 )
 
 log = logging.getLogger(__name__)
 
-#: (source layer, target layer) pairs each relationship type can join.
-_EDGE_PAIRS: dict[str, list[tuple[Layer, Layer]]] = {
-    **{layer.connected: [(layer, layer)] for layer in Layer},
-    CONTAINS: [
-        (Layer.BUILDING, Layer.ROOM),
-        (Layer.BUILDING, Layer.PLACE),
-        (Layer.BUILDING, Layer.MESH_PLACE),
-        (Layer.BUILDING, Layer.OBJECT),
-        (Layer.ROOM, Layer.PLACE),
-        (Layer.ROOM, Layer.MESH_PLACE),
-        (Layer.ROOM, Layer.OBJECT),
-        (Layer.PLACE, Layer.OBJECT),
-        (Layer.MESH_PLACE, Layer.OBJECT),
-    ],
-}
+#: Statements per MULTI/EXEC transaction: keeps each request moderate in size.
+_STATEMENTS_PER_TRANSACTION = 8
 
 
 @dataclass
@@ -117,6 +104,9 @@ class Mirror:
             self._ensure_schema()
             from_db = self._baseline is None
             baseline = self._baseline if self._baseline is not None else self.read_baseline()
+            # Only a baseline read just now may vouch that a layer is empty (another writer could
+            # have added nodes since an older one).
+            empty_layers = _empty_layers(baseline) if from_db else frozenset()
             t_diff0 = time.perf_counter()
             diff = _diff(baseline, tables, tolerant=from_db)
             t_diff = time.perf_counter()
@@ -132,7 +122,7 @@ class Mirror:
                     f"(more than {self.suspect_fraction:.0%}); held back. Set allow_mass_removal "
                     "(or send it again with force) if the scene really shrank."
                 )
-            self._write(diff)
+            self._write(diff, empty_layers=empty_layers)
             t_write = time.perf_counter()
             touched = {symbol_of(i) for i in diff.upserted_ids}
             gone = [symbol_of(i) for i in diff.removed_nodes]
@@ -167,18 +157,23 @@ class Mirror:
         return report
 
     def read_baseline(self) -> SceneTables:
-        """What the database mirrors now, in the diff's shape."""
+        """What the database mirrors now, in the diff's shape (nodes and edges written by others are left out)."""
         tables = SceneTables()
+        ids: dict[str, int] = {}
         for layer in Layer:
             for row in self.store.query(q.read_nodes(layer), timeout_s=120):
                 symbol = row["s"]
                 if not isinstance(symbol, str) or PREFIX_LAYER.get(symbol[:1]) is not layer or not symbol[1:].isdigit():
                     continue  # not a mirrored node (written by someone else)
-                tables.nodes[id_of(symbol)] = _row_from_db(row, layer)
-        for relation, pairs in _EDGE_PAIRS.items():
-            for la, lb in pairs:
-                for row in self.store.query(q.read_edges(la, lb, relation), timeout_s=120):
-                    tables.edges.add(edge_key(id_of(row["a"]), id_of(row["b"])))
+                node_id = ids[symbol] = (ord(symbol[0]) << 56) | int(symbol[1:])
+                tables.nodes[node_id] = _row_from_db(row, layer)
+        if not ids:
+            return tables  # no mirrored nodes, so no mirrored edges
+        for relation in (CONTAINS, *CONNECTED_TYPES):
+            for row in self.store.query(q.read_edges(relation), timeout_s=120):
+                a, b = ids.get(row["a"]), ids.get(row["b"])
+                if a is not None and b is not None and relation_of(a, b) == (a, b, relation):
+                    tables.edges.add(edge_key(a, b))
         return tables
 
     def forget_baseline(self) -> None:
@@ -204,32 +199,45 @@ class Mirror:
                     raise
         self._schema_ready = True
 
-    def _write(self, diff: _Diff) -> None:
+    def _write(self, diff: _Diff, *, empty_layers: frozenset[Layer]) -> None:
+        """Send the diff: edge and node deletions, node upserts, then edges.
+
+        Nodes added to a layer that held no mirrored node when the baseline was
+        read from the database (a first load) are CREATEd rather than MERGEd.
+        """
         dialect = self.store.dialect
         statements: list[tuple[str, Params]] = []
         removed = diff.removed_nodes
         # Edges whose end node goes away vanish with DETACH DELETE.
-        by_relation = group_edges(e for e in diff.removed_edges if not _touches(e, removed))
-        for (la, lb, relation), rows in by_relation.items():
-            statements += [(q.delete_edges(la, lb, relation), {"rows": chunk}) for chunk in self._chunks(rows)]
+        for kind, rows in group_edges(e for e in diff.removed_edges if not _touches(e, removed)).items():
+            statements += self._batched(q.delete_edges(kind.source, kind.target, kind.relation), rows)
         for gone_layer, symbols in _group_ids(removed).items():
             statements += [(q.delete_nodes(gone_layer), {"symbols": chunk}) for chunk in self._chunks(symbols)]
-        upserts: dict[Layer, list[dict[str, Any]]] = defaultdict(list)
-        for node_id in diff.upserted_ids:
-            layer = layer_of_id(node_id)
-            if layer is not None:
-                upserts[layer].append(node_params(node_id, diff.rows[node_id], layer))
-        for upsert_layer, rows in upserts.items():
-            statements += [(q.upsert_nodes(dialect, upsert_layer), {"rows": chunk}) for chunk in self._chunks(rows)]
-        added = diff.added_nodes
-        fresh = [e for e in diff.added_edges if _within(e, added)]
-        linking = [e for e in diff.added_edges if not _within(e, added)]
-        for edges, build in ((fresh, q.create_edges), (linking, q.merge_edges)):
-            for (la, lb, relation), rows in group_edges(edges).items():
-                statements += [(build(la, lb, relation), {"rows": chunk}) for chunk in self._chunks(rows)]
-        # One transaction per batch of statements keeps each request moderate in size.
-        for start in range(0, len(statements), 8):
-            self.store.write_many(statements[start : start + 8], timeout_s=120)
+        changed: dict[Layer, list[list[Any]]] = defaultdict(list)
+        added: dict[Layer, list[list[Any]]] = defaultdict(list)
+        rows_of = diff.rows
+        for target, ids in ((changed, diff.changed_nodes), (added, diff.added_nodes)):
+            for node_id in ids:
+                layer = layer_of_id(node_id)
+                if layer is not None:
+                    target[layer].append(node_params(node_id, rows_of[node_id], layer))
+        for layer, rows in changed.items():
+            statements += self._batched(q.upsert_nodes(dialect, layer), rows)
+        for layer, rows in added.items():
+            build = q.create_nodes if layer in empty_layers else q.upsert_nodes
+            statements += self._batched(build(dialect, layer), rows)
+        new_ids = diff.added_nodes
+        fresh = [e for e in diff.added_edges if _within(e, new_ids)]
+        linking = [e for e in diff.added_edges if not _within(e, new_ids)]
+        for edges, build_edges in ((fresh, q.create_edges), (linking, q.merge_edges)):
+            for kind, rows in group_edges(edges).items():
+                statements += self._batched(build_edges(kind.source, kind.target, kind.relation), rows)
+        step = _STATEMENTS_PER_TRANSACTION
+        for start in range(0, len(statements), step):
+            self.store.write_many(statements[start : start + step], timeout_s=120)
+
+    def _batched(self, cypher: str, rows: list[Any]) -> list[tuple[str, Params]]:
+        return [(cypher, {"rows": chunk}) for chunk in self._chunks(rows)]
 
     def _chunks(self, rows: list[Any]) -> Iterable[list[Any]]:
         for start in range(0, len(rows), self.batch_size):
@@ -292,6 +300,11 @@ def _same_row(a: NodeRow, b: NodeRow) -> bool:
     return True
 
 
+def _empty_layers(tables: SceneTables) -> frozenset[Layer]:
+    present = {layer_of_id(node_id) for node_id in tables.nodes}
+    return frozenset(layer for layer in Layer if layer not in present)
+
+
 def _touches(key: EdgeKey, ids: set[int]) -> bool:
     a, b = edge_ends(key)
     return a in ids or b in ids
@@ -302,12 +315,11 @@ def _within(key: EdgeKey, ids: set[int]) -> bool:
     return a in ids and b in ids
 
 
-def node_params(node_id: int, row: NodeRow, layer: Layer) -> dict[str, Any]:
-    """Statement parameters of one node row (keys as in cypher.mirror.upsert_nodes)."""
-    params: dict[str, Any] = {"s": symbol_of(node_id), "c": row[0], "x": row[1], "y": row[2], "z": row[3]}
+def node_params(node_id: int, row: NodeRow, layer: Layer) -> list[Any]:
+    """Statement row of one node: [symbol, class, x, y, z] (+ [name, dx, dy, dz] for objects)."""
     if layer is Layer.OBJECT and len(row) == 8:
-        params.update(name=row[4], dx=row[5], dy=row[6], dz=row[7])
-    return params
+        return [symbol_of(node_id), *row]
+    return [symbol_of(node_id), *row[:4]]
 
 
 def _row_from_db(row: dict[str, Any], layer: Layer) -> NodeRow:

@@ -20,39 +20,51 @@ def create_index(dialect: Dialect, label: str, prop: str) -> str:
     return f"CREATE INDEX FOR (n:{label}) ON (n.{prop})"
 
 
+#: Node rows are lists, [symbol, class, x, y, z] plus [name, dx, dy, dz] for objects: shorter
+#: to encode and parse than maps (see mirror.node_params).
+def _node_sets(dialect: Dialect, layer: Layer) -> str:
+    sets = "n.class = r[1], n.x = r[2], n.y = r[3], n.z = r[4]"
+    if layer is Layer.OBJECT:
+        sets += ", n.name = r[5], n.bbox_dx = r[6], n.bbox_dy = r[7], n.bbox_dz = r[8]"
+    if dialect.has_points:
+        sets += ", n.center = point({x: r[2], y: r[3], z: r[4]})"
+    return sets
+
+
 def upsert_nodes(dialect: Dialect, layer: Layer) -> str:
     """MERGE on nodeSymbol, then SET every mirrored property (never MERGE on a property map)."""
-    sets = "n.class = r.c, n.x = r.x, n.y = r.y, n.z = r.z"
-    if layer is Layer.OBJECT:
-        sets += ", n.name = r.name, n.bbox_dx = r.dx, n.bbox_dy = r.dy, n.bbox_dz = r.dz"
-    if dialect.has_points:
-        sets += ", n.center = point({x: r.x, y: r.y, z: r.z})"
-    return f"UNWIND $rows AS r MERGE (n:{layer.value} {{nodeSymbol: r.s}}) SET {sets}"
+    return f"UNWIND $rows AS r MERGE (n:{layer.value} {{nodeSymbol: r[0]}}) SET {_node_sets(dialect, layer)}"
+
+
+def create_nodes(dialect: Dialect, layer: Layer) -> str:
+    """For nodes known to be absent (the label held none of them when the diff was made)."""
+    return f"UNWIND $rows AS r CREATE (n:{layer.value} {{nodeSymbol: r[0]}}) SET {_node_sets(dialect, layer)}"
 
 
 def delete_nodes(layer: Layer) -> str:
     return f"UNWIND $symbols AS s MATCH (n:{layer.value} {{nodeSymbol: s}}) DETACH DELETE n"
 
 
+#: Edge rows are [source symbol, target symbol].
 def merge_edges(source: Layer, target: Layer, relation: str) -> str:
     return (
-        f"UNWIND $rows AS r MATCH (a:{source.value} {{nodeSymbol: r.a}}) "
-        f"MATCH (b:{target.value} {{nodeSymbol: r.b}}) MERGE (a)-[:{relation}]->(b)"
+        f"UNWIND $rows AS r MATCH (a:{source.value} {{nodeSymbol: r[0]}}) "
+        f"MATCH (b:{target.value} {{nodeSymbol: r[1]}}) MERGE (a)-[:{relation}]->(b)"
     )
 
 
 def create_edges(source: Layer, target: Layer, relation: str) -> str:
     """For edges between nodes created in the same reconcile: they cannot exist yet."""
     return (
-        f"UNWIND $rows AS r MATCH (a:{source.value} {{nodeSymbol: r.a}}) "
-        f"MATCH (b:{target.value} {{nodeSymbol: r.b}}) CREATE (a)-[:{relation}]->(b)"
+        f"UNWIND $rows AS r MATCH (a:{source.value} {{nodeSymbol: r[0]}}) "
+        f"MATCH (b:{target.value} {{nodeSymbol: r[1]}}) CREATE (a)-[:{relation}]->(b)"
     )
 
 
 def delete_edges(source: Layer, target: Layer, relation: str) -> str:
     return (
-        f"UNWIND $rows AS r MATCH (a:{source.value} {{nodeSymbol: r.a}})-[e:{relation}]->"
-        f"(b:{target.value} {{nodeSymbol: r.b}}) DELETE e"
+        f"UNWIND $rows AS r MATCH (a:{source.value} {{nodeSymbol: r[0]}})-[e:{relation}]->"
+        f"(b:{target.value} {{nodeSymbol: r[1]}}) DELETE e"
     )
 
 
@@ -62,11 +74,9 @@ def read_nodes(layer: Layer) -> str:
     return f"MATCH (n:{layer.value}) RETURN n.nodeSymbol AS s, n.class AS c, n.x AS x, n.y AS y, n.z AS z{extra}"
 
 
-def read_edges(source: Layer, target: Layer, relation: str) -> str:
-    return (
-        f"MATCH (a:{source.value})-[:{relation}]->(b:{target.value}) "
-        "RETURN a.nodeSymbol AS a, b.nodeSymbol AS b"
-    )
+def read_edges(relation: str) -> str:
+    """Every relationship of one type between nodes with symbols (the mirror keeps only its own)."""
+    return f"MATCH (a)-[:{relation}]->(b) RETURN a.nodeSymbol AS a, b.nodeSymbol AS b"
 
 
 # --- mirror bookkeeping ---------------------------------------------------------
