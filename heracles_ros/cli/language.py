@@ -11,12 +11,15 @@ dispatcher and the robot.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult
 from heracles_ros.cli.common import add_db_option, print_json
-from heracles_ros.errors import ConfigError
+from heracles_ros.errors import ConfigError, HeraclesError
 
 PROVIDERS = ("openai", "ollama")
 METHODS = ("agentic", "single", "context")
@@ -83,16 +86,14 @@ def _add_llm_options(parser: argparse.ArgumentParser) -> None:
 
 # --- commands -----------------------------------------------------------------------
 def _ask(args: argparse.Namespace) -> int:
-    with _session(args) as agent:
-        result = agent.ask(args.question, answer_type=args.answer_type)
+    result = _request(args, AskResult, lambda agent: agent.ask(args.question, answer_type=args.answer_type))
     return _report(args, result, result.answer)
 
 
 def _command(args: argparse.Namespace) -> int:
     if args.execute:
         return _execute(args)
-    with _session(args) as agent:
-        result = agent.command(args.instruction, plan=not args.no_plan)
+    result = _request(args, CommandResult, lambda agent: agent.command(args.instruction, plan=not args.no_plan))
     lines = [result.goal]
     if result.plan is not None and result.plan.ok:
         lines += [f"  {i}. {a.name} {' '.join(a.args)}" for i, a in enumerate(result.plan.actions, start=1)]
@@ -101,8 +102,7 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _correct(args: argparse.Namespace) -> int:
-    with _session(args) as agent:
-        result = agent.correct(args.instruction)
+    result = _request(args, CorrectResult, lambda agent: agent.correct(args.instruction))
     return _report(args, result, "\n".join(result.changes))
 
 
@@ -144,28 +144,30 @@ def _prompt(args: argparse.Namespace) -> int:
 
 
 # --- helpers --------------------------------------------------------------------------
-class _session:
-    """The store, the model adapter and the agent for one CLI call, closed afterwards."""
+R = TypeVar("R", AskResult, CommandResult, CorrectResult)
 
-    def __init__(self, args: argparse.Namespace):
-        self.args = args
 
-    def __enter__(self) -> Any:
-        from heracles_ros.agent.factory import make_llm
-        from heracles_ros.agent.llm import LLMSettings
-        from heracles_ros.agent.loop import Agent
-        from heracles_ros.graphdb import open_store
+def _request(args: argparse.Namespace, result_type: type[R], run: Callable[[Any], R]) -> R:
+    """Build the model adapter, store and agent, run one request; set-up failures become the result's error."""
+    from heracles_ros.agent.factory import make_llm
+    from heracles_ros.agent.llm import LLMSettings
+    from heracles_ros.agent.loop import Agent
+    from heracles_ros.graphdb import open_store
 
-        args = self.args
-        settings = LLMSettings(provider=args.llm, model=args.model, timeout_s=args.timeout,
-                               max_tool_calls=args.max_tool_calls, base_url=args.base_url)
-        self.llm = make_llm(settings)
-        self.store = open_store(args.db, graph=args.graph)
-        return Agent(self.store, self.llm, method=args.method)
-
-    def __exit__(self, *exc: object) -> None:
-        self.llm.close()
-        self.store.close()
+    stack = contextlib.ExitStack()
+    try:
+        try:
+            settings = LLMSettings(provider=args.llm, model=args.model, timeout_s=args.timeout,
+                                   max_tool_calls=args.max_tool_calls, base_url=args.base_url)
+            llm = make_llm(settings)
+            stack.callback(llm.close)
+            store = stack.enter_context(open_store(args.db, graph=args.graph))
+            agent = Agent(store, llm, method=args.method)
+        except HeraclesError as exc:
+            return result_type(error=f"{type(exc).__name__}: {exc}")
+        return run(agent)
+    finally:
+        stack.close()
 
 
 def _report(args: argparse.Namespace, result: Any, text: str) -> int:

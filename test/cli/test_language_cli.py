@@ -110,3 +110,12 @@ def test_cli_in_a_subprocess_without_a_key(small_store, falkordb_uri, graph_name
         assert server.requests[0].headers["authorization"] == "Bearer no-key-needed"
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["answer"] == "<R0, R1>"
+
+
+def test_unusable_model_settings_still_give_json(small_store, falkordb_uri, graph_name, capsys, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    code = main(["ask", "How many boxes?", "--json", "--llm", "openai", *_db(falkordb_uri, graph_name)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["answer"] == ""
+    assert out["error"] == "LLMUnavailable: OPENAI_API_KEY is not set (needed for api.openai.com; or pass --base-url)"
