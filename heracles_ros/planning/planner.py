@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ class Planner:
         timeout_s: float = 10.0,
         robot_symbol: str = ROBOT_SYMBOL,
         prove_s: float = 1.0,
+        max_graph_age_s: float = 30.0,
     ):
         self.store = store
         self.domain: Domain = load_domain(domain_path)
@@ -63,23 +65,37 @@ class Planner:
         self.search = anytime_search(prove_s)
         self._robot = RobotStateStore(store, symbol=robot_symbol)
         self._lock = threading.Lock()
+        #: A changed mirror is re-read only once the cached graph is this old (Hydra changes it every
+        #: second; reloading a kilometre-scale graph per plan would cost seconds), or at once when
+        #: a goal names a place or room the cache lacks.
+        self.max_graph_age_s = max_graph_age_s
         self._graph: PlaceGraph | None = None
         self._stamp: tuple[Any, ...] | None = None
+        self._loaded_at = 0.0
 
     def check(self, goal: str) -> GoalExpr:
         """The parsed goal, or GoalError listing every problem (syntax, predicates, kinds, symbols)."""
         return check_goal(goal, self.store, self.domain)
 
-    def place_graph(self) -> PlaceGraph:
-        """The cached place graph, reloaded when the mirror's generation or the corrections changed."""
+    def place_graph(self, needed: Sequence[str] = ()) -> PlaceGraph:
+        """The cached place graph, re-read after the mirror or the corrections changed it.
+
+        A change is picked up once the cache is ``max_graph_age_s`` old, or at
+        once when a place or room in ``needed`` is missing from the cache.
+        """
         rows = self.store.query(cypher.GRAPH_STAMP)
         row = rows[0] if rows else {}
         stamp = (row.get("generation"), row.get("corrections"), row.get("corrected_s"))
         with self._lock:
-            if self._graph is None or stamp != self._stamp or stamp[0] is None:
-                self._graph = load_place_graph(self.store)
-                self._stamp = stamp
-            return self._graph
+            graph = self._graph
+            stale = graph is None or stamp[0] is None
+            if not stale and graph is not None and stamp != self._stamp:
+                old = time.monotonic() - self._loaded_at >= self.max_graph_age_s
+                stale = old or any(s not in graph.index and s not in graph.room_places for s in needed)
+            if stale or graph is None:
+                graph = load_place_graph(self.store)
+                self._graph, self._stamp, self._loaded_at = graph, stamp, time.monotonic()
+            return graph
 
     def plan(self, goal: str, *, from_symbol: str | None = None) -> PlanResult:
         """Plan ``goal`` from the robot's recorded state (or ``from_symbol``).
@@ -114,12 +130,13 @@ class Planner:
     def _plan(self, expr: GoalExpr, from_symbol: str | None, result: PlanResult) -> None:
         timings = result.timings
         t = time.perf_counter()
-        graph = self.place_graph()
+        symbols = list(dict.fromkeys(a for atom in atoms(expr) for a in atom.args))
+        needed = [s for s in symbols if layer_of_symbol(s) is not Layer.OBJECT]
+        graph = self.place_graph([*needed, *([from_symbol] if from_symbol else [])])
         timings["graph"] = time.perf_counter() - t
         t = time.perf_counter()
         start = self._start(graph, from_symbol)
         result.start_symbol = graph.symbols[start.place]
-        symbols = list(dict.fromkeys(a for atom in atoms(expr) for a in atom.args))
         objects = self.object_infos(graph, [s for s in symbols if layer_of_symbol(s) is Layer.OBJECT], start.holding)
         timings["state"] = time.perf_counter() - t
         notes = [start.note] if start.note else []

@@ -4,12 +4,23 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import pytest
+import spark_dsg
+from support.tiny_scene import node_id
 
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
+from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.planning.planner import Planner
 from heracles_ros.planning.types import PlanResult, PlanStatus
+
+
+def add_mesh_place(scene: Any, index: int, position: tuple[float, float, float], *, neighbour: str) -> None:
+    attrs = spark_dsg.Place2dNodeAttributes()
+    attrs.position = np.array(position)
+    scene.add_node(3, node_id(f"P{index}"), attrs, 1)
+    scene.insert_edge(node_id(neighbour), node_id(f"P{index}"))
 
 
 @pytest.fixture
@@ -151,15 +162,25 @@ def test_orphan_object_and_3d_place(planner: Planner) -> None:
 def test_place_graph_is_cached_until_the_mirror_changes(
     planner: Planner, small_store: GraphStore, small_scene: Any
 ) -> None:
-    from support.tiny_scene import node_id
-
-    from heracles_ros.graphdb.mirror import Mirror
-
     graph = planner.place_graph()
     assert planner.place_graph() is graph
-    # Cut one doorway edge between R0 and R2.
+    # Cut one doorway edge between R0 and R2: a young cache is kept, an old one re-read.
     small_scene.remove_edge(node_id("P42"), node_id("P52"))
     Mirror(small_store).reconcile(small_scene)
+    assert planner.place_graph() is graph
+    planner.max_graph_age_s = 0.0
     fresh = planner.place_graph()
     assert fresh is not graph
     assert fresh.matrix[fresh.index["P42"], fresh.index["P52"]] == 0
+    assert fresh.matrix[fresh.index["P47"], fresh.index["P57"]] > 0
+
+
+def test_goal_naming_a_new_place_reloads_a_young_cache(
+    planner: Planner, small_store: GraphStore, small_scene: Any
+) -> None:
+    graph = planner.place_graph()
+    add_mesh_place(small_scene, 200, (10.0, 0.0, 0.0), neighbour="P9")
+    Mirror(small_store).reconcile(small_scene)
+    plan = planner.plan("(at-place P200)", from_symbol="P9")
+    assert plan.ok and plan.actions[0].waypoint_symbols == ("P9", "P200")
+    assert planner.place_graph() is not graph
