@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import spark_dsg as dsg
 
 from heracles_ros.graphdb.store import GraphStore
@@ -50,7 +51,13 @@ def assert_mirrors(store: GraphStore, graph: dsg.DynamicSceneGraph, corrections:
     wanted_nodes, wanted_edges = expected_contents(graph, corrections)
     missing, extra = set(wanted_nodes) - set(actual_nodes), set(actual_nodes) - set(wanted_nodes)
     assert not missing and not extra, f"missing nodes {sorted(missing)}, extra nodes {sorted(extra)}"
-    wrong = {s: (actual_nodes[s], wanted_nodes[s]) for s in wanted_nodes if actual_nodes[s] != wanted_nodes[s]}
+    # FalkorDB returns doubles with 15 significant digits: compare positions to 1e-12.
+    wrong = {
+        s: (actual_nodes[s], wanted_nodes[s])
+        for s in wanted_nodes
+        if actual_nodes[s][:2] != wanted_nodes[s][:2]
+        or actual_nodes[s][2:] != pytest.approx(wanted_nodes[s][2:], rel=1e-12, abs=1e-12)
+    }
     assert not wrong, f"nodes differ (database, expected): {wrong}"
     assert actual_edges == wanted_edges, (
         f"missing edges {sorted(wanted_edges - actual_edges)}, extra {sorted(actual_edges - wanted_edges)}"

@@ -1,0 +1,109 @@
+"""The admin commands (`heracles db|load|summary|generate-scene|cypher|bench mirror`) on real databases."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.mirror_checks import assert_mirrors
+from support.tiny_scene import tiny_scene
+
+from heracles_ros.cli import main
+from heracles_ros.graphdb.falkordb_store import FalkorStore
+from heracles_ros.scene.io import load_scene
+
+
+def heracles(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
+    """Run the CLI in-process: (exit status, stdout parsed as JSON if it is, stderr)."""
+    capsys.readouterr()
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    try:
+        return status, json.loads(out), err
+    except json.JSONDecodeError:
+        return status, out, err
+
+
+def test_db_start_status_stop(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    uri = f"embedded:{tmp_path / 'db'}"
+    status, out, _ = heracles(capsys, "db", "status", "--db", uri)
+    assert (status, out["running"]) == (1, False)
+    status, started, _ = heracles(capsys, "db", "start", "--db", uri)
+    try:
+        assert (status, started["running"], started["reused"]) == (0, True, False)
+        status, again, _ = heracles(capsys, "db", "start", "--db", uri)
+        assert (again["reused"], again["port"], again["pid"]) == (True, started["port"], started["pid"])
+        status, out, _ = heracles(capsys, "db", "status", "--db", uri)
+        assert (status, out["running"], out["nodes"], out["pid"]) == (0, True, 0, started["pid"])
+    finally:
+        status, out, _ = heracles(capsys, "db", "stop", "--db", uri)
+    assert (status, out["stopped"]) == (0, True)
+    assert heracles(capsys, "db", "status", "--db", uri)[0] == 1
+    status, _, err = heracles(capsys, "db", "start", "--db", "falkordb://127.0.0.1:9")
+    assert status == 1 and "manages the embedded server only" in err
+
+
+def test_generate_load_summary_and_cypher(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, falkordb_uri: str, graph_name: str, store: FalkorStore
+) -> None:
+    db = ("--db", falkordb_uri, "--graph", graph_name)
+    scene = tmp_path / "small.json"
+    status, out, _ = heracles(capsys, "generate-scene", "--kind", "small", "--seed", "3", "--out", str(scene))
+    assert status == 0 and out["nodes"] > 100 and scene.is_file()
+
+    status, loaded, _ = heracles(capsys, "load", str(scene), *db)
+    graph = load_scene(scene)
+    assert status == 0
+    assert loaded["nodes_added"] == loaded["nodes"] and loaded["edges_added"] == loaded["edges"]
+    assert_mirrors(store, graph)
+    objects = store.query("MATCH (o:Object) RETURN count(o) AS n")[0]["n"]
+    assert loaded["nodes_by_label"]["Object"] == objects
+    status, again, _ = heracles(capsys, "load", str(scene), *db)
+    assert (again["nodes_added"], again["nodes_changed"], again["edges_added"]) == (0, 0, 0)
+
+    status, summary, _ = heracles(capsys, "summary", *db)
+    assert status == 0 and summary["nodes"] == loaded["nodes"]
+    assert sum(summary["classes_by_label"]["Object"].values()) == objects
+    assert set(summary["classes_by_label"]["Room"]) <= {"kitchen", "lounge", "hallway", "office", "storage"}
+
+    query = "MATCH (r:Room)-[:CONTAINS]->(:MeshPlace)-[:CONTAINS]->(o:Object) RETURN r.class AS room, count(o) AS n"
+    status, rows, _ = heracles(capsys, "cypher", query, *db)
+    assert status == 0 and rows and all(set(row) == {"room", "n"} for row in rows)
+    assert rows == store.query(query)
+
+    status, _, err = heracles(capsys, "cypher", "CREATE (:Object {nodeSymbol: 'O999'})", *db)
+    assert status == 1 and "only allows reads" in err
+    status, _, err = heracles(capsys, "cypher", "MATCH (n RETURN n", *db)
+    assert status == 1 and "Invalid input" in err  # the database's own message
+    assert store.query("MATCH (o:Object {nodeSymbol: 'O999'}) RETURN o") == []
+
+
+def test_load_refuses_a_shrinking_scene_unless_forced(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, falkordb_uri: str, graph_name: str, store: FalkorStore
+) -> None:
+    db = ("--db", falkordb_uri, "--graph", graph_name)
+    big, empty = tmp_path / "big.json", tmp_path / "empty.json"
+    heracles(capsys, "generate-scene", "--kind", "small", "--out", str(big))
+    tiny = tiny_scene()
+    for node in list(tiny.nodes):
+        tiny.remove_node(node.id.value)
+    tiny.save(str(empty))
+    assert heracles(capsys, "load", str(big), *db)[0] == 0
+    status, _, err = heracles(capsys, "load", str(empty), *db)
+    assert status == 1 and "held back" in err
+    assert store.query("MATCH (o:Object) RETURN count(o) AS n")[0]["n"] > 0
+    status, out, _ = heracles(capsys, "load", str(empty), "--force", *db)
+    assert status == 0 and out["nodes"] == 0
+    status, _, err = heracles(capsys, "load", str(tmp_path / "missing.json"), *db)
+    assert status == 1 and "does not exist" in err
+
+
+def test_bench_mirror_runs_on_the_small_scene(capsys: pytest.CaptureFixture[str], falkordb_uri: str) -> None:
+    status, figures, _ = heracles(capsys, "bench", "mirror", "--json", "--kind", "small", "--repeat", "1",
+                                  "--db", falkordb_uri)
+    assert status == 0
+    for key in ("full_load_s", "nochange_ms", "changed_1pct_ms", "peak_rss_mb", "decode_floor_ms", "db_floor_s"):
+        assert figures[key] > 0, key
+    assert figures["nodes"] > 100 and figures["edges"] > figures["nodes"]
+    assert figures["changed_1pct_writes"] > 0
