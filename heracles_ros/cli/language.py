@@ -23,7 +23,8 @@ from heracles_ros.errors import ConfigError, HeraclesError
 
 PROVIDERS = ("openai", "ollama")
 METHODS = ("agentic", "single", "context")
-DEFAULT_COMMAND_SERVICE = "/language_server/command"
+#: The language_server's service under heracles.launch.py's default namespace (robot_name:=spot).
+DEFAULT_COMMAND_SERVICE = "/spot/command"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
