@@ -119,3 +119,11 @@ def test_unusable_model_settings_still_give_json(small_store, falkordb_uri, grap
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["answer"] == ""
     assert out["error"] == "LLMUnavailable: OPENAI_API_KEY is not set (needed for api.openai.com; or pass --base-url)"
+
+
+def test_execute_without_the_running_system_says_so(falkordb_uri, graph_name, ros_domain_id, capsys):
+    code = main(["command", "Go to the office", "--execute", "--service", f"/test_{graph_name}/command",
+                 *_db(falkordb_uri, graph_name)])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"no language_server answers on /test_{graph_name}/command" in err
