@@ -7,6 +7,7 @@ opening it.
 """
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -121,3 +122,68 @@ def test_demo_refuses_openai_without_a_key_or_url(tmp_path, no_language_model, h
     assert code == 1
     assert "--llm openai needs OPENAI_API_KEY" in capsys.readouterr().err
 
+
+
+def test_demo_with_a_language_model_asks_and_executes_a_command_through_the_language_server(
+    tmp_path, ros_domain_id, no_language_model, heracles, capsys
+):
+    """The scripted model's replies are derived from the scene file; everything it triggers is real."""
+    from support.scripted_llm import ScriptedLLMServer, call, say
+
+    tables = extract_tables(load_scene(EXAMPLE_SCENE))
+    room_of = _room_of_places(tables)
+    lounge = next(symbol_of(i) for i, row in tables.nodes.items() if symbol_of(i)[0] == "R" and row[0] == "lounge")
+    contained = {}
+    for key in tables.edges:
+        relation = relation_of(*edge_ends(key))
+        if relation and relation[2] == CONTAINS and symbol_of(relation[1]).startswith("O"):
+            contained[symbol_of(relation[1])] = symbol_of(relation[0])
+    boxes_in_lounge = sorted(o for o, p in contained.items()
+                             if tables.nodes[id_of(o)][0] == "box" and room_of.get(p) == lounge)
+    box = min((o for o, p in contained.items() if tables.nodes[id_of(o)][0] == "box"
+               and p.startswith("P") and room_of.get(p) not in (lounge, None)), key=lambda s: int(s[1:]))
+    place = min((p for p, r in room_of.items() if r == lounge and p.startswith("P")), key=lambda s: int(s[1:]))
+
+    count_query = ("MATCH (:Room {class: 'lounge'})-[:CONTAINS]->(:MeshPlace)-[:CONTAINS]->(o:Object {class: 'box'}) "
+                   "RETURN count(o) AS boxes")
+    find_query = "MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box"
+    script = [
+        call(count_query), say(f"<answer>{len(boxes_in_lounge)}</answer>"),
+        call(find_query), say(f"<answer>(object-in-place {box} {place})</answer>"),
+    ]
+    out_dir = tmp_path / "demo"
+    with ScriptedLLMServer(script) as server:
+        code = heracles(["demo", "--out", str(out_dir), "--base-url", server.openai_base_url, "--model", "scripted",
+                         "--time-scale", "30"])
+        text = capsys.readouterr().out
+        requests = list(server.requests)
+    assert code == 0, text
+    assert server.remaining == 0
+    print(text)  # shown with -s: the demo's transcript with a language model
+
+    # The question was answered from the database: the count the model was shown is the scene's.
+    assert "language layer: openai (scripted at http://127.0.0.1" in text
+    assert "ask: How many boxes are there in the lounge?" in text
+    assert f"answer: {len(boxes_in_lounge)}" in text
+    assert json.loads(requests[1].tool_results()[0]) == [{"boxes": len(boxes_in_lounge)}]
+    assert "1 Cypher query" in text
+    # The command went to the model, its goal was planned, sent and executed by the dispatcher.
+    assert "command: Bring a box from the" in text and "to the lounge." in text
+    assert "Bring a box from the" in requests[2].text()
+    assert f"goal: (object-in-place {box} {place})" in text
+    assert f"pick  {box}" in text and f"place {box} at {place}" in text
+    assert "result: succeeded" in text and "demo finished: succeeded" in text
+    assert HOW_TO_ENABLE not in text
+
+    server_db = EmbeddedServer(out_dir / "db")
+    info = server_db.ensure_started()
+    store = FalkorStore(info.host, info.port, graph=GRAPH_NAME)
+    try:
+        states = RobotStateStore(store)
+        robot = states.read()
+        assert robot is not None and robot.place == place and robot.holding == ""
+        assert states.position_of(box)[:2] == pytest.approx(states.position_of(place)[:2])
+    finally:
+        store.close()
+        server_db.stop()
+    assert (out_dir / PICTURE_NAME).stat().st_size > 50_000

@@ -306,11 +306,13 @@ def test_rviz_config_parses_and_shows_what_the_nodes_publish():
     assert HYDRA_GRAPH_TOPIC in topics and "plan_markers" in topics and "answer_marker" in topics
 
 
-def test_rviz_plan_display_lists_the_dispatchers_marker_namespaces():
+def test_rviz_marker_displays_list_the_namespaces_the_nodes_publish():
+    from heracles_ros.nodes.language_server import NS_ANSWER
     from heracles_ros.nodes.markers import ALL_NAMESPACES
 
-    plan = next(d for d in rviz_displays(load_yaml(RVIZ_CONFIG)) if d.topic == "plan_markers")
-    assert sorted(plan.namespaces) == sorted(ALL_NAMESPACES)
+    displays = {d.topic: d for d in rviz_displays(load_yaml(RVIZ_CONFIG))}
+    assert sorted(displays["plan_markers"].namespaces) == sorted(ALL_NAMESPACES)
+    assert displays["answer_marker"].namespaces == (NS_ANSWER,)
 
 
 # -- the checks themselves fail on a mismatch -----------------------------------------------------
