@@ -10,9 +10,11 @@ Downward run (one per avoidance group, see :mod:`.problem`).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -141,20 +143,24 @@ class Planner:
         timings["state"] = time.perf_counter() - t
         notes = [start.note] if start.note else []
 
-        outcomes: list[tuple[AvoidanceGroup, CompactProblem | None, FDResult | None, str]] = []
+        t = time.perf_counter()
+        prepared: list[tuple[AvoidanceGroup, CompactProblem | None, str]] = []
         for number, group in enumerate(avoidance_groups(expr)):
-            t = time.perf_counter()
             removed = removed_places(graph, group.avoid, objects)
             if start.place in removed:
-                outcomes.append((group, None, None, _starts_inside(graph, start, group)))
+                prepared.append((group, None, _starts_inside(graph, start, group)))
                 continue
             problem = build_problem(
                 graph, group.goal, start, objects, removed, name=f"goal{number}", domain_name=self.domain.name
             )
-            timings["problem"] = timings.get("problem", 0.0) + time.perf_counter() - t
-            fd = run_fast_downward(self.domain.text, problem.text, timeout_s=self.timeout_s, search=self.search)
-            timings["search"] = timings.get("search", 0.0) + fd.seconds
-            outcomes.append((group, problem, fd, ""))
+            prepared.append((group, problem, ""))
+        timings["problem"] = time.perf_counter() - t
+        t = time.perf_counter()
+        results = self._search([problem for _, problem, _ in prepared if problem is not None])
+        timings["search"] = time.perf_counter() - t
+        outcomes = [
+            (group, problem, results.pop(0) if problem is not None else None, why) for group, problem, why in prepared
+        ]
 
         solved = [(fd.cost, problem, fd) for _, problem, fd, _ in outcomes if fd and problem and fd.ok]
         if solved:
@@ -164,7 +170,10 @@ class Planner:
             timings["expand"] = time.perf_counter() - t
             result.total_cost = cost / COST_SCALE
             result.status = PlanStatus.SOLVED
-            result.optimal = all(fd_.optimal for _, problem_, fd_, _ in outcomes if fd_ and problem_ and fd_.ok)
+            # Optimal only if every group either proved its best plan or proved it has none.
+            result.optimal = all(
+                fd_.optimal or fd_.status is FDStatus.UNSOLVABLE for _, _, fd_, _ in outcomes if fd_ is not None
+            )
             if not result.optimal:
                 notes.append("cost-optimality not proved within the search budget: the best plan found is returned")
             result.reason = "; ".join(notes)
@@ -175,14 +184,25 @@ class Planner:
             notes.insert(0, f"Fast Downward found no plan within {self.timeout_s:g} s")
         elif FDStatus.ERROR in statuses:
             result.status = PlanStatus.ERROR
-            detail = next(fd.log_tail for _, _, fd, _ in outcomes if fd and fd.status is FDStatus.ERROR)
-            notes.insert(0, f"Fast Downward failed: {detail.splitlines()[-1] if detail else 'no output'}")
+            failed = next(fd for _, _, fd, _ in outcomes if fd and fd.status is FDStatus.ERROR)
+            notes.insert(0, f"Fast Downward failed (exit code {failed.exit_code}): {_error_line(failed.log_tail)}")
         else:
             result.status = PlanStatus.UNSOLVABLE
             reason, unreachable = self._why_unsolvable(graph, start, objects, outcomes)
             result.unreachable = unreachable
             notes.insert(0, reason)
         result.reason = "; ".join(notes)
+
+    def _search(self, problems: list[CompactProblem]) -> list[FDResult]:
+        """Fast Downward on each problem; several at once in threads (each run is its own process)."""
+
+        def solve(problem: CompactProblem) -> FDResult:
+            return run_fast_downward(self.domain.text, problem.text, timeout_s=self.timeout_s, search=self.search)
+
+        if len(problems) <= 1:
+            return [solve(p) for p in problems]
+        with ThreadPoolExecutor(max_workers=min(len(problems), os.cpu_count() or 1)) as pool:
+            return list(pool.map(solve, problems))
 
     def _start(self, graph: PlaceGraph, from_symbol: str | None) -> Start:
         if graph.size == 0:
@@ -267,6 +287,16 @@ class Planner:
         if not parts:
             parts.append("no sequence of actions satisfies the goal (its parts contradict each other)")
         return "unsolvable: " + "; ".join(parts), cut_off + blocked
+
+
+_FD_CHATTER = ("INFO", "Driver aborting", "Planner time", "Peak memory", "Remove intermediate", "Usage error")
+
+
+def _error_line(log_tail: str) -> str:
+    """What FD said went wrong: the last lines of its output that are not its driver's chatter."""
+    lines = [line.strip() for line in log_tail.splitlines() if line.strip()]
+    said = [line for line in lines if not line.startswith(_FD_CHATTER) and "exit code" not in line]
+    return " / ".join(said[-2:]) or "no output"
 
 
 def _starts_inside(graph: PlaceGraph, start: Start, group: AvoidanceGroup) -> str:

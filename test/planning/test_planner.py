@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from support.tiny_scene import node_id
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.planning.domain import load_domain
 from heracles_ros.planning.planner import Planner
 from heracles_ros.planning.types import PlanResult, PlanStatus
 
@@ -184,3 +186,14 @@ def test_goal_naming_a_new_place_reloads_a_young_cache(
     plan = planner.plan("(at-place P200)", from_symbol="P9")
     assert plan.ok and plan.actions[0].waypoint_symbols == ("P9", "P200")
     assert planner.place_graph() is not graph
+
+
+def test_timeout_and_planner_failure_are_statuses(small_store: GraphStore, tmp_path: Path) -> None:
+    slow = Planner(small_store, timeout_s=0.01).plan("(visited-place P99)", from_symbol="P0")
+    assert slow.status is PlanStatus.TIMEOUT and "0.01 s" in slow.reason
+    broken = tmp_path / "domain.pddl"
+    broken.write_text(load_domain().text.replace("(at-place ?from) (road ?from ?to)", "(at-place ?nowhere)"))
+    failed = Planner(small_store, domain_path=broken).plan("(visited-place P99)", from_symbol="P0")
+    assert failed.status is PlanStatus.ERROR and "exit code 31" in failed.reason and "?nowhere" in failed.reason
+    bad_start = Planner(small_store).plan("(visited-place P99)", from_symbol="O1")
+    assert bad_start.status is PlanStatus.ERROR and "'O1' is not a place" in bad_start.reason
