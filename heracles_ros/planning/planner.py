@@ -155,9 +155,11 @@ class Planner:
             )
             prepared.append((group, problem, ""))
         timings["problem"] = time.perf_counter() - t
+        problems = [problem for _, problem, _ in prepared if problem is not None]
         t = time.perf_counter()
-        results = self._search([problem for _, problem, _ in prepared if problem is not None])
-        timings["search"] = time.perf_counter() - t
+        results = self._search(problems)
+        if problems:
+            timings["search"] = time.perf_counter() - t
         outcomes = [
             (group, problem, results.pop(0) if problem is not None else None, why) for group, problem, why in prepared
         ]

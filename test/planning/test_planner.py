@@ -197,3 +197,10 @@ def test_timeout_and_planner_failure_are_statuses(small_store: GraphStore, tmp_p
     assert failed.status is PlanStatus.ERROR and "exit code 31" in failed.reason and "?nowhere" in failed.reason
     bad_start = Planner(small_store).plan("(visited-place P99)", from_symbol="O1")
     assert bad_start.status is PlanStatus.ERROR and "'O1' is not a place" in bad_start.reason
+
+
+def test_forbidding_the_start_room_is_unsolvable(planner: Planner) -> None:
+    plan = planner.plan("(and (visited-place P99) (not (visited-room R0)))", from_symbol="P0")
+    assert plan.status is PlanStatus.UNSOLVABLE
+    assert "starts at P0, which (not (visited-room R0)) forbids" in plan.reason
+    assert "search" not in plan.timings and not plan.actions  # decided without Fast Downward
