@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from heracles_ros.errors import ConfigError
@@ -114,9 +114,6 @@ class LLMSettings:
         if self.provider == "ollama":
             return os.environ.get("OLLAMA_HOST") or OLLAMA_DEFAULT_HOST
         return os.environ.get("OPENAI_BASE_URL") or None
-
-    def with_(self, **changes: Any) -> LLMSettings:
-        return replace(self, **changes)
 
 
 class LLM(ABC):

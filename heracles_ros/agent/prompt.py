@@ -60,9 +60,6 @@ class Prompt:
         user = "\n\n".join(c.text for c in self.components if c.role == "user")
         return [Message("system", system), Message("user", user)]
 
-    def text(self) -> str:
-        return "\n\n".join(c.text for c in self.components)
-
     def token_stats(self) -> dict[str, int]:
         """Tokens per component (cl100k), plus ``total`` for the whole prompt as sent."""
         stats = {c.name: count_tokens(c.text) for c in self.components}

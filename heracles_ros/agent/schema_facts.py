@@ -43,9 +43,6 @@ class SchemaFacts:
     #: (source label, relationship type, target label), sorted.
     relationships: tuple[tuple[str, str, str], ...]
 
-    def label(self, name: str) -> LabelFacts | None:
-        return next((facts for facts in self.labels if facts.label == name), None)
-
 
 def read_generation(store: GraphStore) -> int | None:
     rows = store.query(READ_META)

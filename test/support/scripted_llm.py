@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -195,7 +195,8 @@ class ScriptedLLMServer:
         """Append turns to a list script (e.g. between two requests of one test)."""
         if callable(self._script):
             raise TypeError("a callable script cannot be extended")
-        self._script = [*self._script, *turns]
+        with self._lock:
+            self._script = [*self._script, *turns]
 
     # -- serving -------------------------------------------------------------------
     def _turn_for(self, request: RecordedRequest) -> Turn | None:
@@ -335,9 +336,3 @@ def adapter(server: ScriptedLLMServer, provider: str = "openai", **changes: Any)
     from heracles_ros.agent.factory import make_llm
 
     return make_llm(settings_for(server, provider, **changes))
-
-
-def serve(script: Script, **kwargs: Any) -> Iterator[ScriptedLLMServer]:
-    """Generator form for pytest fixtures: ``yield from serve(script)``."""
-    with ScriptedLLMServer(script, **kwargs) as server:
-        yield server
