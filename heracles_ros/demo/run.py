@@ -29,6 +29,8 @@ EXAMPLE_SCENE = Path(__file__).resolve().parents[1] / "data" / "example_scene.js
 GRAPH_NAME = "heracles_demo"
 PICTURE_NAME = "heracles_demo.png"
 QUESTION = "How many boxes are there in the lounge?"
+_NO_MODEL_HINT = (" (to run the demo without a language model, unset OPENAI_API_KEY and OLLAMA_HOST and leave out "
+                  "--llm / --base-url)")
 
 
 @dataclass
@@ -204,7 +206,7 @@ def _language_path(session: DemoSession, store: Any, start: Anchor, options: Dem
     printer.line(f"ask: {QUESTION}")
     answer = session.ask(QUESTION, timeout_s=options.llm_timeout_s)
     if answer.error:
-        raise HeraclesError(f"the question failed: {answer.error}")
+        raise HeraclesError(f"the question failed: {answer.error}{_NO_MODEL_HINT}")
     report.answer = answer.answer
     printer.line(f"answer: {answer.answer}" + (f"  ({answer.explanation})" if answer.explanation else ""))
     printer.line(f"        {answer.tool_calls} Cypher quer{'y' if answer.tool_calls == 1 else 'ies'}, "
@@ -215,7 +217,7 @@ def _language_path(session: DemoSession, store: Any, start: Anchor, options: Dem
     printer.line(f"command: {instruction}")
     reply = session.command(instruction, execute=True, timeout_s=options.llm_timeout_s)
     if reply.error:
-        raise HeraclesError(f"the command failed: {reply.error}")
+        raise HeraclesError(f"the command failed: {reply.error}{_NO_MODEL_HINT}")
     report.goal = reply.goal
     printer.line(f"goal: {reply.goal}")
     if not reply.plan_id:

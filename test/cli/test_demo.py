@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 
 import pytest
 from PIL import Image
@@ -187,3 +188,18 @@ def test_demo_with_a_language_model_asks_and_executes_a_command_through_the_lang
         store.close()
         server_db.stop()
     assert (out_dir / PICTURE_NAME).stat().st_size > 50_000
+
+
+def test_demo_with_an_unreachable_model_fails_naming_it_and_how_to_go_without(
+    tmp_path, ros_domain_id, no_language_model, heracles, capsys
+):
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    code = heracles(["demo", "--out", str(tmp_path / "demo"), "--llm", "ollama", "--base-url",
+                     f"http://127.0.0.1:{port}", "--time-scale", "30"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "error: the question failed: LLMUnavailable: cannot reach ollama" in captured.err
+    assert f"127.0.0.1:{port}" in captured.err and "unset OPENAI_API_KEY and OLLAMA_HOST" in captured.err
+    assert EmbeddedServer(tmp_path / "demo" / "db").running() is None  # the demo's server is stopped on failure too
