@@ -8,6 +8,9 @@ services and listens to what it publishes.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,7 +39,8 @@ from heracles_ros.nodes.parameters import declare
 
 NS = "/spot1"
 ROBOT_PLACE = "P0"
-CONFIG = Path(__file__).resolve().parents[2] / "config" / "language_server.yaml"
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / "config" / "language_server.yaml"
 BOXES = "MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box ORDER BY box"
 BICYCLES = "MATCH (o:Object {class: 'bicycle'}) RETURN o.nodeSymbol AS id ORDER BY id"
 
@@ -241,6 +245,22 @@ def test_a_hallucinated_symbol_is_fed_back_and_an_unplannable_execute_sends_noth
     # The goal and plan are fine, but nobody would run it: refused with a clear error, no plan id.
     assert reply.plan_id == "" and f"steps from {ROBOT_PLACE}" in reply.plan_summary.splitlines()[0]
     assert reply.error.startswith("ExecutionError: no dispatcher subscribes to /spot1/plan")
+
+
+def test_the_cli_executes_a_command_through_the_running_node(rig_factory, small_store):
+    """``heracles command --execute`` in its own process reaches this node's command service over DDS."""
+    box = small_store.query(BOXES)[0]["box"]
+    rig = rig_factory(query_then(BOXES, holding_first_box))
+    proc = subprocess.run(
+        [sys.executable, "-c", "from heracles_ros.cli import main; raise SystemExit(main())", "command",
+         "Fetch a box.", "--execute", "--service", f"{NS}/command", "--service-timeout", "60", "--json"],
+        cwd=REPO, env=dict(os.environ), capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["error"] == "" and out["goal"] == f"(holding {box})" and out["queries"] == [BOXES]
+    assert rig.plans is not None
+    rig.plans.wait(lambda p: p.plan_id == out["plan_id"], 5.0, what="the CLI's plan on plan")
 
 
 # -- correct ------------------------------------------------------------------------------------------
