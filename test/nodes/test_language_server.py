@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -398,3 +399,47 @@ def test_the_shipped_config_sets_every_declared_parameter_and_rcl_accepts_it(ros
     finally:
         rclpy.shutdown(context=context)
     assert {name: values[name] for name in params} == params
+
+
+# -- the entry point ------------------------------------------------------------------------------------------
+def run_language_server(domain: int, *params: str) -> subprocess.Popen[str]:
+    """The node's console entry point (``main``) in a process of its own, on ``domain``."""
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONPATH": str(REPO)}
+    args = [arg for param in params for arg in ("-p", param)]
+    return subprocess.Popen(
+        [sys.executable, "-m", "heracles_ros.nodes.language_server", "--ros-args", "-r", f"__ns:={NS}", *args],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def test_the_entry_point_serves_over_dds_and_exits_cleanly_on_ctrl_c(
+    ros_domain_id, falkordb_uri, graph_name, small_store
+):
+    truth = len(small_store.query(BICYCLES))
+    with ScriptedLLMServer(query_then(BICYCLES, lambda rows: f"<answer>{len(rows)}</answer>")) as server:
+        process = run_language_server(
+            ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"base_url:={server.openai_base_url}"
+        )
+        try:
+            with ros_session(ros_domain_id):
+                probe = rclpy.create_node("probe")
+                ask = probe.create_client(Ask, f"{NS}/ask")
+                with spinning(probe):
+                    reply = call_service(ask, Ask.Request(question="How many bicycles?"), timeout_s=30.0)
+            process.send_signal(signal.SIGINT)
+            output, _ = process.communicate(timeout=15.0)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    assert (reply.error, reply.answer) == ("", str(truth))
+    assert process.returncode == 0, output
+    assert "language_server stopping" in output
+
+
+def test_the_entry_point_exits_non_zero_naming_a_bad_parameter(ros_domain_id, falkordb_uri):
+    process = run_language_server(ros_domain_id, f"db_uri:={falkordb_uri}", "method:=magic")
+    output, _ = process.communicate(timeout=30.0)
+    assert process.returncode == 1
+    expected = "language_server cannot start: parameter method must be one of agentic, single, context, got 'magic'"
+    assert expected in output
