@@ -232,6 +232,11 @@ class LanguageServerNode(Node):
         self.store: GraphStore = open_store(
             self.settings.db_uri, graph=self.settings.graph_name, timeout_s=STORE_TIMEOUT_S
         )
+        try:
+            # Connect now, not in the first concurrent requests (the client is created lazily).
+            self.store.ping()
+        except HeraclesError as exc:  # every request will report it until the database is back
+            self.get_logger().error(f"the database does not answer yet: {exc}")
         self._robot = RobotStateStore(self.store, symbol=self.settings.robot_symbol)
         self._agent_lock = threading.Lock()
         self._agent: Agent | None = None
