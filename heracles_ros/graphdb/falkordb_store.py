@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,16 +30,22 @@ class FalkorStore(GraphStore):
         self.timeout_s = timeout_s
         self._host, self._port = host, port
         self._graph_name = graph
-        self._db: Any = None
-        self._graph: Any = None
+        #: (client, graph), replaced as one value so threads never see half a connection.
+        self._conn: tuple[Any, Any] | None = None
+        self._conn_lock = threading.Lock()
 
     def _connect(self) -> tuple[Any, Any]:
         """The client, created on first use and again after the server went away."""
-        if self._db is None:
+        conn = self._conn
+        if conn is not None:
+            return conn
+        with self._conn_lock:
+            if self._conn is not None:
+                return self._conn
             from falkordb import FalkorDB
 
             try:
-                self._db = FalkorDB(
+                db = FalkorDB(
                     host=self._host,
                     port=self._port,
                     password=os.environ.get("FALKORDB_PASSWORD") or None,
@@ -47,8 +54,8 @@ class FalkorStore(GraphStore):
                 )
             except Exception as exc:
                 raise self._translate(exc, "(connect)") from exc
-            self._graph = self._db.select_graph(self._graph_name)
-        return self._db, self._graph
+            self._conn = (db, db.select_graph(self._graph_name))
+            return self._conn
 
     # -- GraphStore -----------------------------------------------------------
     def query(self, cypher: str, params: Params | None = None, *, timeout_s: float | None = None) -> list[Row]:
@@ -86,10 +93,10 @@ class FalkorStore(GraphStore):
             raise DatabaseUnavailable(f"{self.description} does not answer: {exc}") from exc
 
     def close(self) -> None:
-        if self._db is not None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
             with contextlib.suppress(Exception):  # closing a dead connection is not worth an error
-                self._db.connection.close()
-        self._db = self._graph = None
+                conn[0].connection.close()
 
     # -- internals --------------------------------------------------------------
     def _timeout_ms(self, timeout_s: float | None) -> int:
@@ -113,7 +120,7 @@ class FalkorStore(GraphStore):
 
         text = str(exc)
         if isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionError, OSError)):
-            self._db = self._graph = None  # reconnect on the next call
+            self._conn = None  # reconnect on the next call
             return DatabaseUnavailable(f"{self.description} unavailable: {text}")
         lowered = text.lower()
         if "read-only" in lowered or "ro_query" in lowered:

@@ -72,5 +72,5 @@ def test_scale_shrinks_the_large_scene() -> None:
 
 @pytest.mark.parametrize("kind,scale", [("medium", 1.0), ("large", 0.0)])
 def test_bad_arguments_are_named(kind: str, scale: float) -> None:
-    with pytest.raises(ConfigError, match="medium|scale"):
+    with pytest.raises(ConfigError, match=r"medium|scale"):
         generate_scene(kind, 0, scale=scale)
