@@ -17,7 +17,10 @@ _COMMAND_MODULES = ("db", "scene", "cypher", "bench", "goal", "plan", "language"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="heracles", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="heracles",
+        description="Questions, commands and tools for a Spot robot's live Hydra scene graph.",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in _COMMAND_MODULES:
