@@ -46,6 +46,9 @@ PARAMETERS: tuple[ParamSpec, ...] = (
 )
 
 
+#: Library loggers whose records this node forwards to its ROS logger (not the whole package: other
+#: nodes may share the process).
+_LIBRARY_LOGGERS = ("heracles_ros.graphdb.mirror_loop", "heracles_ros.graphdb.mirror")
 #: Parameters that may change while the node runs (the Mirror attributes of the same names, and the loop's period).
 _RUNTIME_PARAMETERS = {"allow_mass_removal", "suspect_fraction", "suspect_min_nodes", "retry_period_s"}
 
@@ -94,8 +97,9 @@ class DsgMirrorNode(Node):
     def __init__(self, **kwargs: Any):
         super().__init__("dsg_mirror", **kwargs)
         self._log_handler = _RosLogHandler(self)
-        logging.getLogger("heracles_ros").addHandler(self._log_handler)
-        logging.getLogger("heracles_ros").setLevel(logging.INFO)
+        for name in _LIBRARY_LOGGERS:
+            logging.getLogger(name).addHandler(self._log_handler)
+            logging.getLogger(name).setLevel(logging.INFO)
         self.loop: MirrorLoop | None = None
         try:
             self._setup()
@@ -218,7 +222,8 @@ class DsgMirrorNode(Node):
         store = getattr(self, "store", None)
         if store is not None:
             store.close()
-        logging.getLogger("heracles_ros").removeHandler(self._log_handler)
+        for name in _LIBRARY_LOGGERS:
+            logging.getLogger(name).removeHandler(self._log_handler)
 
     def destroy_node(self) -> None:
         self._teardown()
