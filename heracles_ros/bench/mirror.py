@@ -51,7 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", choices=("small", "large"), default="large",
                         help="synthetic scene to measure (default: large, the kilometre-scale one)")
     parser.add_argument("--seed", type=int, default=0, help="scene seed (default: 0)")
-    parser.add_argument("--repeat", type=int, default=5, help="runs of each timed step; medians are reported")
+    parser.add_argument("--repeat", type=int, default=4,
+                        help="rounds of the steady-state steps (each: 2 changed, 2 unchanged, 2 decode floors); "
+                        "medians are reported")
     parser.add_argument("--batch-size", type=int, default=5000, help="rows per statement (mirror and floor)")
     parser.add_argument("--db", default=None, metavar="URI",
                         help="database to measure on (default: a throwaway embedded FalkorDB in a temp dir); "
@@ -74,9 +76,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "edges": len(tables.edges),
         "payload_mb": round(len(payload) / 1e6, 2),
     }
-    decoded = dsg.DynamicSceneGraph.from_binary(payload)
-    figures["decode_floor_ms"] = 1000 * _median(args.repeat, lambda: decoded.update_from_binary(payload))
-
     with _database(args.db) as uri:
         figures.update(_database_figures(uri, tables, payload, changed_payload, args))
     figures["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
@@ -124,14 +123,31 @@ class _Session:
 
 
 def _steady_state(session: _Session, payload: bytes, changed_payload: bytes, repeat: int) -> dict[str, Any]:
-    nochange, nochange_writes = _median_with(repeat, [payload] * repeat, session.apply)
-    if any(nochange_writes):
-        raise HeraclesError(f"an unchanged snapshot caused writes: {nochange_writes}")
-    # Alternate between the changed scene and the original: every step is a 1 % change.
-    changed, changed_writes = _median_with(2 * repeat, [changed_payload, payload] * repeat, session.apply)
+    """Decode floor, unchanged and 1 %-changed snapshots, interleaved so all three see the same machine load.
+
+    Each round sends the changed scene twice, then the original twice: the
+    first of each pair is a 1 % change (one way, then back), the second is
+    the same scene again (the bytes are not compared: decode and diff run).
+    """
+    floor_graph = dsg.DynamicSceneGraph.from_binary(payload)
+    floors: list[float] = []
+    nochange: list[float] = []
+    changed: list[float] = []
+    changed_writes: list[int] = []
+    for _ in range(repeat):
+        for data in (changed_payload, payload):
+            floors.append(_timed(partial(floor_graph.update_from_binary, data)))
+            seconds, writes = _timed_with(partial(session.apply, data))
+            changed.append(seconds)
+            changed_writes.append(writes)
+            seconds, writes = _timed_with(partial(session.apply, data))
+            if writes:
+                raise HeraclesError(f"an unchanged snapshot caused {writes} writes")
+            nochange.append(seconds)
     return {
-        "nochange_ms": 1000 * nochange,
-        "changed_1pct_ms": 1000 * changed,
+        "decode_floor_ms": 1000 * statistics.median(floors),
+        "nochange_ms": 1000 * statistics.median(nochange),
+        "changed_1pct_ms": 1000 * statistics.median(changed),
         "changed_1pct_writes": int(statistics.median(changed_writes)),
     }
 
@@ -199,23 +215,20 @@ def _fresh_graph(uri: str) -> Iterator[GraphStore]:
 
 
 def _timed(step: Callable[[], object]) -> float:
+    """Seconds ``step`` takes, garbage collector paused as the mirror pauses it for a reconcile."""
+    gc.collect()
+    gc.disable()
+    try:
+        started = time.perf_counter()
+        step()
+        return time.perf_counter() - started
+    finally:
+        gc.enable()
+
+
+def _timed_with(step: Callable[[], int]) -> tuple[float, int]:
+    """Seconds ``step`` takes (it pauses the collector itself, as a reconcile does) and what it returned."""
     gc.collect()
     started = time.perf_counter()
-    step()
-    return time.perf_counter() - started
-
-
-def _median(repeat: int, step: Callable[[], object]) -> float:
-    return statistics.median(_timed(step) for _ in range(repeat))
-
-
-def _median_with(repeat: int, payloads: list[bytes], step: Callable[[bytes], int]) -> tuple[float, list[int]]:
-    """Median seconds of ``step`` over ``payloads`` in turn, and what each call returned."""
-    times: list[float] = []
-    results: list[int] = []
-    for payload in payloads[:repeat]:
-        gc.collect()
-        started = time.perf_counter()
-        results.append(step(payload))
-        times.append(time.perf_counter() - started)
-    return statistics.median(times), results
+    result = step()
+    return time.perf_counter() - started, result
