@@ -91,6 +91,9 @@ class Mirror:
         self.allow_mass_removal = allow_mass_removal
         self.corrections = Corrections(store)
         self._baseline: SceneTables | None = None
+        #: The mirror generation this instance wrote last; another writer (a second mirror, ``heracles
+        #: load``) bumps it, which makes the cached baseline stale.
+        self._generation: int | None = None
         self._schema_ready = False
 
     # -- public -------------------------------------------------------------
@@ -113,6 +116,9 @@ class Mirror:
         t_extract = time.perf_counter()
         try:
             self._ensure_schema()
+            if self._baseline is not None and self._db_generation() != self._generation:
+                log.info("another writer changed the mirrored graph; reading it again before the diff")
+                self._baseline = None
             from_db = self._baseline is None
             baseline = self._baseline if self._baseline is not None else self.read_baseline()
             # Only a baseline read just now may vouch that a layer is empty (another writer could
@@ -128,6 +134,7 @@ class Mirror:
                 and removed > self.suspect_fraction * len(baseline.nodes)
             ):
                 self._baseline = baseline
+                self._generation = self._db_generation()
                 raise SuspectSnapshot(
                     f"snapshot would remove {removed} of {len(baseline.nodes)} mirrored nodes "
                     f"(more than {self.suspect_fraction:.0%}); held back. Set allow_mass_removal "
@@ -143,6 +150,7 @@ class Mirror:
             if diff.any or self._baseline is None:
                 rows = self.store.write(q.BUMP_GENERATION, {"sequence": sequence, "now": time.time()})
                 report.generation = int(rows[0]["generation"]) if rows else 0
+                self._generation = report.generation
         except SuspectSnapshot:
             raise
         except DatabaseError:
@@ -199,6 +207,10 @@ class Mirror:
         self._schema_ready = False
 
     # -- internals -------------------------------------------------------------
+    def _db_generation(self) -> int:
+        rows = self.store.query(q.READ_META)
+        return int(rows[0]["generation"] or 0) if rows else 0
+
     def _ensure_schema(self) -> None:
         if self._schema_ready:
             return

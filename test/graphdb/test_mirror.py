@@ -107,3 +107,20 @@ def test_database_down_then_back_reconciles_newest(falkordb_server: Any, graph_n
     assert report.nodes_removed == 1
     assert_mirrors(good, newer)
     good.write("MATCH (n) DETACH DELETE n")
+
+
+def test_a_change_by_another_writer_is_noticed(store: FalkorStore) -> None:
+    node_mirror = Mirror(store)
+    graph = tiny_scene()
+    node_mirror.reconcile(graph)
+    # Meanwhile `heracles load` (another Mirror) writes a scene without O1 and O2.
+    other = tiny_scene()
+    other.remove_node(node_id("O1"))
+    other.remove_node(node_id("O2"))
+    Mirror(store).reconcile(other)
+    assert_mirrors(store, other)
+    # Hydra's next snapshot is unchanged for the node, but the database is not: the node re-reads it.
+    report = node_mirror.reconcile(graph)
+    assert (report.nodes_added, report.edges_added) == (2, 2)
+    assert_mirrors(store, graph)
+    assert node_mirror.reconcile(graph).writes == 0
