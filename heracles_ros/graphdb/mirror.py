@@ -3,8 +3,10 @@
 The mirror remembers what it last wrote (its baseline, read back from the
 database at start and after any failure, so the database stays the truth),
 diffs each new snapshot against it, and sends batched MERGE/SET and DELETE
-statements for what changed. It never wipes the database and never touches
-nodes it does not own (robot state, corrections, bookkeeping).
+statements for what changed (CREATE into a layer the database holds none of,
+as on a first load). It never wipes the database and never touches nodes it
+does not own (robot state, corrections, bookkeeping). Another writer's change
+(its bump of the mirror generation) makes it read the database again.
 """
 from __future__ import annotations
 
@@ -194,10 +196,6 @@ class Mirror:
                 if a is not None and b is not None and relation_of(a, b) == (a, b, relation):
                     tables.edges.add(edge_key(a, b))
         return tables
-
-    def forget_baseline(self) -> None:
-        """Re-read the database before the next diff (after a reconnect, say)."""
-        self._baseline = None
 
     def use_store(self, store: GraphStore) -> None:
         """Write to ``store`` from now on (the server moved); its contents are read again before the next diff."""
