@@ -293,3 +293,10 @@ def test_config_file_sets_exactly_the_declared_parameters_with_their_defaults() 
     assert params == {spec.name: spec.default for spec in PARAMETERS}
     comments = [line for line in CONFIG.read_text().splitlines() if line.strip().startswith("#")]
     assert len(comments) > len(PARAMETERS)
+
+
+def test_status_is_republished_periodically(ros_domain_id: int, db_params: dict[str, Any]) -> None:
+    with mirror_node(ros_domain_id, status_period_s=0.1, **db_params) as mirror:
+        first = mirror.status.wait(timeout_s=5.0, what="a periodic status")
+        mirror.status.wait(after=mirror.status.count, timeout_s=5.0, what="a second periodic status")
+        assert (first.sequence, first.snapshots_received, first.last_error) == (-1, 0, "")
