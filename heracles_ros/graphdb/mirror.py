@@ -192,9 +192,11 @@ class Mirror:
             return tables  # no mirrored nodes, so no mirrored edges
         for relation in (CONTAINS, *CONNECTED_TYPES):
             for row in self.store.query(q.read_edges(relation), timeout_s=120):
-                a, b = ids.get(row["a"]), ids.get(row["b"])
-                if a is not None and b is not None and relation_of(a, b) == (a, b, relation):
-                    tables.edges.add(edge_key(a, b))
+                for pair in row["pairs"] or ():
+                    first, _, second = str(pair).partition(" ")
+                    a, b = ids.get(first), ids.get(second)
+                    if a is not None and b is not None and relation_of(a, b) == (a, b, relation):
+                        tables.edges.add(edge_key(a, b))
         return tables
 
     def use_store(self, store: GraphStore) -> None:
