@@ -129,6 +129,10 @@ class DsgMirrorNode(Node):
         self.loop = MirrorLoop(
             mirror, on_state=self._publish, retry_period_s=params["retry_period_s"], reconnect=self._reconnect
         )
+        self.get_logger().info(
+            f"mirroring {params['dsg_topic']} into {self.store.description}"
+            + (f", starting from {params['scene_file']}" if params["scene_file"] else "")
+        )
         self.loop.start()
         if params["scene_file"]:
             self.loop.submit_file(params["scene_file"])
@@ -136,10 +140,6 @@ class DsgMirrorNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         if params["status_period_s"] > 0:
             self.create_timer(params["status_period_s"], lambda: self._publish(self._current_state()))
-        self.get_logger().info(
-            f"mirroring {params['dsg_topic']} into {self.store.description}"
-            + (f", starting from {params['scene_file']}" if params["scene_file"] else "")
-        )
 
     def _on_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
         """Suspect-snapshot policy and retry period may change at run time; the rest needs a restart."""
