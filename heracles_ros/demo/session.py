@@ -17,9 +17,12 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
+
+if TYPE_CHECKING:
+    from heracles_ros.nodes.runner import BackgroundSpinner
 
 #: Namespace of every demo node and topic.
 NAMESPACE = "/heracles_demo"
@@ -67,7 +70,7 @@ class DemoSession:
         self._domain_id = domain_id
         self._context: Any = None
         self._executor: Any = None
-        self._thread: threading.Thread | None = None
+        self._spinner: BackgroundSpinner | None = None
         self._nodes: list[Any] = []
         self.events: queue.Queue[Event] = queue.Queue()
         self._console: Any = None
@@ -86,8 +89,9 @@ class DemoSession:
         with _environment(_LOCAL_DISCOVERY):
             rclpy.init(**kwargs)
         self._executor = MultiThreadedExecutor(num_threads=6, context=self._context)
-        self._thread = threading.Thread(target=self._spin, name="demo-executor", daemon=True)
-        self._thread.start()
+        from heracles_ros.nodes.runner import BackgroundSpinner
+
+        self._spinner = BackgroundSpinner(self._executor, name="demo-executor").start()
         self._console = _Console(self)
         self._add(self._console.node)
         return self
@@ -102,10 +106,8 @@ class DemoSession:
             with contextlib.suppress(Exception):
                 node.destroy_node()
         self._nodes.clear()
-        if self._executor is not None:
-            self._executor.shutdown(timeout_sec=5.0)
-        if self._thread is not None:
-            self._thread.join(timeout=5.0)
+        if self._spinner is not None:
+            self._spinner.stop()
         rclpy = _import_rclpy()
         with contextlib.suppress(Exception):
             rclpy.shutdown(context=self._context)
@@ -116,10 +118,6 @@ class DemoSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def _spin(self) -> None:
-        with contextlib.suppress(Exception):  # the context is shut down under the executor at close
-            self._executor.spin()
 
     def _add(self, node: Any) -> Any:
         self._nodes.append(node)

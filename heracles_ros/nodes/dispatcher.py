@@ -35,13 +35,10 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
@@ -65,6 +62,7 @@ from heracles_ros.msg import DispatchProgress, DispatchResult, Plan
 from heracles_ros.nodes.markers import MarkerBook, plan_markers, robot_markers
 from heracles_ros.nodes.parameters import ParamSpec, declare
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
+from heracles_ros.nodes.runner import run_node
 from heracles_ros.planning.types import PlanResult
 
 log = logging.getLogger(__name__)
@@ -417,29 +415,7 @@ class DispatcherNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    # Ctrl-C must not shut the ROS context down before the robot is stopped and released:
-    # it reaches this thread as KeyboardInterrupt while the executor spins elsewhere.
-    with rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO):
-        try:
-            node = DispatcherNode()
-        except HeraclesError as exc:
-            log.error("dispatcher cannot start: %s", exc)
-            return 1
-        executor = MultiThreadedExecutor()
-        executor.add_node(node)
-        spinner = threading.Thread(target=executor.spin, name="dispatcher-executor", daemon=True)
-        spinner.start()
-        try:
-            while spinner.is_alive():
-                spinner.join(0.5)
-        except KeyboardInterrupt:
-            log.info("dispatcher stopping")
-        finally:
-            node.close()
-            executor.shutdown()
-            node.destroy_node()
-    return 0
+    return run_node("dispatcher", DispatcherNode, args)
 
 
 if __name__ == "__main__":

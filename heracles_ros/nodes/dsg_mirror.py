@@ -9,21 +9,20 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import rclpy
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import InvalidParameterTypeException
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from heracles_ros.errors import ConfigError, HeraclesError
+from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store, parse_db_uri
 from heracles_ros.graphdb.embedded import EmbeddedServer
 from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.mirror_loop import MirrorLoop, MirrorState, Snapshot
 from heracles_ros.msg import MirrorStatus
 from heracles_ros.nodes.parameters import ParamSpec, declare
+from heracles_ros.nodes.runner import run_node
 
 PARAMETERS: tuple[ParamSpec, ...] = (
     ParamSpec("db_uri", "embedded", "graph database: embedded[:DATA_DIR], falkordb://host:port, neo4j://host:port "
@@ -231,21 +230,7 @@ class DsgMirrorNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    with rclpy.init(args=args):
-        try:
-            node = DsgMirrorNode()
-        except HeraclesError as exc:
-            rclpy.logging.get_logger("dsg_mirror").fatal(f"cannot start: {exc}")
-            return 1
-        executor = MultiThreadedExecutor()
-        executor.add_node(node)
-        try:
-            executor.spin()
-        except (KeyboardInterrupt, ExternalShutdownException):
-            pass
-        finally:
-            node.destroy_node()
-    return 0
+    return run_node("dsg_mirror", DsgMirrorNode, args)
 
 
 if __name__ == "__main__":

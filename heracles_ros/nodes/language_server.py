@@ -42,15 +42,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import rclpy
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import ColorRGBA, Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -65,6 +62,7 @@ from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import Plan
 from heracles_ros.nodes.parameters import ParamSpec, declare
 from heracles_ros.nodes.plan_msgs import plan_to_msg
+from heracles_ros.nodes.runner import run_node
 from heracles_ros.planning.types import PlanResult
 from heracles_ros.srv import Ask, Command, Correct
 
@@ -423,27 +421,10 @@ def _fill_usage(response: Any, usage: Usage, error: str) -> None:
 
 
 def main(args: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    with rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO):
-        try:
-            node = LanguageServerNode()
-        except HeraclesError as exc:
-            log.error("language_server cannot start: %s", exc)
-            return 1
-        executor = MultiThreadedExecutor(num_threads=node.settings.request_workers + SPARE_THREADS)
-        executor.add_node(node)
-        spinner = threading.Thread(target=executor.spin, name="language-server-executor", daemon=True)
-        spinner.start()
-        try:
-            while spinner.is_alive():
-                spinner.join(0.5)
-        except KeyboardInterrupt:
-            log.info("language_server stopping")
-        finally:
-            node.close()
-            executor.shutdown()
-            node.destroy_node()
-    return 0
+    return run_node(
+        "language_server", LanguageServerNode, args,
+        threads=lambda node: node.settings.request_workers + SPARE_THREADS,
+    )
 
 
 if __name__ == "__main__":

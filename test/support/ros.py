@@ -26,6 +26,8 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from heracles_ros.nodes.runner import BackgroundSpinner
+
 T = TypeVar("T")
 
 
@@ -59,23 +61,15 @@ def spinning(*nodes: Node, num_threads: int = 4, destroy: bool = True) -> Iterat
     executor = MultiThreadedExecutor(num_threads=num_threads, context=context)
     for node in nodes:
         executor.add_node(node)
-    thread = threading.Thread(target=_spin, args=(executor,), name="test-executor", daemon=True)
-    thread.start()
+    spinner = BackgroundSpinner(executor, name="test-executor").start()
     try:
         yield executor
     finally:
-        executor.shutdown(timeout_sec=5.0)
-        thread.join(5.0)
+        spinner.stop()
         if destroy:
             for node in nodes:
                 with contextlib.suppress(Exception):
                     node.destroy_node()
-
-
-def _spin(executor: MultiThreadedExecutor) -> None:
-    # The context may be shut down under the executor at the end of a test.
-    with contextlib.suppress(Exception):
-        executor.spin()
 
 
 def wait_for(condition: Callable[[], Any], timeout_s: float, *, interval_s: float = 0.02) -> bool:
