@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from heracles_ros.errors import ConfigError
@@ -16,51 +15,7 @@ from heracles_ros.execution.driver import Pose, RobotDriver
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
 from heracles_ros.execution.spot_commands import FRAMES, SE2Transform
 from heracles_ros.execution.spot_ros2 import SpotConfig, SpotRos2Driver
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One driver setting: same fields as a node ParamSpec, so it can be declared as a parameter."""
-
-    name: str
-    default: Any
-    description: str
-    #: Inclusive bounds for numbers (None: unbounded).
-    minimum: float | None = None
-    maximum: float | None = None
-    #: Allowed values for strings (empty: any).
-    choices: tuple[str, ...] = ()
-
-    def check(self, kind: str, value: Any) -> Any:
-        """``value`` converted to the setting's type; ConfigError naming the setting otherwise."""
-        where = f"{kind} driver setting {self.name}"
-        default = self.default
-        if isinstance(default, bool):
-            if not isinstance(value, bool):
-                raise ConfigError(f"{where} must be true or false, got {value!r}")
-            return value
-        if isinstance(default, (int, float)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ConfigError(f"{where} must be a number, got {value!r}")
-            if isinstance(default, int) and value != int(value):
-                raise ConfigError(f"{where} must be a whole number, got {value!r}")
-            if self.minimum is not None and value < self.minimum:
-                raise ConfigError(f"{where} must be >= {self.minimum}, got {value}")
-            if self.maximum is not None and value > self.maximum:
-                raise ConfigError(f"{where} must be <= {self.maximum}, got {value}")
-            return int(value) if isinstance(default, int) else float(value)
-        if isinstance(default, str):
-            if not isinstance(value, str):
-                raise ConfigError(f"{where} must be a string, got {value!r}")
-            if self.choices and value not in self.choices:
-                raise ConfigError(f"{where} must be one of {', '.join(self.choices)}, got {value!r}")
-            return value
-        if isinstance(default, list):
-            if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-                raise ConfigError(f"{where} must be a list, got {value!r}")
-            return list(value)
-        raise ConfigError(f"{where} has no known type")  # a table entry with an unsupported default
-
+from heracles_ros.settings import Setting
 
 _SIM = SimConfig()
 _SPOT = SpotConfig()
@@ -77,7 +32,8 @@ SIM_SETTINGS: tuple[Setting, ...] = (
     _number("inspect_s", _SIM.inspect_s, "Simulated seconds an inspection takes."),
     _number("time_scale", _SIM.time_scale, "Simulated seconds per wall-clock second.", 0.001),
     _number("tick_s", _SIM.tick_s, "Wall-clock seconds between pose updates (and cancel checks).", 0.001),
-    Setting("fail_steps", [], "Execute-call numbers (0-based since start) that fail, to exercise recovery."),
+    Setting("fail_steps", [], "Execute-call numbers (0-based since start) that fail, to exercise recovery.",
+            items=int),
     _number("fail_probability", _SIM.fail_probability, "Chance that any step fails.", 0.0, maximum=1.0),
     _number("fail_fraction", _SIM.fail_fraction, "How far through a failing step it gives up.", 0.0, maximum=1.0),
     _number("seed", _SIM.seed, "Seed of the failure draw.", None),
@@ -134,7 +90,7 @@ def checked_settings(kind: str, settings: Mapping[str, Any]) -> dict[str, Any]:
         )
     values = {name: spec.default for name, spec in table.items()}
     for name, value in settings.items():
-        values[name] = table[name].check(kind, value)
+        values[name] = table[name].check(value, owner=f"{kind} driver setting")
     return values
 
 
@@ -149,7 +105,7 @@ def make_driver(kind: str, *, node: Any = None, **settings: Any) -> RobotDriver:
 def _make_sim(values: dict[str, Any]) -> SimSpotDriver:
     start = _floats("sim", "start_pose", values.pop("start_pose"), 2, 4)
     holding = values.pop("holding")
-    values["fail_steps"] = frozenset(_step_numbers(values["fail_steps"]))
+    values["fail_steps"] = frozenset(values["fail_steps"])  # SimConfig refuses negative ones
     return SimSpotDriver(SimConfig(**values), start=Pose(*start), holding=holding)
 
 
@@ -167,14 +123,3 @@ def _floats(kind: str, name: str, values: list[Any], least: int, most: int) -> l
     ):
         raise ConfigError(f"{kind} driver setting {name} must be {least} to {most} numbers, got {values!r}")
     return [float(v) for v in values]
-
-
-def _step_numbers(values: list[Any]) -> list[int]:
-    """Step numbers from ints or digit strings (an empty ROS list parameter is a string array)."""
-    steps = []
-    for value in values:
-        text = str(value).strip()
-        if isinstance(value, bool) or not text.isdigit():
-            raise ConfigError(f"sim driver setting fail_steps must hold step numbers >= 0, got {value!r}")
-        steps.append(int(text))
-    return steps

@@ -32,7 +32,7 @@ import logging
 import queue
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -53,17 +53,18 @@ from heracles_ros.execution.dispatcher import (
     StepState,
 )
 from heracles_ros.execution.driver import CancelToken, RobotDriver
-from heracles_ros.execution.driver_factory import DRIVER_KINDS, Setting, checked_settings, make_driver
+from heracles_ros.execution.driver_factory import DRIVER_KINDS, checked_settings, make_driver
 from heracles_ros.execution.driver_factory import SETTINGS as DRIVER_SETTINGS
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore, place_layer
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import DispatchProgress, DispatchResult, Plan
 from heracles_ros.nodes.markers import MarkerBook, plan_markers, robot_markers
-from heracles_ros.nodes.parameters import ParamSpec, declare
+from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
 from heracles_ros.nodes.runner import run_node
 from heracles_ros.planning.types import PlanResult
+from heracles_ros.settings import Setting
 
 log = logging.getLogger(__name__)
 
@@ -88,33 +89,26 @@ DRIVER_PARAMETERS: dict[str, dict[str, str]] = {
 }
 
 
-def _driver_spec(kind: str, setting: Setting) -> ParamSpec:
-    default = setting.default
-    items: type = str
-    if isinstance(default, list):  # an empty default (fail_steps) holds step numbers
-        items = type(default[0]) if default else int
-    return ParamSpec(
-        _driver_parameter(kind, setting.name),
-        default,
-        f"{kind}: {setting.description}",
-        minimum=setting.minimum,
-        maximum=setting.maximum,
-        choices=setting.choices,
-        items=items,
+def _driver_spec(kind: str, setting: Setting) -> Setting:
+    return replace(
+        setting,
+        name=_driver_parameter(kind, setting.name),
+        description=f"{kind}: {setting.description}",
+        items=setting.item_type,
     )
 
 
-PARAMETERS: tuple[ParamSpec, ...] = (
-    ParamSpec("db_uri", "embedded", "Graph database: embedded[:DIR] | falkordb://host:port | neo4j://host:port[/db]"),
-    ParamSpec("graph_name", "heracles", "FalkorDB graph holding the mirrored scene (ignored by Neo4j)"),
-    ParamSpec("robot_symbol", "robot", "nodeSymbol of the robot's node in the database"),
-    ParamSpec("driver", "sim", "Robot driver: sim (kinematic simulator) or spot_ros2", choices=DRIVER_KINDS),
-    ParamSpec("map_frame", "map", "Frame of plan positions, progress and markers"),
-    ParamSpec("start_place", "", "Place symbol the robot starts at (recorded in the database); '' keeps the record"),
-    ParamSpec("step_timeout_s", 60.0, "Time limit of every step, seconds", minimum=0.1),
-    ParamSpec("timeout_per_metre_s", 2.0, "Extra time a walk gets per metre of path, seconds", minimum=0.0),
-    ParamSpec("max_replans", 2, "Replans allowed after failed steps before a plan fails", minimum=0, maximum=20),
-    ParamSpec("planner_timeout_s", 10.0, "Time limit of one replan (Fast Downward included), seconds", minimum=0.1),
+PARAMETERS: tuple[Setting, ...] = (
+    Setting("db_uri", "embedded", "Graph database: embedded[:DIR] | falkordb://host:port | neo4j://host:port[/db]"),
+    Setting("graph_name", "heracles", "FalkorDB graph holding the mirrored scene (ignored by Neo4j)"),
+    Setting("robot_symbol", "robot", "nodeSymbol of the robot's node in the database"),
+    Setting("driver", "sim", "Robot driver: sim (kinematic simulator) or spot_ros2", choices=DRIVER_KINDS),
+    Setting("map_frame", "map", "Frame of plan positions, progress and markers"),
+    Setting("start_place", "", "Place symbol the robot starts at (recorded in the database); '' keeps the record"),
+    Setting("step_timeout_s", 60.0, "Time limit of every step, seconds", minimum=0.1),
+    Setting("timeout_per_metre_s", 2.0, "Extra time a walk gets per metre of path, seconds", minimum=0.0),
+    Setting("max_replans", 2, "Replans allowed after failed steps before a plan fails", minimum=0, maximum=20),
+    Setting("planner_timeout_s", 10.0, "Time limit of one replan (Fast Downward included), seconds", minimum=0.1),
     *(
         _driver_spec(kind, setting)
         for kind, table in DRIVER_SETTINGS.items()

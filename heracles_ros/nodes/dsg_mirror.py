@@ -21,26 +21,27 @@ from heracles_ros.graphdb.embedded import EmbeddedServer
 from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.mirror_loop import MirrorLoop, MirrorState, Snapshot
 from heracles_ros.msg import MirrorStatus
-from heracles_ros.nodes.parameters import ParamSpec, declare
+from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.runner import run_node
+from heracles_ros.settings import Setting
 
-PARAMETERS: tuple[ParamSpec, ...] = (
-    ParamSpec("db_uri", "embedded", "graph database: embedded[:DATA_DIR], falkordb://host:port, neo4j://host:port "
+PARAMETERS: tuple[Setting, ...] = (
+    Setting("db_uri", "embedded", "graph database: embedded[:DATA_DIR], falkordb://host:port, neo4j://host:port "
               "or bolt://host:port (credentials only from NEO4J_USERNAME / NEO4J_PASSWORD / FALKORDB_PASSWORD)"),
-    ParamSpec("graph_name", "heracles", "FalkorDB graph that holds the scene (ignored by Neo4j: use the URI path)"),
-    ParamSpec("dsg_topic", "/hydra/backend/dsg", "hydra_msgs/msg/DsgUpdate topic with full scene-graph snapshots"),
-    ParamSpec("scene_file", "", "spark_dsg file (.json or binary) to mirror at start; empty: none"),
-    ParamSpec("allow_mass_removal", False, "apply snapshots that would remove most of the mirror (otherwise held "
+    Setting("graph_name", "heracles", "FalkorDB graph that holds the scene (ignored by Neo4j: use the URI path)"),
+    Setting("dsg_topic", "/hydra/backend/dsg", "hydra_msgs/msg/DsgUpdate topic with full scene-graph snapshots"),
+    Setting("scene_file", "", "spark_dsg file (.json or binary) to mirror at start; empty: none"),
+    Setting("allow_mass_removal", False, "apply snapshots that would remove most of the mirror (otherwise held "
               "back as suspect, e.g. the empty graph of a restarting Hydra)"),
-    ParamSpec("suspect_fraction", 0.5, "share of mirrored nodes a single snapshot may remove before it is suspect",
+    Setting("suspect_fraction", 0.5, "share of mirrored nodes a single snapshot may remove before it is suspect",
               minimum=0.0, maximum=1.0),
-    ParamSpec("suspect_min_nodes", 20, "mirrors smaller than this are never suspect", minimum=0),
-    ParamSpec("retry_period_s", 2.0, "seconds between retries while the database is unavailable",
+    Setting("suspect_min_nodes", 20, "mirrors smaller than this are never suspect", minimum=0),
+    Setting("retry_period_s", 2.0, "seconds between retries while the database is unavailable",
               minimum=0.05, maximum=3600.0),
-    ParamSpec("batch_size", 5000, "rows per database statement", minimum=1, maximum=1_000_000),
-    ParamSpec("query_timeout_s", 60.0, "per-query time limit of the database, in seconds",
+    Setting("batch_size", 5000, "rows per database statement", minimum=1, maximum=1_000_000),
+    Setting("query_timeout_s", 60.0, "per-query time limit of the database, in seconds",
               minimum=0.1, maximum=3600.0),
-    ParamSpec("status_period_s", 5.0, "republish the last status this often even without snapshots; 0: only on "
+    Setting("status_period_s", 5.0, "republish the last status this often even without snapshots; 0: only on "
               "change", minimum=0.0, maximum=3600.0),
 )
 

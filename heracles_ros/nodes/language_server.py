@@ -60,10 +60,11 @@ from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import Plan
-from heracles_ros.nodes.parameters import ParamSpec, declare
+from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.plan_msgs import plan_to_msg
 from heracles_ros.nodes.runner import run_node
 from heracles_ros.planning.types import PlanResult
+from heracles_ros.settings import Setting
 from heracles_ros.srv import Ask, Command, Correct
 
 log = logging.getLogger(__name__)
@@ -85,30 +86,30 @@ SPARE_THREADS = 2
 #: queries get ``query_timeout_s``.
 STORE_TIMEOUT_S = 60.0
 
-PARAMETERS: tuple[ParamSpec, ...] = (
-    ParamSpec("db_uri", "embedded", "Graph database: embedded[:DIR] | falkordb://host:port | neo4j://host:port[/db]"),
-    ParamSpec("graph_name", "heracles", "FalkorDB graph holding the mirrored scene (ignored by Neo4j)"),
-    ParamSpec("robot_symbol", "robot", "nodeSymbol of the robot's node in the database (plans start from it)"),
-    ParamSpec("llm", "openai", "Language model provider: openai (key from OPENAI_API_KEY) or ollama",
+PARAMETERS: tuple[Setting, ...] = (
+    Setting("db_uri", "embedded", "Graph database: embedded[:DIR] | falkordb://host:port | neo4j://host:port[/db]"),
+    Setting("graph_name", "heracles", "FalkorDB graph holding the mirrored scene (ignored by Neo4j)"),
+    Setting("robot_symbol", "robot", "nodeSymbol of the robot's node in the database (plans start from it)"),
+    Setting("llm", "openai", "Language model provider: openai (key from OPENAI_API_KEY) or ollama",
               choices=PROVIDERS),
-    ParamSpec("model", "", "Model name; '' = the provider's default (gpt-4.1 / qwen3:32b)"),
-    ParamSpec("base_url", "", "OpenAI-compatible base URL or Ollama host; '' = OPENAI_BASE_URL / OLLAMA_HOST / "
+    Setting("model", "", "Model name; '' = the provider's default (gpt-4.1 / qwen3:32b)"),
+    Setting("base_url", "", "OpenAI-compatible base URL or Ollama host; '' = OPENAI_BASE_URL / OLLAMA_HOST / "
               "the provider's default"),
-    ParamSpec("temperature", 0.0, "Sampling temperature of the model", minimum=0.0, maximum=2.0),
-    ParamSpec("llm_timeout_s", 120.0, "Time limit of one model call, seconds", minimum=0.1),
-    ParamSpec("request_timeout_s", 240.0, "Time limit of a whole request (all model turns and queries), seconds",
+    Setting("temperature", 0.0, "Sampling temperature of the model", minimum=0.0, maximum=2.0),
+    Setting("llm_timeout_s", 120.0, "Time limit of one model call, seconds", minimum=0.1),
+    Setting("request_timeout_s", 240.0, "Time limit of a whole request (all model turns and queries), seconds",
               minimum=0.1),
-    ParamSpec("max_tool_calls", 5, "Cypher queries the model may run per request", minimum=0, maximum=50),
-    ParamSpec("method", "agentic", "agentic (queries as needed) | single (one query) | context (scene in the prompt)",
+    Setting("max_tool_calls", 5, "Cypher queries the model may run per request", minimum=0, maximum=50),
+    Setting("method", "agentic", "agentic (queries as needed) | single (one query) | context (scene in the prompt)",
               choices=METHODS),
-    ParamSpec("max_goal_retries", 2, "Times a rejected goal goes back to the model with the checker's problems",
+    Setting("max_goal_retries", 2, "Times a rejected goal goes back to the model with the checker's problems",
               minimum=0, maximum=10),
-    ParamSpec("query_timeout_s", 10.0, "Time limit of each Cypher query the model runs, seconds", minimum=0.1),
-    ParamSpec("result_token_budget", 2000, "Tokens of query results the model gets per call (the rest is cut)",
+    Setting("query_timeout_s", 10.0, "Time limit of each Cypher query the model runs, seconds", minimum=0.1),
+    Setting("result_token_budget", 2000, "Tokens of query results the model gets per call (the rest is cut)",
               minimum=50, maximum=1_000_000),
-    ParamSpec("planner_timeout_s", 10.0, "Time limit of Fast Downward for one command, seconds", minimum=0.1),
-    ParamSpec("map_frame", "map", "Frame of published plans and of the answer marker"),
-    ParamSpec("request_workers", 4, "Requests answered at once; one more is refused as busy", minimum=1, maximum=64),
+    Setting("planner_timeout_s", 10.0, "Time limit of Fast Downward for one command, seconds", minimum=0.1),
+    Setting("map_frame", "map", "Frame of published plans and of the answer marker"),
+    Setting("request_workers", 4, "Requests answered at once; one more is refused as busy", minimum=1, maximum=64),
 )
 
 

@@ -17,7 +17,7 @@ from heracles_ros.planning.types import PlanAction
 
 def test_sim_driver_from_settings_runs_a_step():
     driver = make_driver(
-        "sim", speed_mps=2.0, time_scale=500.0, fail_steps=["1", 3], start_pose=[1.0, 2.0], holding="O3"
+        "sim", speed_mps=2.0, time_scale=500.0, fail_steps=[1, 3], start_pose=[1.0, 2.0], holding="O3"
     )
     assert isinstance(driver, SimSpotDriver)
     assert driver.config.speed_mps == 2.0
@@ -59,6 +59,7 @@ def test_unknown_setting_is_named_with_the_accepted_ones():
         ("sim", {"fail_probability": 1.5}, "fail_probability must be <= 1.0"),
         ("sim", {"seed": 1.5}, "seed must be a whole number"),
         ("sim", {"fail_steps": ["two"]}, "fail_steps"),
+        ("sim", {"fail_steps": [-1]}, "fail_steps"),
         ("sim", {"start_pose": [1.0]}, "start_pose must be 2 to 4 numbers"),
         ("sim", {"holding": 3}, "holding must be a string"),
         ("spot_ros2", {"frame": "map"}, "frame must be one of odom, vision"),

@@ -31,7 +31,7 @@ from support.launch_static import (
     rviz_displays,
 )
 
-from heracles_ros.nodes.parameters import ParamSpec
+from heracles_ros.settings import Setting
 
 PACKAGE = "heracles_ros"
 LAUNCH_FILES = sorted((REPO / "launch").glob("*.launch.py"))
@@ -56,7 +56,7 @@ def node_module(executable: str) -> str:
     return console_scripts()[executable].split(":")[0]
 
 
-def parameters_of(executable: str) -> dict[str, ParamSpec]:
+def parameters_of(executable: str) -> dict[str, Setting]:
     module = importlib.import_module(node_module(executable))
     return {spec.name: spec for spec in module.PARAMETERS}
 
@@ -135,7 +135,7 @@ def parameter_problems(launch: LaunchFile, *, config_dir: Path = REPO / "config"
     return problems
 
 
-def _value_problems(name: str, fqn: str, values: dict, specs: dict[str, ParamSpec]) -> list[str]:
+def _value_problems(name: str, fqn: str, values: dict, specs: dict[str, Setting]) -> list[str]:
     problems = []
     for key, value in values.items():
         spec = specs.get(key)
