@@ -19,7 +19,7 @@ class Setting:
     name: str
     default: Any
     description: str
-    #: Inclusive bounds for numbers (None: unbounded).
+    #: Inclusive bounds for numbers and the elements of number lists (None: unbounded).
     minimum: float | None = None
     maximum: float | None = None
     #: Allowed values for strings (empty: any).
@@ -46,10 +46,7 @@ class Setting:
                 raise ConfigError(f"{where} must be a number, got {value!r}")
             if isinstance(default, int) and value != int(value):
                 raise ConfigError(f"{where} must be a whole number, got {value!r}")
-            if self.minimum is not None and value < self.minimum:
-                raise ConfigError(f"{where} must be >= {self.minimum}, got {value}")
-            if self.maximum is not None and value > self.maximum:
-                raise ConfigError(f"{where} must be <= {self.maximum}, got {value}")
+            self._check_bounds(where, value)
             return int(value) if isinstance(default, int) else float(value)
         if isinstance(default, str):
             if not isinstance(value, str):
@@ -61,8 +58,17 @@ class Setting:
             items = self.item_type
             if not isinstance(value, (list, tuple)) or not all(_is_item(v, items) for v in value):
                 raise ConfigError(f"{where} must be a list of {items.__name__}, got {value!r}")
+            for item in value:
+                self._check_bounds(where, item)
             return [items(v) for v in value]
         raise ConfigError(f"{where} has a default of unsupported type {type(default).__name__}")
+
+    def _check_bounds(self, where: str, value: Any) -> None:
+        """Bounds apply to a number, and to every element of a list of numbers."""
+        if self.minimum is not None and value < self.minimum:
+            raise ConfigError(f"{where} must be >= {self.minimum}, got {value}")
+        if self.maximum is not None and value > self.maximum:
+            raise ConfigError(f"{where} must be <= {self.maximum}, got {value}")
 
 
 def _is_item(value: Any, items: type) -> bool:

@@ -33,7 +33,7 @@ SIM_SETTINGS: tuple[Setting, ...] = (
     _number("time_scale", _SIM.time_scale, "Simulated seconds per wall-clock second.", 0.001),
     _number("tick_s", _SIM.tick_s, "Wall-clock seconds between pose updates (and cancel checks).", 0.001),
     Setting("fail_steps", [], "Execute-call numbers (0-based since start) that fail, to exercise recovery.",
-            items=int),
+            minimum=0, items=int),
     _number("fail_probability", _SIM.fail_probability, "Chance that any step fails.", 0.0, maximum=1.0),
     _number("fail_fraction", _SIM.fail_fraction, "How far through a failing step it gives up.", 0.0, maximum=1.0),
     _number("seed", _SIM.seed, "Seed of the failure draw.", None),
@@ -105,7 +105,7 @@ def make_driver(kind: str, *, node: Any = None, **settings: Any) -> RobotDriver:
 def _make_sim(values: dict[str, Any]) -> SimSpotDriver:
     start = _floats("sim", "start_pose", values.pop("start_pose"), 2, 4)
     holding = values.pop("holding")
-    values["fail_steps"] = frozenset(values["fail_steps"])  # SimConfig refuses negative ones
+    values["fail_steps"] = frozenset(values["fail_steps"])
     return SimSpotDriver(SimConfig(**values), start=Pose(*start), holding=holding)
 
 

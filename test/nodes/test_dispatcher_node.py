@@ -220,7 +220,7 @@ def test_bad_parameters_are_refused_naming_the_parameter(ros_domain_id, falkordb
         ({"max_replans": -1}, "parameter max_replans must be >= 0"),
         ({"start_place": "O3"}, "parameter start_place: 'O3' is not a place symbol"),
         ({"start_place": "P999"}, "parameter start_place: no place 'P999' in the database"),
-        ({"sim_fail_steps": [-2]}, "fail_steps must hold step numbers >= 0"),
+        ({"sim_fail_steps": [-2]}, "parameter sim_fail_steps must be >= 0"),
         ({"spot_frame": "body"}, "parameter spot_frame must be one of odom, vision"),
         ({"step_timeout_s": "long"}, "step_timeout_s"),
     ]
