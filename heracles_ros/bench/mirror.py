@@ -19,13 +19,11 @@ import contextlib
 import gc
 import resource
 import statistics
-import tempfile
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,6 +33,7 @@ from heracles_ros.errors import ConfigError, HeraclesError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.cypher import bench as q
 from heracles_ros.graphdb.cypher import mirror as mirror_q
+from heracles_ros.graphdb.embedded import temporary_server
 from heracles_ros.graphdb.mirror import Mirror, node_params
 from heracles_ros.graphdb.schema import Layer
 from heracles_ros.graphdb.store import GraphStore, Params
@@ -192,15 +191,8 @@ def _database(uri: str | None) -> Iterator[str]:
     if uri is not None:
         yield uri
         return
-    from heracles_ros.graphdb.embedded import EmbeddedServer
-
-    with tempfile.TemporaryDirectory(prefix="heracles-bench-") as tmp:
-        server = EmbeddedServer(Path(tmp))
-        server.ensure_started()
-        try:
-            yield f"embedded:{tmp}"
-        finally:
-            server.stop()
+    with temporary_server("heracles-bench-") as temporary:
+        yield temporary
 
 
 @contextlib.contextmanager

@@ -17,11 +17,9 @@ import argparse
 import contextlib
 import logging
 import statistics
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +27,7 @@ import spark_dsg as dsg
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
+from heracles_ros.graphdb.embedded import temporary_server
 from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.language.goal_ast import atoms
@@ -63,7 +62,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.goals < 1 or args.naive_goals < 1:
         raise ConfigError("--goals and --naive-goals must be at least 1")
     figures: dict[str, Any] = {}
-    with _database() as uri:
+    with temporary_server("heracles-bench-plan-") as uri:
         with _mirrored(uri, generate_scene("large", args.seed)) as (store, scene):
             planner = Planner(store, prove_s=args.prove, timeout_s=30.0)
             figures.update(_compact_figures(planner, scene, args))
@@ -229,19 +228,6 @@ def _objects(scene: dsg.DynamicSceneGraph) -> list[str]:
 
 def _percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q))
-
-
-@contextlib.contextmanager
-def _database() -> Iterator[str]:
-    from heracles_ros.graphdb.embedded import EmbeddedServer
-
-    with tempfile.TemporaryDirectory(prefix="heracles-bench-plan-") as tmp:
-        server = EmbeddedServer(Path(tmp))
-        server.ensure_started()
-        try:
-            yield f"embedded:{tmp}"
-        finally:
-            server.stop()
 
 
 @contextlib.contextmanager

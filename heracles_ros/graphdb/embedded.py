@@ -188,3 +188,17 @@ def _port_free(port: int) -> bool:
         except OSError:
             return False
         return True
+
+
+@contextlib.contextmanager
+def temporary_server(prefix: str = "heracles-") -> Iterator[str]:
+    """A throwaway embedded server in a temporary directory (benchmarks); yields its ``embedded:DIR`` URI."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        server = EmbeddedServer(Path(tmp))
+        server.ensure_started()
+        try:
+            yield f"embedded:{tmp}"
+        finally:
+            server.stop()
