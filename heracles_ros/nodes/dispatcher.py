@@ -36,9 +36,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
@@ -62,6 +60,7 @@ from heracles_ros.msg import DispatchProgress, DispatchResult, Plan
 from heracles_ros.nodes.markers import MarkerBook, plan_markers, robot_markers
 from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
+from heracles_ros.nodes.qos import reliable
 from heracles_ros.nodes.runner import run_node
 from heracles_ros.planning.types import PlanResult
 from heracles_ros.settings import Setting
@@ -188,15 +187,6 @@ class _Job:
     cancel: CancelToken
 
 
-def _reliable(depth: int) -> QoSProfile:
-    return QoSProfile(
-        history=HistoryPolicy.KEEP_LAST,
-        depth=depth,
-        reliability=ReliabilityPolicy.RELIABLE,
-        durability=DurabilityPolicy.VOLATILE,
-    )
-
-
 class DispatcherNode(Node):
     """Feeds received plans to the library dispatcher on a worker thread and publishes what it reports."""
 
@@ -211,10 +201,7 @@ class DispatcherNode(Node):
             raise
 
     def _setup(self) -> None:
-        try:
-            values = declare(self, PARAMETERS)
-        except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
-            raise ConfigError(f"{NODE_NAME} parameters: {exc}") from exc
+        values = declare(self, PARAMETERS)
         self.settings = DispatcherSettings.from_values(values)
         self.store: GraphStore = open_store(self.settings.db_uri, graph=self.settings.graph_name)
         try:
@@ -240,11 +227,11 @@ class DispatcherNode(Node):
         self._view: tuple[PlanResult | None, int] = (None, 0)
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
 
-        self._progress_pub = self.create_publisher(DispatchProgress, "dispatch_progress", _reliable(100))
-        self._result_pub = self.create_publisher(DispatchResult, "dispatch_result", _reliable(10))
-        self._markers_pub = self.create_publisher(MarkerArray, "plan_markers", _reliable(10))
+        self._progress_pub = self.create_publisher(DispatchProgress, "dispatch_progress", reliable(100))
+        self._result_pub = self.create_publisher(DispatchResult, "dispatch_result", reliable(10))
+        self._markers_pub = self.create_publisher(MarkerArray, "plan_markers", reliable(10))
         commands = MutuallyExclusiveCallbackGroup()
-        self.create_subscription(Plan, "plan", self._on_plan, _reliable(10), callback_group=commands)
+        self.create_subscription(Plan, "plan", self._on_plan, reliable(10), callback_group=commands)
         self.create_service(Trigger, "cancel", self._on_cancel, callback_group=commands)
         self.create_timer(MARKER_PERIOD_S, self._publish_markers, callback_group=MutuallyExclusiveCallbackGroup())
 

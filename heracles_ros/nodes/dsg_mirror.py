@@ -10,10 +10,9 @@ import logging
 from typing import Any
 
 from rcl_interfaces.msg import SetParametersResult
-from rclpy.exceptions import InvalidParameterTypeException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store, parse_db_uri
@@ -22,6 +21,7 @@ from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.mirror_loop import MirrorLoop, MirrorState, Snapshot
 from heracles_ros.msg import MirrorStatus
 from heracles_ros.nodes.parameters import declare
+from heracles_ros.nodes.qos import reliable
 from heracles_ros.nodes.runner import run_node
 from heracles_ros.settings import Setting
 
@@ -55,12 +55,7 @@ _RUNTIME_PARAMETERS = {"allow_mass_removal", "suspect_fraction", "suspect_min_no
 
 def dsg_qos() -> QoSProfile:
     """What Hydra publishes with: a transient-local subscriber would not match."""
-    return QoSProfile(
-        history=HistoryPolicy.KEEP_LAST,
-        depth=1,
-        reliability=ReliabilityPolicy.RELIABLE,
-        durability=DurabilityPolicy.VOLATILE,
-    )
+    return reliable(1)
 
 
 def _dsg_update_type() -> Any:
@@ -108,10 +103,7 @@ class DsgMirrorNode(Node):
             raise
 
     def _setup(self) -> None:
-        try:
-            params = declare(self, PARAMETERS)
-        except InvalidParameterTypeException as exc:
-            raise ConfigError(f"dsg_mirror: {exc}") from exc
+        params = declare(self, PARAMETERS)
         self._specs = {spec.name: spec for spec in PARAMETERS}
         self._target = parse_db_uri(params["db_uri"])  # a malformed URI fails here, naming the value
         dsg_update = _dsg_update_type()

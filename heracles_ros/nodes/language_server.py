@@ -45,9 +45,7 @@ from typing import Any
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import ColorRGBA, Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -62,6 +60,7 @@ from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import Plan
 from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.plan_msgs import plan_to_msg
+from heracles_ros.nodes.qos import latched, reliable
 from heracles_ros.nodes.runner import run_node
 from heracles_ros.planning.types import PlanResult
 from heracles_ros.settings import Setting
@@ -192,24 +191,6 @@ def marker_text(kind: str, request: str, outcome: str) -> str:
     return "\n".join(lines)
 
 
-def _latched() -> QoSProfile:
-    return QoSProfile(
-        history=HistoryPolicy.KEEP_LAST,
-        depth=1,
-        reliability=ReliabilityPolicy.RELIABLE,
-        durability=DurabilityPolicy.TRANSIENT_LOCAL,
-    )
-
-
-def _reliable(depth: int) -> QoSProfile:
-    return QoSProfile(
-        history=HistoryPolicy.KEEP_LAST,
-        depth=depth,
-        reliability=ReliabilityPolicy.RELIABLE,
-        durability=DurabilityPolicy.VOLATILE,
-    )
-
-
 class LanguageServerNode(Node):
     """Serves ask / command / correct through one shared agent; publishes plans and the last answer."""
 
@@ -223,10 +204,7 @@ class LanguageServerNode(Node):
             raise
 
     def _setup(self) -> None:
-        try:
-            values = declare(self, PARAMETERS)
-        except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
-            raise ConfigError(f"{NODE_NAME} parameters: {exc}") from exc
+        values = declare(self, PARAMETERS)
         self.settings = LanguageSettings.from_values(values)
         self.store: GraphStore = open_store(
             self.settings.db_uri, graph=self.settings.graph_name, timeout_s=STORE_TIMEOUT_S
@@ -243,9 +221,9 @@ class LanguageServerNode(Node):
         self._slots = threading.BoundedSemaphore(self.settings.request_workers)
         self._publish_lock = threading.Lock()
 
-        self._plan_pub = self.create_publisher(Plan, "plan", _reliable(10))
-        self._answer_pub = self.create_publisher(String, "last_answer", _latched())
-        self._marker_pub = self.create_publisher(MarkerArray, "answer_marker", _latched())
+        self._plan_pub = self.create_publisher(Plan, "plan", reliable(10))
+        self._answer_pub = self.create_publisher(String, "last_answer", latched())
+        self._marker_pub = self.create_publisher(MarkerArray, "answer_marker", latched())
         requests = ReentrantCallbackGroup()
         self.create_service(Ask, "ask", self._on_ask, callback_group=requests)
         self.create_service(Command, "command", self._on_command, callback_group=requests)

@@ -1,0 +1,24 @@
+"""The QoS profiles our topics use, in one place so publishers and subscribers always match."""
+from __future__ import annotations
+
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+
+def reliable(depth: int) -> QoSProfile:
+    """Every message delivered to those listening now (Hydra's DsgUpdate uses depth 1 of this)."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=depth,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE,
+    )
+
+
+def latched() -> QoSProfile:
+    """The last message kept for late joiners (RViz started after the answer, say)."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=1,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL,
+    )
