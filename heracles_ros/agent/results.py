@@ -22,8 +22,21 @@ class Usage:
     latency_s: float = 0.0
 
 
+class _Reported:
+    """What every result shares: an ``error`` ("" on success) and the flat ``--json`` shape."""
+
+    error: str
+
+    @property
+    def ok(self) -> bool:
+        return not self.error
+
+    def to_dict(self) -> dict[str, Any]:
+        return _flat(self)
+
+
 @dataclass
-class AskResult:
+class AskResult(_Reported):
     #: The answer as a validated SLDP expression ("" on error).
     answer: str = ""
     explanation: str = ""
@@ -32,26 +45,15 @@ class AskResult:
     usage: Usage = field(default_factory=Usage)
     error: str = ""
 
-    @property
-    def ok(self) -> bool:
-        return not self.error
-
-    def to_dict(self) -> dict[str, Any]:
-        return _flat(self)
-
 
 @dataclass
-class CommandResult:
+class CommandResult(_Reported):
     #: The validated PDDL goal over scene symbols ("" when none could be produced).
     goal: str = ""
     explanation: str = ""
     plan: PlanResult | None = None
     usage: Usage = field(default_factory=Usage)
     error: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return not self.error
 
     def to_dict(self) -> dict[str, Any]:
         data = _flat(self)
@@ -60,19 +62,12 @@ class CommandResult:
 
 
 @dataclass
-class CorrectResult:
+class CorrectResult(_Reported):
     #: What changed, one "O43.class: 'bicycle' -> 'bag'" line per property.
     changes: list[str] = field(default_factory=list)
     explanation: str = ""
     usage: Usage = field(default_factory=Usage)
     error: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return not self.error
-
-    def to_dict(self) -> dict[str, Any]:
-        return _flat(self)
 
 
 def _flat(result: Any) -> dict[str, Any]:
