@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 
 from heracles_ros.demo.language import PROVIDERS, choose_language_model
@@ -40,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
         from heracles_ros.errors import ConfigError
 
         raise ConfigError(f"--time-scale must be > 0, got {args.time_scale}")
+    if not args.verbose:  # the demo prints every step itself; library chatter would only interleave
+        logging.getLogger("heracles_ros").setLevel(logging.WARNING)
     options = DemoOptions(out_dir=args.out.expanduser().resolve(), db_uri=args.db, language=language,
-                          time_scale=args.time_scale)
+                          time_scale=args.time_scale, verbose=args.verbose)
     report = run_demo(options)
     return 0 if report.success else 1

@@ -48,6 +48,8 @@ class DemoOptions:
     llm_timeout_s: float = 300.0
     #: ROS domain of the in-process nodes (None: ROS_DOMAIN_ID or 0).
     domain_id: int | None = None
+    #: Show the nodes' and the library's informational log lines between the demo's own output.
+    verbose: bool = False
 
 
 @dataclass
@@ -98,7 +100,7 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> DemoReport:
         states = RobotStateStore(store)
         states.forget()  # a fresh robot: the example scene, not what an earlier run left behind
 
-        with DemoSession(domain_id=options.domain_id) as session:
+        with DemoSession(domain_id=options.domain_id, log_level="info" if options.verbose else "warn") as session:
             common = {"db_uri": db_uri, "graph_name": GRAPH_NAME}
             printer.step("mirror the example scene")
             session.start_mirror({**common, "scene_file": str(options.scene_file), "status_period_s": 0.5})

@@ -66,8 +66,10 @@ def _environment(values: Mapping[str, str]) -> Iterator[None]:
 class DemoSession:
     """Start with :meth:`open`, add nodes, talk to them, and :meth:`close` (or use ``with``)."""
 
-    def __init__(self, *, domain_id: int | None = None):
+    def __init__(self, *, domain_id: int | None = None, log_level: str = "info"):
         self._domain_id = domain_id
+        #: Severity of the nodes' ROS log output (debug, info, warn, error).
+        self._log_level = log_level
         self._context: Any = None
         self._executor: Any = None
         self._spinner: BackgroundSpinner | None = None
@@ -83,7 +85,11 @@ class DemoSession:
         from rclpy.signals import SignalHandlerOptions
 
         self._context = Context()
-        kwargs: dict[str, Any] = {"context": self._context, "signal_handler_options": SignalHandlerOptions.NO}
+        kwargs: dict[str, Any] = {
+            "context": self._context,
+            "signal_handler_options": SignalHandlerOptions.NO,
+            "args": ["--ros-args", "--log-level", self._log_level],
+        }
         if self._domain_id is not None:
             kwargs["domain_id"] = self._domain_id
         with _environment(_LOCAL_DISCOVERY):

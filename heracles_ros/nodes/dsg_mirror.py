@@ -92,9 +92,11 @@ class DsgMirrorNode(Node):
     def __init__(self, **kwargs: Any):
         super().__init__("dsg_mirror", **kwargs)
         self._log_handler = _RosLogHandler(self)
-        for name in _LIBRARY_LOGGERS:
-            logging.getLogger(name).addHandler(self._log_handler)
-            logging.getLogger(name).setLevel(logging.INFO)
+        for name in _LIBRARY_LOGGERS:  # the node's ROS logger is their one output while it runs
+            library = logging.getLogger(name)
+            library.addHandler(self._log_handler)
+            library.setLevel(logging.INFO)
+            library.propagate = False
         self.loop: MirrorLoop | None = None
         try:
             self._setup()
@@ -215,7 +217,9 @@ class DsgMirrorNode(Node):
         if store is not None:
             store.close()
         for name in _LIBRARY_LOGGERS:
-            logging.getLogger(name).removeHandler(self._log_handler)
+            library = logging.getLogger(name)
+            library.removeHandler(self._log_handler)
+            library.propagate = True
 
     def destroy_node(self) -> None:
         self._teardown()

@@ -138,7 +138,9 @@ def test_snapshots_are_mirrored_exactly_and_corrections_survive(
 def test_bad_input_is_reported_and_the_last_good_state_kept(
     ros_domain_id: int, db_params: dict[str, Any], store: FalkorStore, caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="heracles_ros")
+    # While the node runs, the loop's records go to the node's ROS logger only (not propagated),
+    # so listen on the library logger itself.
+    loop_logger = logging.getLogger("heracles_ros.graphdb.mirror_loop")
     good = tiny_scene()
     payload = good.to_binary(include_mesh=False)
     corrupted = bytearray(payload)
@@ -152,35 +154,39 @@ def test_bad_input_is_reported_and_the_last_good_state_kept(
         "random": (random.Random(7).randbytes(4096), True, "not a spark_dsg graph"),
         "empty": (b"", True, "empty scene-graph payload"),
     }
-    with mirror_node(ros_domain_id, suspect_min_nodes=5, **db_params) as mirror:
-        mirror.send(good, 1)
-        for sequence, (name, (data, full, reason)) in enumerate(bad.items(), start=10):
-            caplog.clear()
-            status = mirror.publish(data, sequence, full_update=full)
-            assert reason in status.last_error, (name, status.last_error)
-            assert status.snapshots_applied == 1, name
-            assert any(reason in r.getMessage() and f"snapshot {sequence}" in r.getMessage()
-                       for r in caplog.records), name
-            assert_mirrors(store, good)
+    loop_logger.addHandler(caplog.handler)
+    try:
+        with mirror_node(ros_domain_id, suspect_min_nodes=5, **db_params) as mirror:
+            mirror.send(good, 1)
+            for sequence, (name, (data, full, reason)) in enumerate(bad.items(), start=10):
+                caplog.clear()
+                status = mirror.publish(data, sequence, full_update=full)
+                assert reason in status.last_error, (name, status.last_error)
+                assert status.snapshots_applied == 1, name
+                assert any(reason in r.getMessage() and f"snapshot {sequence}" in r.getMessage()
+                           for r in caplog.records), name
+                assert_mirrors(store, good)
 
-        # Still alive: the next good snapshot is applied (decoded from scratch after the failures).
-        status = mirror.send(changed, 20)
-        assert (status.nodes_removed, status.snapshots_applied) == (1, 2)
-        assert_mirrors(store, changed)
+            # Still alive: the next good snapshot is applied (decoded from scratch after the failures).
+            status = mirror.send(changed, 20)
+            assert (status.nodes_removed, status.snapshots_applied) == (1, 2)
+            assert_mirrors(store, changed)
 
-        # An empty graph (a restarting Hydra) would remove everything: held back and reported.
-        before = database_contents(store)
-        status = mirror.publish(dsg.DynamicSceneGraph().to_binary(include_mesh=False), 21)
-        assert status.suspect_held and "would remove 13 of 13" in status.last_error
-        assert database_contents(store) == before
-        # The operator allows it (at run time); Hydra's next empty snapshot goes through.
-        result = mirror.node.set_parameters([Parameter("allow_mass_removal", value=True)])
-        assert result[0].successful
-        status = mirror.publish(dsg.DynamicSceneGraph().to_binary(include_mesh=False), 22)
-        assert (status.last_error, status.suspect_held, status.nodes, status.nodes_removed) == ("", False, 0, 13)
-        assert database_contents(store) == ({}, set())
-        rejected = mirror.node.set_parameters([Parameter("db_uri", value="falkordb://elsewhere:1")])
-        assert not rejected[0].successful and "only at start" in rejected[0].reason
+            # An empty graph (a restarting Hydra) would remove everything: held back and reported.
+            before = database_contents(store)
+            status = mirror.publish(dsg.DynamicSceneGraph().to_binary(include_mesh=False), 21)
+            assert status.suspect_held and "would remove 13 of 13" in status.last_error
+            assert database_contents(store) == before
+            # The operator allows it (at run time); Hydra's next empty snapshot goes through.
+            result = mirror.node.set_parameters([Parameter("allow_mass_removal", value=True)])
+            assert result[0].successful
+            status = mirror.publish(dsg.DynamicSceneGraph().to_binary(include_mesh=False), 22)
+            assert (status.last_error, status.suspect_held, status.nodes, status.nodes_removed) == ("", False, 0, 13)
+            assert database_contents(store) == ({}, set())
+            rejected = mirror.node.set_parameters([Parameter("db_uri", value="falkordb://elsewhere:1")])
+            assert not rejected[0].successful and "only at start" in rejected[0].reason
+    finally:
+        loop_logger.removeHandler(caplog.handler)
 
 
 def test_database_down_then_back_applies_the_newest_snapshot(ros_domain_id: int, tmp_path: Path) -> None:
