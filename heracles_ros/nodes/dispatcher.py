@@ -260,6 +260,7 @@ class DispatcherNode(Node):
         planner = Planner(
             self.store, timeout_s=self.settings.planner_timeout_s, robot_symbol=self.settings.robot_symbol
         )
+        planner.preload()  # a replan must not wait seconds for a kilometre-scale place graph
         return lambda goal, start: planner.plan(goal, from_symbol=start)
 
     # -- callbacks (never block) ------------------------------------------------------

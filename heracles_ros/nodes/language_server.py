@@ -62,6 +62,7 @@ from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.plan_msgs import plan_to_msg
 from heracles_ros.nodes.qos import latched, reliable
 from heracles_ros.nodes.runner import run_node
+from heracles_ros.planning.planner import Planner
 from heracles_ros.planning.types import PlanResult
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Ask, Command, Correct
@@ -215,6 +216,10 @@ class LanguageServerNode(Node):
         except HeraclesError as exc:  # every request will report it until the database is back
             self.get_logger().error(f"the database does not answer yet: {exc}")
         self._robot = RobotStateStore(self.store, symbol=self.settings.robot_symbol)
+        self._planner = Planner(
+            self.store, timeout_s=self.settings.planner_timeout_s, robot_symbol=self.settings.robot_symbol
+        )
+        self._planner.preload()  # the first command must not wait seconds for a kilometre-scale place graph
         self._agent_lock = threading.Lock()
         self._agent: Agent | None = None
         self._llm: LLM | None = None
@@ -244,15 +249,13 @@ class LanguageServerNode(Node):
         with self._agent_lock:
             if self._agent is None:
                 from heracles_ros.agent.factory import make_llm
-                from heracles_ros.planning.planner import Planner
 
                 s = self.settings
                 llm = make_llm(s.llm)
-                planner = Planner(self.store, timeout_s=s.planner_timeout_s, robot_symbol=s.robot_symbol)
                 self._agent = Agent(
                     self.store,
                     llm,
-                    planner=planner,
+                    planner=self._planner,
                     method=s.method,
                     max_goal_retries=s.max_goal_retries,
                     query_timeout_s=s.query_timeout_s,

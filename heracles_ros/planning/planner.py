@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from heracles_ros.errors import GoalError, PlanningError
+from heracles_ros.errors import GoalError, HeraclesError, PlanningError
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb.cypher import planning as cypher
 from heracles_ros.graphdb.schema import ROBOT_SYMBOL, Layer, layer_of_symbol
@@ -98,6 +98,19 @@ class Planner:
                 graph = load_place_graph(self.store)
                 self._graph, self._stamp, self._loaded_at = graph, stamp, time.monotonic()
             return graph
+
+    def preload(self) -> threading.Thread:
+        """Load the place graph in a background thread, so the first plan does not wait for it."""
+
+        def load() -> None:
+            try:
+                self.place_graph()
+            except HeraclesError as exc:  # the first plan loads it again and reports the problem
+                log.warning("place graph not preloaded: %s", exc)
+
+        thread = threading.Thread(target=load, name="place-graph-preload", daemon=True)
+        thread.start()
+        return thread
 
     def plan(self, goal: str, *, from_symbol: str | None = None) -> PlanResult:
         """Plan ``goal`` from the robot's recorded state (or ``from_symbol``).

@@ -1,6 +1,7 @@
 """The planner end to end: a mirrored small synthetic scene on a real FalkorDB, real Fast Downward."""
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 from typing import Any
@@ -204,3 +205,27 @@ def test_forbidding_the_start_room_is_unsolvable(planner: Planner) -> None:
     assert plan.status is PlanStatus.UNSOLVABLE
     assert "starts at P0, which (not (visited-room R0)) forbids" in plan.reason
     assert "search" not in plan.timings and not plan.actions  # decided without Fast Downward
+
+
+def test_preload_loads_the_place_graph_so_the_first_plan_does_not(
+    small_store: GraphStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="heracles_ros.planning.places")
+    planner = Planner(small_store)
+    thread = planner.preload()
+    thread.join(30.0)
+    assert not thread.is_alive()
+    assert [r for r in caplog.records if "place graph loaded" in r.getMessage()]
+    caplog.clear()
+    assert planner.plan("(visited-room R1)").ok
+    assert not [r for r in caplog.records if "place graph loaded" in r.getMessage()]
+
+
+def test_preload_without_a_database_only_warns(caplog: pytest.LogCaptureFixture) -> None:
+    from heracles_ros.graphdb.falkordb_store import FalkorStore
+
+    caplog.set_level(logging.WARNING, logger="heracles_ros.planning.planner")
+    unreachable = FalkorStore("127.0.0.1", 9, graph="nothing", timeout_s=1.0)  # port 9: nobody listens
+    thread = Planner(unreachable).preload()
+    thread.join(30.0)
+    assert any("place graph not preloaded" in r.getMessage() for r in caplog.records)
