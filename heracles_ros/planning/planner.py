@@ -23,7 +23,7 @@ from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb.cypher import planning as cypher
 from heracles_ros.graphdb.schema import ROBOT_SYMBOL, Layer, layer_of_symbol
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.language.goal_ast import GoalExpr, atoms
+from heracles_ros.language.goal_ast import GoalExpr, symbols
 from heracles_ros.language.pddl_goal import check_goal, parse_goal
 from heracles_ros.planning.domain import Domain, load_domain
 from heracles_ros.planning.expand import expand_plan
@@ -145,14 +145,14 @@ class Planner:
     def _plan(self, expr: GoalExpr, from_symbol: str | None, result: PlanResult) -> None:
         timings = result.timings
         t = time.perf_counter()
-        symbols = list(dict.fromkeys(a for atom in atoms(expr) for a in atom.args))
-        needed = [s for s in symbols if layer_of_symbol(s) is not Layer.OBJECT]
+        named = symbols(expr)
+        needed = [s for s in named if layer_of_symbol(s) is not Layer.OBJECT]
         graph = self.place_graph([*needed, *([from_symbol] if from_symbol else [])])
         timings["graph"] = time.perf_counter() - t
         t = time.perf_counter()
         start = self._start(graph, from_symbol)
         result.start_symbol = graph.symbols[start.place]
-        objects = self.object_infos(graph, [s for s in symbols if layer_of_symbol(s) is Layer.OBJECT], start.holding)
+        objects = self.object_infos(graph, [s for s in named if layer_of_symbol(s) is Layer.OBJECT], start.holding)
         timings["state"] = time.perf_counter() - t
         notes = [start.note] if start.note else []
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from heracles_ros.graphdb.schema import Layer, layer_of_symbol
-from heracles_ros.language.goal_ast import And, Atom, GoalExpr, Not, Or, atoms
+from heracles_ros.language.goal_ast import And, Atom, GoalExpr, Not, Or, symbols
 from heracles_ros.language.pddl_goal import to_pddl_name
 from heracles_ros.planning.places import PlaceGraph
 
@@ -186,7 +186,7 @@ def build_problem(
 ) -> CompactProblem:
     """The compact problem for ``expr`` over the graph without ``removed``."""
     matrix = graph.without(removed)
-    goal_symbols = list(dict.fromkeys(a for atom in atoms(expr) for a in atom.args))
+    goal_symbols = symbols(expr)
     rooms = [s for s in goal_symbols if layer_of_symbol(s) is Layer.ROOM]
     base = [start.place]
     for symbol in goal_symbols:
@@ -265,7 +265,7 @@ def render_problem(
     domain_name: str,
 ) -> str:
     """PDDL text; ``dist`` rows are ``places`` in order."""
-    goal_symbols = list(dict.fromkeys(a for atom in atoms(expr) for a in atom.args))
+    goal_symbols = symbols(expr)
     place_names = {p: to_pddl_name(graph.symbols[p]) for p in places}
     # Goal places missing from the graph (no position) still need a PDDL object.
     loose_places = [
