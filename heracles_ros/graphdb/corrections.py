@@ -79,10 +79,11 @@ class Corrections:
         for symbol, prop, value in clean:
             rows = self.store.query(q.NODE_PROPERTY, {"symbol": symbol, "property": prop})
             old = rows[0]["value"] if rows else None
-            original = self._original(symbol, prop, old)
+            # The statement records ``original`` only when it creates the correction, so the
+            # value Hydra gave is kept from the first correction of this property.
             self.store.write(
                 q.UPSERT_CORRECTION,
-                {"symbol": symbol, "property": prop, "value": value, "original": original, "now": now},
+                {"symbol": symbol, "property": prop, "value": value, "original": old, "now": now},
             )
             applied.append(Change(symbol, prop, old, value))
         self._set(clean)
@@ -110,11 +111,6 @@ class Corrections:
         self._set(due)
         return len(due), retired
 
-    def reapply_all(self) -> int:
-        due = [(c.symbol, c.property, c.value) for c in self.active()]
-        self._set(due)
-        return len(due)
-
     # -- internals ---------------------------------------------------------------
     def _set(self, changes: Iterable[tuple[str, str, Any]]) -> None:
         groups: dict[tuple[Layer, str], list[dict[str, Any]]] = defaultdict(list)
@@ -138,13 +134,6 @@ class Corrections:
         for layer, group in by_layer.items():
             found |= {r["s"] for r in self.store.query(q.existing_symbols(layer), {"symbols": group})}
         return found
-
-    def _original(self, symbol: str, prop: str, current: Any) -> Any:
-        """The value Hydra gave, kept from the first correction of this property."""
-        for correction in self.active():
-            if correction.symbol == symbol and correction.property == prop:
-                return correction.original
-        return current
 
 
 def _check(symbol: Any, prop: Any, value: Any) -> tuple[str, Any]:

@@ -36,6 +36,17 @@ def test_correction_survives_snapshots_that_would_undo_it(store: FalkorStore) ->
     assert (active.symbol, active.property, active.value, active.original) == ("O2", "class", "bag", "bicycle")
 
 
+def test_a_second_correction_keeps_the_value_hydra_gave(store: FalkorStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    corrections = Corrections(store)
+    corrections.apply([("O2", "class", "bag")])
+    [change] = corrections.apply([("O2", "class", "box")])
+    assert (change.old, change.new) == ("bag", "box")
+    [active] = corrections.active()
+    assert (active.value, active.original) == ("box", "bicycle")
+    assert object_class(store, "O2") == "box"
+
+
 def test_correction_of_a_vanished_node_is_retired_and_reported(store: FalkorStore) -> None:
     mirror = Mirror(store)
     graph = tiny_scene()
