@@ -166,9 +166,11 @@ class Agent:
         return result
 
     def correct(self, instruction: str) -> CorrectResult:
-        """Apply the narrow property update the model proposes, only through the corrections overlay."""
-        if self.method == "context":
-            return CorrectResult(error="ConfigError: corrections need the database tool, not the context method")
+        """Apply the narrow property update the model proposes, only through the corrections overlay.
+
+        The context method cannot correct (no tool to find the nodes): the prompt
+        builder refuses it, which lands in the result's error like any set-up failure.
+        """
         result = CorrectResult()
         corrections = Corrections(self.store)
 
@@ -204,8 +206,7 @@ class Agent:
             result.error = _describe(exc)
             result.usage.latency_s = time.monotonic() - started
             return None
-        session = _Session(prompt.messages(), usage=result.usage, started=started)
-        return session
+        return _Session(prompt.messages(), usage=result.usage, started=started)
 
     def _run(self, result: Any, session: _Session, check: Callable[[str], T]) -> tuple[T, str] | None:
         """Converse until ``check`` accepts an answer; errors land in ``result.error``."""
@@ -250,15 +251,17 @@ class Agent:
                 log.info("answer rejected (%s), fed back: %s", rejected.kind, rejected.feedback)
                 session.messages.append(Message("user", rejected.feedback))
 
+    @property
+    def _query_limit(self) -> int:
+        """Queries one request may run under this method."""
+        return {"context": 0, "single": 1}.get(self.method, self.max_tool_calls)
+
     def _may_query(self, session: _Session) -> bool:
-        if self.method == "context":
-            return False
-        limit = 1 if self.method == "single" else self.max_tool_calls
-        return session.usage.tool_calls < limit
+        return session.usage.tool_calls < self._query_limit
 
     def _run_tools(self, session: _Session, reply: Reply, *, offered: bool) -> None:
         """Answer every call (each call id needs a reply), running those within the limit."""
-        limit = 1 if self.method == "single" else self.max_tool_calls
+        limit = self._query_limit
         for call in reply.tool_calls:
             if not offered or session.usage.tool_calls >= limit:
                 text = (

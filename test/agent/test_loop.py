@@ -290,6 +290,9 @@ def test_empty_request_and_bad_method(small_store, llm_server):
     assert result.error == "ConfigError: empty ask request" and server.requests == []
     with pytest.raises(ConfigError, match="unknown agent method"):
         Agent(small_store, adapter(server), method="python")
+    refused = Agent(small_store, adapter(server), method="context").correct("The bicycle is a bag")
+    assert refused.error.startswith("ConfigError: corrections need the database tool") and refused.changes == []
+    assert server.requests == []
 
 
 def test_answer_and_change_parsing():
