@@ -25,7 +25,7 @@ import spark_dsg as dsg
 from heracles_ros.errors import DatabaseError, SuspectSnapshot
 from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.cypher import mirror as q
-from heracles_ros.graphdb.schema import CONNECTED_TYPES, CONTAINS, PREFIX_LAYER, Layer
+from heracles_ros.graphdb.schema import CONNECTED_TYPES, CONTAINS, Layer, layer_of_symbol
 from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.scene.tables import (
     EdgeKey,
@@ -35,6 +35,7 @@ from heracles_ros.scene.tables import (
     edge_key,
     extract_tables,
     group_edges,
+    id_of,
     layer_of_id,
     relation_of,
     symbol_of,
@@ -61,7 +62,7 @@ class ReconcileReport:
     corrections_reapplied: int = 0
     corrections_retired: list[str] = field(default_factory=list)
     generation: int = 0
-    #: Seconds: extract, diff, write, corrections, total.
+    #: Seconds: extract, read_baseline, diff, write, corrections, total.
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -153,8 +154,6 @@ class Mirror:
                 rows = self.store.write(q.BUMP_GENERATION, {"sequence": sequence, "now": time.time()})
                 report.generation = int(rows[0]["generation"]) if rows else 0
                 self._generation = report.generation
-        except SuspectSnapshot:
-            raise
         except DatabaseError:
             self._baseline = None  # re-read the truth next time: part of the diff may have landed
             raise
@@ -184,9 +183,9 @@ class Mirror:
         for layer in Layer:
             for row in self.store.query(q.read_nodes(layer), timeout_s=120):
                 symbol = row["s"]
-                if not isinstance(symbol, str) or PREFIX_LAYER.get(symbol[:1]) is not layer or not symbol[1:].isdigit():
+                if not isinstance(symbol, str) or layer_of_symbol(symbol) is not layer:
                     continue  # not a mirrored node (written by someone else)
-                node_id = ids[symbol] = (ord(symbol[0]) << 56) | int(symbol[1:])
+                node_id = ids[symbol] = id_of(symbol)
                 tables.nodes[node_id] = _row_from_db(row, layer)
         if not ids:
             return tables  # no mirrored nodes, so no mirrored edges
