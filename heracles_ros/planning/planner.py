@@ -228,19 +228,14 @@ class Planner:
             if from_symbol not in graph.index:
                 raise PlanningError(f"start {from_symbol!r} is not a place with a position in the database")
             return Start(graph.index[from_symbol], holding)
-        if state is None:
-            place = graph.nearest_place((0.0, 0.0, 0.0))
-            if place is None:
-                place = 0
-            note = f"no robot state recorded: starting at {graph.symbols[place]}, the place nearest the origin"
-            log.info(note)
-            return Start(place, "", note)
-        if state.place in graph.index:
+        if state is not None and state.place in graph.index:
             return Start(graph.index[state.place], holding)
-        place = graph.nearest_place(state.position)
-        if place is None:
-            place = 0
-        note = f"robot place unknown: starting at {graph.symbols[place]}, the place nearest its recorded position"
+        if state is None:
+            position, why, nearest = (0.0, 0.0, 0.0), "no robot state recorded", "the origin"
+        else:
+            position, why, nearest = state.position, "robot place unknown", "its recorded position"
+        place = graph.nearest_place(position) or 0  # None only for a graph without places, refused above
+        note = f"{why}: starting at {graph.symbols[place]}, the place nearest {nearest}"
         log.info(note)
         return Start(place, holding, note)
 
@@ -278,11 +273,11 @@ class Planner:
             if problem is None:
                 other.append(why)
                 continue
+            row = problem.row_of[start.place]
             for symbol in positive_symbols(group.goal):
-                places = symbol_places(graph, symbol, objects)
                 if layer_of_symbol(symbol) is Layer.OBJECT and symbol == start.holding:
                     continue
-                row = problem.row_of[start.place]
+                places = symbol_places(graph, symbol, objects)
                 if not places or not any(graph.component[p] == graph.component[start.place] for p in places):
                     cut_off.append(symbol)
                 elif not any(problem.dist[row, p] < float("inf") for p in places):

@@ -151,6 +151,15 @@ def test_without_robot_state_starts_near_the_origin(planner: Planner) -> None:
     assert "no robot state" in plan.reason
 
 
+def test_unknown_recorded_place_starts_nearest_the_recorded_position(planner: Planner, small_store: GraphStore) -> None:
+    RobotStateStore(small_store).write(RobotState((5.0, 5.0, 0.0), holding="O3"))
+    graph = planner.place_graph()
+    plan = planner.plan("(object-in-place O3 P50)")
+    assert plan.ok and plan.start_symbol == graph.symbols[graph.nearest_place((5.0, 5.0, 0.0))]
+    assert "robot place unknown" in plan.reason and plan.start_symbol in plan.reason
+    assert plan.actions[-1].name == "place"  # still holding O3: nothing to pick first
+
+
 def test_orphan_object_and_3d_place(planner: Planner) -> None:
     orphan = planner.plan("(holding O5)", from_symbol="P0")  # O5 has no parent place
     assert orphan.ok
