@@ -53,7 +53,7 @@ class FalkorStore(GraphStore):
                     socket_connect_timeout=min(self.timeout_s, 5.0),
                 )
             except Exception as exc:
-                raise self._translate(exc, "(connect)") from exc
+                raise self._translate(exc) from exc
             self._conn = (db, db.select_graph(self._graph_name))
             return self._conn
 
@@ -81,10 +81,10 @@ class FalkorStore(GraphStore):
         try:
             replies = pipe.execute(raise_on_error=False)
         except Exception as exc:
-            raise self._translate(exc, "(transaction)") from exc
+            raise self._translate(exc) from exc
         for reply in replies:
             if isinstance(reply, Exception):
-                raise self._translate(reply, "(transaction)") from reply
+                raise self._translate(reply) from reply
 
     def ping(self) -> None:
         try:
@@ -110,12 +110,12 @@ class FalkorStore(GraphStore):
         except Exception as exc:
             if read_only and "empty key" in str(exc):
                 return []  # the graph does not exist yet: nothing mirrored, so nothing matches
-            raise self._translate(exc, cypher) from exc
+            raise self._translate(exc) from exc
         header = [h[1] if isinstance(h, (list, tuple)) else h for h in (result.header or [])]
         names = [n.decode() if isinstance(n, bytes) else str(n) for n in header]
         return [dict(zip(names, (plain(v) for v in row), strict=False)) for row in result.result_set or []]
 
-    def _translate(self, exc: BaseException, cypher: str) -> DatabaseError:
+    def _translate(self, exc: BaseException) -> DatabaseError:
         import redis
 
         text = str(exc)

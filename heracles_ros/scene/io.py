@@ -12,8 +12,6 @@ import spark_dsg as dsg
 
 from heracles_ros.errors import SceneDecodeError
 
-SCENE_SUFFIXES = (".json", ".sparkdsg", ".bin", ".dsg")
-
 
 def load_scene(path: str | Path) -> dsg.DynamicSceneGraph:
     """Load a spark_dsg file (.json or binary)."""
