@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from heracles_ros.agent.llm import PROVIDERS
+from heracles_ros.agent.prompt import METHODS
 from heracles_ros.agent.results import AskResult, CommandResult
 from heracles_ros.cli.common import add_db_option, print_json
 from heracles_ros.errors import ConfigError
@@ -22,8 +24,6 @@ from heracles_ros.eval.report import summarize, write_report
 from heracles_ros.eval.runner import ItemResult, run_dataset
 
 log = logging.getLogger(__name__)
-
-METHODS = ("agentic", "single", "context")
 
 
 def register(sub: Any) -> None:
@@ -40,7 +40,7 @@ def register(sub: Any) -> None:
                         help="mirror the dataset's scene into the graph first (synthetic kind/seed or file)")
     parser.add_argument("--verify-gold", action="store_true",
                         help="first check every gold answer against the database (stop if any disagrees)")
-    parser.add_argument("--llm", choices=("openai", "ollama"), default="openai", help="model provider")
+    parser.add_argument("--llm", choices=PROVIDERS, default="openai", help="model provider")
     parser.add_argument("--model", default="", help="model name (default: the provider's default)")
     parser.add_argument("--base-url", default=None,
                         help="OpenAI-compatible base URL or Ollama host (default: provider / env default)")

@@ -17,12 +17,12 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from heracles_ros.agent.llm import PROVIDERS
+from heracles_ros.agent.prompt import METHODS, TASKS
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult
 from heracles_ros.cli.common import add_db_option, print_json
 from heracles_ros.errors import ConfigError, HeraclesError
 
-PROVIDERS = ("openai", "ollama")
-METHODS = ("agentic", "single", "context")
 #: The language_server's service under heracles.launch.py's default namespace (robot_name:=spot).
 DEFAULT_COMMAND_SERVICE = "/spot/command"
 
@@ -55,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         parser.add_argument("--json", action="store_true", help="print the full result as JSON")
 
     prompt = sub.add_parser("prompt", help="print the agent's prompt, or its size in tokens per component")
-    prompt.add_argument("--task", choices=("ask", "command", "correct"), default="ask")
+    prompt.add_argument("--task", choices=TASKS, default="ask")
     prompt.add_argument("--method", choices=METHODS, default="agentic")
     prompt.add_argument("--input", default="How many objects are there?", metavar="TEXT",
                         help="the request to put in the prompt (default: a sample question)")
@@ -119,12 +119,14 @@ def _prompt(args: argparse.Namespace) -> int:
             for message in prompt.messages():
                 print(f"----- {message.role} -----\n{message.content}")
             return 0
+        components = prompt.token_stats()
+        total = components.pop("total")
         stats: dict[str, Any] = {
             "task": args.task,
             "method": args.method,
             "tokenizer": ENCODING if token_counting_exact() else "estimate (4 characters per token)",
-            "components": {k: v for k, v in prompt.token_stats().items() if k != "total"},
-            "total": prompt.token_stats()["total"],
+            "components": components,
+            "total": total,
         }
         if args.method != "context" and args.task != "correct":
             context = builder.build(args.task, args.input, method="context", answer_type=args.answer_type)
