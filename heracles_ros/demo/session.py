@@ -133,8 +133,8 @@ class DemoSession:
     def _node_kwargs(self, module: Any, params: Mapping[str, Any]) -> dict[str, Any]:
         """Constructor arguments: this session's context and namespace, ``params`` as overrides.
 
-        Only parameters the node declares are passed, so a node that lacks an
-        optional one (e.g. a newer setting) still starts.
+        A parameter the node does not declare is a ConfigError naming it: rclpy
+        would silently ignore the override, and the node would run on its default.
         """
         from rclpy.parameter import Parameter
 
@@ -199,14 +199,10 @@ class _Console:
 
     def __init__(self, session: DemoSession):
         from rclpy.node import Node
-        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
         from heracles_ros.msg import DispatchProgress, DispatchResult, MirrorStatus, Plan
+        from heracles_ros.nodes.qos import reliable
         from heracles_ros.srv import Ask, Command
-
-        def reliable(depth: int) -> QoSProfile:
-            return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth,
-                              reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
 
         self.node = Node("heracles_demo_console", context=session._context, namespace=NAMESPACE,
                          use_global_arguments=False)
