@@ -11,9 +11,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from heracles_ros.agent.llm import PROVIDERS
 from heracles_ros.errors import ConfigError
-
-PROVIDERS = ("openai", "ollama")
 
 HOW_TO_ENABLE = """\
 The language layer (questions and commands in plain language) was not used: no language model is configured.
