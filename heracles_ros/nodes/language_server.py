@@ -42,11 +42,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from builtin_interfaces.msg import Duration
-from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from std_msgs.msg import ColorRGBA, Header, String
+from std_msgs.msg import Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.agent.llm import LLM, PROVIDERS, LLMSettings
@@ -58,6 +56,7 @@ from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import Plan
+from heracles_ros.nodes.markers import make_marker
 from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.plan_msgs import plan_to_msg
 from heracles_ros.nodes.qos import latched, reliable
@@ -359,18 +358,10 @@ class LanguageServerNode(Node):
             state = None  # the database is down: the marker goes to the origin, the text still goes out
         x, y, z = state.position if state is not None else (0.0, 0.0, 0.0)
         colour = _ERROR_COLOUR if outcome.startswith("error:") else _ANSWER_COLOUR
-        marker = Marker(
-            header=Header(frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg()),
-            ns=NS_ANSWER,
-            id=0,
-            type=Marker.TEXT_VIEW_FACING,
-            action=Marker.ADD,
-            pose=Pose(position=Point(x=float(x), y=float(y), z=float(z) + ANSWER_LIFT_M),
-                      orientation=Quaternion(w=1.0)),
-            scale=Vector3(z=ANSWER_TEXT_HEIGHT_M),
-            color=ColorRGBA(r=colour[0], g=colour[1], b=colour[2], a=colour[3]),
-            lifetime=Duration(),  # 0: stays until the next answer replaces it
-            text=marker_text(kind, request, outcome),
+        header = Header(frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg())
+        marker = make_marker(  # lifetime 0: stays until the next answer replaces it
+            header, NS_ANSWER, 0, Marker.TEXT_VIEW_FACING, (x, y, z + ANSWER_LIFT_M),
+            (0.0, 0.0, ANSWER_TEXT_HEIGHT_M), colour, text=marker_text(kind, request, outcome),
         )
         with self._publish_lock:  # text and marker of one request go out together, in request order
             self._answer_pub.publish(String(data=outcome))

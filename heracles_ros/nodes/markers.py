@@ -36,6 +36,7 @@ from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.execution.driver import Pose as RobotPose
+from heracles_ros.nodes.plan_msgs import point_msg
 from heracles_ros.planning.types import PlanAction, PlanResult, Point3
 
 NS_PATH = "heracles/path"
@@ -105,24 +106,24 @@ def plan_markers(
     path = remaining_path(plan, step_index, robot)
     if len(path) >= 2:  # a LINE_STRIP needs two points
         markers.append(
-            _marker(header, NS_PATH, 0, Marker.LINE_STRIP, (0.0, 0.0, 0.0), (0.12, 0.0, 0.0), _PATH_COLOUR,
-                    points=[_point(p) for p in path])
+            make_marker(header, NS_PATH, 0, Marker.LINE_STRIP, (0.0, 0.0, 0.0), (0.12, 0.0, 0.0), _PATH_COLOUR,
+                        points=[point_msg(p) for p in path])
         )  # fmt: skip
     stacked: dict[tuple[float, float, float], int] = {}
     count = len(plan.actions)
     for i, action in enumerate(plan.actions[step_index:], start=step_index):
         colour = _CURRENT_COLOUR if i == step_index else _LATER_COLOUR
         markers.append(
-            _marker(header, NS_TARGETS, i, _SHAPES.get(action.name, Marker.SPHERE), action.target,
-                    (0.4, 0.4, 0.4), colour)
+            make_marker(header, NS_TARGETS, i, _SHAPES.get(action.name, Marker.SPHERE), action.target,
+                        (0.4, 0.4, 0.4), colour)
         )  # fmt: skip
         key = (round(action.target[0], 2), round(action.target[1], 2), round(action.target[2], 2))
         level = stacked.get(key, 0)
         stacked[key] = level + 1
         lifted = (action.target[0], action.target[1], action.target[2] + LABEL_LIFT_M + LABEL_GAP_M * level)
         markers.append(
-            _marker(header, NS_LABELS, i, Marker.TEXT_VIEW_FACING, lifted, (0.0, 0.0, LABEL_HEIGHT_M),
-                    _CURRENT_COLOUR if i == step_index else _TEXT_COLOUR, text=step_label(i, count, action))
+            make_marker(header, NS_LABELS, i, Marker.TEXT_VIEW_FACING, lifted, (0.0, 0.0, LABEL_HEIGHT_M),
+                        _CURRENT_COLOUR if i == step_index else _TEXT_COLOUR, text=step_label(i, count, action))
         )  # fmt: skip
     return markers
 
@@ -135,15 +136,15 @@ def robot_markers(pose: RobotPose, *, label: str, frame_id: str, stamp: Time | N
     """The robot's body pose as an arrow along its heading, and a text naming it."""
     header = Header(frame_id=frame_id, stamp=stamp or Time())
     lifetime = ROBOT_LIFETIME_S
-    arrow = _marker(header, NS_ROBOT, 0, Marker.ARROW, pose.position, (0.9, 0.25, 0.25), _ROBOT_COLOUR,
-                    yaw=pose.yaw, lifetime_s=lifetime)  # fmt: skip
+    arrow = make_marker(header, NS_ROBOT, 0, Marker.ARROW, pose.position, (0.9, 0.25, 0.25), _ROBOT_COLOUR,
+                        yaw=pose.yaw, lifetime_s=lifetime)  # fmt: skip
     above = (pose.x, pose.y, pose.z + LABEL_LIFT_M)
-    text = _marker(header, NS_ROBOT, 1, Marker.TEXT_VIEW_FACING, above, (0.0, 0.0, LABEL_HEIGHT_M), _ROBOT_COLOUR,
-                   text=label, lifetime_s=lifetime)  # fmt: skip
+    text = make_marker(header, NS_ROBOT, 1, Marker.TEXT_VIEW_FACING, above, (0.0, 0.0, LABEL_HEIGHT_M),
+                       _ROBOT_COLOUR, text=label, lifetime_s=lifetime)  # fmt: skip
     return [arrow, text]
 
 
-def _marker(
+def make_marker(
     header: Header,
     ns: str,
     marker_id: int,
@@ -157,6 +158,7 @@ def _marker(
     yaw: float = 0.0,
     lifetime_s: float = 0.0,
 ) -> Marker:
+    """One ADD marker; ``yaw`` turns it about z, and lifetime 0 keeps it until replaced or deleted."""
     seconds = int(lifetime_s)
     return Marker(
         header=header,
@@ -164,17 +166,13 @@ def _marker(
         id=marker_id,
         type=kind,
         action=Marker.ADD,
-        pose=Pose(position=_point(position), orientation=Quaternion(z=math.sin(yaw / 2), w=math.cos(yaw / 2))),
+        pose=Pose(position=point_msg(position), orientation=Quaternion(z=math.sin(yaw / 2), w=math.cos(yaw / 2))),
         scale=Vector3(x=scale[0], y=scale[1], z=scale[2]),
         color=ColorRGBA(r=colour[0], g=colour[1], b=colour[2], a=colour[3]),
         lifetime=Duration(sec=seconds, nanosec=round((lifetime_s - seconds) * 1e9)),
         points=points or [],
         text=text,
     )
-
-
-def _point(p: Point3) -> Point:
-    return Point(x=float(p[0]), y=float(p[1]), z=float(p[2]))
 
 
 class MarkerBook:
