@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 
 from heracles_ros.demo.language import PROVIDERS, choose_language_model
+from heracles_ros.errors import ConfigError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,8 +39,6 @@ def run(args: argparse.Namespace) -> int:
 
     language = choose_language_model(args.llm, args.model, args.base_url)
     if args.time_scale <= 0:
-        from heracles_ros.errors import ConfigError
-
         raise ConfigError(f"--time-scale must be > 0, got {args.time_scale}")
     if not args.verbose:  # the demo prints every step itself; library chatter would only interleave
         logging.getLogger("heracles_ros").setLevel(logging.WARNING)
