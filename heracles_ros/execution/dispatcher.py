@@ -27,6 +27,7 @@ from heracles_ros.execution.driver import (
     Pose,
     RobotDriver,
     StepOutcome,
+    goto_path,
 )
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.graphdb.schema import Layer, layer_of_symbol
@@ -145,7 +146,7 @@ def _place_of(action: PlanAction) -> str:
 
 def path_length(start: Point3, action: PlanAction) -> float:
     """Metres a goto walks from ``start`` through its waypoints (planar)."""
-    points = [start, *(action.waypoints or (action.target,))]
+    points = [start, *goto_path(action)[0]]
     return sum(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in itertools.pairwise(points))
 
 

@@ -40,6 +40,23 @@ class Pose:
         """Planar distance to ``point`` (height differs between places and the body)."""
         return math.hypot(point[0] - self.x, point[1] - self.y)
 
+    def bearing_to(self, point: Point3) -> float:
+        """Heading from the body to ``point`` (the current heading when right above it)."""
+        dx, dy = point[0] - self.x, point[1] - self.y
+        return math.atan2(dy, dx) if math.hypot(dx, dy) > 1e-6 else self.yaw
+
+
+def goto_path(action: PlanAction) -> tuple[list[Point3], list[str]]:
+    """The points a goto walks through (its waypoints, else its target) and their place symbols.
+
+    Symbols are "" where the plan gave none, except the final target's, so every
+    driver can say which place it last reached.
+    """
+    points = list(action.waypoints) or [action.target]
+    if len(action.waypoint_symbols) == len(points):
+        return points, list(action.waypoint_symbols)
+    return points, [""] * (len(points) - 1) + [action.target_symbol]
+
 
 class Outcome(str, Enum):
     SUCCEEDED = "succeeded"

@@ -31,6 +31,7 @@ from heracles_ros.execution.driver import (
     Pose,
     RobotDriver,
     StepOutcome,
+    goto_path,
 )
 from heracles_ros.planning.types import PlanAction, Point3
 
@@ -245,10 +246,7 @@ class _Run:
 
     def walk(self, action: PlanAction) -> StepOutcome:
         here = self.sim.pose()
-        targets = list(action.waypoints) or [action.target]
-        symbols = list(action.waypoint_symbols) if len(action.waypoint_symbols) == len(targets) else []
-        if not symbols:
-            symbols = [""] * (len(targets) - 1) + [action.target_symbol]
+        targets, symbols = goto_path(action)
         path = _Path.build([here.position, *targets], ["", *symbols])
         stop_at = path.length * self.sim.config.fail_fraction if self.inject else math.inf
         yaw = here.yaw
@@ -276,9 +274,7 @@ class _Run:
         self, action: PlanAction, duration_s: float, on_success: Callable[[PlanAction], None] | None
     ) -> StepOutcome:
         here = self.sim.pose()
-        dx, dy = action.target[0] - here.x, action.target[1] - here.y
-        yaw = math.atan2(dy, dx) if math.hypot(dx, dy) > 1e-6 else here.yaw
-        self._report(Pose(here.x, here.y, here.z, yaw))  # turn to face the target
+        self._report(Pose(here.x, here.y, here.z, here.bearing_to(action.target)))  # turn to face the target
         give_up_at = duration_s * self.sim.config.fail_fraction if self.inject else math.inf
         while True:
             if (ended := self._tick()) is not None:

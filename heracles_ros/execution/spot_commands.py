@@ -35,7 +35,7 @@ from bosdyn.client.math_helpers import Quat
 from bosdyn.client.robot_command import RobotCommandBuilder
 
 from heracles_ros.errors import ConfigError, ExecutionError
-from heracles_ros.execution.driver import Pose
+from heracles_ros.execution.driver import Pose, goto_path
 from heracles_ros.planning.types import PlanAction, Point3
 
 #: Spot's world frames an SE2 trajectory goal may be given in (bosdyn frame names).
@@ -122,10 +122,7 @@ def walk_legs(start: Pose, action: PlanAction, skip_within_m: float) -> tuple[li
     waypoints within ``skip_within_m`` of the start are where the robot already
     is and are not walked; each leg arrives facing along itself.
     """
-    points = list(action.waypoints) or [action.target]
-    symbols = list(action.waypoint_symbols) if len(action.waypoint_symbols) == len(points) else []
-    if not symbols:
-        symbols = [""] * (len(points) - 1) + [action.target_symbol]
+    points, symbols = goto_path(action)
     first = 0
     while first < len(points) - 1 and start.distance_to(points[first]) <= skip_within_m:
         first += 1
@@ -203,12 +200,6 @@ def arrival_error(
 
 
 # --- looking and grasping ------------------------------------------------------------------
-def bearing(here: Pose, target: Point3) -> float:
-    """Heading from the body to ``target`` (the current heading when right above it)."""
-    dx, dy = target[0] - here.x, target[1] - here.y
-    return math.atan2(dy, dx) if math.hypot(dx, dy) > 1e-6 else here.yaw
-
-
 def inspect_command(
     here: Pose, target: Point3, *, frame: str, map_to_frame: SE2Transform = IDENTITY
 ) -> robot_command_pb2.RobotCommand:
@@ -221,7 +212,7 @@ def inspect_command(
     gaze = RobotCommandBuilder.arm_gaze_command(gx, gy, gz, frame)
     hx, hy, _ = map_to_frame.to_frame(here.position)
     turn = RobotCommandBuilder.synchro_se2_trajectory_point_command(
-        goal_x=hx, goal_y=hy, goal_heading=map_to_frame.yaw_to_frame(bearing(here, target)), frame_name=frame
+        goal_x=hx, goal_y=hy, goal_heading=map_to_frame.yaw_to_frame(here.bearing_to(target)), frame_name=frame
     )
     return RobotCommandBuilder.build_synchro_command(gaze, turn)
 
@@ -242,7 +233,7 @@ def pick_request(
     object's surface is hit even when the scene graph's centroid is a little off.
     """
     check_frame(frame)
-    direction = bearing(here, target)
+    direction = here.bearing_to(target)
     start_map = (
         target[0] - ray_back_m * math.cos(direction),
         target[1] - ray_back_m * math.sin(direction),
@@ -330,7 +321,7 @@ def place_steps(
     point = place_point(here, target, min_reach_m=min_reach_m, max_reach_m=max_reach_m, hand_height_m=hand_height_m)
     hx, hy, hz = map_to_frame.to_frame(point)
     # Hand x axis (the gripper's pointing direction) down, turned to face away from the body.
-    facing = map_to_frame.yaw_to_frame(bearing(here, point))
+    facing = map_to_frame.yaw_to_frame(here.bearing_to(point))
     rotation = Quat.from_yaw(facing) * Quat.from_pitch(math.pi / 2)
     arm = RobotCommandBuilder.arm_pose_command(
         hx, hy, hz, rotation.w, rotation.x, rotation.y, rotation.z, frame, seconds=arm_seconds
