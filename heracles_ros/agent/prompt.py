@@ -383,29 +383,26 @@ def ask_examples(dialect: Dialect) -> list[Example]:
 
 def command_examples() -> list[Example]:
     """The reference paper's in-context examples (symbols as a query would have found them)."""
-    pairs = [
-        ("Head to mesh place 100.", "(visited-place P100)"),
-        ("Move over to the trash can.", "(visited-object O15)"),
-        ("Go to room 1.", "(visited-room R1)"),
-        ("Inspect the trash can.", "(safe O15)"),
-        ("Pick up the box.", "(holding O120)"),
-        ("Move the box to mesh place 11.", "(object-in-place O120 P11)"),
-        ("First pick up the box and then head over to the trash can.", "(and (holding O120) (at-object O15))"),
-        (
+    return [
+        Example("Head to mesh place 100.", "(visited-place P100)"),
+        Example("Move over to the trash can.", "(visited-object O15)"),
+        Example("Go to room 1.", "(visited-room R1)"),
+        Example("Inspect the trash can.", "(safe O15)"),
+        Example(
+            "Pick up the box.",
+            "(holding O120)",
+            "MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box",
+            '[{"box":"O120"}]',
+        ),
+        Example("Move the box to mesh place 11.", "(object-in-place O120 P11)"),
+        Example("First pick up the box and then head over to the trash can.", "(and (holding O120) (at-object O15))"),
+        Example(
             "Move to one of the poles on the sidewalk.",
             "(or (visited-object O155) (visited-object O160) (visited-object O185))",
         ),
-        ("Go pick up one of the poles on the sidewalk.", "(or (holding O155) (holding O160) (holding O185))"),
-        ("Visit the hallway without going into the lounge.", "(and (visited-room R2) (not (visited-room R1)))"),
+        Example("Go pick up one of the poles on the sidewalk.", "(or (holding O155) (holding O160) (holding O185))"),
+        Example("Visit the hallway without going into the lounge.", "(and (visited-room R2) (not (visited-room R1)))"),
     ]
-    examples = [Example(request, answer) for request, answer in pairs]
-    examples[4] = Example(
-        "Pick up the box.",
-        "(holding O120)",
-        "MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box",
-        '[{"box":"O120"}]',
-    )
-    return examples
 
 
 def correct_examples() -> list[Example]:
