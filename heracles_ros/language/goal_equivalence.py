@@ -63,7 +63,7 @@ class _Bdd:
         if isinstance(expr, Atom):
             return self._mk(self._index[expr], _FALSE, _TRUE)
         if isinstance(expr, Not):
-            return self._apply("xor", _xor, self.build(expr.item), _TRUE)
+            return self.xor(self.build(expr.item), _TRUE)
         if isinstance(expr, And):
             node = _TRUE
             for item in expr.items:
@@ -146,10 +146,11 @@ def describe_difference(
     a: GoalExpr | str, b: GoalExpr | str, *, names: tuple[str, str] = ("the first goal", "the second goal")
 ) -> str:
     """One sentence on where two goals differ ("" when they are equivalent)."""
+    a = _as_expr(a)
     difference = goal_difference(a, b)
     if difference is None:
         return ""
-    holds_in_a = evaluate(_as_expr(a), {atom for atom, value in difference.items() if value})
+    holds_in_a = evaluate(a, {atom for atom, value in difference.items() if value})
     facts = ", ".join(f"{atom} {'true' if value else 'false'}" for atom, value in difference.items())
     holds, fails = names if holds_in_a else names[::-1]
     return f"with {facts or 'every atom false'}, {holds} holds and {fails} does not"
