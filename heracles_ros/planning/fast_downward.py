@@ -56,6 +56,8 @@ DEFAULT_SEARCH = anytime_search()
 # Exit codes (driver/returncodes.py of Fast Downward).
 _SOLVED = {0, 1, 2, 3}
 _UNSOLVABLE = {10, 11, 12, 13}
+#: SEARCH_UNSOLVED_INCOMPLETE: an incomplete search found nothing, which proves nothing.
+_INCOMPLETE = 12
 _OUT_OF_TIME = {21, 23, 24}
 
 
@@ -132,11 +134,9 @@ def run_fast_downward(
                 return FDResult(FDStatus.ERROR, seconds=seconds, exit_code=code, log_tail="no plan file written")
             steps, cost = parse_plan(plan_file.read_text())
             return FDResult(FDStatus.SOLVED, steps, cost, seconds, code, optimal=proved)
-        if code in _UNSOLVABLE and (proved or code != 12):
+        if code in _UNSOLVABLE and (proved or code != _INCOMPLETE):
             return FDResult(FDStatus.UNSOLVABLE, seconds=seconds, exit_code=code)
-        if code in _UNSOLVABLE:  # incomplete: the search gave up at its time limit
-            return FDResult(FDStatus.TIMEOUT, seconds=seconds, exit_code=code, log_tail=_tail(output))
-        if code in _OUT_OF_TIME:
+        if code in _OUT_OF_TIME or code == _INCOMPLETE:  # incomplete: the search gave up at its time limit
             return FDResult(FDStatus.TIMEOUT, seconds=seconds, exit_code=code, log_tail=_tail(output))
         log.warning("Fast Downward failed with exit code %s: %s", code, _tail(output))
         return FDResult(FDStatus.ERROR, seconds=seconds, exit_code=code, log_tail=_tail(output))
