@@ -254,7 +254,6 @@ def sldp_type(value: SldpValue) -> str:
 
 
 _TYPE_RE = re.compile(r"\s*(\w+)\s*(?:\[(.*)\])?\s*")
-_PLURALS = {name: name + "s" for name in SLDP_TYPES}
 
 
 def parse_type(spec: str) -> tuple[str, ...]:
@@ -281,7 +280,7 @@ def _type_words(parts: tuple[str, ...]) -> str:
     words = parts[0]
     for inner in parts[1:]:
         joiner = " whose values are " if words.endswith("dict") else " of "
-        words += joiner + _PLURALS[inner]
+        words += joiner + inner + "s"
     return words
 
 
