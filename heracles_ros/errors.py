@@ -96,3 +96,8 @@ class LLMOutputError(LLMError):
 
 class AnswerFormatError(LLMOutputError):
     """An answer is not valid SLDP, or not of the requested type."""
+
+
+def describe(exc: BaseException) -> str:
+    """``Kind: message``, the one form errors take in results: the class says what failed, the text what was wrong."""
+    return f"{type(exc).__name__}: {exc}"

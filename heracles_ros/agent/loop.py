@@ -32,6 +32,7 @@ from heracles_ros.errors import (
     HeraclesError,
     LLMOutputError,
     LLMTimeout,
+    describe,
 )
 from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.store import GraphStore
@@ -203,7 +204,7 @@ class Agent:
                 raise ConfigError(f"empty {task} request")
             prompt: Prompt = self.prompts.build(task, request.strip(), method=self.method, answer_type=answer_type)
         except HeraclesError as exc:
-            result.error = _describe(exc)
+            result.error = describe(exc)
             result.usage.latency_s = time.monotonic() - started
             return None
         return _Session(prompt.messages(), usage=result.usage, started=started)
@@ -213,7 +214,7 @@ class Agent:
         try:
             return self._converse(session, check)
         except HeraclesError as exc:
-            result.error = _describe(exc)
+            result.error = describe(exc)
             log.warning("request failed after %d model turns: %s", session.turns, result.error)
             return None
         finally:
@@ -301,7 +302,7 @@ class Agent:
         try:
             plan = self.planner.plan(result.goal)
         except HeraclesError as exc:
-            result.error = _describe(exc)
+            result.error = describe(exc)
             return
         result.plan = plan
         if not plan.ok:
@@ -362,8 +363,3 @@ def _snippet(text: str, limit: int = 160) -> str:
     if not text:
         return "(empty reply)"
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
-
-
-def _describe(exc: HeraclesError) -> str:
-    """``Kind: message``: the class names what failed, the message what was wrong."""
-    return f"{type(exc).__name__}: {exc}"

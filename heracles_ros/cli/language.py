@@ -21,7 +21,7 @@ from heracles_ros.agent.llm import PROVIDERS
 from heracles_ros.agent.prompt import METHODS, TASKS
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult
 from heracles_ros.cli.common import add_db_option, print_json
-from heracles_ros.errors import ConfigError, HeraclesError
+from heracles_ros.errors import ConfigError, HeraclesError, describe
 
 #: The language_server's service under heracles.launch.py's default namespace (robot_name:=spot).
 DEFAULT_COMMAND_SERVICE = "/spot/command"
@@ -167,7 +167,7 @@ def _request(args: argparse.Namespace, result_type: type[R], run: Callable[[Any]
             store = stack.enter_context(open_store(args.db, graph=args.graph))
             agent = Agent(store, llm, method=args.method)
         except HeraclesError as exc:
-            return result_type(error=f"{type(exc).__name__}: {exc}")
+            return result_type(error=describe(exc))
         return run(agent)
     finally:
         stack.close()

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from tqdm import tqdm
 
 from heracles_ros.agent.results import AskResult, CommandResult
-from heracles_ros.errors import HeraclesError
+from heracles_ros.errors import HeraclesError, describe
 from heracles_ros.eval.compare import compare_item
 from heracles_ros.eval.dataset import Dataset, EvalItem
 
@@ -76,7 +76,7 @@ def run_item(item: EvalItem, agent: EvalAgent, method: str) -> ItemResult:
             record.output = result.goal
     except HeraclesError as exc:
         record.latency_s = time.perf_counter() - start
-        record.error = f"{type(exc).__name__}: {exc}"
+        record.error = describe(exc)
         record.reason = f"agent error: {record.error}"
         return record
     record.latency_s = time.perf_counter() - start

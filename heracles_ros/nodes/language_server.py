@@ -51,7 +51,7 @@ from heracles_ros.agent.llm import LLM, PROVIDERS, LLMSettings
 from heracles_ros.agent.loop import Agent
 from heracles_ros.agent.prompt import METHODS
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult, Usage
-from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
+from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError, describe
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
@@ -300,7 +300,7 @@ class LanguageServerNode(Node):
             try:
                 response.plan_id = self._send_plan(result.plan)
             except HeraclesError as exc:
-                result.error = f"{type(exc).__name__}: {exc}"
+                result.error = describe(exc)
         return result
 
     def _send_plan(self, plan: PlanResult) -> str:
@@ -338,7 +338,7 @@ class LanguageServerNode(Node):
         try:
             result = run(self._get_agent())
         except HeraclesError as exc:
-            result.error = f"{type(exc).__name__}: {exc}"
+            result.error = describe(exc)
         except Exception as exc:  # the node must outlive a bug in one request
             self.get_logger().error(f"{kind} failed with an internal error: {exc!r}")
             result.error = f"internal error: {exc!r}"
