@@ -189,67 +189,72 @@ def test_bad_input_is_reported_and_the_last_good_state_kept(
         loop_logger.removeHandler(caplog.handler)
 
 
-def test_database_down_then_back_applies_the_newest_snapshot(ros_domain_id: int, tmp_path: Path) -> None:
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[tuple[EmbeddedServer, str]]:
+    """An embedded server of the test's own (to stop, kill and restart), and its URI."""
     server = EmbeddedServer(tmp_path / "db")
     server.ensure_started()
-    uri = f"embedded:{tmp_path / 'db'}"
-    graph = tiny_scene()
     try:
-        with mirror_node(ros_domain_id, db_uri=uri, graph_name="scene") as mirror:
-            mirror.send(graph, 1)
-            server.stop()
-            newer = tiny_scene()
-            move(newer, "O1", (1.0, 2.0, 0.5))
-            newer.remove_node(node_id("O3"))
-            status = mirror.publish(newer.to_binary(include_mesh=False), 2)
-            assert "database unavailable, will retry" in status.last_error
-            newest = tiny_scene()
-            move(newest, "O1", (1.5, 2.5, 0.5))  # supersedes snapshot 2 while the database is down
-            newest.remove_node(node_id("O3"))
-            status = mirror.publish(newest.to_binary(include_mesh=False), 3)
-            assert "database unavailable" in status.last_error
-
-            # A cleanly stopped server comes back on a new port; the node follows it.
-            restarted = server.ensure_started()
-            status = mirror.status.wait(lambda s: s.sequence == 3 and s.last_error == "", 15.0,
-                                        what="snapshot 3 applied after the restart")
-            assert status.snapshots_applied == 2
-            with FalkorStore(restarted.host, restarted.port, graph="scene") as check:
-                assert_mirrors(check, newest)  # exact: nothing lost, no duplicates (checked inside)
+        yield server, f"embedded:{tmp_path / 'db'}"
     finally:
         server.stop()
 
 
-def test_graph_and_corrections_survive_a_killed_server(ros_domain_id: int, tmp_path: Path) -> None:
-    server = EmbeddedServer(tmp_path / "db")
-    server.ensure_started()
-    uri = f"embedded:{tmp_path / 'db'}"
+def test_database_down_then_back_applies_the_newest_snapshot(
+    ros_domain_id: int, own_server: tuple[EmbeddedServer, str]
+) -> None:
+    server, uri = own_server
     graph = tiny_scene()
-    try:
-        with mirror_node(ros_domain_id, db_uri=uri, graph_name="scene") as mirror:
-            mirror.send(graph, 1)
-            info = server.running()
-            assert info is not None
-            with FalkorStore(info.host, info.port, graph="scene") as check:
-                Corrections(check).apply([("O2", "class", "tricycle")])
-            os.kill(info.pid, signal.SIGKILL)
-            wait_until(lambda: server.running() is None, 5.0, "the killed server to be gone")
-            restarted = server.ensure_started()
-            assert restarted.pid != info.pid
-            with FalkorStore(restarted.host, restarted.port, graph="scene") as check:
-                assert_mirrors(check, graph, corrections={"O2": "tricycle"})
-                [correction] = Corrections(check).active()
-                assert (correction.symbol, correction.value, correction.original) == ("O2", "tricycle", "bicycle")
-                # The node carries on against the restarted server; the correction still holds.
-                # (If the server came back on another port, the first attempt fails and a retry follows it.)
-                move(graph, "O2", (4.5, 1.0, 0.5))
-                after = mirror.status.count
-                mirror.publish(graph.to_binary(include_mesh=False), 2)
-                status = mirror.status.wait(lambda s: s.sequence == 2 and not s.last_error, 15.0, after=after)
-                assert status.nodes_changed == 1
-                assert_mirrors(check, graph, corrections={"O2": "tricycle"})
-    finally:
+    with mirror_node(ros_domain_id, db_uri=uri, graph_name="scene") as mirror:
+        mirror.send(graph, 1)
         server.stop()
+        newer = tiny_scene()
+        move(newer, "O1", (1.0, 2.0, 0.5))
+        newer.remove_node(node_id("O3"))
+        status = mirror.publish(newer.to_binary(include_mesh=False), 2)
+        assert "database unavailable, will retry" in status.last_error
+        newest = tiny_scene()
+        move(newest, "O1", (1.5, 2.5, 0.5))  # supersedes snapshot 2 while the database is down
+        newest.remove_node(node_id("O3"))
+        status = mirror.publish(newest.to_binary(include_mesh=False), 3)
+        assert "database unavailable" in status.last_error
+
+        # A cleanly stopped server comes back on a new port; the node follows it.
+        restarted = server.ensure_started()
+        status = mirror.status.wait(lambda s: s.sequence == 3 and s.last_error == "", 15.0,
+                                    what="snapshot 3 applied after the restart")
+        assert status.snapshots_applied == 2
+        with FalkorStore(restarted.host, restarted.port, graph="scene") as check:
+            assert_mirrors(check, newest)  # exact: nothing lost, no duplicates (checked inside)
+
+
+def test_graph_and_corrections_survive_a_killed_server(
+    ros_domain_id: int, own_server: tuple[EmbeddedServer, str]
+) -> None:
+    server, uri = own_server
+    graph = tiny_scene()
+    with mirror_node(ros_domain_id, db_uri=uri, graph_name="scene") as mirror:
+        mirror.send(graph, 1)
+        info = server.running()
+        assert info is not None
+        with FalkorStore(info.host, info.port, graph="scene") as check:
+            Corrections(check).apply([("O2", "class", "tricycle")])
+        os.kill(info.pid, signal.SIGKILL)
+        wait_until(lambda: server.running() is None, 5.0, "the killed server to be gone")
+        restarted = server.ensure_started()
+        assert restarted.pid != info.pid
+        with FalkorStore(restarted.host, restarted.port, graph="scene") as check:
+            assert_mirrors(check, graph, corrections={"O2": "tricycle"})
+            [correction] = Corrections(check).active()
+            assert (correction.symbol, correction.value, correction.original) == ("O2", "tricycle", "bicycle")
+            # The node carries on against the restarted server; the correction still holds.
+            # (If the server came back on another port, the first attempt fails and a retry follows it.)
+            move(graph, "O2", (4.5, 1.0, 0.5))
+            after = mirror.status.count
+            mirror.publish(graph.to_binary(include_mesh=False), 2)
+            status = mirror.status.wait(lambda s: s.sequence == 2 and not s.last_error, 15.0, after=after)
+            assert status.nodes_changed == 1
+            assert_mirrors(check, graph, corrections={"O2": "tricycle"})
 
 
 def test_scene_file_at_start_and_a_bad_one_is_reported(
