@@ -1,18 +1,53 @@
 """GraphStore over Neo4j 5 with the official driver (the production backend).
 
-Credentials come only from the environment (NEO4J_USERNAME / NEO4J_PASSWORD).
-Reads run in READ-mode transactions, which the server refuses to let write.
+``neo4j://`` URIs route (clusters, Aura), ``bolt://`` ones connect to one
+server; the database comes from the URI path. Credentials come only from the
+environment (NEO4J_USERNAME / NEO4J_PASSWORD). Reads run in READ-mode
+transactions, which Neo4j refuses to let write. Errors are told apart by the
+driver's exception classes and Neo4j's status codes, never by message text
+(a query that merely mentions "timeout" is not a timeout).
 """
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
-from heracles_ros.errors import DatabaseError, DatabaseUnavailable, QueryError, QueryTimeout, ReadOnlyViolation
+from heracles_ros.errors import (
+    ConfigError,
+    DatabaseError,
+    DatabaseUnavailable,
+    QueryError,
+    QueryTimeout,
+    ReadOnlyViolation,
+)
 from heracles_ros.graphdb.schema import NEO4J
 from heracles_ros.graphdb.store import GraphStore, Params, Row
 from heracles_ros.graphdb.values import plain
+
+T = TypeVar("T")
+
+#: How long the driver may retry a transaction that failed transiently (a cluster
+#: changing leader, a deadlock). Short: callers such as the mirror loop retry on
+#: their own, and an unreachable server must fail in seconds, not the driver's 30 s.
+RETRY_S = 2.0
+#: Longest wait for a connection to open.
+CONNECT_TIMEOUT_S = 3.0
+
+#: Neo4j status codes of a transaction that ran past its time limit (Neo4j 5:
+#: the client's limit, or the server's db.transaction.timeout).
+_TIMEOUT_CODES = (
+    "Neo.ClientError.Transaction.TransactionTimedOut",
+    "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration",
+)
+#: A write in a READ-mode transaction (single server, and through Fabric / composite databases).
+_ACCESS_MODE_CODES = ("Neo.ClientError.Statement.AccessMode", "Neo.ClientError.Fabric.AccessMode")
+_DATABASE_NOT_FOUND = "Neo.ClientError.Database.DatabaseNotFound"
+
+# The driver logs every retry and failed connection attempt (warnings, errors);
+# the error the caller gets says it once.
+logging.getLogger("neo4j").setLevel(logging.CRITICAL)
 
 
 def neo4j_auth_from_env() -> tuple[str, str] | None:
@@ -38,9 +73,17 @@ class Neo4jStore(GraphStore):
         self.description = uri + (f" database {database!r}" if database else "")
         self.timeout_s = timeout_s
         self._database = database
-        self._driver = neo4j.GraphDatabase.driver(
-            uri, auth=neo4j_auth_from_env(), connection_timeout=min(timeout_s, 10.0)
-        )
+        self._connected = False
+        try:
+            self._driver = neo4j.GraphDatabase.driver(
+                uri,
+                auth=neo4j_auth_from_env(),
+                connection_timeout=min(timeout_s, CONNECT_TIMEOUT_S),
+                connection_acquisition_timeout=max(timeout_s, CONNECT_TIMEOUT_S),
+                max_transaction_retry_time=RETRY_S,
+            )
+        except (neo4j.exceptions.ConfigurationError, ValueError) as exc:
+            raise ConfigError(f"database URI {uri!r}: {exc}") from exc
 
     def query(self, cypher: str, params: Params | None = None, *, timeout_s: float | None = None) -> list[Row]:
         return self._run(cypher, params, timeout_s, read_only=True)
@@ -52,60 +95,79 @@ class Neo4jStore(GraphStore):
         """All statements in one write transaction: all or nothing."""
         if not statements:
             return
-        query_type = self._neo4j.Query
 
         def work(tx: Any) -> None:
             for cypher, params in statements:
-                tx.run(query_type(cypher, timeout=self._timeout(timeout_s)), dict(params)).consume()
+                tx.run(cypher, dict(params)).consume()
 
-        try:
-            with self._session(read_only=False) as session:
-                session.execute_write(work)
-        except Exception as exc:
-            raise self._translate(exc) from exc
+        self._transaction(work, timeout_s, read_only=False)
 
     def ping(self) -> None:
         try:
             self._driver.verify_connectivity()
         except Exception as exc:
-            raise DatabaseUnavailable(f"{self.description} does not answer: {exc}") from exc
+            raise self._translate(exc) from exc
+        self._connected = True
 
     def close(self) -> None:
         self._driver.close()
 
     # -- internals --------------------------------------------------------------
-    def _timeout(self, timeout_s: float | None) -> float:
-        return self.timeout_s if timeout_s is None else timeout_s
-
-    def _session(self, *, read_only: bool) -> Any:
-        mode = self._neo4j.READ_ACCESS if read_only else self._neo4j.WRITE_ACCESS
-        return self._driver.session(database=self._database, default_access_mode=mode)
-
     def _run(self, cypher: str, params: Params | None, timeout_s: float | None, *, read_only: bool) -> list[Row]:
-        query = self._neo4j.Query(cypher, timeout=self._timeout(timeout_s))
-
         def work(tx: Any) -> list[Row]:
-            result = tx.run(query, dict(params or {}))
-            return [{key: plain(record[key]) for key in record} for record in result]
+            result = tx.run(cypher, dict(params or {}))
+            return [{key: plain(value) for key, value in record.items()} for record in result]
 
+        return self._transaction(work, timeout_s, read_only=read_only)
+
+    def _transaction(self, work: Callable[[Any], T], timeout_s: float | None, *, read_only: bool) -> T:
+        """Run ``work`` in one managed transaction with the server-side time limit on it."""
+        if not self._connected:
+            # A server that is not there fails here at once, instead of after the
+            # driver's retries of the first transaction.
+            self.ping()
+        limited = self._neo4j.unit_of_work(timeout=self.timeout_s if timeout_s is None else timeout_s)(work)
+        mode = self._neo4j.READ_ACCESS if read_only else self._neo4j.WRITE_ACCESS
         try:
-            with self._session(read_only=read_only) as session:
+            with self._driver.session(database=self._database, default_access_mode=mode) as session:
                 runner = session.execute_read if read_only else session.execute_write
-                rows: list[Row] = runner(work)
-                return rows
+                result: T = runner(limited)
+                return result
         except Exception as exc:
             raise self._translate(exc) from exc
 
-    def _translate(self, exc: BaseException) -> DatabaseError:
+    def _translate(self, exc: BaseException) -> DatabaseError | ConfigError:
+        """The package's error for a driver or server error, decided by class and status code."""
         errors = self._neo4j.exceptions
-        text = str(exc)
-        code = getattr(exc, "code", "") or ""
-        if isinstance(exc, (errors.ServiceUnavailable, errors.SessionExpired, OSError)):
-            return DatabaseUnavailable(f"{self.description} unavailable: {text}")
+        if isinstance(exc, errors.Neo4jError):
+            return self._translate_server_error(exc)
+        if isinstance(exc, (errors.ServiceUnavailable, errors.SessionExpired, errors.ConnectionPoolError, OSError)):
+            self._connected = False
+            return DatabaseUnavailable(f"{self.description} is unreachable: {exc}")
+        if isinstance(exc, errors.ConfigurationError):
+            return ConfigError(f"{self.description}: {exc}")
+        if isinstance(exc, (TypeError, ValueError)):  # parameters the driver cannot send
+            return QueryError(f"query parameters could not be sent: {exc}")
+        return DatabaseError(f"{self.description} failed: {type(exc).__name__}: {exc}")
+
+    def _translate_server_error(self, exc: Any) -> DatabaseError:
+        errors = self._neo4j.exceptions
+        code: str = exc.code or ""
+        message = exc.message or str(exc)
+        if code in _TIMEOUT_CODES:
+            return QueryTimeout(f"query exceeded its time limit ({code}): {message}")
+        if code in _ACCESS_MODE_CODES or isinstance(exc, errors.ForbiddenOnReadOnlyDatabase):
+            return ReadOnlyViolation(f"query refused, only reads are allowed here ({code}): {message}")
         if isinstance(exc, errors.AuthError):
-            return DatabaseUnavailable(f"{self.description} refused the credentials from NEO4J_USERNAME/PASSWORD")
-        if "AccessMode" in code or "ReadOnly" in code or "read access mode" in text.lower():
-            return ReadOnlyViolation(f"query refused, the database only allows reads here: {text}")
-        if "TransactionTimedOut" in code or "timed out" in text.lower():
-            return QueryTimeout(f"query exceeded its time limit: {text}")
-        return QueryError(f"database rejected the query: {text}")
+            return DatabaseUnavailable(
+                f"{self.description} refused the credentials from NEO4J_USERNAME / NEO4J_PASSWORD ({code})"
+            )
+        if isinstance(exc, errors.Forbidden):  # Neo.ClientError.Security.Forbidden and the like
+            return QueryError(f"the database user may not do this ({code}): {message}")
+        if code == _DATABASE_NOT_FOUND:
+            return DatabaseUnavailable(f"{self.description}: the database does not exist ({code}): {message}")
+        if isinstance(exc, errors.TransientError):
+            return DatabaseUnavailable(f"{self.description} could not run the query now ({code}): {message}")
+        if isinstance(exc, errors.DatabaseError):
+            return DatabaseError(f"{self.description} failed to run the query ({code}): {message}")
+        return QueryError(f"database rejected the query ({code}): {message}")
