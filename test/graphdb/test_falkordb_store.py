@@ -6,6 +6,8 @@ import pytest
 from heracles_ros.errors import DatabaseUnavailable, QueryError, QueryTimeout, ReadOnlyViolation
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 
+pytestmark = pytest.mark.backends("falkordb")  # the Neo4j store's own tests: test_neo4j_store.py
+
 
 def test_rows_are_plain_dicts_keyed_by_alias(store: FalkorStore) -> None:
     store.write("CREATE (:Object {nodeSymbol: 'O1', class: 'box', x: 1.5, y: 2.0, z: 0.0})")
