@@ -10,8 +10,8 @@ from heracles_ros.graphdb.store import GraphStore
 
 
 @pytest.fixture
-def db(small_store: GraphStore, falkordb_uri: str, graph_name: str) -> list[str]:
-    return ["--db", falkordb_uri, "--graph", graph_name]
+def db(small_store: GraphStore, db_uri: str, graph_name: str) -> list[str]:
+    return ["--db", db_uri, "--graph", graph_name]
 
 
 def test_goal_check_valid(db: list[str], capsys: pytest.CaptureFixture[str]) -> None:

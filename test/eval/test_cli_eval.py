@@ -40,14 +40,14 @@ def scripted_model(items: list[EvalItem]) -> Any:
     return reply
 
 
-def test_eval_end_to_end(store: Any, falkordb_uri: str, graph_name: str, tmp_path: Path,
+def test_eval_end_to_end(store: Any, db_uri: str, graph_name: str, tmp_path: Path,
                          capsys: pytest.CaptureFixture[str]) -> None:
     items = list(load_dataset(BUNDLED).items)
     out = tmp_path / "report"
     with ScriptedLLMServer(scripted_model(items)) as server:
         code = main([
             "eval", str(BUNDLED), "--method", "agentic", "--method", "context",
-            "--db", falkordb_uri, "--graph", graph_name, "--load-scene", "--verify-gold",
+            "--db", db_uri, "--graph", graph_name, "--load-scene", "--verify-gold",
             "--llm", "openai", "--model", server.model, "--base-url", server.openai_base_url,
             "--out", str(out), "--no-progress",
         ])
@@ -86,11 +86,11 @@ def test_eval_end_to_end(store: Any, falkordb_uri: str, graph_name: str, tmp_pat
     assert (out / "eval.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_eval_reports_bad_dataset_and_stale_gold(store: Any, falkordb_uri: str, graph_name: str, tmp_path: Path,
+def test_eval_reports_bad_dataset_and_stale_gold(store: Any, db_uri: str, graph_name: str, tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("items:\n  - {id: q, kind: ask, input: how many, answer: '[1,'}\n", encoding="utf-8")
-    assert main(["eval", str(bad), "--db", falkordb_uri, "--graph", graph_name]) == 1
+    assert main(["eval", str(bad), "--db", db_uri, "--graph", graph_name]) == 1
     assert "item 1 ('q'): gold answer '[1,': not valid SLDP" in capsys.readouterr().err
 
     stale = tmp_path / "stale.yaml"
@@ -100,7 +100,7 @@ def test_eval_reports_bad_dataset_and_stale_gold(store: Any, falkordb_uri: str, 
         "    gold_query: \"MATCH (o:Object {class: 'bag'}) RETURN count(o) AS n\"\n",
         encoding="utf-8",
     )
-    code = main(["eval", str(stale), "--db", falkordb_uri, "--graph", graph_name, "--load-scene", "--verify-gold",
+    code = main(["eval", str(stale), "--db", db_uri, "--graph", graph_name, "--load-scene", "--verify-gold",
                  "--base-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path / "o")])
     assert code == 1
     assert "item 'bags': gold answer 9 but its gold query gives 4" in capsys.readouterr().err
