@@ -27,6 +27,7 @@ from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.embedded import EmbeddedServer
 from heracles_ros.graphdb.falkordb_store import FalkorStore
+from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.nodes.dsg_mirror import PARAMETERS, DsgMirrorNode
 
 TOPIC = "/test/dsg"
@@ -72,9 +73,9 @@ def mirror_node(domain: int, **params: Any) -> Iterator[Harness]:
 
 
 @pytest.fixture
-def db_params(falkordb_uri: str, graph_name: str, store: FalkorStore) -> dict[str, Any]:
-    """The node writes to the test's own graph (``store`` reads it)."""
-    return {"db_uri": falkordb_uri, "graph_name": graph_name}
+def db_params(db_uri: str, graph_name: str, store: GraphStore) -> dict[str, Any]:
+    """The node writes to the test's own graph on each backend (``store`` reads it)."""
+    return {"db_uri": db_uri, "graph_name": graph_name}
 
 
 def move(graph: dsg.DynamicSceneGraph, symbol: str, position: tuple[float, float, float]) -> None:
@@ -82,7 +83,7 @@ def move(graph: dsg.DynamicSceneGraph, symbol: str, position: tuple[float, float
 
 
 def test_snapshots_are_mirrored_exactly_and_corrections_survive(
-    ros_domain_id: int, db_params: dict[str, Any], store: FalkorStore
+    ros_domain_id: int, db_params: dict[str, Any], store: GraphStore
 ) -> None:
     graph = tiny_scene()
     with mirror_node(ros_domain_id, **db_params) as mirror:
@@ -136,7 +137,7 @@ def test_snapshots_are_mirrored_exactly_and_corrections_survive(
 
 
 def test_bad_input_is_reported_and_the_last_good_state_kept(
-    ros_domain_id: int, db_params: dict[str, Any], store: FalkorStore, caplog: pytest.LogCaptureFixture
+    ros_domain_id: int, db_params: dict[str, Any], store: GraphStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     # While the node runs, the loop's records go to the node's ROS logger only (not propagated),
     # so listen on the library logger itself.
@@ -258,7 +259,7 @@ def test_graph_and_corrections_survive_a_killed_server(
 
 
 def test_scene_file_at_start_and_a_bad_one_is_reported(
-    ros_domain_id: int, db_params: dict[str, Any], store: FalkorStore, tmp_path: Path
+    ros_domain_id: int, db_params: dict[str, Any], store: GraphStore, tmp_path: Path
 ) -> None:
     path = tmp_path / "scene.json"
     graph = tiny_scene()
