@@ -101,9 +101,27 @@ ensure_package() {
   stamp_set package "$h"
 }
 
+# Neo4j's Cypher linter (npm, pinned by test/support/cypher_lint/package-lock.json) for the
+# test that checks every Neo4j statement; installed under $VENV/neo4j_lint, offline afterwards.
+ensure_neo4j_lint() {
+  local h; h=$(hash_of test/support/cypher_lint/package.json test/support/cypher_lint/package-lock.json)
+  stamp_ok neo4j_lint "$h" && return
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    log "installing system packages: nodejs npm"
+    local sudo=(); [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+  fi
+  log "installing Neo4j's Cypher linter (npm @neo4j-cypher/language-support)"
+  rm -rf "$VENV/neo4j_lint"; mkdir -p "$VENV/neo4j_lint"
+  cp "$REPO/test/support/cypher_lint/package.json" "$REPO/test/support/cypher_lint/package-lock.json" "$VENV/neo4j_lint/"
+  npm ci --prefix "$VENV/neo4j_lint" --no-audit --no-fund --loglevel=error >&2
+  stamp_set neo4j_lint "$h"
+}
+
 setup() {
   ensure_venv
   ensure_python_deps
+  ensure_neo4j_lint
   build_interfaces interfaces "$REPO" msg srv CMakeLists.txt package.xml
   build_interfaces test_interfaces "$REPO/test/interfaces/hydra_msgs" test/interfaces/hydra_msgs
   ensure_package
