@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.bolt_server import ARCADEDB_DEVIATIONS, USER, BoltServer, start_bolt_server
 
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.embedded import EmbeddedServer, ServerInfo
 from heracles_ros.graphdb.store import GraphStore
-from support.bolt_server import ARCADEDB_DEVIATIONS, USER, BoltServer, start_bolt_server
 
 BACKENDS = ("falkordb", "bolt")
 

@@ -106,7 +106,7 @@ class Neo4jStore(GraphStore):
         try:
             self._driver.verify_connectivity()
         except Exception as exc:
-            raise self._translate(exc) from exc
+            raise translate_error(exc, self.description) from exc
         self._connected = True
 
     def close(self) -> None:
@@ -134,40 +134,44 @@ class Neo4jStore(GraphStore):
                 result: T = runner(limited)
                 return result
         except Exception as exc:
-            raise self._translate(exc) from exc
+            error = translate_error(exc, self.description)
+            if isinstance(error, DatabaseUnavailable):
+                self._connected = False  # check the server again before the next transaction
+            raise error from exc
 
-    def _translate(self, exc: BaseException) -> DatabaseError | ConfigError:
-        """The package's error for a driver or server error, decided by class and status code."""
-        errors = self._neo4j.exceptions
-        if isinstance(exc, errors.Neo4jError):
-            return self._translate_server_error(exc)
-        if isinstance(exc, (errors.ServiceUnavailable, errors.SessionExpired, errors.ConnectionPoolError, OSError)):
-            self._connected = False
-            return DatabaseUnavailable(f"{self.description} is unreachable: {exc}")
-        if isinstance(exc, errors.ConfigurationError):
-            return ConfigError(f"{self.description}: {exc}")
-        if isinstance(exc, (TypeError, ValueError)):  # parameters the driver cannot send
-            return QueryError(f"query parameters could not be sent: {exc}")
-        return DatabaseError(f"{self.description} failed: {type(exc).__name__}: {exc}")
 
-    def _translate_server_error(self, exc: Any) -> DatabaseError:
-        errors = self._neo4j.exceptions
-        code: str = exc.code or ""
-        message = exc.message or str(exc)
-        if code in _TIMEOUT_CODES:
-            return QueryTimeout(f"query exceeded its time limit ({code}): {message}")
-        if code in _ACCESS_MODE_CODES or isinstance(exc, errors.ForbiddenOnReadOnlyDatabase):
-            return ReadOnlyViolation(f"query refused, only reads are allowed here ({code}): {message}")
-        if isinstance(exc, errors.AuthError):
-            return DatabaseUnavailable(
-                f"{self.description} refused the credentials from NEO4J_USERNAME / NEO4J_PASSWORD ({code})"
-            )
-        if isinstance(exc, errors.Forbidden):  # Neo.ClientError.Security.Forbidden and the like
-            return QueryError(f"the database user may not do this ({code}): {message}")
-        if code == _DATABASE_NOT_FOUND:
-            return DatabaseUnavailable(f"{self.description}: the database does not exist ({code}): {message}")
-        if isinstance(exc, errors.TransientError):
-            return DatabaseUnavailable(f"{self.description} could not run the query now ({code}): {message}")
-        if isinstance(exc, errors.DatabaseError):
-            return DatabaseError(f"{self.description} failed to run the query ({code}): {message}")
-        return QueryError(f"database rejected the query ({code}): {message}")
+def translate_error(exc: BaseException, where: str) -> DatabaseError | ConfigError:
+    """The package's error for a driver or server error, decided by class and Neo4j status code."""
+    from neo4j import exceptions as errors
+
+    if isinstance(exc, errors.Neo4jError):
+        return _translate_server_error(exc, where)
+    if isinstance(exc, (errors.ServiceUnavailable, errors.SessionExpired, errors.ConnectionPoolError, OSError)):
+        return DatabaseUnavailable(f"{where} is unreachable: {exc}")
+    if isinstance(exc, errors.ConfigurationError):
+        return ConfigError(f"{where}: {exc}")
+    if isinstance(exc, (TypeError, ValueError)):  # parameters the driver cannot send
+        return QueryError(f"query parameters could not be sent: {exc}")
+    return DatabaseError(f"{where} failed: {type(exc).__name__}: {exc}")
+
+
+def _translate_server_error(exc: Any, where: str) -> DatabaseError:
+    from neo4j import exceptions as errors
+
+    code: str = exc.code or ""
+    message = exc.message or str(exc)
+    if code in _TIMEOUT_CODES:
+        return QueryTimeout(f"query exceeded its time limit ({code}): {message}")
+    if code in _ACCESS_MODE_CODES or isinstance(exc, errors.ForbiddenOnReadOnlyDatabase):
+        return ReadOnlyViolation(f"query refused, only reads are allowed here ({code}): {message}")
+    if isinstance(exc, errors.AuthError):
+        return DatabaseUnavailable(f"{where} refused the credentials from NEO4J_USERNAME / NEO4J_PASSWORD ({code})")
+    if isinstance(exc, errors.Forbidden):  # Neo.ClientError.Security.Forbidden and the like
+        return QueryError(f"the database user may not do this ({code}): {message}")
+    if code == _DATABASE_NOT_FOUND:
+        return DatabaseUnavailable(f"{where}: the database does not exist ({code}): {message}")
+    if isinstance(exc, errors.TransientError):
+        return DatabaseUnavailable(f"{where} could not run the query now ({code}): {message}")
+    if isinstance(exc, errors.DatabaseError):
+        return DatabaseError(f"{where} failed to run the query ({code}): {message}")
+    return QueryError(f"database rejected the query ({code}): {message}")

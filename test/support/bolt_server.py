@@ -142,7 +142,8 @@ def start_bolt_server(root: Path, *, database: str = "heracles", start_timeout_s
     deadline = time.monotonic() + start_timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"ArcadeDB exited with {process.returncode}: {log_path.read_text(errors='replace')[-2000:]}")
+            log_tail = log_path.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"ArcadeDB exited with {process.returncode}: {log_tail}")
         if server.ready():
             return server
         time.sleep(0.25)
