@@ -82,6 +82,7 @@ def test_cypher_refuses_writes(
     capsys: pytest.CaptureFixture[str], db_uri: str, graph_name: str, store: GraphStore
 ) -> None:
     db = ("--db", db_uri, "--graph", graph_name)
+    store.write("CREATE (:Object {nodeSymbol: 'O1'})")
     status, _, err = heracles(capsys, "cypher", "CREATE (:Object {nodeSymbol: 'O999'})", *db)
     assert status == 1 and "only" in err and "reads" in err
     assert store.query("MATCH (o:Object {nodeSymbol: 'O999'}) RETURN o") == []
