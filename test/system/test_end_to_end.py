@@ -82,9 +82,9 @@ def params(**values: Any) -> list[Parameter]:
 
 
 def test_a_question_and_a_command_run_through_every_node_and_survive_a_new_snapshot(
-    ros_domain_id, falkordb_uri, graph_name, store
+    ros_domain_id, db_uri, graph_name, store
 ):
-    db = {"db_uri": falkordb_uri, "graph_name": graph_name}
+    db = {"db_uri": db_uri, "graph_name": graph_name}
     scene = generate_scene("small", seed=0)
     with ScriptedLLMServer(model) as llm, ros_session(ros_domain_id):
         probe = rclpy.create_node("operator")
