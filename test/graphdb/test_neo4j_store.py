@@ -119,6 +119,16 @@ def test_write_many_is_one_transaction(store: GraphStore) -> None:
 
 
 @on_bolt
+def test_neo4j_scheme_reads_the_servers_routing_table(store: GraphStore, db_uri: str) -> None:
+    """neo4j:// asks the server where to read and write (ROUTE), then reaches the same database."""
+    store.write("CREATE (:Room {nodeSymbol: 'R1'})")
+    with open_store(db_uri.replace("bolt://", "neo4j://", 1)) as routed:
+        assert routed.query("MATCH (r:Room) RETURN r.nodeSymbol AS s") == [{"s": "R1"}]
+        routed.write("CREATE (:Room {nodeSymbol: 'R2'})")
+    assert store.query("MATCH (r:Room) RETURN count(r) AS n") == [{"n": 2}]
+
+
+@on_bolt
 def test_syntax_error_carries_the_status_code(store: GraphStore) -> None:
     with pytest.raises(QueryError, match=r"Neo\.ClientError\.Statement\.SyntaxError") as caught:
         store.query("MATCH (n RETURN n")
