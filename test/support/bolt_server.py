@@ -9,9 +9,10 @@ exit), on loopback, with ports picked free. Each test gets a database of its
 own, created and dropped through the server's HTTP API.
 
 Where ArcadeDB is not Neo4j (a READ-mode transaction accepts writes, the
-transaction timeout is ignored, some invalid queries are accepted), the tests
-mark the cases with :data:`ARCADEDB_DEVIATIONS` and the store's error mapping is
-unit-tested with the driver's exceptions instead.
+transaction timeout is ignored), the tests mark the cases with
+:data:`ARCADEDB_DEVIATIONS` and the store's error mapping is unit-tested with the
+driver's exceptions instead. It also accepts some queries Neo4j rejects: Neo4j's
+own linter checks every statement the package sends (test_cypher_neo4j_lint.py).
 """
 from __future__ import annotations
 
@@ -35,8 +36,6 @@ ARCADEDB_DEVIATIONS = {
     "Neo.ClientError.Statement.AccessMode); covered by test_neo4j_store's error-mapping tests",
     "timeout": "ArcadeDB ignores the Bolt transaction timeout (Neo4j ends the transaction: "
     "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration); covered by test_neo4j_store",
-    "invalid_query": "ArcadeDB accepts some queries Neo4j rejects (Neo.ClientError.Statement.SyntaxError / "
-    "SemanticError); the Neo4j linter test checks every statement the package sends",
 }
 
 
