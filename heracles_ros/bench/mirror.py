@@ -38,7 +38,7 @@ from heracles_ros.graphdb.mirror import Mirror, node_params
 from heracles_ros.graphdb.schema import Layer
 from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.scene.io import SnapshotDecoder
-from heracles_ros.scene.tables import SceneTables, extract_tables, group_edges, layer_of_id
+from heracles_ros.scene.tables import SceneTables, extract_tables, group_edges
 
 #: Full loads (and floors) measured; the median is reported.
 _LOAD_RUNS = 3
@@ -155,16 +155,14 @@ def _raw_insert(store: GraphStore, tables: SceneTables, batch_size: int) -> None
     """The floor: the same rows as plain CREATEs into an empty graph, no diff, no MERGE, no bookkeeping."""
     rows_by_layer: dict[Layer, list[list[Any]]] = defaultdict(list)
     for node_id, row in tables.nodes.items():
-        layer = layer_of_id(node_id)
-        if layer is not None:
-            rows_by_layer[layer].append(node_params(node_id, row, layer))
+        rows_by_layer[row[0]].append(node_params(node_id, row))
     statements: list[tuple[str, Params]] = []
     for layer, rows in rows_by_layer.items():
         store.write(mirror_q.create_index(store.dialect, layer.value, "nodeSymbol"))
         statements += [(mirror_q.create_nodes(store.dialect, layer), {"rows": rows[i : i + batch_size]})
                        for i in range(0, len(rows), batch_size)]
-    for kind, rows in group_edges(tables.edges).items():
-        statements += [(mirror_q.create_edges(kind.source, kind.target, kind.relation),
+    for kind, rows in group_edges(tables.edges, tables.nodes).items():
+        statements += [(mirror_q.create_edges(kind.source, kind.target, kind.relation, both_ways=kind.both_ways),
                         {"rows": rows[i : i + batch_size]}) for i in range(0, len(rows), batch_size)]
     for statement, params in statements:
         store.write(statement, params, timeout_s=300.0)

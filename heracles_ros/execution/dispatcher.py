@@ -30,7 +30,7 @@ from heracles_ros.execution.driver import (
     goto_path,
 )
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
-from heracles_ros.graphdb.schema import Layer, layer_of_symbol
+from heracles_ros.graphdb.schema import is_scene_symbol
 from heracles_ros.planning.types import PlanAction, PlanResult, PlanStatus, Point3
 
 log = logging.getLogger(__name__)
@@ -121,7 +121,7 @@ def plan_problems(plan: PlanResult) -> list[str]:
             problems.append(
                 f"{where}: {len(action.waypoint_symbols)} waypoint symbols for {len(action.waypoints)} waypoints"
             )
-        if action.name == "goto" and layer_of_symbol(action.target_symbol) not in (Layer.MESH_PLACE, Layer.PLACE):
+        if action.name == "goto" and not is_scene_symbol(action.target_symbol):
             problems.append(f"{where}: goto target {action.target_symbol!r} is not a place symbol")
         if action.name in ("pick", "place") and _object_of(action) == "":
             problems.append(f"{where}: names no object symbol")
@@ -129,18 +129,17 @@ def plan_problems(plan: PlanResult) -> list[str]:
 
 
 def _object_of(action: PlanAction) -> str:
-    """The object a pick/place/inspect acts on (its target, else its first object argument)."""
-    for symbol in (action.target_symbol, *action.args):
-        if layer_of_symbol(symbol) is Layer.OBJECT:
+    """The object a pick/place/inspect acts on: its first argument (the domain's ``?o - item``), else its target."""
+    for symbol in (*action.args[:1], action.target_symbol):
+        if is_scene_symbol(symbol):
             return symbol
     return ""
 
 
 def _place_of(action: PlanAction) -> str:
-    """The place argument of an action ("" when it names none)."""
-    for symbol in action.args:
-        if layer_of_symbol(symbol) in (Layer.MESH_PLACE, Layer.PLACE):
-            return symbol
+    """The place argument of a pick/place/inspect (the domain's ``?p - place``), "" when it names none."""
+    if action.name in ("inspect", "pick", "place") and len(action.args) > 1 and is_scene_symbol(action.args[1]):
+        return action.args[1]
     return ""
 
 

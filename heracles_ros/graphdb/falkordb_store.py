@@ -86,6 +86,13 @@ class FalkorStore(GraphStore):
             if isinstance(reply, Exception):
                 raise self._translate(reply) from reply
 
+    def execute_command(self, *args: str) -> object:
+        """One raw server command (e.g. ``GRAPH.UDF LOAD``), errors translated like queries'."""
+        try:
+            return self._connect()[0].connection.execute_command(*args)
+        except Exception as exc:
+            raise self._translate(exc) from exc
+
     def ping(self) -> None:
         try:
             self._connect()[0].connection.ping()

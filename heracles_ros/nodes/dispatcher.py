@@ -53,7 +53,7 @@ from heracles_ros.execution.dispatcher import (
 from heracles_ros.execution.driver import CancelToken, RobotDriver
 from heracles_ros.execution.driver_factory import DRIVER_KINDS, checked_settings, make_driver
 from heracles_ros.execution.driver_factory import SETTINGS as DRIVER_SETTINGS
-from heracles_ros.execution.robot_state import RobotState, RobotStateStore, place_layer
+from heracles_ros.execution.robot_state import RobotState, RobotStateStore, check_symbol
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import DispatchProgress, DispatchResult, Plan
@@ -140,7 +140,7 @@ class DispatcherSettings:
                 raise ConfigError(f"parameter {name} must not be empty")
         if v["start_place"]:
             try:
-                place_layer(v["start_place"])
+                check_symbol(v["start_place"])
             except ExecutionError as exc:
                 raise ConfigError(f"parameter start_place: {exc}") from exc
         return cls(
