@@ -414,7 +414,8 @@ def _row_from_db(row: dict[str, Any], layer: Layer) -> NodeRow:
     cls: str = row["c"] if isinstance(row.get("c"), str) else ""
     name: str = row["name"] if isinstance(row.get("name"), str) else ""
     x, y, z = num(row["x"]), num(row["y"]), num(row["z"])
-    if not all(math.isclose(c, v, rel_tol=1e-12, abs_tol=1e-12) for c, v in zip(triple(row.get("center")), (x, y, z), strict=True)):
+    center = triple(row.get("center"))
+    if not all(math.isclose(c, v, rel_tol=1e-12, abs_tol=1e-12) for c, v in zip(center, (x, y, z), strict=True)):
         x = math.nan  # center out of step with x, y, z (written before it existed): rewrite the node
     if layer is Layer.OBJECT:
         return (layer, cls, name, x, y, z, *triple(row.get("bc")), *triple(row.get("bd")))
