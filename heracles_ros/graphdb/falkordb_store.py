@@ -88,8 +88,9 @@ class FalkorStore(GraphStore):
 
     def execute_command(self, *args: str) -> object:
         """One raw server command (e.g. ``GRAPH.UDF LOAD``), errors translated like queries'."""
+        db = self._connect()[0]
         try:
-            return self._connect()[0].connection.execute_command(*args)
+            return db.connection.execute_command(*args)
         except Exception as exc:
             raise self._translate(exc) from exc
 
