@@ -226,15 +226,14 @@ _LABEL_MEANINGS = {
 
 _KEY_MEANINGS = {
     "nodeSymbol": "unique symbol, e.g. 'O12'",
-    "class": "semantic class, lower case",
+    "class": "semantic class, spelled as the scene spells it (case matters)",
     "name": "a human-readable name",
     "x": "position in metres",
     "y": "position in metres",
     "z": "position in metres",
-    "center": "the position as a 3D POINT",
-    "bbox_dx": "bounding-box size in metres",
-    "bbox_dy": "bounding-box size in metres",
-    "bbox_dz": "bounding-box size in metres",
+    "center": "the position as a 3D point",
+    "bbox_center": "centre of the bounding box, a 3D point",
+    "bbox_dim": "bounding-box size in metres (x, y, z), a 3D point",
     "place": "symbol of the place the robot stands at",
     "holding": "symbol of the object the robot holds ('' when none)",
 }
@@ -262,30 +261,38 @@ def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: in
         lines += [f"- (:{a})-[:{rel}]->(:{b})" for a, rel, b in facts.relationships]
     lines += [
         "(a)-[:CONTAINS]->(b) means b is inside a; (a)-[:CONTAINS*]->(b) matches containment transitively. "
-        "*_CONNECTED relationships join neighbours within one layer and are stored once per pair: "
-        "match them without direction, (a)-[:MESH_PLACE_CONNECTED]-(b).",
+        "*_CONNECTED relationships join neighbours within one layer and are stored in both directions, so "
+        "(a)-[:MESH_PLACE_CONNECTED*1..5]->(b) reaches the same places as an undirected pattern "
+        "(count neighbour pairs with DISTINCT or a.nodeSymbol < b.nodeSymbol).",
+        "A node's kind is its label, not its symbol's first letter (mesh places may be P12 or Q12).",
         f"Cypher notes for {backend}:",
         f"- 3D distance between nodes a and b: {dialect.distance_expr('a', 'b')}",
     ]
     if dialect.has_points:
-        lines.append("- `distance` has been replaced by `point.distance`.")
+        lines.append(
+            "- `distance` has been replaced by `point.distance`; a point literal is point({x: 1.0, y: 2.0, z: 0.0})."
+        )
         lines.append(
             "- Fewest hops between two places: MATCH (a:MeshPlace {nodeSymbol: 'P1'}), "
             "(b:MeshPlace {nodeSymbol: 'P9'}) MATCH p = shortestPath((a)-[:MESH_PLACE_CONNECTED*]-(b)) "
             "RETURN length(p) AS hops"
         )
     else:
-        lines.append("- There is no 3D point type: point() and point.distance do not work; use the x, y, z properties.")
         lines.append(
-            "- shortestPath() follows relationships only in their stored direction here, and *_CONNECTED ones are "
-            "stored one way, so it misses paths. Count hops with a bounded variable-length match instead (long bounds "
-            "time out): MATCH p = (a:MeshPlace {nodeSymbol: 'P1'})-[:MESH_PLACE_CONNECTED*1..10]-"
+            "- center, bbox_center and bbox_dim are [x, y, z] lists, not point values: point.distance(p, q) and "
+            "point.withinBBox(p, lower, upper) work on them, but write a point literal as a list [1.0, 2.0, 0.0] "
+            "(point({x: ..}) does not work here) and read a coordinate as center[0] (not center.x)."
+        )
+        lines.append(
+            "- Count hops with a bounded variable-length match (long bounds time out): "
+            "MATCH p = (a:MeshPlace {nodeSymbol: 'P1'})-[:MESH_PLACE_CONNECTED*1..10]->"
             "(b:MeshPlace {nodeSymbol: 'P9'}) RETURN min(length(p)) AS hops"
         )
     lines += [
-        "- Places within 6 hops of a: (a)-[:MESH_PLACE_CONNECTED*1..6]-(b).",
+        "- Places within 6 hops of a: (a)-[:MESH_PLACE_CONNECTED*1..6]->(b).",
         "- Do not call procedures (APOC, GDS, algo.*).",
-        "- Class names are strings and may contain spaces: {class: 'trash can'}.",
+        "- Class names are strings spelled as the scene's labelspace (or a room's name) spells them, spaces and "
+        "case included: {class: 'trash can'}; match case-insensitively with toLower(n.class) when unsure.",
         f"- The tool is read-only. Results longer than about {result_token_budget} tokens are cut: "
         "return symbols, counts or aggregates rather than whole nodes.",
         "</database>",

@@ -48,7 +48,7 @@ def _place_layer(symbol: str, kinds: dict[str, Layer]) -> Layer | None:
     layer = kinds.get(symbol)
     if layer is None or layer is Layer.MESH_PLACE or layer is Layer.PLACE:
         return layer
-    raise ExecutionError(f"{symbol!r} is not a place: the database holds it as a {layer.value}")
+    raise ExecutionError(f"{symbol!r} is not a place symbol: the database holds it as {layer.value}")
 
 
 def _object_symbol(symbol: str, kinds: dict[str, Layer]) -> bool:
@@ -56,7 +56,7 @@ def _object_symbol(symbol: str, kinds: dict[str, Layer]) -> bool:
     layer = kinds.get(symbol)
     if layer is None or layer is Layer.OBJECT:
         return layer is not None
-    raise ExecutionError(f"{symbol!r} is not an object: the database holds it as a {layer.value}")
+    raise ExecutionError(f"{symbol!r} is not an object symbol: the database holds it as {layer.value}")
 
 
 class RobotStateStore:

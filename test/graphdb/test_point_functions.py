@@ -51,7 +51,9 @@ def test_directed_connectivity_patterns_reach_what_undirected_ones_do(mirrored: 
         return [r["s"] for r in rows]
 
     assert reached("->") == reached("-") == ["Q0", "Q1", "Q2", "Q3", "Q4", "Q5", "Q6", "Q7"]
-    back = mirrored.query("MATCH (c:MeshPlace {nodeSymbol: 'Q7'})<-[:MESH_PLACE_CONNECTED]-(p) RETURN p.nodeSymbol AS s")
+    back = mirrored.query(
+        "MATCH (c:MeshPlace {nodeSymbol: 'Q7'})<-[:MESH_PLACE_CONNECTED]-(p) RETURN p.nodeSymbol AS s"
+    )
     assert back == [{"s": "Q6"}]
 
 
