@@ -172,14 +172,17 @@ ONTOLOGY = "\n".join(
     [
         "<scene_graph>",
         "A 3D scene graph is a hierarchical graph of layers that each contain nodes. Every node has a unique, "
-        "case-sensitive symbol whose letter names its layer:",
-        "- Objects (O<n>): things in the world, each with a semantic class (type) and a position.",
-        "- Mesh places (P<n>, upper-case P; the 2D places layer): patches of ground the robot can move to, "
-        "possibly with a semantic class. A node of this layer is a 'Mesh Place', not a 'Place'.",
-        "- Places (p<n>, lower-case p; the 3D places layer): regions of free space the robot can reach. "
+        "case-sensitive symbol, a letter and a number (P3 and p3 are different nodes). A node's layer is its "
+        "label, not its symbol's letter; the usual letters are given below:",
+        "- Objects (label Object, usually O<n>): things in the world, each with a semantic class (type) and a "
+        "position.",
+        "- Mesh places (label MeshPlace, usually P<n> or Q<n>; the 2D places layer): patches of ground the robot "
+        "can move to, possibly with a semantic class. A node of this layer is a 'Mesh Place', not a 'Place'.",
+        "- Places (label Place, usually p<n>; the 3D places layer): regions of free space the robot can reach. "
         "A node of this layer is a 'Place', not a 'Mesh Place'.",
-        "- Rooms (R<n>): rooms indoors, regions outdoors (e.g. a road or a parking lot), each with a semantic class.",
-        "- Buildings (B<n>): the top of the hierarchy.",
+        "- Rooms (label Room, usually R<n>): rooms indoors, regions outdoors (e.g. a road or a parking lot), each "
+        "with a semantic class (often the room's name).",
+        "- Buildings (label Building, usually B<n>): the top of the hierarchy.",
         "A graph may have mesh places, places, or both. Higher layers contain lower ones: a building contains rooms, "
         "a room contains places and mesh places, a place or mesh place contains objects. Real graphs are incomplete: "
         "some objects have no parent place and some places have no room, so follow containment transitively to find "
@@ -194,8 +197,8 @@ ONTOLOGY = "\n".join(
 def classes_text(facts: SchemaFacts) -> str:
     lines = [
         "<classes>",
-        "Semantic classes present in the scene graph, per node label (the class property, lower case). "
-        "Map the user's words, including synonyms and plurals, to these exact names.",
+        "Semantic classes present in the scene graph, per node label (the class property, spelled exactly as "
+        "stored: case matters). Map the user's words, including synonyms and plurals, to these exact names.",
     ]
     for label in facts.labels:
         if not label.classes or [name for name, _ in label.classes] == [_words(label.label)]:
@@ -217,8 +220,8 @@ def _words(label: str) -> str:
 
 _LABEL_MEANINGS = {
     Layer.OBJECT.value: "an object in the world",
-    Layer.MESH_PLACE.value: "a 2D patch of ground the robot might move to (symbol P<n>)",
-    Layer.PLACE.value: "a 3D region of free space (symbol p<n>)",
+    Layer.MESH_PLACE.value: "a 2D patch of ground the robot might move to (symbols like P<n> or Q<n>)",
+    Layer.PLACE.value: "a 3D region of free space (symbols like p<n>)",
     Layer.ROOM.value: "a room or higher-level region",
     Layer.BUILDING.value: "a building",
     "Robot": "the robot itself",

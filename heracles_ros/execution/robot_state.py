@@ -121,6 +121,12 @@ class RobotStateStore:
             statements.append((cypher.link_object_container(place_layer), params))
         self.store.write_many(statements)
 
+    def place_position(self, symbol: str) -> Point3 | None:
+        """Position of a place by symbol; None when there is no such node, ExecutionError when it is no place."""
+        if _place_layer(check_symbol(symbol), self._kinds(symbol)) is None:
+            return None
+        return self.position_of(symbol)
+
     def position_of(self, symbol: str) -> Point3 | None:
         """Position of a scene node by symbol; None when there is no such node."""
         layer = symbol_layers(self.store, [symbol]).get(symbol)

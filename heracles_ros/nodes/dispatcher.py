@@ -174,7 +174,10 @@ def initial_state(states: RobotStateStore, start_place: str) -> RobotState:
     recorded = states.read()
     if not start_place:
         return recorded or RobotState((0.0, 0.0, 0.0))
-    position = states.position_of(start_place)
+    try:
+        position = states.place_position(start_place)
+    except ExecutionError as exc:
+        raise ConfigError(f"parameter start_place: {exc}") from exc
     if position is None:
         raise ConfigError(f"parameter start_place: no place {start_place!r} in the database")
     return RobotState(position, place=start_place, holding=recorded.holding if recorded else "")
