@@ -287,6 +287,10 @@ def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: in
             "(point({x: ..}) does not work here) and read a coordinate as center[0] (not center.x)."
         )
         lines.append(
+            "- Variable-length *_CONNECTED patterns run undirected here (they reach the same nodes); a node is "
+            "reached by many paths, so count nodes with DISTINCT, never paths."
+        )
+        lines.append(
             "- Count hops with a bounded variable-length match (long bounds time out): "
             "MATCH p = (a:MeshPlace {nodeSymbol: 'P1'})-[:MESH_PLACE_CONNECTED*1..10]->"
             "(b:MeshPlace {nodeSymbol: 'P9'}) RETURN min(length(p)) AS hops"

@@ -7,6 +7,7 @@ from support.hydra_scene import hydra_scene
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.point_functions import ensure_point_functions
+from heracles_ros.scene.synthetic import generate_scene
 
 
 @pytest.fixture()
@@ -65,3 +66,27 @@ def test_loading_the_library_again_is_harmless(mirrored: FalkorStore) -> None:
     assert mirrored.query("RETURN point.distance([0, 0, 0], [3, 4, 0]) AS d") == [{"d": 5}]
     libraries = mirrored.execute_command("GRAPH.UDF", "LIST")
     assert len(libraries) == 1  # type: ignore[arg-type]
+
+
+def test_directed_ranges_on_a_cyclic_place_graph_reach_what_a_search_reaches(store: FalkorStore) -> None:
+    """A 10 x 10 grid stored both ways: FalkorDB 4.16 alone gets directed ranges wrong here (see falkordb_paths)."""
+    if store.dialect.has_points:
+        pytest.skip("the rewrite is FalkorDB's")
+    graph = generate_scene("small", 0, mesh_prefix="Q")
+    Mirror(store).reconcile(graph)
+    for start, hops in (("Q0", 4), ("Q0", 5), ("Q44", 3), ("Q57", 6)):
+        row, col = divmod(int(start[1:]), 10)
+        rows = store.query(
+            f"MATCH (p:MeshPlace {{nodeSymbol: '{start}'}})-[:MESH_PLACE_CONNECTED*1..{hops}]->(c:MeshPlace) "
+            "RETURN DISTINCT c.nodeSymbol AS s"
+        )
+        undirected = store.query(
+            f"MATCH (p:MeshPlace {{nodeSymbol: '{start}'}})-[:MESH_PLACE_CONNECTED*1..{hops}]-(c:MeshPlace) "
+            "RETURN DISTINCT c.nodeSymbol AS s"
+        )
+        reached = {r["s"] for r in rows}
+        assert reached == {r["s"] for r in undirected}
+        # Within the start's quadrant (no walls) every place within ``hops`` steps is reached.
+        quadrant = {f"Q{r * 10 + c}" for r in range(10) for c in range(10)
+                    if r // 5 == row // 5 and c // 5 == col // 5 and abs(r - row) + abs(c - col) <= hops}
+        assert quadrant <= reached
