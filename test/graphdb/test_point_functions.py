@@ -4,9 +4,10 @@ from __future__ import annotations
 import pytest
 from support.hydra_scene import hydra_scene
 
+from heracles_ros.graphdb.cypher import point_udf
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.mirror import Mirror
-from heracles_ros.graphdb.point_functions import ensure_point_functions
+from heracles_ros.graphdb.point_functions import ensure_point_functions, loaded_code
 from heracles_ros.scene.synthetic import generate_scene
 
 
@@ -64,8 +65,16 @@ def test_loading_the_library_again_is_harmless(mirrored: FalkorStore) -> None:
     ensure_point_functions(mirrored)
     ensure_point_functions(mirrored)
     assert mirrored.query("RETURN point.distance([0, 0, 0], [3, 4, 0]) AS d") == [{"d": 5}]
-    libraries = mirrored.execute_command("GRAPH.UDF", "LIST")
-    assert len(libraries) == 1  # type: ignore[arg-type]
+    listed = mirrored.execute_command("GRAPH.UDF", "LIST", point_udf.LIBRARY, "WITHCODE")
+    assert loaded_code(listed, point_udf.LIBRARY) == point_udf.SCRIPT
+
+
+def test_other_code_under_the_name_is_replaced(mirrored: FalkorStore) -> None:
+    stale = "function distance(a, b) { return -1; }\nfalkor.register('distance', distance);"
+    mirrored.execute_command("GRAPH.UDF", "LOAD", "REPLACE", point_udf.LIBRARY, stale)
+    assert mirrored.query("RETURN point.distance([0, 0, 0], [3, 4, 0]) AS d") == [{"d": -1}]
+    ensure_point_functions(mirrored)
+    assert mirrored.query("RETURN point.distance([0, 0, 0], [3, 4, 0]) AS d") == [{"d": 5}]
 
 
 def test_directed_ranges_on_a_cyclic_place_graph_reach_what_a_search_reaches(store: FalkorStore) -> None:
