@@ -172,14 +172,17 @@ ONTOLOGY = "\n".join(
     [
         "<scene_graph>",
         "A 3D scene graph is a hierarchical graph of layers that each contain nodes. Every node has a unique, "
-        "case-sensitive symbol whose letter names its layer:",
-        "- Objects (O<n>): things in the world, each with a semantic class (type) and a position.",
-        "- Mesh places (P<n>, upper-case P; the 2D places layer): patches of ground the robot can move to, "
-        "possibly with a semantic class. A node of this layer is a 'Mesh Place', not a 'Place'.",
-        "- Places (p<n>, lower-case p; the 3D places layer): regions of free space the robot can reach. "
+        "case-sensitive symbol, a letter and a number (P3 and p3 are different nodes). A node's layer is its "
+        "label, not its symbol's letter; the usual letters are given below:",
+        "- Objects (label Object, usually O<n>): things in the world, each with a semantic class (type) and a "
+        "position.",
+        "- Mesh places (label MeshPlace, usually P<n> or Q<n>; the 2D places layer): patches of ground the robot "
+        "can move to, possibly with a semantic class. A node of this layer is a 'Mesh Place', not a 'Place'.",
+        "- Places (label Place, usually p<n>; the 3D places layer): regions of free space the robot can reach. "
         "A node of this layer is a 'Place', not a 'Mesh Place'.",
-        "- Rooms (R<n>): rooms indoors, regions outdoors (e.g. a road or a parking lot), each with a semantic class.",
-        "- Buildings (B<n>): the top of the hierarchy.",
+        "- Rooms (label Room, usually R<n>): rooms indoors, regions outdoors (e.g. a road or a parking lot), each "
+        "with a semantic class (often the room's name).",
+        "- Buildings (label Building, usually B<n>): the top of the hierarchy.",
         "A graph may have mesh places, places, or both. Higher layers contain lower ones: a building contains rooms, "
         "a room contains places and mesh places, a place or mesh place contains objects. Real graphs are incomplete: "
         "some objects have no parent place and some places have no room, so follow containment transitively to find "
@@ -194,8 +197,8 @@ ONTOLOGY = "\n".join(
 def classes_text(facts: SchemaFacts) -> str:
     lines = [
         "<classes>",
-        "Semantic classes present in the scene graph, per node label (the class property, lower case). "
-        "Map the user's words, including synonyms and plurals, to these exact names.",
+        "Semantic classes present in the scene graph, per node label (the class property, spelled exactly as "
+        "stored: case matters). Map the user's words, including synonyms and plurals, to these exact names.",
     ]
     for label in facts.labels:
         if not label.classes or [name for name, _ in label.classes] == [_words(label.label)]:
@@ -217,8 +220,8 @@ def _words(label: str) -> str:
 
 _LABEL_MEANINGS = {
     Layer.OBJECT.value: "an object in the world",
-    Layer.MESH_PLACE.value: "a 2D patch of ground the robot might move to (symbol P<n>)",
-    Layer.PLACE.value: "a 3D region of free space (symbol p<n>)",
+    Layer.MESH_PLACE.value: "a 2D patch of ground the robot might move to (symbols like P<n> or Q<n>)",
+    Layer.PLACE.value: "a 3D region of free space (symbols like p<n>)",
     Layer.ROOM.value: "a room or higher-level region",
     Layer.BUILDING.value: "a building",
     "Robot": "the robot itself",
@@ -226,15 +229,14 @@ _LABEL_MEANINGS = {
 
 _KEY_MEANINGS = {
     "nodeSymbol": "unique symbol, e.g. 'O12'",
-    "class": "semantic class, lower case",
+    "class": "semantic class, spelled as the scene spells it (case matters)",
     "name": "a human-readable name",
     "x": "position in metres",
     "y": "position in metres",
     "z": "position in metres",
-    "center": "the position as a 3D POINT",
-    "bbox_dx": "bounding-box size in metres",
-    "bbox_dy": "bounding-box size in metres",
-    "bbox_dz": "bounding-box size in metres",
+    "center": "the position as a 3D point",
+    "bbox_center": "centre of the bounding box, a 3D point",
+    "bbox_dim": "bounding-box size in metres (x, y, z), a 3D point",
     "place": "symbol of the place the robot stands at",
     "holding": "symbol of the object the robot holds ('' when none)",
 }
@@ -262,30 +264,42 @@ def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: in
         lines += [f"- (:{a})-[:{rel}]->(:{b})" for a, rel, b in facts.relationships]
     lines += [
         "(a)-[:CONTAINS]->(b) means b is inside a; (a)-[:CONTAINS*]->(b) matches containment transitively. "
-        "*_CONNECTED relationships join neighbours within one layer and are stored once per pair: "
-        "match them without direction, (a)-[:MESH_PLACE_CONNECTED]-(b).",
+        "*_CONNECTED relationships join neighbours within one layer and are stored in both directions, so "
+        "(a)-[:MESH_PLACE_CONNECTED*1..5]->(b) reaches the same places as an undirected pattern "
+        "(count neighbour pairs with DISTINCT or a.nodeSymbol < b.nodeSymbol).",
+        "A node's kind is its label, not its symbol's first letter (mesh places may be P12 or Q12).",
         f"Cypher notes for {backend}:",
         f"- 3D distance between nodes a and b: {dialect.distance_expr('a', 'b')}",
     ]
     if dialect.has_points:
-        lines.append("- `distance` has been replaced by `point.distance`.")
+        lines.append(
+            "- `distance` has been replaced by `point.distance`; a point literal is point({x: 1.0, y: 2.0, z: 0.0})."
+        )
         lines.append(
             "- Fewest hops between two places: MATCH (a:MeshPlace {nodeSymbol: 'P1'}), "
             "(b:MeshPlace {nodeSymbol: 'P9'}) MATCH p = shortestPath((a)-[:MESH_PLACE_CONNECTED*]-(b)) "
             "RETURN length(p) AS hops"
         )
     else:
-        lines.append("- There is no 3D point type: point() and point.distance do not work; use the x, y, z properties.")
         lines.append(
-            "- shortestPath() follows relationships only in their stored direction here, and *_CONNECTED ones are "
-            "stored one way, so it misses paths. Count hops with a bounded variable-length match instead (long bounds "
-            "time out): MATCH p = (a:MeshPlace {nodeSymbol: 'P1'})-[:MESH_PLACE_CONNECTED*1..10]-"
+            "- center, bbox_center and bbox_dim are [x, y, z] lists, not point values: point.distance(p, q) and "
+            "point.withinBBox(p, lower, upper) work on them, but write a point literal as a list [1.0, 2.0, 0.0] "
+            "(point({x: ..}) does not work here) and read a coordinate as center[0] (not center.x)."
+        )
+        lines.append(
+            "- Variable-length *_CONNECTED patterns run undirected here (they reach the same nodes); a node is "
+            "reached by many paths, so count nodes with DISTINCT, never paths."
+        )
+        lines.append(
+            "- Count hops with a bounded variable-length match (long bounds time out): "
+            "MATCH p = (a:MeshPlace {nodeSymbol: 'P1'})-[:MESH_PLACE_CONNECTED*1..10]->"
             "(b:MeshPlace {nodeSymbol: 'P9'}) RETURN min(length(p)) AS hops"
         )
     lines += [
-        "- Places within 6 hops of a: (a)-[:MESH_PLACE_CONNECTED*1..6]-(b).",
+        "- Places within 6 hops of a: (a)-[:MESH_PLACE_CONNECTED*1..6]->(b).",
         "- Do not call procedures (APOC, GDS, algo.*).",
-        "- Class names are strings and may contain spaces: {class: 'trash can'}.",
+        "- Class names are strings spelled as the scene's labelspace (or a room's name) spells them, spaces and "
+        "case included: {class: 'trash can'}; match case-insensitively with toLower(n.class) when unsure.",
         f"- The tool is read-only. Results longer than about {result_token_budget} tokens are cut: "
         "return symbols, counts or aggregates rather than whole nodes.",
         "</database>",

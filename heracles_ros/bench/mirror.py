@@ -4,6 +4,8 @@ Everything is measured in one run on one machine, so the ratios are
 meaningful even where the absolute figures depend on the hardware:
 
 - ``decode_floor_ms``: spark_dsg's own ``update_from_binary`` of the payload.
+- ``--mesh N``: the snapshots carry an N-vertex mesh, as Hydra sends by default
+  (``serialize_dsg_mesh``); the mirror never reads it, but every decode pays for it.
 - ``db_floor_s``: the database's raw bulk insert of the same node and edge rows
   into an empty graph (index, UNWIND CREATE nodes, UNWIND MATCH/CREATE edges),
   with the same batch size and client as the mirror.
@@ -38,7 +40,7 @@ from heracles_ros.graphdb.mirror import Mirror, node_params
 from heracles_ros.graphdb.schema import Layer
 from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.scene.io import SnapshotDecoder
-from heracles_ros.scene.tables import SceneTables, extract_tables, group_edges, layer_of_id
+from heracles_ros.scene.tables import SceneTables, extract_tables, group_edges
 
 #: Full loads (and floors) measured; the median is reported.
 _LOAD_RUNS = 3
@@ -54,6 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="rounds of the steady-state steps (each: 2 changed, 2 unchanged, 2 decode floors); "
                         "medians are reported")
     parser.add_argument("--batch-size", type=int, default=5000, help="rows per statement (mirror and floor)")
+    parser.add_argument("--mesh", type=int, default=0, metavar="VERTICES",
+                        help="put a mesh of this many vertices (and as many triangles) into every snapshot, as Hydra "
+                        "does by default (default: 0, no mesh; a real 2M-vertex mesh is ~230 MB)")
     parser.add_argument("--db", default=None, metavar="URI",
                         help="database to measure on (default: a throwaway embedded FalkorDB in a temp dir); "
                         "graphs named bench_* are created and dropped")
@@ -64,15 +69,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ConfigError(f"--repeat must be >= 1, got {args.repeat}")
     from heracles_ros.scene.synthetic import generate_scene
 
+    if args.mesh < 0:
+        raise ConfigError(f"--mesh must be >= 0 vertices, got {args.mesh}")
     scene = generate_scene(args.kind, args.seed)
-    payload = scene.to_binary(include_mesh=False)
     changed = _changed_copy(scene, fraction=0.01, seed=args.seed)
-    changed_payload = changed.to_binary(include_mesh=False)
+    if args.mesh:
+        mesh = _synthetic_mesh(args.mesh, args.seed)
+        scene.mesh = mesh
+        changed.mesh = mesh
+    payload = scene.to_binary(include_mesh=bool(args.mesh))
+    changed_payload = changed.to_binary(include_mesh=bool(args.mesh))
     tables = extract_tables(scene)
     figures: dict[str, Any] = {
         "scene": f"{args.kind} seed {args.seed}",
         "nodes": len(tables.nodes),
         "edges": len(tables.edges),
+        "relationships": tables.relationships(),
+        "mesh_vertices": args.mesh,
         "payload_mb": round(len(payload) / 1e6, 2),
     }
     with _database(args.db) as uri:
@@ -155,16 +168,14 @@ def _raw_insert(store: GraphStore, tables: SceneTables, batch_size: int) -> None
     """The floor: the same rows as plain CREATEs into an empty graph, no diff, no MERGE, no bookkeeping."""
     rows_by_layer: dict[Layer, list[list[Any]]] = defaultdict(list)
     for node_id, row in tables.nodes.items():
-        layer = layer_of_id(node_id)
-        if layer is not None:
-            rows_by_layer[layer].append(node_params(node_id, row, layer))
+        rows_by_layer[row[0]].append(node_params(node_id, row))
     statements: list[tuple[str, Params]] = []
     for layer, rows in rows_by_layer.items():
         store.write(mirror_q.create_index(store.dialect, layer.value, "nodeSymbol"))
         statements += [(mirror_q.create_nodes(store.dialect, layer), {"rows": rows[i : i + batch_size]})
                        for i in range(0, len(rows), batch_size)]
-    for kind, rows in group_edges(tables.edges).items():
-        statements += [(mirror_q.create_edges(kind.source, kind.target, kind.relation),
+    for kind, rows in group_edges(tables.edges, tables.nodes).items():
+        statements += [(mirror_q.create_edges(kind.source, kind.target, kind.relation, both_ways=kind.both_ways),
                         {"rows": rows[i : i + batch_size]}) for i in range(0, len(rows), batch_size)]
     for statement, params in statements:
         store.write(statement, params, timeout_s=300.0)
@@ -184,6 +195,15 @@ def _changed_copy(scene: dsg.DynamicSceneGraph, *, fraction: float, seed: int) -
             attrs = copy.get_node(node_id).attributes
             attrs.position = attrs.position + np.array([0.25, -0.25, 0.0])
     return copy
+
+
+def _synthetic_mesh(vertices: int, seed: int) -> dsg.Mesh:
+    """A mesh of ``vertices`` coloured vertices and as many triangles: Hydra's shape (sizes matter, not looks)."""
+    rng = np.random.default_rng(seed + 2)
+    mesh = dsg.Mesh()
+    mesh.set_vertices(rng.random((6, vertices)))
+    mesh.set_faces(rng.integers(0, vertices, size=(3, vertices), dtype=np.int32))
+    return mesh
 
 
 @contextlib.contextmanager

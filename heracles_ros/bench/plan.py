@@ -29,7 +29,9 @@ from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.embedded import temporary_server
 from heracles_ros.graphdb.mirror import Mirror
+from heracles_ros.graphdb.schema import Layer
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.graphdb.symbols import symbol_layers
 from heracles_ros.language.goal_ast import symbols
 from heracles_ros.language.pddl_goal import parse_goal, to_pddl_name
 from heracles_ros.planning.fast_downward import FDStatus, run_fast_downward
@@ -203,7 +205,8 @@ def naive_problem(graph: PlaceGraph, planner: Planner, goal: str, start: str) ->
                  f"(= (distance {names[a]} {names[b]}) {max(1, round(float(d) * COST_SCALE))})"]
     for room in graph.room_names:
         init += [f"(place-in-room {names[i]} {to_pddl_name(room)})" for i in graph.room_places[room]]
-    items = [s for s in symbols(expr) if s.startswith("O")]
+    kinds = symbol_layers(planner.store, symbols(expr))
+    items = [s for s in symbols(expr) if kinds.get(s) is Layer.OBJECT]
     objects = planner.object_infos(graph, items, "")
     for symbol, info in objects.items():
         if info.reach is not None:

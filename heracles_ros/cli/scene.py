@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                           help="small: an indoor floor; large: a kilometre-scale outdoor graph")
     generate.add_argument("--seed", type=int, default=0, help="random seed (same seed, same graph)")
     generate.add_argument("--scale", type=float, default=1.0, help="size factor of the large kind (0.01 .. 4)")
+    generate.add_argument("--mesh-prefix", default="P", metavar="LETTER",
+                          help="symbol prefix of the mesh places (default: P, as Hydra's dataset configs; "
+                          "Hydra's code default is Q)")
     generate.add_argument("--out", type=Path, required=True, metavar="FILE",
                           help="output file: .json for JSON, any other suffix for spark_dsg binary")
     generate.set_defaults(func=_generate)
@@ -70,6 +73,7 @@ def _load(args: argparse.Namespace) -> int:
         "edges_removed": report.edges_removed,
         "corrections_reapplied": report.corrections_reapplied,
         "corrections_retired": report.corrections_retired,
+        "mirrored": {"nodes": report.nodes, "edges": report.edges, "relationships": report.relationships},
         **counts,
         "seconds": round(time.perf_counter() - started, 3),
     })
@@ -89,7 +93,7 @@ def _summary(args: argparse.Namespace) -> int:
 def _generate(args: argparse.Namespace) -> int:
     from heracles_ros.scene.synthetic import generate_scene
 
-    graph = generate_scene(args.kind, args.seed, scale=args.scale)
+    graph = generate_scene(args.kind, args.seed, scale=args.scale, mesh_prefix=args.mesh_prefix)
     out: Path = args.out
     try:
         out.parent.mkdir(parents=True, exist_ok=True)

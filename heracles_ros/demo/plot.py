@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb.schema import CONTAINS, Layer
 from heracles_ros.planning.types import Point3
-from heracles_ros.scene.tables import SceneTables, edge_ends, layer_of_id, relation_of, symbol_of
+from heracles_ros.scene.tables import SceneTables, edge_ends, relation_of, symbol_of
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -67,9 +67,9 @@ def render_scene(tables: SceneTables, overlay: Overlay, out: Path, *, dpi: int =
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
-    mesh = {i: row for i, row in tables.nodes.items() if layer_of_id(i) is Layer.MESH_PLACE}
-    objects = {i: row for i, row in tables.nodes.items() if layer_of_id(i) is Layer.OBJECT}
-    rooms = {i: row for i, row in tables.nodes.items() if layer_of_id(i) is Layer.ROOM}
+    mesh = {i: row for i, row in tables.nodes.items() if row[0] is Layer.MESH_PLACE}
+    objects = {i: row for i, row in tables.nodes.items() if row[0] is Layer.OBJECT}
+    rooms = {i: row for i, row in tables.nodes.items() if row[0] is Layer.ROOM}
     if not mesh:
         raise ConfigError("the scene has no mesh places to draw")
 
@@ -77,18 +77,18 @@ def render_scene(tables: SceneTables, overlay: Overlay, out: Path, *, dpi: int =
     mesh_edges: list[tuple[tuple[float, float], tuple[float, float]]] = []
     for key in tables.edges:
         a, b = edge_ends(key)
-        relation = relation_of(a, b)
+        relation = relation_of(a, b, tables.nodes)
         if relation is None:
             continue
         source, target, kind = relation
         if kind == CONTAINS and source in rooms and target in mesh:
             room_of[target] = source
         elif kind == Layer.MESH_PLACE.connected:
-            mesh_edges.append(((mesh[a][1], mesh[a][2]), (mesh[b][1], mesh[b][2])))
+            mesh_edges.append(((mesh[a][3], mesh[a][4]), (mesh[b][3], mesh[b][4])))
 
     cell = _cell_size(mesh_edges)
-    xs = [row[1] for row in mesh.values()] + [row[1] for row in objects.values()] + [p[0] for p in overlay.path]
-    ys = [row[2] for row in mesh.values()] + [row[2] for row in objects.values()] + [p[1] for p in overlay.path]
+    xs = [row[3] for row in mesh.values()] + [row[3] for row in objects.values()] + [p[0] for p in overlay.path]
+    ys = [row[4] for row in mesh.values()] + [row[4] for row in objects.values()] + [p[1] for p in overlay.path]
     margin = 1.5 * cell
     x0, x1, y0, y1 = min(xs) - margin, max(xs) + margin, min(ys) - margin, max(ys) + margin
     width = 11.0
@@ -101,7 +101,7 @@ def render_scene(tables: SceneTables, overlay: Overlay, out: Path, *, dpi: int =
         # Floor: one pale square per mesh place, coloured by room.
         squares, colours = [], []
         for i, row in mesh.items():
-            squares.append(Rectangle((row[1] - cell / 2, row[2] - cell / 2), cell, cell))
+            squares.append(Rectangle((row[3] - cell / 2, row[4] - cell / 2), cell, cell))
             colours.append(colour_of_room.get(room_of.get(i, -1), "#dddddd"))
         ax.add_collection(PatchCollection(squares, facecolors=colours, edgecolors="none", alpha=0.16, zorder=0))
         ax.add_collection(LineCollection(mesh_edges, colors="#9e9e9e", linewidths=0.6, alpha=0.55, zorder=1))
@@ -111,23 +111,23 @@ def render_scene(tables: SceneTables, overlay: Overlay, out: Path, *, dpi: int =
         # Room names at the middle of their places (the room node's own position may sit elsewhere).
         members: dict[int, list[tuple[float, float]]] = defaultdict(list)
         for place, room in room_of.items():
-            members[room].append((mesh[place][1], mesh[place][2]))
+            members[room].append((mesh[place][3], mesh[place][4]))
         for room in room_ids:
             points = members.get(room)
             if points:
                 left = min(p[0] for p in points) - 0.45 * cell
                 top = max(p[1] for p in points) + 0.45 * cell
             else:
-                left, top = rooms[room][1], rooms[room][2]
+                left, top = rooms[room][3], rooms[room][4]
             # Inside the room's top-left corner: paths tend to run through rooms' middles.
-            ax.text(left, top, f"{rooms[room][0]} ({symbol_of(room)})", ha="left", va="top",
+            ax.text(left, top, f"{rooms[room][1]} ({symbol_of(room)})", ha="left", va="top",
                     fontsize=11, fontweight="bold", color=colour_of_room[room], zorder=3,
                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.6})
 
         # Objects by class.
         by_class: dict[str, list[tuple[float, float]]] = defaultdict(list)
         for row in objects.values():
-            by_class[str(row[0])].append((row[1], row[2]))
+            by_class[str(row[1])].append((row[3], row[4]))
         handles = []
         for k, cls in enumerate(sorted(by_class)):
             colour, marker = _CLASS_COLOURS[k % len(_CLASS_COLOURS)], _CLASS_MARKERS[k % len(_CLASS_MARKERS)]

@@ -314,7 +314,7 @@ def _walk_length(action: PlanAction) -> float:
 
 
 def _draw(options: DemoOptions, report: DemoReport, start: Anchor) -> Path:
-    from heracles_ros.graphdb.schema import layer_of_symbol
+    from heracles_ros.graphdb.schema import is_scene_symbol
     from heracles_ros.scene.io import load_scene
     from heracles_ros.scene.tables import extract_tables, id_of
 
@@ -324,8 +324,8 @@ def _draw(options: DemoOptions, report: DemoReport, start: Anchor) -> Path:
         for action in report.plan.actions:
             if action.name == "goto":
                 continue
-            row = tables.nodes.get(id_of(action.target_symbol)) if layer_of_symbol(action.target_symbol) else None
-            what = f" ({row[0]})" if row else ""
+            row = tables.nodes.get(id_of(action.target_symbol)) if is_scene_symbol(action.target_symbol) else None
+            what = f" ({row[1]})" if row else ""
             where = f" at {action.args[1]}" if action.name == "place" and len(action.args) > 1 else ""
             targets.append(Target(action.target_symbol, f"{action.name} {action.target_symbol}{what}{where}",
                                   action.target))

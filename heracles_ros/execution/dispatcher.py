@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -30,7 +30,8 @@ from heracles_ros.execution.driver import (
     goto_path,
 )
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
-from heracles_ros.graphdb.schema import Layer, layer_of_symbol
+from heracles_ros.graphdb.schema import Layer, is_scene_symbol
+from heracles_ros.graphdb.symbols import symbol_layers
 from heracles_ros.planning.types import PlanAction, PlanResult, PlanStatus, Point3
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ class DispatchConfig:
             raise ConfigError(f"max_replans must be >= 0, got {self.max_replans}")
 
 
-def plan_problems(plan: PlanResult) -> list[str]:
+def plan_problems(plan: PlanResult, kinds: Mapping[str, Layer] | None = None) -> list[str]:
     """Everything that stops a plan from being executed, each naming the step and field."""
     if plan.status is not PlanStatus.SOLVED:
         detail = f": {plan.reason}" if plan.reason else ""
@@ -121,26 +122,32 @@ def plan_problems(plan: PlanResult) -> list[str]:
             problems.append(
                 f"{where}: {len(action.waypoint_symbols)} waypoint symbols for {len(action.waypoints)} waypoints"
             )
-        if action.name == "goto" and layer_of_symbol(action.target_symbol) not in (Layer.MESH_PLACE, Layer.PLACE):
-            problems.append(f"{where}: goto target {action.target_symbol!r} is not a place symbol")
+        if action.name == "goto":
+            kind = (kinds or {}).get(action.target_symbol)
+            if not is_scene_symbol(action.target_symbol):
+                problems.append(f"{where}: goto target {action.target_symbol!r} is not a place symbol")
+            elif kind is not None and kind not in (Layer.MESH_PLACE, Layer.PLACE):
+                problems.append(
+                    f"{where}: goto target {action.target_symbol!r} is not a place symbol "
+                    f"(the database holds it as {kind.value})"
+                )
         if action.name in ("pick", "place") and _object_of(action) == "":
             problems.append(f"{where}: names no object symbol")
     return problems
 
 
 def _object_of(action: PlanAction) -> str:
-    """The object a pick/place/inspect acts on (its target, else its first object argument)."""
-    for symbol in (action.target_symbol, *action.args):
-        if layer_of_symbol(symbol) is Layer.OBJECT:
+    """The object a pick/place/inspect acts on: its first argument (the domain's ``?o - item``), else its target."""
+    for symbol in (*action.args[:1], action.target_symbol):
+        if is_scene_symbol(symbol):
             return symbol
     return ""
 
 
 def _place_of(action: PlanAction) -> str:
-    """The place argument of an action ("" when it names none)."""
-    for symbol in action.args:
-        if layer_of_symbol(symbol) in (Layer.MESH_PLACE, Layer.PLACE):
-            return symbol
+    """The place argument of a pick/place/inspect (the domain's ``?p - place``), "" when it names none."""
+    if action.name in ("inspect", "pick", "place") and len(action.args) > 1 and is_scene_symbol(action.args[1]):
+        return action.args[1]
     return ""
 
 
@@ -184,6 +191,13 @@ class Dispatcher:
         except DriverError:
             return Pose(*self._robot.position)
 
+    def kinds(self, plan: PlanResult) -> dict[str, Layer] | None:
+        """The database labels of the plan's goto targets (None without a database)."""
+        if self.state_store is None:
+            return None
+        targets = [a.target_symbol for a in plan.actions if a.name == "goto"]
+        return symbol_layers(self.state_store.store, targets)
+
     def timeout_for(self, action: PlanAction) -> float:
         timeout = self.config.step_timeout_s
         if action.name == "goto":
@@ -194,7 +208,7 @@ class Dispatcher:
     def run(self, plan: PlanResult, *, plan_id: str = "", cancel: CancelToken | None = None) -> DispatchOutcome:
         """Execute ``plan`` to the end, a cancel, or giving up; never raises for robot failures."""
         cancel = cancel or CancelToken()
-        problems = plan_problems(plan)
+        problems = plan_problems(plan, self.kinds(plan))
         if problems:
             return self._outcome(plan_id, DispatchStatus.REJECTED, "; ".join(problems), 0, 0)
         run = _PlanRun(self, plan_id, cancel)
@@ -332,7 +346,7 @@ class _PlanRun:
         if not plan.ok:
             detail = f": {plan.reason}" if plan.reason else ""
             return None, f"{failure}; replan {self.replans} is {plan.status.value}{detail}"
-        problems = plan_problems(plan)
+        problems = plan_problems(plan, self.d.kinds(plan))
         if problems:
             return None, f"{failure}; replan {self.replans} cannot be executed: {'; '.join(problems)}"
         return plan, ""

@@ -21,8 +21,9 @@ from dataclasses import dataclass
 
 from heracles_ros.errors import ExecutionError
 from heracles_ros.graphdb.cypher import robot as cypher
-from heracles_ros.graphdb.schema import ROBOT_SYMBOL, Layer, layer_of_symbol
+from heracles_ros.graphdb.schema import ROBOT_SYMBOL, Layer, is_scene_symbol
 from heracles_ros.graphdb.store import GraphStore, Params
+from heracles_ros.graphdb.symbols import symbol_layers
 from heracles_ros.planning.types import Point3
 
 
@@ -35,18 +36,27 @@ class RobotState:
     holding: str = ""
 
 
-def place_layer(symbol: str) -> Layer:
-    """Layer of a place symbol, or ExecutionError naming the symbol."""
-    layer = layer_of_symbol(symbol)
-    if layer is Layer.MESH_PLACE or layer is Layer.PLACE:
-        return layer
-    raise ExecutionError(f"{symbol!r} is not a place symbol (expected P<n> or p<n>)")
-
-
-def _object_symbol(symbol: str) -> str:
-    if layer_of_symbol(symbol) is not Layer.OBJECT:
-        raise ExecutionError(f"{symbol!r} is not an object symbol (expected O<n>)")
+def check_symbol(symbol: str) -> str:
+    """``symbol`` if it is shaped like a scene symbol, else ExecutionError naming it (its kind is the database's)."""
+    if not is_scene_symbol(symbol):
+        raise ExecutionError(f"{symbol!r} is not a scene symbol (one letter and a number, e.g. P3, Q6, p4)")
     return symbol
+
+
+def _place_layer(symbol: str, kinds: dict[str, Layer]) -> Layer | None:
+    """The database label of a place symbol (None: no such node, or none given); ExecutionError for a non-place."""
+    layer = kinds.get(symbol)
+    if layer is None or layer is Layer.MESH_PLACE or layer is Layer.PLACE:
+        return layer
+    raise ExecutionError(f"{symbol!r} is not a place symbol: the database holds it as {layer.value}")
+
+
+def _object_symbol(symbol: str, kinds: dict[str, Layer]) -> bool:
+    """Whether the database holds ``symbol`` as an object; ExecutionError when it holds it as something else."""
+    layer = kinds.get(symbol)
+    if layer is None or layer is Layer.OBJECT:
+        return layer is not None
+    raise ExecutionError(f"{symbol!r} is not an object symbol: the database holds it as {layer.value}")
 
 
 class RobotStateStore:
@@ -82,32 +92,44 @@ class RobotStateStore:
             ),
             (cypher.UNLINK_ROBOT, base),
         ]
-        if state.place:
-            statements.append((cypher.link_robot_at(place_layer(state.place)), {**base, "place": state.place}))
-        if state.holding:
-            statements.append((cypher.LINK_ROBOT_HOLDING, {**base, "object": _object_symbol(state.holding)}))
+        kinds = self._kinds(state.place, state.holding)
+        place_layer = _place_layer(state.place, kinds)
+        if place_layer is not None:
+            statements.append((cypher.link_robot_at(place_layer), {**base, "place": state.place}))
+        if state.holding and _object_symbol(state.holding, kinds):
+            statements.append((cypher.LINK_ROBOT_HOLDING, {**base, "object": state.holding}))
         self.store.write_many(statements)
 
     def record_placed(self, obj: str, place: str, position: Point3) -> None:
         """The robot put ``obj`` down at ``place`` (position = the place's)."""
+        kinds = self._kinds(obj, place)
         params: Params = {
-            "object": _object_symbol(obj),
+            "object": check_symbol(obj),
             "place": place,
             "x": float(position[0]),
             "y": float(position[1]),
             "z": float(position[2]),
         }
-        self.store.write_many(
-            [
-                (cypher.move_object(self.store.dialect), params),
-                (cypher.UNLINK_OBJECT_CONTAINER, params),
-                (cypher.link_object_container(place_layer(place)), params),
-            ]
-        )
+        if not _object_symbol(obj, kinds):
+            return  # the object is gone from the database: nothing to move
+        statements: list[tuple[str, Params]] = [
+            (cypher.move_object(self.store.dialect), params),
+            (cypher.UNLINK_OBJECT_CONTAINER, params),
+        ]
+        place_layer = _place_layer(place, kinds)
+        if place_layer is not None:
+            statements.append((cypher.link_object_container(place_layer), params))
+        self.store.write_many(statements)
+
+    def place_position(self, symbol: str) -> Point3 | None:
+        """Position of a place by symbol; None when there is no such node, ExecutionError when it is no place."""
+        if _place_layer(check_symbol(symbol), self._kinds(symbol)) is None:
+            return None
+        return self.position_of(symbol)
 
     def position_of(self, symbol: str) -> Point3 | None:
         """Position of a scene node by symbol; None when there is no such node."""
-        layer = layer_of_symbol(symbol)
+        layer = symbol_layers(self.store, [symbol]).get(symbol)
         if layer is None:
             return None
         rows = self.store.query(cypher.node_position(layer), {"symbol": symbol})
@@ -115,6 +137,9 @@ class RobotStateStore:
             return None
         row = rows[0]
         return (float(row["x"]), float(row["y"]), float(row["z"] or 0.0))
+
+    def _kinds(self, *symbols: str) -> dict[str, Layer]:
+        return symbol_layers(self.store, [check_symbol(s) for s in symbols if s])
 
     def forget(self) -> None:
         """Remove the robot node and its links (tests, or a robot taken out of service)."""

@@ -16,8 +16,9 @@ from typing import Any
 
 from heracles_ros.errors import CorrectionError
 from heracles_ros.graphdb.cypher import mirror as q
-from heracles_ros.graphdb.schema import CORRECTABLE_PROPERTIES, Layer, layer_of_symbol
+from heracles_ros.graphdb.schema import CORRECTABLE_PROPERTIES, Layer, is_scene_symbol
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.graphdb.symbols import symbol_layers
 
 _MAX_TEXT = 80
 
@@ -114,8 +115,10 @@ class Corrections:
     # -- internals ---------------------------------------------------------------
     def _set(self, changes: Iterable[tuple[str, str, Any]]) -> None:
         groups: dict[tuple[Layer, str], list[dict[str, Any]]] = defaultdict(list)
+        changes = list(changes)
+        kinds = symbol_layers(self.store, [symbol for symbol, _, _ in changes])
         for symbol, prop, value in changes:
-            layer = layer_of_symbol(symbol)
+            layer = kinds.get(symbol)
             if layer is not None and prop in CORRECTABLE_PROPERTIES:
                 groups[(layer, prop)].append({"s": symbol, "v": value})
         statements = [
@@ -125,20 +128,12 @@ class Corrections:
         self.store.write_many(statements)
 
     def _existing(self, symbols: Sequence[str]) -> set[str]:
-        by_layer: dict[Layer, list[str]] = defaultdict(list)
-        for symbol in symbols:
-            layer = layer_of_symbol(symbol)
-            if layer is not None:
-                by_layer[layer].append(symbol)
-        found: set[str] = set()
-        for layer, group in by_layer.items():
-            found |= {r["s"] for r in self.store.query(q.existing_symbols(layer), {"symbols": group})}
-        return found
+        return set(symbol_layers(self.store, symbols))
 
 
 def _check(symbol: Any, prop: Any, value: Any) -> tuple[str, Any]:
     """('' , coerced value) when acceptable, else (problem, None)."""
-    if not isinstance(symbol, str) or layer_of_symbol(symbol) is None:
+    if not is_scene_symbol(symbol):
         return f"{symbol!r} is not a scene-graph node symbol (e.g. O12, P3, p4, R1)", None
     if prop not in CORRECTABLE_PROPERTIES:
         allowed = ", ".join(sorted(CORRECTABLE_PROPERTIES))
@@ -150,4 +145,4 @@ def _check(symbol: Any, prop: Any, value: Any) -> tuple[str, Any]:
         return "", float(value)
     if not isinstance(value, str) or not value.strip() or len(value) > _MAX_TEXT:
         return f"{symbol}.{prop}: expected a non-empty text of at most {_MAX_TEXT} characters, got {value!r}", None
-    return "", value.strip().lower() if prop == "class" else value.strip()
+    return "", value.strip()

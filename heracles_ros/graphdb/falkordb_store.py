@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from heracles_ros.errors import DatabaseError, DatabaseUnavailable, QueryError, QueryTimeout, ReadOnlyViolation
+from heracles_ros.graphdb.cypher.falkordb_paths import undirected_connectivity
 from heracles_ros.graphdb.schema import FALKORDB
 from heracles_ros.graphdb.store import GraphStore, Params, Row
 from heracles_ros.graphdb.values import plain
@@ -86,6 +87,14 @@ class FalkorStore(GraphStore):
             if isinstance(reply, Exception):
                 raise self._translate(reply) from reply
 
+    def execute_command(self, *args: str) -> object:
+        """One raw server command (e.g. ``GRAPH.UDF LOAD``), errors translated like queries'."""
+        db = self._connect()[0]
+        try:
+            return db.connection.execute_command(*args)
+        except Exception as exc:
+            raise self._translate(exc) from exc
+
     def ping(self) -> None:
         try:
             self._connect()[0].connection.ping()
@@ -105,6 +114,7 @@ class FalkorStore(GraphStore):
     def _run(self, cypher: str, params: Params | None, timeout_s: float | None, *, read_only: bool) -> list[Row]:
         graph = self._connect()[1]
         call = graph.ro_query if read_only else graph.query
+        cypher = undirected_connectivity(cypher)  # FalkorDB 4.16 loses directed variable-length endpoints
         try:
             result = call(cypher, dict(params) if params else None, timeout=self._timeout_ms(timeout_s))
         except Exception as exc:

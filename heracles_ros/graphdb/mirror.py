@@ -25,7 +25,8 @@ import spark_dsg as dsg
 from heracles_ros.errors import DatabaseError, SuspectSnapshot
 from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.cypher import mirror as q
-from heracles_ros.graphdb.schema import CONNECTED_TYPES, CONTAINS, Layer, layer_of_symbol
+from heracles_ros.graphdb.point_functions import ensure_point_functions
+from heracles_ros.graphdb.schema import CONNECTED_TYPES, CONTAINS, Layer, is_scene_symbol
 from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.scene.tables import (
     EdgeKey,
@@ -36,7 +37,6 @@ from heracles_ros.scene.tables import (
     extract_tables,
     group_edges,
     id_of,
-    layer_of_id,
     relation_of,
     symbol_of,
 )
@@ -56,9 +56,11 @@ class ReconcileReport:
     nodes_removed: int = 0
     edges_added: int = 0
     edges_removed: int = 0
-    #: Totals the database mirrors after this reconcile.
+    #: Totals the database mirrors after this reconcile: nodes, scene edges, and the relationships
+    #: they are stored as (connectivity edges are stored in both directions, so count twice).
     nodes: int = 0
     edges: int = 0
+    relationships: int = 0
     corrections_reapplied: int = 0
     corrections_retired: list[str] = field(default_factory=list)
     generation: int = 0
@@ -165,6 +167,7 @@ class Mirror:
         report.edges_removed = len(diff.removed_edges)
         report.nodes = len(tables.nodes)
         report.edges = len(tables.edges)
+        report.relationships = tables.relationships()
         end = time.perf_counter()
         report.timings = {
             "extract": t_extract - started,
@@ -177,25 +180,41 @@ class Mirror:
         return report
 
     def read_baseline(self) -> SceneTables:
-        """What the database mirrors now, in the diff's shape (nodes and edges written by others are left out)."""
+        """What the database mirrors now, in the diff's shape (nodes and edges written by others are left out).
+
+        A connectivity edge counts only when both of its directions are there
+        (a database written before both were stored gets the missing one added).
+        """
         tables = SceneTables()
+        nodes = tables.nodes
         ids: dict[str, int] = {}
         for layer in Layer:
             for row in self.store.query(q.read_nodes(layer), timeout_s=120):
                 symbol = row["s"]
-                if not isinstance(symbol, str) or layer_of_symbol(symbol) is not layer:
-                    continue  # not a mirrored node (written by someone else)
+                if not is_scene_symbol(symbol) or symbol in ids:
+                    continue  # not a mirrored node (written by someone else), or a duplicate
                 node_id = ids[symbol] = id_of(symbol)
-                tables.nodes[node_id] = _row_from_db(row, layer)
+                nodes[node_id] = _row_from_db(row, layer)
         if not ids:
+            tables.within_layer = 0
             return tables  # no mirrored nodes, so no mirrored edges
+        within = 0
         for relation in (CONTAINS, *CONNECTED_TYPES):
+            one_way: set[tuple[int, int]] = set()
             for row in self.store.query(q.read_edges(relation), timeout_s=120):
                 for pair in row["pairs"] or ():
                     first, _, second = str(pair).partition(" ")
                     a, b = ids.get(first), ids.get(second)
-                    if a is not None and b is not None and relation_of(a, b) == (a, b, relation):
+                    if a is None or b is None or relation_of(a, b, nodes) != (a, b, relation):
+                        continue
+                    if relation == CONTAINS:
                         tables.edges.add(edge_key(a, b))
+                    elif (b, a) in one_way:
+                        tables.edges.add(edge_key(a, b))
+                        within += 1
+                    else:
+                        one_way.add((a, b))
+        tables.within_layer = within
         return tables
 
     def use_store(self, store: GraphStore) -> None:
@@ -213,6 +232,7 @@ class Mirror:
     def _ensure_schema(self) -> None:
         if self._schema_ready:
             return
+        ensure_point_functions(self.store)
         for layer in Layer:
             try:
                 self.store.write(q.create_index(self.store.dialect, layer.value, "nodeSymbol"))
@@ -231,9 +251,12 @@ class Mirror:
         deletions: list[tuple[str, Params]] = []
         removed = diff.removed_nodes
         # Edges whose end node goes away vanish with DETACH DELETE.
-        for kind, rows in group_edges(e for e in diff.removed_edges if not _touches(e, removed)).items():
-            deletions += self._batched(q.delete_edges(kind.source, kind.target, kind.relation), rows)
-        for gone_layer, symbols in _group_ids(removed).items():
+        kept = (e for e in diff.removed_edges if not _touches(e, removed))
+        for kind, rows in group_edges(kept, diff.old_rows).items():
+            deletions += self._batched(
+                q.delete_edges(kind.source, kind.target, kind.relation, both_ways=kind.both_ways), rows
+            )
+        for gone_layer, symbols in _group_ids(removed, diff.old_rows).items():
             deletions += [(q.delete_nodes(gone_layer), {"symbols": chunk}) for chunk in self._chunks(symbols)]
         self._send(deletions)
 
@@ -243,9 +266,8 @@ class Mirror:
         rows_of = diff.rows
         for target, ids in ((changed, diff.changed_nodes), (added, diff.added_nodes)):
             for node_id in ids:
-                layer = layer_of_id(node_id)
-                if layer is not None:
-                    target[layer].append(node_params(node_id, rows_of[node_id], layer))
+                row = rows_of[node_id]
+                target[row[0]].append(node_params(node_id, row))
         for layer, rows in changed.items():
             upserts += self._batched(q.upsert_nodes(dialect, layer), rows)
         for layer, rows in added.items():
@@ -258,8 +280,10 @@ class Mirror:
         fresh = [e for e in diff.added_edges if _within(e, new_ids)]
         linking = [e for e in diff.added_edges if not _within(e, new_ids)]
         for keys, build_edges in ((fresh, q.create_edges), (linking, q.merge_edges)):
-            for kind, rows in group_edges(keys).items():
-                edges += self._batched(build_edges(kind.source, kind.target, kind.relation), rows)
+            for kind, rows in group_edges(keys, rows_of).items():
+                edges += self._batched(
+                    build_edges(kind.source, kind.target, kind.relation, both_ways=kind.both_ways), rows
+                )
         self._send(edges)
 
     def _send(self, statements: list[tuple[str, Params]]) -> None:
@@ -283,6 +307,7 @@ class Mirror:
 @dataclass
 class _Diff:
     rows: dict[int, NodeRow]
+    old_rows: dict[int, NodeRow]
     added_nodes: set[int]
     changed_nodes: list[int]
     removed_nodes: set[int]
@@ -304,22 +329,32 @@ def _diff(old: SceneTables, new: SceneTables, *, tolerant: bool = False) -> _Dif
     """What changed from ``old`` to ``new``.
 
     ``tolerant`` compares floats to 1e-12 relative: a baseline read back from
-    FalkorDB carries 15 significant digits, not the 17 of the snapshot.
+    FalkorDB carries 15 significant digits, not the 17 of the snapshot. A node
+    that moved to another layer is removed from its old label and added to its
+    new one, with its edges written again (DETACH DELETE took them).
     """
     old_nodes, new_nodes = old.nodes, new.nodes
-    added = new_nodes.keys() - old_nodes.keys()
-    removed = old_nodes.keys() - new_nodes.keys()
+    added = set(new_nodes.keys() - old_nodes.keys())
+    removed = set(old_nodes.keys() - new_nodes.keys())
     get = old_nodes.get
     if tolerant:
         changed = [k for k, row in new_nodes.items() if k in old_nodes and not _same_row(old_nodes[k], row)]
     else:
         changed = [k for k, row in new_nodes.items() if get(k, row) != row]
+    added_edges = new.edges - old.edges
+    moved = {k for k in changed if old_nodes[k][0] is not new_nodes[k][0]}
+    if moved:
+        changed = [k for k in changed if k not in moved]
+        added |= moved
+        removed |= moved
+        added_edges |= {e for e in new.edges if _touches(e, moved)}
     return _Diff(
         rows=new_nodes,
-        added_nodes=set(added),
+        old_rows=old_nodes,
+        added_nodes=added,
         changed_nodes=changed,
-        removed_nodes=set(removed),
-        added_edges=new.edges - old.edges,
+        removed_nodes=removed,
+        added_edges=added_edges,
         removed_edges=old.edges - new.edges,
     )
 
@@ -348,7 +383,7 @@ def _gc_paused() -> Iterator[None]:
 
 
 def _empty_layers(tables: SceneTables) -> frozenset[Layer]:
-    present = {layer_of_id(node_id) for node_id in tables.nodes}
+    present = {row[0] for row in tables.nodes.values()}
     return frozenset(layer for layer in Layer if layer not in present)
 
 
@@ -362,28 +397,35 @@ def _within(key: EdgeKey, ids: set[int]) -> bool:
     return a in ids and b in ids
 
 
-def node_params(node_id: int, row: NodeRow, layer: Layer) -> list[Any]:
-    """Statement row of one node: [symbol, class, x, y, z] (+ [name, dx, dy, dz] for objects)."""
-    if layer is Layer.OBJECT and len(row) == 8:
-        return [symbol_of(node_id), *row]
-    return [symbol_of(node_id), *row[:4]]
+def node_params(node_id: int, row: NodeRow) -> list[Any]:
+    """Statement row of one node: [symbol, class, name, x, y, z] (+ bbox centre and size for objects)."""
+    return [symbol_of(node_id), *row[1:]]
 
 
 def _row_from_db(row: dict[str, Any], layer: Layer) -> NodeRow:
     def num(value: Any) -> float:
         return float(value) if isinstance(value, (int, float)) else float("nan")
 
+    def triple(value: Any) -> tuple[float, float, float]:
+        # FalkorDB: [x, y, z]; Neo4j: a CartesianPoint (a tuple of x, y, z).
+        items = list(value) if isinstance(value, (list, tuple)) else []
+        return (num(items[0]), num(items[1]), num(items[2])) if len(items) == 3 else (math.nan,) * 3
+
     cls: str = row["c"] if isinstance(row.get("c"), str) else ""
+    name: str = row["name"] if isinstance(row.get("name"), str) else ""
+    x, y, z = num(row["x"]), num(row["y"]), num(row["z"])
+    center = triple(row.get("center"))
+    if not all(math.isclose(c, v, rel_tol=1e-12, abs_tol=1e-12) for c, v in zip(center, (x, y, z), strict=True)):
+        x = math.nan  # center out of step with x, y, z (written before it existed): rewrite the node
     if layer is Layer.OBJECT:
-        return (cls, num(row["x"]), num(row["y"]), num(row["z"]), row.get("name") or "",
-                num(row.get("dx")), num(row.get("dy")), num(row.get("dz")))
-    return (cls, num(row["x"]), num(row["y"]), num(row["z"]))
+        return (layer, cls, name, x, y, z, *triple(row.get("bc")), *triple(row.get("bd")))
+    return (layer, cls, name, x, y, z)
 
 
-def _group_ids(ids: Iterable[int]) -> dict[Layer, list[str]]:
+def _group_ids(ids: Iterable[int], rows: dict[int, NodeRow]) -> dict[Layer, list[str]]:
     groups: dict[Layer, list[str]] = defaultdict(list)
     for node_id in ids:
-        layer = layer_of_id(node_id)
-        if layer is not None:
-            groups[layer].append(symbol_of(node_id))
+        row = rows.get(node_id)
+        if row is not None:
+            groups[row[0]].append(symbol_of(node_id))
     return groups

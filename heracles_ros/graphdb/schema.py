@@ -1,11 +1,15 @@
 """Names the database schema uses; prompts, queries and users depend on them.
 
-Compatible with the reference system: one label per scene-graph layer,
-``nodeSymbol`` as the key, ``CONTAINS`` down the hierarchy and
-``<LAYER>_CONNECTED`` within a layer.
+Compatible with the reference system (GoldenZephyr/heracles): one label per
+scene-graph layer, ``nodeSymbol`` as the key, ``CONTAINS`` down the hierarchy,
+``<LAYER>_CONNECTED`` within a layer stored in both directions, ``center`` on
+every node and ``bbox_center`` / ``bbox_dim`` on objects. A node's label comes
+from its spark_dsg layer, never from its symbol's prefix (Hydra names mesh
+places ``Q…`` by default and ``P…`` in its dataset configs).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from enum import Enum
 
@@ -14,8 +18,8 @@ class Layer(str, Enum):
     """Mirrored scene-graph layers, as Neo4j/FalkorDB labels."""
 
     OBJECT = "Object"
-    PLACE = "Place"  # 3D places, symbols p12
-    MESH_PLACE = "MeshPlace"  # 2D places, symbols P12
+    PLACE = "Place"  # 3D places (spark_dsg layer 3, partition 0), usually p12
+    MESH_PLACE = "MeshPlace"  # 2D places (layer 3 partition 1, or 20), usually P12 or Q12
     ROOM = "Room"
     BUILDING = "Building"
 
@@ -36,15 +40,8 @@ _CONNECTED = {
 #: Higher layers first; a parent is always in an earlier entry than its child.
 HIERARCHY: tuple[Layer, ...] = (Layer.BUILDING, Layer.ROOM, Layer.PLACE, Layer.MESH_PLACE, Layer.OBJECT)
 
-#: Scene-symbol prefix of each layer (spark_dsg NodeSymbol categories).
-SYMBOL_PREFIX: dict[Layer, str] = {
-    Layer.OBJECT: "O",
-    Layer.PLACE: "p",
-    Layer.MESH_PLACE: "P",
-    Layer.ROOM: "R",
-    Layer.BUILDING: "B",
-}
-PREFIX_LAYER: dict[str, Layer] = {v: k for k, v in SYMBOL_PREFIX.items()}
+#: A scene symbol as spark_dsg prints it: one letter (any) and an index.
+SCENE_SYMBOL = re.compile(r"^[A-Za-z][0-9]+$")
 
 CONTAINS = "CONTAINS"
 CONNECTED_TYPES: tuple[str, ...] = tuple(_CONNECTED.values())
@@ -62,11 +59,9 @@ MIRROR_META_LABEL = "MirrorMeta"
 CORRECTABLE_PROPERTIES: dict[str, type] = {"class": str, "name": str, "x": float, "y": float, "z": float}
 
 
-def layer_of_symbol(symbol: str) -> Layer | None:
-    """Layer a scene symbol belongs to by its prefix ("O12" -> OBJECT), or None."""
-    if len(symbol) < 2 or not symbol[1:].isdigit():
-        return None
-    return PREFIX_LAYER.get(symbol[0])
+def is_scene_symbol(symbol: object) -> bool:
+    """Whether ``symbol`` is shaped like a scene symbol ("O12", "Q6"); its kind is the database's label."""
+    return isinstance(symbol, str) and SCENE_SYMBOL.match(symbol) is not None
 
 
 @dataclass(frozen=True)
@@ -74,13 +69,19 @@ class Dialect:
     """What differs between backends' Cypher, for queries and prompts."""
 
     name: str  # "neo4j" | "falkordb"
-    has_points: bool  # Neo4j: point({x,y,z}) and point.distance
+    #: Neo4j: native 3D points (``point({x,y,z})``). FalkorDB: points are [x, y, z] arrays and
+    #: ``point.distance`` / ``point.withinBBox`` come from a user-defined function library.
+    has_points: bool
+
+    def point(self, x: str, y: str, z: str) -> str:
+        """Cypher for a 3D point value from three numeric expressions."""
+        if self.has_points:
+            return f"point({{x: {x}, y: {y}, z: {z}}})"
+        return f"[{x}, {y}, {z}]"
 
     def distance_expr(self, a: str, b: str) -> str:
-        """Cypher for the 3D Euclidean distance between nodes bound to ``a`` and ``b``."""
-        if self.has_points:
-            return f"point.distance({a}.center, {b}.center)"
-        return f"sqrt(({a}.x-{b}.x)^2 + ({a}.y-{b}.y)^2 + ({a}.z-{b}.z)^2)"
+        """Cypher for the 3D Euclidean distance between nodes bound to ``a`` and ``b`` (both backends)."""
+        return f"point.distance({a}.center, {b}.center)"
 
 
 NEO4J = Dialect("neo4j", has_points=True)

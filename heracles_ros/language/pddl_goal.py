@@ -4,18 +4,21 @@ Keywords (``and`` / ``or`` / ``not``) and predicate names are case-insensitive
 as in PDDL; scene symbols are kept exactly, because ``P12`` (a mesh place) and
 ``p12`` (a 3D place) are different nodes. For the same reason symbols go into
 PDDL files under safe names (:func:`to_pddl_name` / :func:`from_pddl_name`).
+A symbol's kind (object, place, room) is the label the database gives it,
+never its first letter: ``Q6`` is a mesh place when the mirror put it there.
 """
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from heracles_ros.errors import GoalError
-from heracles_ros.graphdb.cypher import planning as cypher
-from heracles_ros.graphdb.schema import Layer, layer_of_symbol
+from heracles_ros.graphdb.schema import Layer, is_scene_symbol
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.graphdb.symbols import symbol_layers
 from heracles_ros.language.goal_ast import And, Atom, GoalExpr, Not, Or, atoms
 from heracles_ros.planning.domain import TYPE_DESCRIPTIONS, TYPE_LAYERS, Domain, load_domain
 
@@ -100,16 +103,22 @@ def _syntax_message(text: str, exc: UnexpectedInput) -> str:
 
 
 # --- symbol names inside PDDL files --------------------------------------------------
+#: Readable names for the usual prefixes; any other prefix gets "u<letter>" (upper case) or
+#: "l<letter>" (lower case), so every symbol has a name and no two collide once PDDL lower-cases them.
 _TO_PDDL = {"P": "mp", "p": "p3d", "O": "o", "R": "r", "B": "b"}
 _FROM_PDDL = {v: k for k, v in _TO_PDDL.items()}
-_PDDL_NAME = re.compile(r"^(mp|p3d|o|r|b)(\d+)$")
+_PDDL_NAME = re.compile(r"^(mp|p3d|o|r|b|u[a-z]|l[a-z])(\d+)$")
+_SYMBOL_HINT = "expected a scene symbol: one letter and a number, e.g. O1, P12, Q6, p3, R2"
 
 
 def to_pddl_name(symbol: str) -> str:
-    """A scene symbol as a case-safe PDDL name: P12 -> mp12, p12 -> p3d12, O3 -> o3, R2 -> r2."""
-    if layer_of_symbol(symbol) is None:
-        raise GoalError(f"{symbol!r} is not a scene symbol (expected O<n>, P<n>, p<n> or R<n>)")
-    return _TO_PDDL[symbol[0]] + symbol[1:]
+    """A scene symbol as a case-safe PDDL name: P12 -> mp12, p12 -> p3d12, O3 -> o3, Q6 -> uq6, f2 -> lf2."""
+    if not is_scene_symbol(symbol):
+        raise GoalError(f"{symbol!r} is not a scene symbol ({_SYMBOL_HINT})")
+    prefix = _TO_PDDL.get(symbol[0])
+    if prefix is None:
+        prefix = ("u" if symbol[0].isupper() else "l") + symbol[0].lower()
+    return prefix + symbol[1:]
 
 
 def from_pddl_name(name: str) -> str:
@@ -117,7 +126,11 @@ def from_pddl_name(name: str) -> str:
     match = _PDDL_NAME.match(name.lower())
     if match is None:
         raise GoalError(f"{name!r} is not a PDDL name this package made from a scene symbol")
-    return _FROM_PDDL[match.group(1)] + match.group(2)
+    prefix = match.group(1)
+    letter = _FROM_PDDL.get(prefix)
+    if letter is None:
+        letter = prefix[1].upper() if prefix[0] == "u" else prefix[1]
+    return letter + match.group(2)
 
 
 # --- validation -------------------------------------------------------------------------
@@ -130,41 +143,47 @@ _LAYER_NAMES = {
 }
 
 
+@dataclass(frozen=True)
+class CheckedGoal:
+    """A valid goal and the kind (database label) of each symbol it names."""
+
+    expr: GoalExpr
+    kinds: Mapping[str, Layer] = field(default_factory=dict)
+
+
 def check_goal(goal: str | GoalExpr, store: GraphStore, domain: Domain | None = None) -> GoalExpr:
     """The parsed goal if every predicate, arity, argument kind and symbol is right.
 
     Otherwise GoalError whose ``problems`` list every problem found, each naming
     the predicate or symbol; syntax errors stop before anything else is checked.
     """
+    return checked_goal(goal, store, domain).expr
+
+
+def checked_goal(goal: str | GoalExpr, store: GraphStore, domain: Domain | None = None) -> CheckedGoal:
+    """:func:`check_goal`, also returning each symbol's kind as the database labels it."""
     expr = parse_goal(goal) if isinstance(goal, str) else goal
     domain = domain or load_domain()
-    problems = static_problems(expr, domain)
-    wanted: dict[Layer, list[str]] = defaultdict(list)
-    first_use: dict[str, Atom] = {}
+    named = [arg for atom in atoms(expr) for arg in atom.args]
+    kinds = symbol_layers(store, named)
+    problems = static_problems(expr, domain, kinds)
+    reported: set[str] = set()
     for atom in atoms(expr):
         for arg in atom.args:
-            layer = layer_of_symbol(arg)
-            if layer is not None and arg not in first_use:
-                first_use[arg] = atom
-                wanted[layer].append(arg)
-    if wanted:
-        found = {row["symbol"] for row in store.query(cypher.existing_symbols(list(wanted)), {
-            layer.value: symbols for layer, symbols in wanted.items()
-        })}
-        for layer, symbols in wanted.items():
-            for symbol in symbols:
-                if symbol not in found:
-                    problems.append(
-                        f"unknown symbol {symbol!r} in {first_use[symbol]}: no {_LAYER_NAMES[layer]} "
-                        f"with that symbol in the database"
-                    )
+            if is_scene_symbol(arg) and arg not in kinds and arg not in reported:
+                reported.add(arg)
+                problems.append(f"unknown symbol {arg!r} in {atom}: no node with that symbol in the database")
     if problems:
         raise GoalError(problems)
-    return expr
+    return CheckedGoal(expr, kinds)
 
 
-def static_problems(expr: GoalExpr, domain: Domain) -> list[str]:
-    """Problems found without the database: predicates, arities, argument kinds."""
+def static_problems(expr: GoalExpr, domain: Domain, kinds: Mapping[str, Layer] | None = None) -> list[str]:
+    """Problems in predicates, arities and symbols' shapes; argument kinds too when ``kinds`` is given.
+
+    ``kinds`` maps symbols to their database labels (see :func:`symbol_layers`);
+    a symbol missing from it is not judged here.
+    """
     problems: list[str] = []
     known = ", ".join(domain.goal_predicates)
     for atom in dict.fromkeys(atoms(expr)):
@@ -179,12 +198,11 @@ def static_problems(expr: GoalExpr, domain: Domain) -> list[str]:
             )
             continue
         for position, (arg, kind) in enumerate(zip(atom.args, info.param_types, strict=True), start=1):
-            layer = layer_of_symbol(arg)
-            if layer is None:
-                problems.append(
-                    f"{arg!r} in {atom} is not a scene symbol (expected O<n>, P<n>, p<n> or R<n>)"
-                )
-            elif layer not in TYPE_LAYERS[kind]:
+            if not is_scene_symbol(arg):
+                problems.append(f"{arg!r} in {atom} is not a scene symbol ({_SYMBOL_HINT})")
+                continue
+            layer = kinds.get(arg) if kinds is not None else None
+            if layer is not None and layer not in TYPE_LAYERS[kind]:
                 problems.append(
                     f"wrong kind in {atom}: argument {position} of {info.name} must be "
                     f"{TYPE_DESCRIPTIONS[kind]}, got {_LAYER_NAMES[layer]} {arg!r}"

@@ -53,7 +53,7 @@ from heracles_ros.execution.dispatcher import (
 from heracles_ros.execution.driver import CancelToken, RobotDriver
 from heracles_ros.execution.driver_factory import DRIVER_KINDS, checked_settings, make_driver
 from heracles_ros.execution.driver_factory import SETTINGS as DRIVER_SETTINGS
-from heracles_ros.execution.robot_state import RobotState, RobotStateStore, place_layer
+from heracles_ros.execution.robot_state import RobotState, RobotStateStore, check_symbol
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import DispatchProgress, DispatchResult, Plan
@@ -140,7 +140,7 @@ class DispatcherSettings:
                 raise ConfigError(f"parameter {name} must not be empty")
         if v["start_place"]:
             try:
-                place_layer(v["start_place"])
+                check_symbol(v["start_place"])
             except ExecutionError as exc:
                 raise ConfigError(f"parameter start_place: {exc}") from exc
         return cls(
@@ -174,7 +174,10 @@ def initial_state(states: RobotStateStore, start_place: str) -> RobotState:
     recorded = states.read()
     if not start_place:
         return recorded or RobotState((0.0, 0.0, 0.0))
-    position = states.position_of(start_place)
+    try:
+        position = states.place_position(start_place)
+    except ExecutionError as exc:
+        raise ConfigError(f"parameter start_place: {exc}") from exc
     if position is None:
         raise ConfigError(f"parameter start_place: no place {start_place!r} in the database")
     return RobotState(position, place=start_place, holding=recorded.holding if recorded else "")

@@ -26,9 +26,9 @@ TYPE_LAYERS: dict[str, tuple[Layer, ...]] = {
 
 #: How a type is named in messages and prompts.
 TYPE_DESCRIPTIONS: dict[str, str] = {
-    "place": "a place symbol (mesh place P<n> or 3D place p<n>)",
-    "item": "an object symbol (O<n>)",
-    "room": "a room symbol (R<n>)",
+    "place": "a place (MeshPlace or Place node, e.g. P12, Q12 or p3)",
+    "item": "an object (Object node, e.g. O3)",
+    "room": "a room (Room node, e.g. R1)",
 }
 
 _GOAL_SECTION = "goal predicates"

@@ -1,8 +1,8 @@
 """The place graph the robot walks on, read from the database once per mirror generation.
 
-Spot walks on the ground, so the mesh places (2D traversability, ``P…``) and
+Spot walks on the ground, so the mesh places (2D traversability, label ``MeshPlace``) and
 their ``MESH_PLACE_CONNECTED`` edges are the navigation graph; 3D places
-(``p…``) hang off it, each joined to its nearest mesh place by one edge (a leaf,
+(label ``Place``) hang off it, each joined to its nearest mesh place by one edge (a leaf,
 so no path passes through free space). A scene without mesh places navigates
 on its 3D places instead. Edge weights are Euclidean lengths.
 

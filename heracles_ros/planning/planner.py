@@ -21,10 +21,10 @@ from typing import Any
 from heracles_ros.errors import GoalError, HeraclesError, PlanningError
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb.cypher import planning as cypher
-from heracles_ros.graphdb.schema import ROBOT_SYMBOL, Layer, layer_of_symbol
+from heracles_ros.graphdb.schema import ROBOT_SYMBOL, Layer
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.language.goal_ast import GoalExpr, symbols
-from heracles_ros.language.pddl_goal import check_goal, parse_goal
+from heracles_ros.language.pddl_goal import check_goal, checked_goal, parse_goal
 from heracles_ros.planning.domain import Domain, load_domain
 from heracles_ros.planning.expand import expand_plan
 from heracles_ros.planning.fast_downward import FDResult, FDStatus, anytime_search, run_fast_downward
@@ -33,6 +33,7 @@ from heracles_ros.planning.problem import (
     COST_SCALE,
     AvoidanceGroup,
     CompactProblem,
+    Kinds,
     ObjectInfo,
     Start,
     avoidance_groups,
@@ -125,7 +126,7 @@ class Planner:
             expr = parse_goal(goal)
             timings["parse"] = time.perf_counter() - started
             t = time.perf_counter()
-            check_goal(expr, self.store, self.domain)
+            kinds = checked_goal(expr, self.store, self.domain).kinds
             timings["validate"] = time.perf_counter() - t
         except GoalError as exc:
             result.status = PlanStatus.INVALID_GOAL
@@ -133,7 +134,7 @@ class Planner:
             timings["total"] = time.perf_counter() - started
             return result
         try:
-            self._plan(expr, from_symbol, result)
+            self._plan(expr, kinds, from_symbol, result)
         except PlanningError as exc:
             result.status = PlanStatus.ERROR
             result.reason = str(exc)
@@ -142,17 +143,17 @@ class Planner:
         return result
 
     # -- stages ------------------------------------------------------------------------
-    def _plan(self, expr: GoalExpr, from_symbol: str | None, result: PlanResult) -> None:
+    def _plan(self, expr: GoalExpr, kinds: Kinds, from_symbol: str | None, result: PlanResult) -> None:
         timings = result.timings
         t = time.perf_counter()
         named = symbols(expr)
-        needed = [s for s in named if layer_of_symbol(s) is not Layer.OBJECT]
+        needed = [s for s in named if kinds.get(s) is not Layer.OBJECT]
         graph = self.place_graph([*needed, *([from_symbol] if from_symbol else [])])
         timings["graph"] = time.perf_counter() - t
         t = time.perf_counter()
         start = self._start(graph, from_symbol)
         result.start_symbol = graph.symbols[start.place]
-        objects = self.object_infos(graph, [s for s in named if layer_of_symbol(s) is Layer.OBJECT], start.holding)
+        objects = self.object_infos(graph, [s for s in named if kinds.get(s) is Layer.OBJECT], start.holding)
         timings["state"] = time.perf_counter() - t
         notes = [start.note] if start.note else []
 
@@ -164,7 +165,7 @@ class Planner:
                 prepared.append((group, None, _starts_inside(graph, start, group)))
                 continue
             problem = build_problem(
-                graph, group.goal, start, objects, removed, name=f"goal{number}", domain_name=self.domain.name
+                graph, group.goal, start, objects, removed, kinds, name=f"goal{number}", domain_name=self.domain.name
             )
             prepared.append((group, problem, ""))
         timings["problem"] = time.perf_counter() - t
@@ -203,7 +204,7 @@ class Planner:
             notes.insert(0, f"Fast Downward failed (exit code {failed.exit_code}): {_error_line(failed.log_tail)}")
         else:
             result.status = PlanStatus.UNSOLVABLE
-            reason, unreachable = self._why_unsolvable(graph, start, objects, outcomes)
+            reason, unreachable = self._why_unsolvable(graph, start, objects, kinds, outcomes)
             result.unreachable = unreachable
             notes.insert(0, reason)
         result.reason = "; ".join(notes)
@@ -263,6 +264,7 @@ class Planner:
         graph: PlaceGraph,
         start: Start,
         objects: dict[str, ObjectInfo],
+        kinds: Kinds,
         outcomes: list[tuple[AvoidanceGroup, CompactProblem | None, FDResult | None, str]],
     ) -> tuple[str, list[str]]:
         """A reason naming the goal symbols the robot cannot reach, per avoidance group."""
@@ -275,9 +277,9 @@ class Planner:
                 continue
             row = problem.row_of[start.place]
             for symbol in positive_symbols(group.goal):
-                if layer_of_symbol(symbol) is Layer.OBJECT and symbol == start.holding:
+                if kinds.get(symbol) is Layer.OBJECT and symbol == start.holding:
                     continue
-                places = symbol_places(graph, symbol, objects)
+                places = symbol_places(graph, symbol, objects, kinds)
                 if not places or not any(graph.component[p] == graph.component[start.place] for p in places):
                     cut_off.append(symbol)
                 elif not any(problem.dist[row, p] < float("inf") for p in places):

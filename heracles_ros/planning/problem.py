@@ -14,11 +14,12 @@ forbid different things, each set of disjuncts gets its own problem
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from heracles_ros.graphdb.schema import Layer, layer_of_symbol
+from heracles_ros.graphdb.schema import Layer
 from heracles_ros.language.goal_ast import And, Atom, GoalExpr, Not, Or, symbols
 from heracles_ros.language.pddl_goal import to_pddl_name
 from heracles_ros.planning.places import PlaceGraph
@@ -163,9 +164,15 @@ def removed_places(graph: PlaceGraph, avoid: frozenset[Atom], objects: dict[str,
     return frozenset(removed)
 
 
-def symbol_places(graph: PlaceGraph, symbol: str, objects: dict[str, ObjectInfo]) -> list[int]:
+#: Symbol -> its database label (see graphdb.symbols): what decides whether a symbol is an object,
+#: a place or a room.
+Kinds = Mapping[str, Layer]
+_PLACE_LAYERS = (Layer.MESH_PLACE, Layer.PLACE)
+
+
+def symbol_places(graph: PlaceGraph, symbol: str, objects: dict[str, ObjectInfo], kinds: Kinds) -> list[int]:
     """Graph indices where the robot stands to act on ``symbol`` (a room: all its places)."""
-    layer = layer_of_symbol(symbol)
+    layer = kinds.get(symbol)
     if layer is Layer.OBJECT:
         info = objects.get(symbol)
         return [info.reach] if info is not None and info.reach is not None else []
@@ -180,6 +187,7 @@ def build_problem(
     start: Start,
     objects: dict[str, ObjectInfo],
     removed: frozenset[int],
+    kinds: Kinds,
     *,
     name: str = "goal",
     domain_name: str = "heracles",
@@ -187,11 +195,11 @@ def build_problem(
     """The compact problem for ``expr`` over the graph without ``removed``."""
     matrix = graph.without(removed)
     goal_symbols = symbols(expr)
-    rooms = [s for s in goal_symbols if layer_of_symbol(s) is Layer.ROOM]
+    rooms = [s for s in goal_symbols if kinds.get(s) is Layer.ROOM]
     base = [start.place]
     for symbol in goal_symbols:
-        if layer_of_symbol(symbol) is not Layer.ROOM:
-            base.extend(symbol_places(graph, symbol, objects))
+        if kinds.get(symbol) is not Layer.ROOM:
+            base.extend(symbol_places(graph, symbol, objects, kinds))
     base = list(dict.fromkeys(base))
     dist, pred = graph.shortest_paths(base, matrix)
     pools = {room: _entry_pool(graph, room, removed) for room in rooms}
@@ -204,7 +212,9 @@ def build_problem(
         dist_x, pred_x = graph.shortest_paths(extra, matrix)
         dist, pred = np.vstack([dist, dist_x]), np.vstack([pred, pred_x])
     places = base + extra
-    text = render_problem(graph, expr, start, objects, places, dist, rooms, name=name, domain_name=domain_name)
+    text = render_problem(
+        graph, expr, start, objects, places, dist, rooms, kinds, name=name, domain_name=domain_name
+    )
     return CompactProblem(text, places, dist, pred, removed)
 
 
@@ -260,6 +270,7 @@ def render_problem(
     places: list[int],
     dist: np.ndarray,
     rooms: list[str],
+    kinds: Kinds,
     *,
     name: str,
     domain_name: str,
@@ -268,10 +279,8 @@ def render_problem(
     goal_symbols = symbols(expr)
     place_names = {p: to_pddl_name(graph.symbols[p]) for p in places}
     # Goal places missing from the graph (no position) still need a PDDL object.
-    loose_places = [
-        s for s in goal_symbols if layer_of_symbol(s) in (Layer.MESH_PLACE, Layer.PLACE) and s not in graph.index
-    ]
-    items = [s for s in goal_symbols if layer_of_symbol(s) is Layer.OBJECT]
+    loose_places = [s for s in goal_symbols if kinds.get(s) in _PLACE_LAYERS and s not in graph.index]
+    items = [s for s in goal_symbols if kinds.get(s) is Layer.OBJECT]
     if start.holding and start.holding not in items:
         items.append(start.holding)
     init: list[str] = ["(= (total-cost) 0)"]

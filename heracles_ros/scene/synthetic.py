@@ -1,8 +1,13 @@
 """Seeded, Hydra-like synthetic scene graphs for tests, benchmarks and the bundled example.
 
-Two kinds, both shaped like what Hydra really writes (labelspaces in the
-metadata under ``_l2p0`` / ``_l4p0``, no labelspace for places, objects
-without a parent place, more than one connected component of places):
+Two kinds, both shaped like what Hydra really writes: an object labelspace
+(``_l2p0``) and none for rooms (Hydra's rooms carry ``semantic_label`` 0 and
+their name in ``name``) or places; objects without a parent place; more than
+one connected component of places; frontier nodes (``f…``, ``real_place``
+false) in the 3D places layer; an agent layer (``a…``, layer 2 partition
+``'a'``) of robot poses linked to the mesh places they were taken on. Mesh
+places are ``P…`` as in Hydra's dataset configs, or any other prefix with
+``mesh_prefix`` (Hydra's code default is ``Q``).
 
 - ``small``: an indoor floor. Four rooms on a 10 x 10 grid of mesh places, joined
   only through doorways (so a path can be kept out of a room), a 4 x 4 grid of
@@ -33,15 +38,26 @@ LARGE_REGION_CLASSES = ["road", "parking lot", "field", "sidewalk"]
 KINDS = ("small", "large")
 
 
-def generate_scene(kind: str, seed: int = 0, *, scale: float = 1.0) -> dsg.DynamicSceneGraph:
+def generate_scene(kind: str, seed: int = 0, *, scale: float = 1.0, mesh_prefix: str = "P") -> dsg.DynamicSceneGraph:
     """Build a synthetic scene graph; ``scale`` applies to the large kind only."""
+    if len(mesh_prefix) != 1 or not mesh_prefix.isalpha() or mesh_prefix in _RESERVED_PREFIXES:
+        raise ConfigError(
+            f"mesh place prefix must be one letter other than {', '.join(sorted(_RESERVED_PREFIXES))}, "
+            f"got {mesh_prefix!r}"
+        )
     if kind == "small":
-        return _SceneBuilder(seed, SMALL_OBJECT_CLASSES, SMALL_ROOM_CLASSES).small()
+        return _SceneBuilder(seed, SMALL_OBJECT_CLASSES, SMALL_ROOM_CLASSES, mesh_prefix).small()
     if kind == "large":
         if not 0.01 <= scale <= 4.0:
             raise ConfigError(f"scale must be within [0.01, 4], got {scale}")
-        return _SceneBuilder(seed, LARGE_OBJECT_CLASSES, LARGE_REGION_CLASSES).large(scale)
+        return _SceneBuilder(seed, LARGE_OBJECT_CLASSES, LARGE_REGION_CLASSES, mesh_prefix).large(scale)
     raise ConfigError(f"unknown scene kind {kind!r}; choose one of {', '.join(KINDS)}")
+
+
+#: Prefixes the other layers of the synthetic scenes use.
+_RESERVED_PREFIXES = frozenset("OpRBfa")
+#: Hydra's agent layer: layer 2, partitioned by the robot's prefix.
+AGENT_PREFIX = "a"
 
 
 def _sym(prefix: str, index: int) -> int:
@@ -49,18 +65,13 @@ def _sym(prefix: str, index: int) -> int:
 
 
 class _SceneBuilder:
-    def __init__(self, seed: int, object_classes: list[str], room_classes: list[str]):
+    def __init__(self, seed: int, object_classes: list[str], room_classes: list[str], mesh_prefix: str):
         self.rng = np.random.default_rng(seed)
         self.graph = dsg.DynamicSceneGraph()
         self.object_classes = object_classes
-        self.graph.metadata.add(
-            {
-                "labelspaces": {
-                    "_l2p0": [[i, name] for i, name in enumerate(object_classes)],
-                    "_l4p0": [[i, name] for i, name in enumerate(room_classes)],
-                }
-            }
-        )
+        self.room_classes = room_classes
+        self.mesh_prefix = mesh_prefix
+        self.graph.metadata.add({"labelspaces": {"_l2p0": [[i, name] for i, name in enumerate(object_classes)]}})
         self.mesh_positions: list[np.ndarray] = []
 
     # -- scene kinds -----------------------------------------------------------
@@ -83,9 +94,9 @@ class _SceneBuilder:
                 index = row * size + col
                 # Walls between quadrants, with a two-place doorway in each.
                 if col + 1 < size and (col != 4 or row in (2, 7)):
-                    self.graph.insert_edge(_sym("P", index), _sym("P", index + 1))
+                    self.graph.insert_edge(_sym(self.mesh_prefix, index), _sym(self.mesh_prefix, index + 1))
                 if row + 1 < size and (row != 4 or col in (2, 7)):
-                    self.graph.insert_edge(_sym("P", index), _sym("P", index + size))
+                    self.graph.insert_edge(_sym(self.mesh_prefix, index), _sym(self.mesh_prefix, index + size))
         # A shed (room 4) with places not connected to the floor.
         self._room(4, 4, np.array([15.0, 1.0, 0.0]))
         self.graph.insert_edge(_sym("B", 0), _sym("R", 4))
@@ -93,7 +104,7 @@ class _SceneBuilder:
         for k, index in enumerate(shed):
             self._mesh_place(index, np.array([14.0 + k % 2, 0.5 + k // 2, 0.0]), room=4)
         for a, b in ((0, 1), (0, 2), (1, 3), (2, 3)):
-            self.graph.insert_edge(_sym("P", shed[a]), _sym("P", shed[b]))
+            self.graph.insert_edge(_sym(self.mesh_prefix, shed[a]), _sym(self.mesh_prefix, shed[b]))
         # 4 x 4 3D places above the floor, 3 m apart.
         for row in range(4):
             for col in range(4):
@@ -116,6 +127,9 @@ class _SceneBuilder:
             orphan = index % 6 == 5
             self._object(index, int(label), self.mesh_positions[int(place)], None if orphan else int(place))
         self._object(len(labels), 0, self.mesh_positions[shed[3]], shed[3])  # a box in the shed
+        self._frontier(0, np.array([12.0, 0.5, 1.0]), place=3)
+        self._frontier(1, np.array([0.5, 11.0, 1.0]), place=12)
+        self._agent_path([0, 1, 2, 12, 22, 23])
         return self.graph
 
     def large(self, scale: float) -> dsg.DynamicSceneGraph:
@@ -146,7 +160,7 @@ class _SceneBuilder:
                 other = int(grid_index[rr * cols + cc])
                 if other < 0:
                     continue
-                self.graph.insert_edge(_sym("P", index), _sym("P", other))
+                self.graph.insert_edge(_sym(self.mesh_prefix, index), _sym(self.mesh_prefix, other))
                 a, b = int(region_of[index]), int(region_of[other])
                 if a != b:
                     touching.add((min(a, b), max(a, b)))
@@ -159,6 +173,7 @@ class _SceneBuilder:
         for index, (label, place) in enumerate(zip(labels, places, strict=True)):
             orphan = index % 7 == 6
             self._object(index, int(label), self.mesh_positions[int(place)], None if orphan else int(place))
+        self._agent_path(list(range(min(8, len(xy)))))
         return self.graph
 
     # -- nodes -----------------------------------------------------------------
@@ -168,17 +183,19 @@ class _SceneBuilder:
         self.graph.add_node(5, _sym("B", 0), attrs)
 
     def _room(self, index: int, label: int, position: np.ndarray) -> None:
+        """A room as Hydra writes it: semantic label 0, its class in ``name`` (no room labelspace)."""
         attrs = dsg.RoomNodeAttributes()
         attrs.position = position
-        attrs.semantic_label = label
+        attrs.semantic_label = 0
+        attrs.name = self.room_classes[label]
         self.graph.add_node(4, _sym("R", index), attrs)
         self.graph.insert_edge(_sym("B", 0), _sym("R", index))
 
     def _mesh_place(self, index: int, position: np.ndarray, *, room: int) -> None:
         attrs = dsg.Place2dNodeAttributes()
         attrs.position = position
-        self.graph.add_node(3, _sym("P", index), attrs, 1)
-        self.graph.insert_edge(_sym("R", room), _sym("P", index))
+        self.graph.add_node(3, _sym(self.mesh_prefix, index), attrs, 1)
+        self.graph.insert_edge(_sym("R", room), _sym(self.mesh_prefix, index))
         self.mesh_positions.append(position)
 
     def _object(self, index: int, label: int, near: np.ndarray, place: int | None) -> None:
@@ -192,4 +209,24 @@ class _SceneBuilder:
         attrs.bounding_box = dsg.BoundingBox(dims, position)
         self.graph.add_node(2, _sym("O", index), attrs)
         if place is not None:
-            self.graph.insert_edge(_sym("P", place), _sym("O", index))
+            self.graph.insert_edge(_sym(self.mesh_prefix, place), _sym("O", index))
+
+    def _frontier(self, index: int, position: np.ndarray, *, place: int) -> None:
+        """A frontier as Hydra writes it: a 3D-places-layer node with ``real_place`` false, next to a place."""
+        attrs = dsg.PlaceNodeAttributes()
+        attrs.position = position
+        attrs.real_place = False
+        attrs.active_frontier = True
+        self.graph.add_node(3, _sym("f", index), attrs)
+        self.graph.insert_edge(_sym("p", place), _sym("f", index))
+
+    def _agent_path(self, places: list[int]) -> None:
+        """Robot poses along mesh places (Hydra's agent layer), chained, each linked to its place."""
+        partition = ord(AGENT_PREFIX)
+        for k, place in enumerate(places):
+            attrs = dsg.AgentNodeAttributes()
+            attrs.position = self.mesh_positions[place] + np.array([0.0, 0.0, 0.5])
+            self.graph.add_node(2, _sym(AGENT_PREFIX, k), attrs, partition)
+            if k:
+                self.graph.insert_edge(_sym(AGENT_PREFIX, k - 1), _sym(AGENT_PREFIX, k))
+            self.graph.insert_edge(_sym(self.mesh_prefix, place), _sym(AGENT_PREFIX, k))

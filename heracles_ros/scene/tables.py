@@ -1,42 +1,56 @@
 """Flatten a spark_dsg graph into the rows the database mirrors.
 
+A node's label is decided by the spark_dsg layer (and partition) it lives in,
+never by its symbol's prefix: Hydra names mesh places ``Q…`` by default and
+``P…`` in its dataset configs, and any prefix must mirror. What is mirrored:
+
+- objects (2, 0), 3D places (3, 0), mesh places (3, 1) (or layer 20, where
+  spark_dsg 2024-04..2025-02 kept them), rooms (4, 0), buildings (5, 0);
+- not mirrored, by decision: frontiers (3D places with ``real_place`` false,
+  Hydra's exploration bookkeeping, redrawn on every update and not places a
+  robot can be sent to) and the agent layers (2, robot prefix: the pose
+  history, one node per keyframe; the robot's live state is the dispatcher's
+  ``Robot`` node). Their edges go with them, so the counts a reconcile reports
+  are what the database holds.
+
 The mirror compares these tables with the previous ones, so extraction is the
 hot path (it runs for every snapshot, about once a second, and costs about as
 much as spark_dsg's own decode): it walks each layer once, touches each node's
-attributes once, keeps node ids and edges as plain ints, and decides what an
-edge means from the two ids' symbol prefixes with one dict lookup. Symbols
-are built only for rows that are written.
+attributes once and keeps node ids and edges as plain ints. Each node row
+starts with its Layer, so an edge's meaning follows from two dict lookups and
+symbols are built only for rows that are written.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import spark_dsg as dsg
 
 from heracles_ros.errors import SceneDecodeError
-from heracles_ros.graphdb.schema import CONTAINS, HIERARCHY, PREFIX_LAYER, SYMBOL_PREFIX, Layer
+from heracles_ros.graphdb.schema import CONTAINS, HIERARCHY, Layer
 
-#: (class, x, y, z) and, for objects only, (name, bbox_dx, bbox_dy, bbox_dz) after them.
+#: (layer, class, name, x, y, z) and, for objects only, (bbox centre x, y, z, bbox size x, y, z) after them.
 NodeRow = tuple[Any, ...]
 #: ``smaller_id << 64 | larger_id``: one int hashes and compares ~4x faster than a pair.
-#: The relationship type and direction follow from the two layers (see relation_of).
+#: The relationship type and direction follow from the two ends' layers (see relation_of).
+#: Connectivity edges are stored in both directions in the database but once here.
 EdgeKey = int
 _LOW64 = (1 << 64) - 1
 
 _INDEX_MASK = (1 << 56) - 1
 
-#: spark_dsg (layer, partition) of each mirrored layer.
-LAYER_KEYS: dict[Layer, tuple[int, int]] = {
-    Layer.OBJECT: (2, 0),
-    Layer.PLACE: (3, 0),
-    Layer.MESH_PLACE: (3, 1),
-    Layer.ROOM: (4, 0),
-    Layer.BUILDING: (5, 0),
+#: spark_dsg (layer, partition) keys read for each mirrored layer, in order.
+LAYER_KEYS: dict[Layer, tuple[tuple[int, int], ...]] = {
+    Layer.OBJECT: ((2, 0),),
+    Layer.PLACE: ((3, 0),),
+    Layer.MESH_PLACE: ((3, 1), (20, 0)),
+    Layer.ROOM: ((4, 0),),
+    Layer.BUILDING: ((5, 0),),
 }
-#: Class of nodes whose layer has no labelspace (real Hydra files lack some).
+#: Class of nodes whose layer has no labelspace and that carry no name.
 FALLBACK_CLASS: dict[Layer, str] = {
     Layer.OBJECT: "object",
     Layer.PLACE: "place",
@@ -58,18 +72,23 @@ class EdgeKind:
     #: True when the edge key's second id (the larger one) is the source.
     flipped: bool
 
+    @property
+    def both_ways(self) -> bool:
+        """Connectivity within a layer is stored in both directions (as the reference system does)."""
+        return self.relation != CONTAINS
 
-def _edge_kinds() -> dict[tuple[int, int], EdgeKind]:
-    """(prefix code of the smaller id, prefix code of the larger id) -> kind, for every mirrored pair."""
-    kinds: dict[tuple[int, int], EdgeKind] = {}
-    for la, pa in SYMBOL_PREFIX.items():
-        for lb, pb in SYMBOL_PREFIX.items():
+
+def _edge_kinds() -> dict[tuple[Layer, Layer], EdgeKind]:
+    """(layer of the smaller id, layer of the larger id) -> kind, for every mirrored pair."""
+    kinds: dict[tuple[Layer, Layer], EdgeKind] = {}
+    for la in Layer:
+        for lb in Layer:
             if la is lb:
-                kinds[(ord(pa), ord(pb))] = EdgeKind(la, lb, la.connected, False)
+                kinds[(la, lb)] = EdgeKind(la, lb, la.connected, False)
             elif {la, lb} != _PLACE_KINDS:
                 parent_first = _RANK[la] < _RANK[lb]
                 source, target = (la, lb) if parent_first else (lb, la)
-                kinds[(ord(pa), ord(pb))] = EdgeKind(source, target, CONTAINS, not parent_first)
+                kinds[(la, lb)] = EdgeKind(source, target, CONTAINS, not parent_first)
     return kinds
 
 
@@ -87,16 +106,23 @@ def id_of(symbol: str) -> int:
     return (ord(symbol[0]) << 56) | int(symbol[1:])
 
 
-def layer_of_id(node_id: int) -> Layer | None:
-    return PREFIX_LAYER.get(chr(node_id >> 56))
-
-
 @dataclass
 class SceneTables:
     """What the database should hold for one snapshot: node rows and edges, by id."""
 
     nodes: dict[int, NodeRow] = field(default_factory=dict)
     edges: set[EdgeKey] = field(default_factory=set)
+    #: How many of ``edges`` join two nodes of one layer (None: not counted yet, see relationships).
+    within_layer: int | None = None
+
+    def relationships(self) -> int:
+        """Relationships the database holds for these edges: connectivity counts twice (both directions)."""
+        if self.within_layer is None:
+            nodes = self.nodes
+            self.within_layer = sum(
+                1 for key in self.edges if nodes[key >> 64][0] is nodes[key & _LOW64][0]
+            )
+        return len(self.edges) + self.within_layer
 
 
 def extract_tables(graph: dsg.DynamicSceneGraph) -> SceneTables:
@@ -105,40 +131,61 @@ def extract_tables(graph: dsg.DynamicSceneGraph) -> SceneTables:
     nodes = tables.nodes
     edges = tables.edges
     isfinite = math.isfinite
-    for layer, (layer_id, partition) in LAYER_KEYS.items():
-        if not graph.has_layer(layer_id, partition):
-            continue
-        view = graph.get_layer(layer_id, partition)
-        names = _class_names(graph, layer_id, partition)
-        fallback = FALLBACK_CLASS[layer]
-        is_object = layer is Layer.OBJECT
-        for node in view.nodes:
-            attrs = node.attributes
-            x, y, z = attrs.position.tolist()
-            if not isfinite(x + y + z):
-                raise SceneDecodeError(f"node {symbol_of(node.id.value)} has a non-finite position")
-            if names is None:
-                cls = fallback
-            else:
-                label = attrs.semantic_label
-                cls = names.get(label) or f"label_{label}"
-            if is_object:
-                dx, dy, dz = attrs.bounding_box.dimensions.tolist()
-                nodes[node.id.value] = (cls, x, y, z, attrs.name or "", dx, dy, dz)
-            else:
-                nodes[node.id.value] = (cls, x, y, z)
-        add = edges.add
-        for edge in view.edges:
-            a, b = edge.source, edge.target
-            add(a << 64 | b if a < b else b << 64 | a)
+    within = 0
+    for layer, keys in LAYER_KEYS.items():
+        for layer_id, partition in keys:
+            if not graph.has_layer(layer_id, partition):
+                continue
+            view = graph.get_layer(layer_id, partition)
+            names = _class_names(graph, layer_id, partition)
+            fallback = FALLBACK_CLASS[layer]
+            is_object = layer is Layer.OBJECT
+            is_place = layer is Layer.PLACE
+            kept = 0
+            for node in view.nodes:
+                attrs = node.attributes
+                if is_place and getattr(attrs, "real_place", True) is False:
+                    continue  # a frontier (see the module docstring)
+                x, y, z = attrs.position.tolist()
+                if not isfinite(x + y + z):
+                    raise SceneDecodeError(f"node {symbol_of(node.id.value)} has a non-finite position")
+                name = getattr(attrs, "name", "") or ""
+                if names is None:
+                    cls = name or fallback
+                else:
+                    label = attrs.semantic_label
+                    cls = names.get(label) or f"label_{label}"
+                if is_object:
+                    box = attrs.bounding_box
+                    cx, cy, cz = box.world_P_center.tolist()
+                    dx, dy, dz = box.dimensions.tolist()
+                    nodes[node.id.value] = (layer, cls, name, x, y, z, cx, cy, cz, dx, dy, dz)
+                else:
+                    nodes[node.id.value] = (layer, cls, name, x, y, z)
+                kept += 1
+            add = edges.add
+            before = len(edges)
+            if kept == view.num_nodes():
+                for edge in view.edges:
+                    a, b = edge.source, edge.target
+                    add(a << 64 | b if a < b else b << 64 | a)
+            else:  # some nodes (frontiers) were left out: so are their edges
+                for edge in view.edges:
+                    a, b = edge.source, edge.target
+                    if a in nodes and b in nodes:
+                        add(a << 64 | b if a < b else b << 64 | a)
+            within += len(edges) - before
     kinds = EDGE_KINDS
+    get = nodes.get
     for edge in graph.interlayer_edges:
         a, b = edge.source, edge.target
         if a > b:
             a, b = b, a
-        # Agents and other unmirrored layers, and 3D place to mesh place, are not mirrored.
-        if (a >> 56, b >> 56) in kinds and a in nodes and b in nodes:
+        # Agents, frontiers, unmirrored layers, and 3D place to mesh place are not mirrored.
+        ra, rb = get(a), get(b)
+        if ra is not None and rb is not None and (ra[0], rb[0]) in kinds:
             edges.add(a << 64 | b)
+    tables.within_layer = within
     return tables
 
 
@@ -150,14 +197,23 @@ def edge_ends(key: EdgeKey) -> tuple[int, int]:
     return key >> 64, key & _LOW64
 
 
-def relation_of(a: int, b: int) -> tuple[int, int, str] | None:
+def kind_of(key: EdgeKey, nodes: Mapping[int, NodeRow]) -> EdgeKind | None:
+    """The kind of a mirrored edge between two nodes of ``nodes``, or None."""
+    low, high = nodes.get(key >> 64), nodes.get(key & _LOW64)
+    if low is None or high is None:
+        return None
+    return EDGE_KINDS.get((low[0], high[0]))
+
+
+def relation_of(a: int, b: int, nodes: Mapping[int, NodeRow]) -> tuple[int, int, str] | None:
     """(source, target, type) of the mirrored relationship between two nodes, or None.
 
-    Within a layer: ``<LAYER>_CONNECTED``; across layers: ``CONTAINS`` from the
-    higher layer down. 3D and mesh places are not parent and child.
+    Within a layer: ``<LAYER>_CONNECTED`` (stored both ways; ``a`` first here);
+    across layers: ``CONTAINS`` from the higher layer down. 3D and mesh places
+    are not parent and child.
     """
     low, high = (a, b) if a < b else (b, a)
-    kind = EDGE_KINDS.get((low >> 56, high >> 56))
+    kind = kind_of(low << 64 | high, nodes)
     if kind is None:
         return None
     if kind.relation != CONTAINS:
@@ -166,23 +222,31 @@ def relation_of(a: int, b: int) -> tuple[int, int, str] | None:
 
 
 def _class_names(graph: dsg.DynamicSceneGraph, layer_id: int, partition: int) -> dict[int, str] | None:
-    """Label -> lower-case class name for a layer, or None if the graph has no labelspace for it."""
+    """Label -> class name for a layer (spelled as the labelspace spells it), or None if it has none."""
     try:
         space = graph.get_labelspace(layer_id, partition)
     except Exception:  # a malformed metadata entry must not stop the mirror
         return None
     if not space:
         return None
-    return {int(label): str(name).lower() for label, name in space.labels_to_names.items()}
+    return {int(label): str(name) for label, name in space.labels_to_names.items()}
 
 
-def group_edges(edges: Iterable[EdgeKey]) -> dict[EdgeKind, list[list[str]]]:
-    """Edges as [source symbol, target symbol] rows by kind, oriented as the schema stores them."""
+def group_edges(edges: Iterable[EdgeKey], nodes: Mapping[int, NodeRow]) -> dict[EdgeKind, list[list[str]]]:
+    """Edges as [source symbol, target symbol] rows by kind, oriented as CONTAINS is stored.
+
+    ``nodes`` gives the ends' layers; edges with an end missing from it are skipped.
+    A connectivity edge is one row: the statement writes or deletes both directions.
+    """
     groups: dict[EdgeKind, list[list[str]]] = {}
     kinds = EDGE_KINDS
+    get = nodes.get
     for key in edges:
         low, high = key >> 64, key & _LOW64
-        kind = kinds.get((low >> 56, high >> 56))
+        rl, rh = get(low), get(high)
+        if rl is None or rh is None:
+            continue
+        kind = kinds.get((rl[0], rh[0]))
         if kind is None:
             continue
         rows = groups.get(kind)

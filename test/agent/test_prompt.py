@@ -44,7 +44,7 @@ def test_classes_and_schema_come_from_the_database(small_store):
     listed = set(re.findall(r"\[:([A-Z_]+)\]->", interface))
     assert rel_types <= listed
     assert "(:Room)-[:CONTAINS]->(:MeshPlace)" in interface
-    assert "bbox_dx" in interface  # property keys read from the nodes
+    assert "bbox_dim" in interface and "bbox_center" in interface  # property keys read from the nodes
 
 
 def test_new_class_appears_after_the_generation_bump(small_store):
@@ -81,13 +81,16 @@ def test_dialect_notes_match_the_backend(small_store):
     interface = PromptBuilder(small_store).build("ask", "q").component("interface").text
     if small_store.dialect == NEO4J:
         assert "Neo4j" in interface and "FalkorDB" not in interface
-        assert "point.distance(a.center, b.center)" in interface and "sqrt(" not in interface
+        assert "point.distance(a.center, b.center)" in interface and "[x, y, z] lists" not in interface
     else:
         assert "FalkorDB" in interface
-        assert "sqrt((a.x-b.x)^2 + (a.y-b.y)^2 + (a.z-b.z)^2)" in interface
-        assert "point.distance do not work" in interface
+        assert "point.distance(a.center, b.center)" in interface  # the point library makes it work here
+        assert "[x, y, z] lists" in interface and "point({x: ..}) does not work here" in interface
         neo4j = interface_text(read_facts(small_store), NEO4J, 2000)
-        assert "point.distance(a.center, b.center)" in neo4j and "sqrt(" not in neo4j
+        assert "point.distance(a.center, b.center)" in neo4j and "[x, y, z] lists" not in neo4j
+    # Every Cypher example in the notes runs on this backend.
+    for query in re.findall(r"(MATCH p = .*? AS hops)", interface):
+        small_store.query(query.replace("'P1'", "'P0'").replace("'P9'", "'P3'"))
 
 
 def test_example_queries_run_on_the_backend(small_store):

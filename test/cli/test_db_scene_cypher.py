@@ -55,7 +55,9 @@ def test_generate_load_summary_and_cypher(
     status, loaded, _ = heracles(capsys, "load", str(scene), *db)
     graph = load_scene(scene)
     assert status == 0
-    assert loaded["nodes_added"] == loaded["nodes"] and loaded["edges_added"] == loaded["edges"]
+    assert loaded["nodes_added"] == loaded["nodes"] == loaded["mirrored"]["nodes"]
+    assert loaded["edges_added"] == loaded["mirrored"]["edges"]
+    assert loaded["mirrored"]["relationships"] == loaded["edges"]  # what the database holds: connections both ways
     assert_mirrors(store, graph)
     objects = store.query("MATCH (o:Object) RETURN count(o) AS n")[0]["n"]
     assert loaded["nodes_by_label"]["Object"] == objects

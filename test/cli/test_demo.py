@@ -44,7 +44,7 @@ def no_language_model(monkeypatch):
 def _room_of_places(tables):
     rooms = {}
     for key in tables.edges:
-        relation = relation_of(*edge_ends(key))
+        relation = relation_of(*edge_ends(key), tables.nodes)
         if relation and relation[2] == CONTAINS and symbol_of(relation[0]).startswith("R"):
             rooms[symbol_of(relation[1])] = symbol_of(relation[0])
     return rooms
@@ -64,9 +64,9 @@ def test_demo_without_a_language_model_runs_a_valid_goal_and_draws_the_path(
     obj, place = match.groups()
     tables = extract_tables(load_scene(EXAMPLE_SCENE))
     room_of = _room_of_places(tables)
-    assert tables.nodes[id_of(obj)][0] == "box"
-    assert tables.nodes[id_of(room_of[place])][0] == "lounge"
-    relations = [relation_of(*edge_ends(k)) for k in tables.edges]
+    assert tables.nodes[id_of(obj)][1] == "box"
+    assert tables.nodes[id_of(room_of[place])][1] == "lounge"
+    relations = [relation_of(*edge_ends(k), tables.nodes) for k in tables.edges]
     parents = {symbol_of(r[0]) for r in relations if r and r[2] == CONTAINS and symbol_of(r[1]) == obj}
     assert parents and all(room_of.get(p) != room_of[place] for p in parents), "the box was already in the lounge"
 
@@ -133,15 +133,15 @@ def test_demo_with_a_language_model_asks_and_executes_a_command_through_the_lang
 
     tables = extract_tables(load_scene(EXAMPLE_SCENE))
     room_of = _room_of_places(tables)
-    lounge = next(symbol_of(i) for i, row in tables.nodes.items() if symbol_of(i)[0] == "R" and row[0] == "lounge")
+    lounge = next(symbol_of(i) for i, row in tables.nodes.items() if symbol_of(i)[0] == "R" and row[1] == "lounge")
     contained = {}
     for key in tables.edges:
-        relation = relation_of(*edge_ends(key))
+        relation = relation_of(*edge_ends(key), tables.nodes)
         if relation and relation[2] == CONTAINS and symbol_of(relation[1]).startswith("O"):
             contained[symbol_of(relation[1])] = symbol_of(relation[0])
     boxes_in_lounge = sorted(o for o, p in contained.items()
-                             if tables.nodes[id_of(o)][0] == "box" and room_of.get(p) == lounge)
-    box = min((o for o, p in contained.items() if tables.nodes[id_of(o)][0] == "box"
+                             if tables.nodes[id_of(o)][1] == "box" and room_of.get(p) == lounge)
+    box = min((o for o, p in contained.items() if tables.nodes[id_of(o)][1] == "box"
                and p.startswith("P") and room_of.get(p) not in (lounge, None)), key=lambda s: int(s[1:]))
     place = min((p for p, r in room_of.items() if r == lounge and p.startswith("P")), key=lambda s: int(s[1:]))
 

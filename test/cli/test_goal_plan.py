@@ -52,3 +52,23 @@ def test_plan_text_and_failures(db: list[str], capsys: pytest.CaptureFixture[str
     assert "goto -> P7" in out and "11.00 m via 12 places" in out  # through the doorway in row 2
     assert main(["plan", "(visited-place Q7)", *db]) == 1
     assert "status: invalid_goal" in capsys.readouterr().out
+
+
+def test_q_mesh_places_check_and_plan(
+    store: GraphStore, falkordb_uri: str, graph_name: str, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A scene whose mesh places are Q… (Hydra's code default): kinds come from the database, not the letter."""
+    db = ["--db", falkordb_uri, "--graph", graph_name]
+    scene = tmp_path / "q.json"
+    assert main(["generate-scene", "--kind", "small", "--mesh-prefix", "Q", "--out", str(scene)]) == 0
+    assert main(["load", str(scene), *db]) == 0
+    capsys.readouterr()
+    assert main(["goal", "check", "(visited-place Q6)", *db]) == 0
+    assert capsys.readouterr().out.startswith("valid: (visited-place Q6)")
+    assert main(["plan", "(object-in-place O1 Q6)", "--from", "Q0", "--json", *db]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["status"] == "solved" and result["start_symbol"] == "Q0"
+    assert [a["name"] for a in result["actions"]] == ["goto", "pick", "goto", "place"]
+    assert result["actions"][-1]["args"] == ["O1", "Q6"]
+    assert main(["goal", "check", "(visited-place O1)", *db]) == 1  # an object is no place, whatever its letter
+    assert "wrong kind in (visited-place O1)" in capsys.readouterr().err

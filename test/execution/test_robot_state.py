@@ -73,3 +73,19 @@ def test_the_mirror_leaves_the_robot_alone(tiny_store):
     Mirror(tiny_store).reconcile(tiny_scene())
     assert states.read() == RobotState((2.0, 0.0, 0.0), place="P2", holding="O1")
     assert links(tiny_store, "AT") == ["P2"] and links(tiny_store, "HOLDING") == ["O1"]
+
+
+def test_kinds_come_from_the_database_not_the_letter(store):
+    from support.hydra_scene import hydra_scene
+
+    Mirror(store).reconcile(hydra_scene())  # mesh places are Q0..Q7
+    states = RobotStateStore(store)
+    states.write(RobotState((3.0, 0.0, 0.0), place="Q3", holding="O0"))
+    assert links(store, "AT") == ["Q3"] and links(store, "HOLDING") == ["O0"]
+    states.record_placed("O0", "Q5", (5.0, 0.0, 0.0))
+    rows = store.query("MATCH (p)-[:CONTAINS]->(o:Object {nodeSymbol: 'O0'}) "
+                       "RETURN p.nodeSymbol AS p, o.center AS c, o.bbox_center AS bc")
+    assert rows == [{"p": "Q5", "c": [5.0, 0.0, 0.0], "bc": [5.0, 0.0, 0.0]}]  # the points move with the object
+    assert states.place_position("Q5") == (5.0, 0.0, 0.0) and states.place_position("Q99") is None
+    with pytest.raises(ExecutionError, match="'O1' is not a place symbol: the database holds it as Object"):
+        states.place_position("O1")

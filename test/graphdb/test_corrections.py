@@ -19,7 +19,7 @@ def test_correction_survives_snapshots_that_would_undo_it(store: FalkorStore) ->
     mirror = Mirror(store)
     graph = tiny_scene()
     mirror.reconcile(graph)
-    changes = Corrections(store).apply([("O2", "class", "Bag")])
+    changes = Corrections(store).apply([("O2", "class", "bag")])
     assert [str(c) for c in changes] == ["O2.class: 'bicycle' -> 'bag'"]
     assert object_class(store, "O2") == "bag"
 

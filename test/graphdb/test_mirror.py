@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 import pytest
 import spark_dsg as dsg
+from support.hydra_scene import hydra_scene
 from support.mirror_checks import assert_mirrors, database_contents
 from support.tiny_scene import add_object, node_id, tiny_scene
 
@@ -20,8 +21,9 @@ def test_first_reconcile_writes_the_schema(store: FalkorStore) -> None:
     assert (report.nodes_added, report.edges_added) == (14, 18)
     assert_mirrors(store, graph)
     row = store.query("MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {nodeSymbol: 'O2'}) RETURN p.nodeSymbol AS p, "
-                      "o.class AS c, o.name AS name, o.bbox_dx AS dx")
-    assert row == [{"p": "P4", "c": "bicycle", "name": "bicycle 2", "dx": pytest.approx(0.5)}]
+                      "o.class AS c, o.name AS name, o.bbox_dim AS dim, o.bbox_center AS bc, o.center AS center")
+    assert row == [{"p": "P4", "c": "bicycle", "name": "bicycle 2", "dim": pytest.approx([0.5, 0.4, 0.3]),
+                    "bc": [4.0, 1.0, 0.5], "center": [4.0, 1.0, 0.5]}]
     assert store.query("MATCH (r:Room {nodeSymbol: 'R1'}) RETURN r.class AS c") == [{"c": "lounge"}]
     # O4 has no place; it is mirrored anyway, with no parent.
     assert store.query("MATCH (o:Object {nodeSymbol: 'O4'}) OPTIONAL MATCH (p)-[:CONTAINS]->(o) "
@@ -124,3 +126,39 @@ def test_a_change_by_another_writer_is_noticed(store: FalkorStore) -> None:
     assert (report.nodes_added, report.edges_added) == (2, 2)
     assert_mirrors(store, graph)
     assert node_mirror.reconcile(graph).writes == 0
+
+
+def test_a_hydra_convention_scene_mirrors_completely(store: FalkorStore) -> None:
+    graph = hydra_scene()
+    report = Mirror(store).reconcile(graph)
+    assert_mirrors(store, graph)  # every Q mesh place and edge, both directions, center on every node
+    counts = store.query("MATCH (n) WHERE n.nodeSymbol IS NOT NULL RETURN count(n) AS n")[0]["n"]
+    relationships = store.query("MATCH ()-[e]->() RETURN count(e) AS n")[0]["n"]
+    assert (report.nodes, report.relationships) == (counts, relationships) == (15, 2 * 7 + 2 * 1 + 2 * 1 + 14)
+    assert store.query("MATCH (r:Room) RETURN r.nodeSymbol AS s, r.class AS c, r.name AS name ORDER BY s") == [
+        {"s": "R0", "c": "kitchen", "name": "kitchen"}, {"s": "R1", "c": "lounge", "name": "lounge"}
+    ]
+    assert store.query("MATCH (o:Object) RETURN o.class AS c ORDER BY c") == [{"c": "Box"}, {"c": "Door"}]
+    assert store.query("MATCH (n) WHERE n.nodeSymbol IN ['f0', 'a0'] RETURN n") == []
+    assert Mirror(store).reconcile(graph).writes == 0  # a second mirror reads it all back as unchanged
+
+
+def test_removing_a_connection_removes_both_directions(store: FalkorStore) -> None:
+    mirror = Mirror(store)
+    graph = hydra_scene()
+    mirror.reconcile(graph)
+    graph.remove_edge(node_id("Q3"), node_id("Q4"))
+    report = mirror.reconcile(graph)
+    assert (report.edges_removed, report.writes) == (1, 1)
+    assert_mirrors(store, graph)
+    assert store.query("MATCH (a {nodeSymbol: 'Q3'})-[e]-(b {nodeSymbol: 'Q4'}) RETURN count(e) AS n") == [{"n": 0}]
+
+
+def test_a_database_with_one_way_connections_is_completed(store: FalkorStore) -> None:
+    graph = hydra_scene()
+    Mirror(store).reconcile(graph)
+    store.write("MATCH (a {nodeSymbol: 'Q1'})-[e:MESH_PLACE_CONNECTED]->(b {nodeSymbol: 'Q0'}) DELETE e")
+    store.write("MATCH (n:MeshPlace {nodeSymbol: 'Q5'}) REMOVE n.center")
+    report = Mirror(store).reconcile(graph)  # reads the database: Q0-Q1 is half there, Q5 lacks its center
+    assert (report.edges_added, report.nodes_changed) == (1, 1)
+    assert_mirrors(store, graph)

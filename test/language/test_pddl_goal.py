@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from heracles_ros.errors import GoalError
+from heracles_ros.graphdb.schema import Layer
 from heracles_ros.language.goal_ast import And, Atom, Not, Or, symbols
 from heracles_ros.language.pddl_goal import from_pddl_name, parse_goal, static_problems, to_pddl_name
 from heracles_ros.planning.domain import load_domain
@@ -61,8 +62,10 @@ def test_syntax_errors_name_the_token_and_position(text: str, fragment: str) -> 
 
 
 def test_symbol_names_are_case_safe_and_round_trip() -> None:
-    assert [to_pddl_name(s) for s in ("P12", "p12", "O3", "R2")] == ["mp12", "p3d12", "o3", "r2"]
-    for symbol in ("P12", "p12", "O3", "R2"):
+    assert [to_pddl_name(s) for s in ("P12", "p12", "O3", "R2", "Q6", "q6")] == [
+        "mp12", "p3d12", "o3", "r2", "uq6", "lq6"
+    ]
+    for symbol in ("P12", "p12", "O3", "R2", "Q6", "q6", "S1", "f2"):
         assert from_pddl_name(to_pddl_name(symbol).upper()) == symbol
     with pytest.raises(GoalError, match="'bag1' is not a scene symbol"):
         to_pddl_name("bag1")
@@ -72,7 +75,8 @@ def test_symbol_names_are_case_safe_and_round_trip() -> None:
 
 def test_static_problems_report_everything_at_once() -> None:
     expr = parse_goal("(and (fly O1) (holding O1 O2) (holding P3) (object-in-place O1 R2) (safe bag1) (safe O1))")
-    problems = static_problems(expr, load_domain())
+    kinds = {"O1": Layer.OBJECT, "O2": Layer.OBJECT, "P3": Layer.MESH_PLACE, "R2": Layer.ROOM}
+    problems = static_problems(expr, load_domain(), kinds)
     assert len(problems) == 5
     assert "unknown predicate 'fly'" in problems[0]
     assert "wrong arity in (holding O1 O2)" in problems[1] and "takes 1 argument" in problems[1]

@@ -9,22 +9,24 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from heracles_ros.errors import ConfigError
+from heracles_ros.graphdb.schema import Layer
 from heracles_ros.scene.synthetic import generate_scene
-from heracles_ros.scene.tables import edge_ends, extract_tables, layer_of_id, symbol_of
+from heracles_ros.scene.tables import edge_ends, extract_tables, symbol_of
 
 
 def _census(graph: dsg.DynamicSceneGraph) -> tuple[Counter[str], dict[str, set[str]]]:
+    """Mirrored nodes and classes by symbol prefix (the synthetic scenes use one prefix per layer)."""
     tables = extract_tables(graph)
     counts = Counter(symbol_of(i)[0] for i in tables.nodes)
     classes: dict[str, set[str]] = {}
     for node_id, row in tables.nodes.items():
-        classes.setdefault(symbol_of(node_id)[0], set()).add(row[0])
+        classes.setdefault(symbol_of(node_id)[0], set()).add(row[1])
     return counts, classes
 
 
 def _mesh_components(graph: dsg.DynamicSceneGraph) -> int:
     tables = extract_tables(graph)
-    places = sorted(i for i in tables.nodes if symbol_of(i)[0] == "P")
+    places = sorted(i for i, row in tables.nodes.items() if row[0] is Layer.MESH_PLACE)
     index = {p: k for k, p in enumerate(places)}
     pairs = [edge_ends(e) for e in tables.edges]
     pairs = [(index[a], index[b]) for a, b in pairs if a in index and b in index]
@@ -43,8 +45,15 @@ def test_small_scene_is_an_indoor_floor_with_hydra_quirks() -> None:
     graph = generate_scene("small", 0)
     counts, classes = _census(graph)
     assert counts["P"] == 104 and counts["p"] == 16 and counts["R"] == 5 and 20 <= counts["O"] <= 60
-    assert classes["R"] == {"kitchen", "lounge", "hallway", "office", "storage"}
+    assert classes["R"] == {"kitchen", "lounge", "hallway", "office", "storage"}  # from the rooms' names
     assert classes["P"] == {"mesh place"}  # no labelspace for places, as in real Hydra files
+    metadata = graph.metadata.get()
+    assert set(metadata["labelspaces"]) == {"_l2p0"}  # Hydra writes no room labelspace
+    assert {n.attributes.semantic_label for n in graph.get_layer(4).nodes} == {0}
+    # Hydra's frontiers and agent layer are there, and not mirrored.
+    frontiers = [n for n in graph.get_layer(3).nodes if not n.attributes.real_place]
+    assert len(frontiers) == 2 and "f" not in counts
+    assert graph.get_layer(2, ord("a")).num_nodes() == 6 and "a" not in counts
     assert _mesh_components(graph) == 2  # the shed is not reachable from the floor
     orphans = [o for o in graph.get_layer(2).nodes if not o.has_parent()]
     assert 0 < len(orphans) < counts["O"] / 3
@@ -57,12 +66,22 @@ def test_large_scene_matches_the_reference_papers_graph() -> None:
     assert counts["O"] == 314 and len(classes["O"]) == 12
     assert counts["R"] == 124 and len(classes["R"]) == 4
     metadata = graph.metadata.get()
-    assert set(metadata["labelspaces"]) == {"_l2p0", "_l4p0"}
+    assert set(metadata["labelspaces"]) == {"_l2p0"}
     assert all(len(pair) == 2 for pair in metadata["labelspaces"]["_l2p0"])
     xs = [n.attributes.position[0] for n in graph.get_layer(3, 1).nodes]
     assert max(xs) - min(xs) > 900  # kilometre scale
     assert any(not o.has_parent() for o in graph.get_layer(2).nodes)
-    assert all(layer_of_id(n.id.value) is not None for n in graph.get_layer(3, 1).nodes)
+
+
+
+def test_the_q_variant_names_mesh_places_as_hydras_code_default() -> None:
+    p_tables = extract_tables(generate_scene("small", 0))
+    q_tables = extract_tables(generate_scene("small", 0, mesh_prefix="Q"))
+    q_mesh = {symbol_of(i) for i, row in q_tables.nodes.items() if row[0] is Layer.MESH_PLACE}
+    assert q_mesh == {f"Q{i}" for i in range(104)}
+    assert len(q_tables.nodes) == len(p_tables.nodes) and len(q_tables.edges) == len(p_tables.edges)
+    with pytest.raises(ConfigError, match="mesh place prefix"):
+        generate_scene("small", 0, mesh_prefix="O")
 
 
 def test_scale_shrinks_the_large_scene() -> None:

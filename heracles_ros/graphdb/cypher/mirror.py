@@ -20,14 +20,18 @@ def create_index(dialect: Dialect, label: str, prop: str) -> str:
     return f"CREATE INDEX FOR (n:{label}) ON (n.{prop})"
 
 
-#: Node rows are lists, [symbol, class, x, y, z] plus [name, dx, dy, dz] for objects: shorter
-#: to encode and parse than maps (see mirror.node_params).
+#: Node rows are lists, [symbol, class, name, x, y, z] plus [bbox centre x, y, z, bbox size x, y, z]
+#: for objects: shorter to encode and parse than maps (see mirror.node_params).
 def _node_sets(dialect: Dialect, layer: Layer) -> str:
-    sets = "n.class = r[1], n.x = r[2], n.y = r[3], n.z = r[4]"
+    sets = (
+        "n.class = r[1], n.name = r[2], n.x = r[3], n.y = r[4], n.z = r[5], "
+        f"n.center = {dialect.point('r[3]', 'r[4]', 'r[5]')}"
+    )
     if layer is Layer.OBJECT:
-        sets += ", n.name = r[5], n.bbox_dx = r[6], n.bbox_dy = r[7], n.bbox_dz = r[8]"
-    if dialect.has_points:
-        sets += ", n.center = point({x: r[2], y: r[3], z: r[4]})"
+        sets += (
+            f", n.bbox_center = {dialect.point('r[6]', 'r[7]', 'r[8]')}"
+            f", n.bbox_dim = {dialect.point('r[9]', 'r[10]', 'r[11]')}"
+        )
     return sets
 
 
@@ -45,33 +49,40 @@ def delete_nodes(layer: Layer) -> str:
     return f"UNWIND $symbols AS s MATCH (n:{layer.value} {{nodeSymbol: s}}) DETACH DELETE n"
 
 
-#: Edge rows are [source symbol, target symbol].
-def merge_edges(source: Layer, target: Layer, relation: str) -> str:
+#: Edge rows are [source symbol, target symbol]. Connectivity (``both_ways``) is written and
+#: deleted in both directions, as the reference system stores it, from one row.
+def merge_edges(source: Layer, target: Layer, relation: str, *, both_ways: bool = False) -> str:
+    back = f" MERGE (b)-[:{relation}]->(a)" if both_ways else ""
     return (
         f"UNWIND $rows AS r MATCH (a:{source.value} {{nodeSymbol: r[0]}}) "
-        f"MATCH (b:{target.value} {{nodeSymbol: r[1]}}) MERGE (a)-[:{relation}]->(b)"
+        f"MATCH (b:{target.value} {{nodeSymbol: r[1]}}) MERGE (a)-[:{relation}]->(b){back}"
     )
 
 
-def create_edges(source: Layer, target: Layer, relation: str) -> str:
+def create_edges(source: Layer, target: Layer, relation: str, *, both_ways: bool = False) -> str:
     """For edges between nodes created in the same reconcile: they cannot exist yet."""
+    back = f", (b)-[:{relation}]->(a)" if both_ways else ""
     return (
         f"UNWIND $rows AS r MATCH (a:{source.value} {{nodeSymbol: r[0]}}) "
-        f"MATCH (b:{target.value} {{nodeSymbol: r[1]}}) CREATE (a)-[:{relation}]->(b)"
+        f"MATCH (b:{target.value} {{nodeSymbol: r[1]}}) CREATE (a)-[:{relation}]->(b){back}"
     )
 
 
-def delete_edges(source: Layer, target: Layer, relation: str) -> str:
+def delete_edges(source: Layer, target: Layer, relation: str, *, both_ways: bool = False) -> str:
+    arrow = "-" if both_ways else "->"
     return (
-        f"UNWIND $rows AS r MATCH (a:{source.value} {{nodeSymbol: r[0]}})-[e:{relation}]->"
+        f"UNWIND $rows AS r MATCH (a:{source.value} {{nodeSymbol: r[0]}})-[e:{relation}]{arrow}"
         f"(b:{target.value} {{nodeSymbol: r[1]}}) DELETE e"
     )
 
 
 def read_nodes(layer: Layer) -> str:
-    """Mirrored rows of one layer, in the shape the diff compares."""
-    extra = ", n.name AS name, n.bbox_dx AS dx, n.bbox_dy AS dy, n.bbox_dz AS dz" if layer is Layer.OBJECT else ""
-    return f"MATCH (n:{layer.value}) RETURN n.nodeSymbol AS s, n.class AS c, n.x AS x, n.y AS y, n.z AS z{extra}"
+    """Mirrored rows of one layer, in the shape the diff compares (points come back as 3-sequences)."""
+    extra = ", n.bbox_center AS bc, n.bbox_dim AS bd" if layer is Layer.OBJECT else ""
+    return (
+        f"MATCH (n:{layer.value}) RETURN n.nodeSymbol AS s, n.class AS c, n.name AS name, "
+        f"n.x AS x, n.y AS y, n.z AS z, n.center AS center{extra}"
+    )
 
 
 def read_edges(relation: str) -> str:
@@ -112,12 +123,6 @@ RETIRE_CORRECTIONS = (
 def apply_correction(layer: Layer, prop: str, dialect: Dialect) -> str:
     """Set one whitelisted property on nodes of one layer (prop comes from CORRECTABLE_PROPERTIES)."""
     extra = ""
-    if dialect.has_points and prop in {"x", "y", "z"}:
-        extra = " SET n.center = point({x: n.x, y: n.y, z: n.z})"
+    if prop in {"x", "y", "z"}:
+        extra = f" SET n.center = {dialect.point('n.x', 'n.y', 'n.z')}"
     return f"UNWIND $rows AS r MATCH (n:{layer.value} {{nodeSymbol: r.s}}) SET n.{prop} = r.v{extra}"
-
-
-def existing_symbols(layer: Layer) -> str:
-    return f"UNWIND $symbols AS s MATCH (n:{layer.value} {{nodeSymbol: s}}) RETURN n.nodeSymbol AS s"
-
-

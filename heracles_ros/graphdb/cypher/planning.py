@@ -18,13 +18,12 @@ GRAPH_STAMP = (
 )
 
 
-def existing_symbols(layers: list[Layer]) -> str:
-    """One round trip: which of ``$<layer>`` symbols exist, per layer (parameter names are the labels)."""
-    return " UNION ALL ".join(
-        f"UNWIND ${layer.value} AS s MATCH (n:{layer.value} {{nodeSymbol: s}}) "
-        f"RETURN n.nodeSymbol AS symbol, '{layer.value}' AS label"
-        for layer in layers
-    )
+#: One round trip: the label of each of ``$symbols`` that a mirrored layer holds (a symbol's
+#: kind is its label, whatever its prefix), each looked up through the label's index.
+SYMBOL_LABELS = " UNION ALL ".join(
+    f"UNWIND $symbols AS s MATCH (n:{layer.value} {{nodeSymbol: s}}) RETURN s AS symbol, '{layer.value}' AS label"
+    for layer in Layer
+)
 
 
 def place_nodes(layer: Layer) -> str:

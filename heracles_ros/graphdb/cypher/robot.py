@@ -50,10 +50,9 @@ def node_position(layer: Layer) -> str:
 
 
 def move_object(dialect: Dialect) -> str:
-    """Set a placed object's position (and Neo4j's ``center`` point with it)."""
-    sets = "o.x = $x, o.y = $y, o.z = $z"
-    if dialect.has_points:
-        sets += ", o.center = point({x: $x, y: $y, z: $z})"
+    """Set a placed object's position (and its ``center`` / ``bbox_center`` points with it)."""
+    point = dialect.point("$x", "$y", "$z")
+    sets = f"o.x = $x, o.y = $y, o.z = $z, o.center = {point}, o.bbox_center = {point}"
     return f"MATCH (o:{Layer.OBJECT.value} {{nodeSymbol: $object}}) SET {sets}"
 
 
