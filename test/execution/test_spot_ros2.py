@@ -244,11 +244,12 @@ class Rig:
 
 
 @contextlib.contextmanager
-def rig(ros_domain_id: int, *, max_age_s: float = 5.0, start: Pose = ORIGIN, **config: Any) -> Iterator[Rig]:
+def rig(ros_domain_id: int, *, max_age_s: float = 5.0, start: Pose = ORIGIN, actions: bool = True,
+        **config: Any) -> Iterator[Rig]:
     settings = {"service_timeout_s": 3.0, "accept_timeout_s": 3.0, "pose_timeout_s": 3.0, "tick_s": 0.02,
                 "walk_margin_s": 5.0, "expected_speed_mps": 2.0, **config}
     with ros_session(ros_domain_id):
-        fake = FakeSpotDriver("spot", start=start)
+        fake = FakeSpotDriver("spot", start=start, actions=actions)
         adapter = rclpy.create_node("heracles_adapter")
         hydra = rclpy.create_node("hydra_backend")
         source = TopicMapFrame(adapter, TRANSFORM_TOPIC, max_age_s=max_age_s)
@@ -366,17 +367,28 @@ def test_a_step_timeout_and_a_walk_over_its_budget_stop_the_robot(ros_domain_id)
         wait_until(lambda: r.fake.cancelled == 2, 5.0, "both goals cancelled at the driver")
 
 
-def test_a_driver_that_never_answers_fails_the_step(ros_domain_id):
-    with rig(ros_domain_id, accept_timeout_s=0.5) as r:
+def test_a_driver_without_its_action_server_fails_the_step(ros_domain_id):
+    with rig(ros_domain_id, accept_timeout_s=0.5, actions=False) as r:
         started(r)
-        for server in r.fake._servers:
-            server.destroy()
-        r.fake._servers = []
         started_at = time.monotonic()
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]))
         assert outcome.outcome is Outcome.FAILED
-        assert "walk to p2: action server not available within 0.5 s" in outcome.reason
+        assert outcome.reason == "walk to p2: action server not available within 0.5 s"
         assert time.monotonic() - started_at < 5.0
+
+
+def test_a_driver_that_never_answers_a_goal_fails_the_step_and_stops_the_robot(ros_domain_id):
+    with rig(ros_domain_id, accept_timeout_s=0.5) as r:
+        started(r)
+        r.fake.answering.clear()
+        r.fake.walks.append(Walk.HANG)
+        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]))
+        assert outcome.outcome is Outcome.FAILED
+        assert outcome.reason == "walk to p2: goal not accepted within 0.5 s"
+        assert r.fake.called("stop") == 1
+        # Accepted after all, later: the adapter cancels it at once.
+        r.fake.answering.set()
+        wait_until(lambda: r.fake.cancelled == 1, 10.0, "the late goal cancelled at the driver")
 
 
 def test_a_failed_start_releases_the_lease_it_claimed_and_only_that(ros_domain_id):

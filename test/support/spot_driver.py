@@ -155,7 +155,8 @@ class Walk(enum.Enum):
 class FakeSpotDriver(Node):
     """Plays spot_ros2 for one robot: services, actions, odometry of a kinematic body."""
 
-    def __init__(self, spot_name: str = "spot", *, start: Pose = ORIGIN, period_s: float = 0.05):
+    def __init__(self, spot_name: str = "spot", *, start: Pose = ORIGIN, period_s: float = 0.05,
+                 actions: bool = True):
         super().__init__("fake_spot_driver", namespace=spot_name)
         self.spot_name = spot_name
         self._lock = threading.Lock()
@@ -167,17 +168,24 @@ class FakeSpotDriver(Node):
         self.manipulations: list[manipulation_api_pb2.ManipulationApiRequest] = []
         self.cancelled = 0
         self.step_s = 0.05
+        #: Cleared: goals are neither accepted nor rejected (for up to 10 s), like a driver that hangs.
+        self.answering = threading.Event()
+        self.answering.set()
         group = ReentrantCallbackGroup()
         for service in SERVICES:
             self.create_service(Trigger, service, self._trigger(service), callback_group=group)
         self._odometry = self.create_publisher(Odometry, "odometry", 10)
         self.create_timer(period_s, self._publish_odometry, callback_group=group)
-        common = {"callback_group": group, "goal_callback": lambda _: GoalResponse.ACCEPT,
+        common = {"callback_group": group, "goal_callback": self._on_goal,
                   "cancel_callback": lambda _: CancelResponse.ACCEPT}
         self._servers = [
             ActionServer(self, RobotCommand, "robot_command", self._robot_command, **common),
             ActionServer(self, Manipulation, "manipulation", self._manipulation, **common),
-        ]
+        ] if actions else []
+
+    def _on_goal(self, _request: Any) -> GoalResponse:
+        self.answering.wait(10.0)
+        return GoalResponse.ACCEPT
 
     # -- services
     def _trigger(self, service: str) -> Callable[[Any, Any], Any]:
