@@ -122,7 +122,8 @@ setup() {
 }
 
 activate() {
-  export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH"
+  # lib/heracles_ros holds the node executables (what `ros2 run heracles_ros NODE` would start).
+  export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$VENV/lib/heracles_ros:$PATH"
   export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
   export LD_LIBRARY_PATH="$VENV/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
