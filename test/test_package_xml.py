@@ -40,4 +40,4 @@ def test_every_imported_ros_package_is_declared():
 
 def test_hydra_and_spot_ros2_packages_are_optional():
     assert not OPTIONAL & _declared({})
-    assert OPTIONAL <= _declared({"HERACLES_WITH_HYDRA": "1", "HERACLES_WITH_SPOT": "1"})
+    assert _declared({"HERACLES_WITH_HYDRA": "1", "HERACLES_WITH_SPOT": "1"}) >= OPTIONAL
