@@ -12,7 +12,9 @@ Interface (names relative, so a robot namespace applies):
 Parameters: :data:`PARAMETERS`. The driver's settings come straight from the
 driver factory's tables, as ``sim_<setting>`` and ``spot_<setting>``; what the
 robot holds and where it starts come from its record in the database (or
-``start_place``), never from parameters.
+``start_place``), never from parameters, and at start the record takes the
+robot's real pose from its driver. The robot is claimed, powered on and stood
+up when the first plan starts (``start_robot_at_launch``: when the node starts).
 
 One plan at a time (decision): a plan that arrives while another runs is
 rejected at once with a ``rejected`` result whose reason says the dispatcher is
