@@ -5,7 +5,11 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 from catkin_pkg.package import parse_package
+
+# catkin_pkg's condition parser calls a pyparsing API that pyparsing now deprecates.
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 ROOT = Path(__file__).resolve().parents[1]
 OPTIONAL = {"hydra_msgs", "hydra_visualizer", "spot_msgs", "bosdyn_msgs"}
