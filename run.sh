@@ -6,10 +6,17 @@
 #   ./run.sh heracles ARGS...   the heracles CLI inside the environment
 #   ./run.sh exec CMD...        run CMD inside the (already set-up) environment
 # Set-up is idempotent: each step is skipped when its inputs did not change.
+# HERACLES_ROS_DISTRO=kilted (default, .venv) or jazzy (.venv-jazzy) picks the ROS 2 wheels.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-VENV="${HERACLES_VENV:-$REPO/.venv}"
+DISTRO="${HERACLES_ROS_DISTRO:-kilted}"
+case "$DISTRO" in
+  kilted) ROS_REQUIREMENTS=requirements-ros.txt; DEFAULT_VENV=.venv ;;
+  jazzy) ROS_REQUIREMENTS=requirements-ros-jazzy.txt; DEFAULT_VENV=.venv-jazzy ;;
+  *) echo "HERACLES_ROS_DISTRO must be kilted or jazzy, got '$DISTRO'" >&2; exit 2 ;;
+esac
+VENV="${HERACLES_VENV:-$REPO/$DEFAULT_VENV}"
 STAMPS="$VENV/.heracles_stamps"
 PY="${PYTHON:-python3.11}"
 command -v "$PY" >/dev/null 2>&1 || PY=python3
@@ -47,14 +54,14 @@ ensure_venv() {
 }
 
 ensure_python_deps() {
-  local h; h=$(hash_of requirements.txt requirements-ros.txt requirements-dev.txt)
+  local h; h=$(hash_of requirements.txt "$ROS_REQUIREMENTS" requirements-dev.txt)
   stamp_ok pip "$h" && return
   ensure_system_tools
-  log "installing Python packages (ROS 2 Kilted wheels, database, planner, LLM clients)"
-  "$VENV/bin/python" -m pip install -q -r "$REPO/requirements-ros.txt" -r "$REPO/requirements.txt" -r "$REPO/requirements-dev.txt" 2> >(grep -v "WARNING: Location" >&2)
+  log "installing Python packages (ROS 2 $DISTRO wheels, database, planner, LLM clients)"
+  "$VENV/bin/python" -m pip install -q -r "$REPO/$ROS_REQUIREMENTS" -r "$REPO/requirements.txt" -r "$REPO/requirements-dev.txt" 2> >(grep -v "WARNING: Location" >&2)
   fix_wheel_cmake_paths
   stamp_set pip "$h"
-  rm -f "$STAMPS/interfaces" "$STAMPS/test_interfaces"
+  rm -f "$STAMPS"/interfaces "$STAMPS"/test_*
 }
 
 # The ROS wheels' exported CMake files name the wheel builder's Python and
@@ -123,12 +130,18 @@ setup() {
   ensure_python_deps
   ensure_neo4j_lint
   build_interfaces interfaces "$REPO" msg srv CMakeLists.txt package.xml
-  build_interfaces test_interfaces "$REPO/test/interfaces/hydra_msgs" test/interfaces/hydra_msgs
+  # Test-only stand-ins for messages of Hydra-ROS and spot_ros2 (spot_msgs needs bosdyn_api_msgs first).
+  local package
+  for package in hydra_msgs bosdyn_api_msgs spot_msgs; do
+    build_interfaces "test_$package" "$REPO/test/interfaces/$package" "test/interfaces/$package" \
+      $([[ $package == spot_msgs ]] && echo test/interfaces/bosdyn_api_msgs)
+  done
   ensure_package
 }
 
 activate() {
-  export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH"
+  # lib/heracles_ros holds the node executables (what `ros2 run heracles_ros NODE` would start).
+  export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$VENV/lib/heracles_ros:$PATH"
   export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
   export LD_LIBRARY_PATH="$VENV/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"

@@ -26,7 +26,7 @@ def test_every_declared_parameter_is_documented_with_its_default(node: str) -> N
     for spec in specs:
         default = spec.default
         shown = (str(default).lower() if isinstance(default, bool) else f'"{default}"' if isinstance(default, str)
-                 else "[]" if isinstance(default, list) else str(default))
+                 else "[" + ", ".join(map(str, default)) + "]" if isinstance(default, list) else str(default))
         assert rows[spec.name] == shown, spec.name
 
 

@@ -15,7 +15,7 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -207,15 +207,17 @@ class _Console:
         self.node = Node("heracles_demo_console", context=session._context, namespace=NAMESPACE,
                          use_global_arguments=False)
         events = session.events
+
+        def forward(kind: str) -> Callable[[Any], None]:
+            return lambda msg: events.put(Event(kind, msg))
+
         for msg_type, topic, depth in (
             (MirrorStatus, "mirror_status", 10),
             (Plan, "plan", 10),
             (DispatchProgress, "dispatch_progress", 100),
             (DispatchResult, "dispatch_result", 10),
         ):
-            self.node.create_subscription(
-                msg_type, topic, lambda msg, kind=topic: events.put(Event(kind, msg)), reliable(depth)
-            )
+            self.node.create_subscription(msg_type, topic, forward(topic), reliable(depth))
         self.plan_pub = self.node.create_publisher(Plan, "plan", reliable(10))
         self.ask: Any = self.node.create_client(Ask, "ask")
         self.command: Any = self.node.create_client(Command, "command")

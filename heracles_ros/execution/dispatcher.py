@@ -198,6 +198,29 @@ class Dispatcher:
         targets = [a.target_symbol for a in plan.actions if a.name == "goto"]
         return symbol_layers(self.state_store.store, targets)
 
+    def adopt_real_pose(self, timeout_s: float, place_tolerance_m: float = 1.0) -> None:
+        """Record where the robot really is (its driver's pose), before anything moves.
+
+        The recorded place is kept only if the robot stands within
+        ``place_tolerance_m`` of it; otherwise it becomes unknown and the planner
+        starts from the place nearest the real position.
+        """
+        pose = self.driver.wait_pose(timeout_s)
+        if pose is None:
+            log.warning("robot pose unknown at start: keeping the recorded position %s", self._robot.position)
+            return
+        place = self._robot.place
+        try:
+            if place and self.state_store is not None:
+                position = self.state_store.position_of(place)
+                if position is None or pose.distance_to(position) > place_tolerance_m:
+                    place = ""
+            self._robot = replace(self._robot, position=pose.position, place=place)
+            if self.state_store is not None:
+                self.state_store.write(self._robot)
+        except HeraclesError as exc:
+            log.warning("robot state not recorded: %s", exc)
+
     def timeout_for(self, action: PlanAction) -> float:
         timeout = self.config.step_timeout_s
         if action.name == "goto":

@@ -128,6 +128,14 @@ class RobotDriver(ABC):
     def pose(self) -> Pose:
         """Latest known body pose in the map frame."""
 
+    def wait_pose(self, timeout_s: float) -> Pose | None:
+        """The robot's real pose in the map frame, waiting up to ``timeout_s`` for it; None if it never came.
+
+        Needs no :meth:`start` (a real robot reports its pose unclaimed), so the
+        robot's record can be set from where it really is before anything moves.
+        """
+        return self.pose()
+
     @abstractmethod
     def execute(
         self,

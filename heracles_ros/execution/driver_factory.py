@@ -14,7 +14,7 @@ from heracles_ros.errors import ConfigError
 from heracles_ros.execution.driver import Pose, RobotDriver
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
 from heracles_ros.execution.spot_commands import FRAMES, SE2Transform
-from heracles_ros.execution.spot_ros2 import SpotConfig, SpotRos2Driver
+from heracles_ros.execution.spot_ros2 import MAP_FRAME_SOURCES, SpotConfig, SpotRos2Driver
 from heracles_ros.settings import Setting
 
 _SIM = SimConfig()
@@ -45,15 +45,26 @@ SPOT_ROS2_SETTINGS: tuple[Setting, ...] = (
     Setting("spot_name", "", "Namespace of the spot_ros2 driver (its spot_name; '' for none)."),
     Setting("frame", _SPOT.frame, "Spot frame for goals; must match the driver's preferred_odom_frame.",
             choices=FRAMES),
+    Setting("map_frame_source", _SPOT.map_frame_source,
+            "Where map->frame comes from: tf (latest from TF, as Hydra's backend publishes it) or fixed "
+            "(map_to_frame).", choices=MAP_FRAME_SOURCES),
+    Setting("tf_map_frame", _SPOT.tf_map_frame, "TF name of the scene graph's map frame (Hydra's map frame)."),
+    Setting("tf_odom_frame", _SPOT.tf_odom_frame,
+            "TF name of Spot's goal frame ('' for spot_ros2's own: <spot_name>/<frame>)."),
+    _number("map_frame_max_age_s", _SPOT.map_frame_max_age_s,
+            "A TF map->frame older than this fails the step, seconds (0: any age)."),
     Setting("map_to_frame", [0.0, 0.0, 0.0],
-            "Pose of that frame in the scene graph's map frame: x, y, yaw[, z] (identity when Hydra maps in odom)."),
+            "With map_frame_source fixed: pose of that frame in the map frame, x, y, yaw[, z] "
+            "([0, 0, 0] when the scene graph is in Spot's odom frame)."),
     _number("arrival_tolerance_m", _SPOT.arrival_tolerance_m, "Distance from the final goal that counts as arrived.",
             0.01),
-    _number("waypoint_tolerance_m", _SPOT.waypoint_tolerance_m, "Distance at which a waypoint counts as passed.",
-            0.01),
+    _number("waypoint_tolerance_m", _SPOT.waypoint_tolerance_m,
+            "Distance within which a waypoint counts as passed (a leading one: as where the robot stands).", 0.01),
     _number("yaw_tolerance_rad", _SPOT.yaw_tolerance_rad, "Heading error that still counts as arrived.", 0.01),
-    _number("expected_speed_mps", _SPOT.expected_speed_mps, "Walking speed a leg's time budget assumes.", 0.01),
-    _number("walk_margin_s", _SPOT.walk_margin_s, "Extra seconds per leg for turning, starting, stopping."),
+    _number("expected_speed_mps", _SPOT.expected_speed_mps, "Walking speed the walk trajectory's timing assumes.",
+            0.01),
+    _number("walk_margin_s", _SPOT.walk_margin_s,
+            "Extra seconds beyond the trajectory's own time before a walk counts as stuck."),
     _number("max_speed_mps", _SPOT.max_speed_mps, "Speed limit sent with walk goals (0: the robot's own)."),
     _number("service_timeout_s", _SPOT.service_timeout_s, "Limit for a Trigger service call.", 0.01),
     _number("power_on_timeout_s", _SPOT.power_on_timeout_s, "Limit for power_on.", 0.01),

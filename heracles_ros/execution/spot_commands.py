@@ -18,10 +18,12 @@ and with ``PICK_AUTO_WALK_AND_GAZE`` it walks within reach and looks before
 grasping. ``PickObject`` would need the robot already in reach, and the
 image-based requests need a pixel we do not have.
 
-Timing: the spot_ros2 driver overwrites a command's ``end_time`` (now + 1e5 s),
-so a command set here carries none; how long a walk may take is a client-side
-budget (:func:`walk_time_budget`) the driver enforces by cancelling and calling
-``stop``.
+Timing: a walk is one SE2 trajectory whose points carry the times they are
+reached (``time_since_reference``; the trajectory's reference time is left
+unset, i.e. when the robot receives the command). How long a walk may take is
+a client-side budget (:func:`walk_time_budget`) the adapter enforces by
+cancelling and calling ``stop``: spot_ros2's ``robot_command`` action has no
+timeout of its own.
 """
 from __future__ import annotations
 
@@ -105,84 +107,115 @@ IDENTITY = SE2Transform()
 
 # --- walking ---------------------------------------------------------------------------
 @dataclass(frozen=True)
-class WalkLeg:
-    """One SE2 goal of a walk: a waypoint (map frame), the heading to arrive with, its place symbol."""
+class PathPoint:
+    """One point of a walk (map frame): where, the heading to pass it with, its place symbol, when."""
 
     target: Point3
     heading: float
     symbol: str
+    #: Path length from the start to here, metres.
     distance: float
-    final: bool
+    #: When the trajectory reaches it, seconds after the command starts.
+    time_s: float
 
 
-def walk_legs(start: Pose, action: PlanAction, skip_within_m: float) -> tuple[list[WalkLeg], str]:
-    """The legs of a goto, and the symbol of the place the robot already stands at ("" if none).
+def walk_path(
+    start: Pose, action: PlanAction, *, skip_within_m: float, speed_mps: float, yaw_rate: float = 1.0
+) -> tuple[list[PathPoint], str]:
+    """The points of a goto's one trajectory, and the symbol of the place the robot already stands at.
 
-    Follows the plan's waypoint path (the final target when it has none). Leading
-    waypoints within ``skip_within_m`` of the start are where the robot already
-    is and are not walked; each leg arrives facing along itself.
+    Follows the plan's waypoint path (the final target when it has none).
+    Leading waypoints within ``skip_within_m`` of the start are where the robot
+    already is and are left out; each point is passed facing along the segment
+    that reaches it. Times assume ``speed_mps`` along the path plus turning at
+    ``yaw_rate`` at each point.
     """
+    if speed_mps <= 0 or yaw_rate <= 0:
+        raise ConfigError(f"walking speed and yaw rate must be > 0, got {speed_mps} and {yaw_rate}")
     points, symbols = goto_path(action)
     first = 0
     while first < len(points) - 1 and start.distance_to(points[first]) <= skip_within_m:
         first += 1
     here = next((symbols[i] for i in range(first - 1, -1, -1) if symbols[i]), "")
-    legs: list[WalkLeg] = []
+    path: list[PathPoint] = []
     previous: Point3 = start.position
-    heading = start.yaw
+    heading, distance, time_s = start.yaw, 0.0, 0.0
     for i in range(first, len(points)):
         point = points[i]
-        dx, dy = point[0] - previous[0], point[1] - previous[1]
-        distance = math.hypot(dx, dy)
-        if distance > 1e-6:
-            heading = math.atan2(dy, dx)
+        step = math.hypot(point[0] - previous[0], point[1] - previous[1])
         final = i == len(points) - 1
-        if distance <= 1e-6 and not final:
+        if step <= 1e-6 and not final:
             continue  # a repeated point: nothing to walk
-        legs.append(WalkLeg(point, heading, symbols[i], distance, final))
+        new_heading = math.atan2(point[1] - previous[1], point[0] - previous[0]) if step > 1e-6 else heading
+        distance += step
+        time_s += step / speed_mps + abs(wrap_angle(new_heading - heading)) / yaw_rate
+        heading = new_heading
+        path.append(PathPoint(point, heading, symbols[i], distance, time_s))
         previous = point
-    return legs, here
+    return path, here
 
 
-def walk_time_budget(distance_m: float, expected_speed_mps: float, margin_s: float) -> float:
-    """Seconds a walk of ``distance_m`` may take before it counts as stuck (turns and starts in the margin)."""
-    if expected_speed_mps <= 0:
-        raise ConfigError(f"expected walking speed must be > 0, got {expected_speed_mps}")
-    return max(0.0, distance_m) / expected_speed_mps + margin_s
+def walk_time_budget(trajectory_s: float, margin_s: float) -> float:
+    """Seconds a walk may take before it counts as stuck: the trajectory's own time plus a margin."""
+    return max(0.0, trajectory_s) + max(0.0, margin_s)
 
 
 def mobility_params(max_speed_mps: float = 0.0, max_yaw_rate: float = 1.0) -> spot_command_pb2.MobilityParams:
-    """Spot mobility parameters; a speed limit only when ``max_speed_mps`` > 0 (else the robot's own)."""
+    """Spot mobility parameters; a speed limit only when ``max_speed_mps`` > 0 (else the robot's own).
+
+    The limit bounds velocity both ways, ``max_vel`` and ``min_vel`` (its negation),
+    as spot_ros2's own ``max_velocity`` service sets it.
+    """
     params = RobotCommandBuilder.mobility_params()
     if max_speed_mps > 0:
         params.vel_limit.CopyFrom(
             geometry_pb2.SE2VelocityLimit(
                 max_vel=geometry_pb2.SE2Velocity(
                     linear=geometry_pb2.Vec2(x=max_speed_mps, y=max_speed_mps), angular=max_yaw_rate
-                )
+                ),
+                min_vel=geometry_pb2.SE2Velocity(
+                    linear=geometry_pb2.Vec2(x=-max_speed_mps, y=-max_speed_mps), angular=-max_yaw_rate
+                ),
             )
         )
     return params
 
 
-def walk_command(
-    target: Point3,
-    heading: float,
+def trajectory_command(
+    path: Sequence[PathPoint],
     *,
     frame: str,
     map_to_frame: SE2Transform = IDENTITY,
     max_speed_mps: float = 0.0,
     max_yaw_rate: float = 1.0,
 ) -> robot_command_pb2.RobotCommand:
-    """SE2 trajectory goal to a map-frame point and heading, expressed in Spot's ``frame``."""
-    x, y, _ = map_to_frame.to_frame(target)
-    return RobotCommandBuilder.synchro_se2_trajectory_point_command(
+    """One SE2 trajectory command through every point of ``path``, expressed in Spot's ``frame``.
+
+    One command walks the whole path without stopping between points (a new
+    goal would pre-empt the running one, and spot_ros2 stops the robot on every
+    pre-emption); spot_ros2 itself splits a trajectory longer than its
+    ``trajectory_batch_size`` into overlapping batches.
+    """
+    if not path:
+        raise ExecutionError("a walk needs at least one path point")
+    last = path[-1]
+    x, y, _ = map_to_frame.to_frame(last.target)
+    command = RobotCommandBuilder.synchro_se2_trajectory_point_command(
         goal_x=x,
         goal_y=y,
-        goal_heading=map_to_frame.yaw_to_frame(heading),
+        goal_heading=map_to_frame.yaw_to_frame(last.heading),
         frame_name=check_frame(frame),
         params=mobility_params(max_speed_mps, max_yaw_rate),
     )
+    points = command.synchronized_command.mobility_command.se2_trajectory_request.trajectory.points
+    del points[:]
+    for point in path:
+        px, py, _ = map_to_frame.to_frame(point.target)
+        added = points.add()
+        added.pose.position.x, added.pose.position.y = px, py
+        added.pose.angle = map_to_frame.yaw_to_frame(point.heading)
+        added.time_since_reference.FromNanoseconds(round(max(point.time_s, 0.0) * 1e9))
+    return command
 
 
 def arrival_error(

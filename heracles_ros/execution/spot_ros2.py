@@ -9,19 +9,30 @@ What each action asks of Spot is built in :mod:`spot_commands`; this module
 sends it and watches, with every wait bounded on the client side, because the
 driver's actions have no timeout of their own.
 
-Arrival is checked, not assumed: after the driver reports a walk done, a fresh
-odometry pose must lie within tolerance of the goal (a blocked Spot can report
-success near, not at, its goal). Cancel, a step timeout or a walk overrunning
-its time budget cancel the goal *and* call ``stop``.
+A goto is one motion: the whole waypoint path goes as ONE multi-point SE2
+trajectory goal (spot_ros2 treats a new goal as a pre-emption, cancels the
+running one and stops the robot, so one goal per waypoint would halt at every
+waypoint). Goals are given in Spot's odom (or vision) frame, converted from the
+scene graph's map frame with the latest map->odom (:mod:`map_frame`: TF from
+Hydra, or a fixed transform when configured); a missing or stale transform
+fails the step. Arrival is checked, not assumed: after the driver reports a
+walk done, a fresh odometry pose must lie within tolerance of the goal (a
+blocked Spot can report success near, not at, its goal). Cancel, a step timeout
+or a walk overrunning its time budget cancel the goal *and* call ``stop``.
+
+Power and lease: :meth:`start` claims the lease, powers on and stands (the
+dispatcher calls it when the first plan starts, or at launch if configured);
+a lease this adapter did not claim is never released, and a start that fails
+half-way sits the robot down (if it stood) and releases what it claimed.
 
 Threads: :meth:`start`, :meth:`execute` and :meth:`shutdown` block their calling
 thread on futures that the node's executor completes, so they must run in a
 worker thread while a (multi-threaded) executor spins the node elsewhere;
 never call them from an executor callback.
 
-rclpy, nav_msgs, spot_msgs and bosdyn_msgs are imported only when a driver is
-built, so the library imports without ROS; a missing package is a
-:class:`DriverError` naming it and how to get it.
+rclpy, nav_msgs, spot_msgs, bosdyn_msgs (and tf2_ros, for the TF map frame)
+are imported only when a driver is built, so the library imports without ROS;
+a missing package is a :class:`DriverError` naming it and how to get it.
 """
 from __future__ import annotations
 
@@ -32,7 +43,6 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from enum import Enum
 from typing import Any
 
 from heracles_ros.errors import ConfigError, DriverError, ExecutionError
@@ -45,6 +55,7 @@ from heracles_ros.execution.driver import (
     RobotDriver,
     StepOutcome,
 )
+from heracles_ros.execution.map_frame import FixedMapFrame, MapFrameSource, Tf2MapFrame
 from heracles_ros.planning.types import PlanAction
 
 log = logging.getLogger(__name__)
@@ -62,8 +73,12 @@ REQUIRED_MODULES: tuple[tuple[str, str], ...] = (
     ("std_srvs.srv", "install ros-$ROS_DISTRO-std-srvs (wheel: ros-std-srvs)"),
     ("nav_msgs.msg", "install ros-$ROS_DISTRO-nav-msgs (wheel: ros-nav-msgs)"),
     ("spot_msgs.action", SPOT_ROS2_HINT),
-    ("bosdyn_msgs.conversions", SPOT_ROS2_HINT),
 )
+#: Converts bosdyn protos into the driver's ROS goal messages (spot_ros2's proto2ros conversions).
+CONVERSIONS_MODULE = ("bosdyn_msgs.conversions", SPOT_ROS2_HINT)
+
+#: Where the map->odom transform comes from.
+MAP_FRAME_SOURCES: tuple[str, ...] = ("tf", "fixed")
 
 #: Trigger services of the spot_ros2 driver this adapter calls.
 TRIGGER_SERVICES: tuple[str, ...] = (
@@ -86,16 +101,24 @@ class SpotConfig:
 
     #: Spot frame the goals are given in; must match the driver's ``preferred_odom_frame``.
     frame: str = "odom"
-    #: Pose of that frame in the scene graph's map frame.
+    #: "tf": map->frame from TF (Hydra's backend publishes it); "fixed": ``map_to_frame``.
+    map_frame_source: str = "tf"
+    #: TF name of the scene graph's map frame (Hydra's ``map``).
+    tf_map_frame: str = "map"
+    #: TF name of Spot's command frame; "" for spot_ros2's own ``<spot_name>/<frame>``.
+    tf_odom_frame: str = ""
+    #: A TF map->odom older than this fails the step (0: any age).
+    map_frame_max_age_s: float = 10.0
+    #: Pose of the command frame in the map frame, used with ``map_frame_source="fixed"``.
     map_to_frame: sc.SE2Transform = sc.IDENTITY
     #: Distance from the final goal within which a walk counts as arrived.
     arrival_tolerance_m: float = 0.35
-    #: Distance at which an intermediate waypoint counts as passed (the next goal is sent).
+    #: Distance within which a waypoint counts as passed (and a leading one as where the robot stands).
     waypoint_tolerance_m: float = 0.75
     yaw_tolerance_rad: float = 0.35
-    #: Walking speed a leg's time budget assumes (slower than Spot's, so budgets are generous).
+    #: Walking speed the trajectory's timing assumes (Spot reaches each point at its time).
     expected_speed_mps: float = 0.5
-    #: Extra seconds per leg for turning, starting and stopping.
+    #: Extra seconds beyond the trajectory's own time before a walk counts as stuck.
     walk_margin_s: float = 15.0
     #: Speed limit sent with walk goals; 0 leaves the robot's own.
     max_speed_mps: float = 0.0
@@ -124,16 +147,23 @@ class SpotConfig:
 
     def __post_init__(self) -> None:
         sc.check_frame(self.frame)
+        if self.map_frame_source not in MAP_FRAME_SOURCES:
+            raise ConfigError(
+                f"spot_ros2 map_frame_source must be one of {', '.join(MAP_FRAME_SOURCES)}, "
+                f"got {self.map_frame_source!r}"
+            )
         if not isinstance(self.map_to_frame, sc.SE2Transform):
             raise ConfigError(f"spot_ros2 map_to_frame must be an SE2Transform, got {self.map_to_frame!r}")
+        if not self.tf_map_frame.strip():
+            raise ConfigError("spot_ros2 tf_map_frame must not be empty")
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name in ("frame", "map_to_frame", "sit_on_shutdown"):
+            if f.name in _NOT_NUMBERS:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ConfigError(f"spot_ros2 {f.name} must be a number, got {value!r}")
             allow_zero = f.name in ("max_speed_mps", "inspect_dwell_s", "release_pause_s", "walk_margin_s",
-                                    "hand_height_m", "min_reach_m", "ray_back_m")
+                                    "hand_height_m", "min_reach_m", "ray_back_m", "map_frame_max_age_s")
             if value < 0 or (value == 0 and not allow_zero):
                 raise ConfigError(f"spot_ros2 {f.name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
         if self.min_reach_m > self.max_reach_m:
@@ -141,6 +171,8 @@ class SpotConfig:
                 f"spot_ros2 min_reach_m ({self.min_reach_m}) must not exceed max_reach_m ({self.max_reach_m})"
             )
 
+
+_NOT_NUMBERS = ("frame", "map_frame_source", "tf_map_frame", "tf_odom_frame", "map_to_frame", "sit_on_shutdown")
 
 _NAMESPACE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
 
@@ -153,11 +185,11 @@ def robot_namespace(spot_name: str) -> str:
     return f"/{name}" if name else ""
 
 
-def load_ros_interfaces() -> dict[str, Any]:
+def load_ros_interfaces(*, conversions: bool = True) -> dict[str, Any]:
     """Import the ROS packages the adapter needs; DriverError naming every missing one."""
     modules: dict[str, Any] = {}
     missing: list[str] = []
-    for module, hint in REQUIRED_MODULES:
+    for module, hint in (*REQUIRED_MODULES, *([CONVERSIONS_MODULE] if conversions else [])):
         try:
             modules[module] = importlib.import_module(module)
         except ImportError as exc:
@@ -226,11 +258,10 @@ class TriggerServices:
 
 # --- odometry -----------------------------------------------------------------------------
 class PoseTracker:
-    """Latest body pose from odometry, in the map frame; waits for a message newer than a count."""
+    """Latest body pose from odometry, in Spot's command frame; waits for a message newer than a count."""
 
-    def __init__(self, frame: str, map_to_frame: sc.SE2Transform):
+    def __init__(self, frame: str):
         self.frame = frame
-        self.map_to_frame = map_to_frame
         self._changed = threading.Condition()
         self._pose: Pose | None = None
         self._count = 0
@@ -245,7 +276,7 @@ class PoseTracker:
                     f"driver's preferred_odom_frame and this adapter's frame to the same frame"
                 )
                 return
-            self._pose = self.map_to_frame.pose_to_map(x, y, z, yaw)
+            self._pose = Pose(x, y, z, yaw)
             self._count += 1
             self._changed.notify_all()
 
@@ -271,22 +302,36 @@ class PoseTracker:
 
 
 # --- the driver ---------------------------------------------------------------------------
+#: Converts a bosdyn proto into a ROS message in place (``bosdyn_msgs.conversions.convert``).
+Convert = Callable[[Any, Any], Any]
+
+
 class SpotRos2Driver(RobotDriver):
     """Carries out plan actions on Spot through a running spot_ros2 driver."""
 
     name = "spot_ros2"
 
-    def __init__(self, node: Any, *, spot_name: str = "", config: SpotConfig | None = None, holding: str = ""):
+    def __init__(
+        self,
+        node: Any,
+        *,
+        spot_name: str = "",
+        config: SpotConfig | None = None,
+        holding: str = "",
+        map_frame: MapFrameSource | None = None,
+        convert: Convert | None = None,
+    ):
         self.config = config or SpotConfig()
         self.namespace = robot_namespace(spot_name)
         if node is None:
             raise ConfigError("the spot_ros2 driver needs the rclpy node it runs in (node=...)")
-        ros = load_ros_interfaces()
+        ros = load_ros_interfaces(conversions=convert is None)
         self._goal_status = ros["action_msgs.msg"].GoalStatus
-        self._convert = ros["bosdyn_msgs.conversions"].convert
+        self._convert: Convert = convert or ros[CONVERSIONS_MODULE[0]].convert
         actions = ros["spot_msgs.action"]
         self._RobotCommand = actions.RobotCommand
         self._Manipulation = actions.Manipulation
+        self.map_frame = map_frame or self._default_map_frame(node)
         group = importlib.import_module("rclpy.callback_groups").ReentrantCallbackGroup()
         self._node = node
         self._services = TriggerServices(node, self.namespace, TRIGGER_SERVICES, callback_group=group)
@@ -295,7 +340,7 @@ class SpotRos2Driver(RobotDriver):
             node, self._RobotCommand, self._topic("robot_command"), callback_group=group
         )
         self._manipulation = action_client(node, self._Manipulation, self._topic("manipulation"), callback_group=group)
-        self.odometry = PoseTracker(self.config.frame, self.config.map_to_frame)
+        self.odometry = PoseTracker(self.config.frame)
         self._subscription = node.create_subscription(
             ros["nav_msgs.msg"].Odometry,
             self._topic("odometry"),
@@ -305,6 +350,16 @@ class SpotRos2Driver(RobotDriver):
         )
         self._holding = holding
         self._started = False
+        #: True while this adapter holds a lease it claimed itself (the only one it ever releases).
+        self._claimed = False
+        self._last_map_pose: Pose | None = None
+
+    def _default_map_frame(self, node: Any) -> MapFrameSource:
+        cfg = self.config
+        if cfg.map_frame_source == "fixed":
+            return FixedMapFrame(cfg.map_to_frame)
+        odom = cfg.tf_odom_frame or f"{self.namespace.strip('/')}/{cfg.frame}".lstrip("/")
+        return Tf2MapFrame(node, map_frame=cfg.tf_map_frame, odom_frame=odom, max_age_s=cfg.map_frame_max_age_s)
 
     def _topic(self, name: str) -> str:
         return f"{self.namespace}/{name}"
@@ -319,25 +374,32 @@ class SpotRos2Driver(RobotDriver):
         """Symbol of the object in the gripper, "" when empty."""
         return self._holding
 
+    @property
+    def claimed(self) -> bool:
+        """Whether this adapter holds the lease it claimed."""
+        return self._claimed
+
     # -- RobotDriver -------------------------------------------------------------------------
     def start(self) -> None:
-        """Claim the lease, power on and stand; DriverError if any of it fails or no odometry arrives."""
+        """Claim the lease, power on and stand; DriverError if any of it fails or no odometry arrives.
+
+        A failure half-way leaves nothing behind: a robot that stood is sat down,
+        and the lease this call claimed is released.
+        """
         if self._started:
             return
         cfg = self.config
-        for service, timeout in (
-            ("claim", cfg.service_timeout_s),
-            ("power_on", cfg.power_on_timeout_s),
-            ("stand", cfg.service_timeout_s),
-        ):
+        reply = self._services.call("claim", cfg.service_timeout_s)
+        if not reply.ok:
+            raise DriverError(f"spot_ros2 claim failed: {reply.message}")
+        self._claimed = True
+        for service, timeout in (("power_on", cfg.power_on_timeout_s), ("stand", cfg.service_timeout_s)):
             reply = self._services.call(service, timeout)
             if not reply.ok:
-                if service != "claim":
-                    self._services.call("release", cfg.service_timeout_s)
+                self._undo_start(stood=False)
                 raise DriverError(f"spot_ros2 {service} failed: {reply.message}")
         if self.odometry.wait_newer(0, cfg.pose_timeout_s) is None:
-            for service in ("sit", "release"):  # do not leave a standing robot nobody commands
-                self._services.call(service, cfg.service_timeout_s)
+            self._undo_start(stood=True)  # do not leave a standing robot nobody commands
             raise DriverError(
                 self.odometry.frame_error
                 or f"no odometry on {self._topic('odometry')} within {cfg.pose_timeout_s:g} s"
@@ -345,24 +407,58 @@ class SpotRos2Driver(RobotDriver):
         self._started = True
         log.info("spot_ros2 driver %s claimed, powered on and standing", self.namespace or "/")
 
+    def _undo_start(self, *, stood: bool) -> None:
+        for service in (["sit"] if stood else []) + ["release"]:
+            reply = self._services.call(service, self.config.service_timeout_s)
+            if not reply.ok:
+                log.warning("spot_ros2 %s after a failed start failed: %s", service, reply.message)
+        self._claimed = False
+
     def shutdown(self) -> None:
-        """Stop, sit (if configured) and release the lease; failures are logged, not raised."""
+        """Stop, sit (if configured) and release the lease this adapter claimed; failures are logged."""
         if not self._started:
             return
         self._started = False
-        services = ["stop", *(["sit"] if self.config.sit_on_shutdown else []), "release"]
+        services = ["stop", *(["sit"] if self.config.sit_on_shutdown else []), *(["release"] if self._claimed else [])]
         for service in services:
             reply = self._services.call(service, self.config.service_timeout_s)
             if not reply.ok:
                 log.warning("spot_ros2 %s at shutdown failed: %s", service, reply.message)
+        self._claimed = False
 
     def pose(self) -> Pose:
-        pose = self.odometry.latest()
-        if pose is None:
+        """Odometry in the map frame (latest map->odom); the last such pose while the transform is missing."""
+        odom = self.odometry.latest()
+        if odom is None:
             raise DriverError(
                 self.odometry.frame_error or f"no odometry received yet on {self._topic('odometry')} (call start())"
             )
+        try:
+            return self.to_map(odom)
+        except ExecutionError as exc:
+            if self._last_map_pose is None:
+                raise DriverError(f"robot pose unknown in the map frame: {exc}") from exc
+            return self._last_map_pose
+
+    def to_map(self, odom: Pose) -> Pose:
+        """A pose in Spot's command frame, in the map frame; ExecutionError without a current map->odom."""
+        pose = self.map_frame.current().pose_to_map(odom.x, odom.y, odom.z, odom.yaw)
+        self._last_map_pose = pose
         return pose
+
+    def wait_pose(self, timeout_s: float) -> Pose | None:
+        """The real pose in the map frame once odometry (and map->odom) is there; None after ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        odom = self.odometry.wait_newer(0, timeout_s)
+        while odom is not None:
+            try:
+                return self.to_map(self.odometry.latest() or odom)
+            except ExecutionError as exc:
+                if time.monotonic() >= deadline:
+                    log.warning("robot pose unknown in the map frame: %s", exc)
+                    return None
+                time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+        return None
 
     def execute(
         self,
@@ -402,12 +498,6 @@ def _cancel_if_accepted(sent: Any) -> None:
     handle = sent.result()
     if handle is not None and handle.accepted:
         handle.cancel_goal_async()
-
-
-class _Goal(Enum):
-    SUCCEEDED = "succeeded"
-    #: Left running on purpose (an intermediate waypoint was passed; the next goal pre-empts it).
-    PASSED = "passed"
 
 
 class _Step:
@@ -462,15 +552,22 @@ class _Step:
         note = self._stop(handle)
         return StepOutcome(ended.outcome, ended.pose, ended.reason + note, ended.reached_symbol)
 
+    def _map_frame(self, what: str) -> sc.SE2Transform | StepOutcome:
+        """The current map->odom, or the failed step's outcome naming why there is none."""
+        try:
+            return self.d.map_frame.current()
+        except ExecutionError as exc:
+            return self.end(Outcome.FAILED, f"{what}: {exc}")
+
     def run_goal(
         self,
         client: Any,
         goal: Any,
         what: str,
         budget_s: float,
-        passed: Callable[[], bool] | None = None,
-    ) -> _Goal | StepOutcome:
-        """Send one action goal and see it through: _Goal on success, else the outcome ending the step."""
+        on_tick: Callable[[], None] | None = None,
+    ) -> StepOutcome | None:
+        """Send one action goal and see it through: None on success, else the outcome ending the step."""
         if (ended := self._interrupt()) is not None:
             return ended
         accept_s = min(self.cfg.accept_timeout_s, self._remaining())
@@ -492,19 +589,19 @@ class _Step:
         budget_end = time.monotonic() + budget_s
         while not result.done():
             self._report()
+            if on_tick is not None:
+                on_tick()
             if (ended := self._interrupt(handle)) is not None:
                 return ended
             if time.monotonic() > budget_end:
                 return self.end(
                     Outcome.FAILED, f"{what} did not finish within {budget_s:.1f} s (blocked?){self._stop(handle)}"
                 )
-            if passed is not None and passed():
-                return _Goal.PASSED
             done.wait(self.cfg.tick_s)
         response = result.result()
         reply = response.result
         if response.status == self.d._goal_status.STATUS_SUCCEEDED and reply.success:
-            return _Goal.SUCCEEDED
+            return None
         status = _status_name(self.d._goal_status, response.status)
         return self.end(Outcome.FAILED, f"{what} failed: {reply.message or 'goal ' + status}")
 
@@ -525,59 +622,66 @@ class _Step:
 
     # -- actions ---------------------------------------------------------------------------
     def walk(self, action: PlanAction) -> StepOutcome:
+        """The whole path as one trajectory goal; waypoints passed on the way are reported as reached."""
         cfg = self.cfg
-        legs, here = sc.walk_legs(self.d.pose(), action, cfg.waypoint_tolerance_m)
-        self.reached = here
-        for leg in legs:
-            where = leg.symbol or "the goal"
-            command = sc.walk_command(
-                leg.target,
-                leg.heading,
-                frame=cfg.frame,
-                map_to_frame=cfg.map_to_frame,
-                max_speed_mps=cfg.max_speed_mps,
-            )
-            distance = self.d.pose().distance_to(leg.target)
-            budget = sc.walk_time_budget(distance, cfg.expected_speed_mps, cfg.walk_margin_s)
+        where = action.target_symbol or "the goal"
+        transform = self._map_frame(f"walk to {where}")
+        if isinstance(transform, StepOutcome):
+            return transform
+        path, self.reached = sc.walk_path(
+            self.d.pose(), action, skip_within_m=cfg.waypoint_tolerance_m, speed_mps=cfg.expected_speed_mps
+        )
+        command = sc.trajectory_command(
+            path, frame=cfg.frame, map_to_frame=transform, max_speed_mps=cfg.max_speed_mps
+        )
+        passed = iter(path)
+        ahead = next(passed, None)
 
-            def passed(leg: sc.WalkLeg = leg) -> bool:
-                return self.d.pose().distance_to(leg.target) <= cfg.waypoint_tolerance_m
+        def track_waypoints() -> None:
+            nonlocal ahead
+            pose = self.d.pose()
+            while ahead is not None and pose.distance_to(ahead.target) <= cfg.waypoint_tolerance_m:
+                self.reached = ahead.symbol or self.reached
+                ahead = next(passed, None)
 
-            result = self.run_goal(
-                self.d._robot_command,
-                self.d._command_goal(command),
-                f"walk to {where}",
-                budget,
-                None if leg.final else passed,
-            )
-            if isinstance(result, StepOutcome):
-                return result
-            if result is _Goal.SUCCEEDED:
-                problem = self._arrival_problem(leg)
-                if problem:
-                    return self.end(Outcome.FAILED, f"walk to {where} reported done, but {problem}")
-            if leg.symbol:
-                self.reached = leg.symbol
+        failed = self.run_goal(
+            self.d._robot_command,
+            self.d._command_goal(command),
+            f"walk to {where}",
+            sc.walk_time_budget(path[-1].time_s, cfg.walk_margin_s),
+            track_waypoints,
+        )
+        if failed is not None:
+            return failed
+        final = path[-1]
+        problem = self._arrival_problem(final)
+        if problem:
+            return self.end(Outcome.FAILED, f"walk to {where} reported done, but {problem}")
+        self.reached = final.symbol or self.reached
         return self.end(Outcome.SUCCEEDED)
 
-    def _arrival_problem(self, leg: sc.WalkLeg) -> str:
-        """Check a finished leg against a pose that arrived after the driver said it was done."""
+    def _arrival_problem(self, final: sc.PathPoint) -> str:
+        """Check a finished walk against a pose that arrived after the driver said it was done."""
         cfg = self.cfg
-        pose = self.d.odometry.wait_newer(self.d.odometry.count, cfg.pose_timeout_s)
-        if pose is None:
+        odom = self.d.odometry.wait_newer(self.d.odometry.count, cfg.pose_timeout_s)
+        if odom is None:
             return f"no fresh odometry within {cfg.pose_timeout_s:g} s to verify the arrival"
-        if leg.final:
-            return sc.arrival_error(pose, leg.target, cfg.arrival_tolerance_m, leg.heading, cfg.yaw_tolerance_rad)
-        return sc.arrival_error(pose, leg.target, cfg.waypoint_tolerance_m)
+        try:
+            pose = self.d.to_map(odom)
+        except ExecutionError as exc:
+            return f"the arrival cannot be checked: {exc}"
+        return sc.arrival_error(pose, final.target, cfg.arrival_tolerance_m, final.heading, cfg.yaw_tolerance_rad)
 
     def inspect(self, action: PlanAction) -> StepOutcome:
         cfg = self.cfg
-        command = sc.inspect_command(self.d.pose(), action.target, frame=cfg.frame, map_to_frame=cfg.map_to_frame)
-        result = self.run_goal(
-            self.d._robot_command, self.d._command_goal(command), f"gaze at {action.target_symbol}", cfg.arm_timeout_s
-        )
-        if isinstance(result, StepOutcome):
-            return result
+        what = f"gaze at {action.target_symbol}"
+        transform = self._map_frame(what)
+        if isinstance(transform, StepOutcome):
+            return transform
+        command = sc.inspect_command(self.d.pose(), action.target, frame=cfg.frame, map_to_frame=transform)
+        failed = self.run_goal(self.d._robot_command, self.d._command_goal(command), what, cfg.arm_timeout_s)
+        if failed is not None:
+            return failed
         if (ended := self._pause(cfg.inspect_dwell_s)) is not None:
             return ended
         # A held object is carried, not stowed.
@@ -587,21 +691,23 @@ class _Step:
 
     def pick(self, action: PlanAction) -> StepOutcome:
         cfg = self.cfg
+        what = f"pick {action.target_symbol}"
         if self.d.holding:
             return self.end(Outcome.FAILED, f"cannot pick {action.target_symbol}: already holding {self.d.holding}")
+        transform = self._map_frame(what)
+        if isinstance(transform, StepOutcome):
+            return transform
         request = sc.pick_request(
             self.d.pose(),
             action.target,
             frame=cfg.frame,
-            map_to_frame=cfg.map_to_frame,
+            map_to_frame=transform,
             ray_back_m=cfg.ray_back_m,
             ray_up_m=cfg.ray_up_m,
         )
-        result = self.run_goal(
-            self.d._manipulation, self.d._manipulation_goal(request), f"pick {action.target_symbol}", cfg.pick_timeout_s
-        )
-        if isinstance(result, StepOutcome):
-            return result
+        failed = self.run_goal(self.d._manipulation, self.d._manipulation_goal(request), what, cfg.pick_timeout_s)
+        if failed is not None:
+            return failed
         self.d._holding = action.target_symbol
         # The grasp is what the plan needs; an arm left out of the carry pose is only reported.
         failed = self._trigger("arm_carry")
@@ -614,12 +720,15 @@ class _Step:
             return self.end(Outcome.FAILED, f"cannot place {action.target_symbol}: the gripper is empty")
         if action.target_symbol and action.target_symbol != holding:
             return self.end(Outcome.FAILED, f"cannot place {action.target_symbol}: the gripper holds {holding}")
+        transform = self._map_frame(f"place {holding}")
+        if isinstance(transform, StepOutcome):
+            return transform
         try:
             steps = sc.place_steps(
                 self.d.pose(),
                 action.target,
                 frame=cfg.frame,
-                map_to_frame=cfg.map_to_frame,
+                map_to_frame=transform,
                 min_reach_m=cfg.min_reach_m,
                 max_reach_m=cfg.max_reach_m,
                 hand_height_m=cfg.hand_height_m,
@@ -630,10 +739,9 @@ class _Step:
         for step in steps:
             ended: StepOutcome | None
             if isinstance(step, sc.CommandStep):
-                result = self.run_goal(
+                ended = self.run_goal(
                     self.d._robot_command, self.d._command_goal(step.command), step.what, cfg.arm_timeout_s
                 )
-                ended = result if isinstance(result, StepOutcome) else None
             elif isinstance(step, sc.TriggerStep):
                 ended = self._trigger(step.service)
             else:

@@ -12,7 +12,9 @@ Interface (names relative, so a robot namespace applies):
 Parameters: :data:`PARAMETERS`. The driver's settings come straight from the
 driver factory's tables, as ``sim_<setting>`` and ``spot_<setting>``; what the
 robot holds and where it starts come from its record in the database (or
-``start_place``), never from parameters.
+``start_place``), never from parameters, and at start the record takes the
+robot's real pose from its driver. The robot is claimed, powered on and stood
+up when the first plan starts (``start_robot_at_launch``: when the node starts).
 
 One plan at a time (decision): a plan that arrives while another runs is
 rejected at once with a ``rejected`` result whose reason says the dispatcher is
@@ -71,6 +73,9 @@ NODE_NAME = "dispatcher"
 #: Seconds between marker refreshes (robot pose, remaining path); well within the robot marker's lifetime.
 MARKER_PERIOD_S = 0.2
 
+#: How long the node waits for the robot's real pose at start before keeping the recorded one.
+REAL_POSE_WAIT_S = 5.0
+
 #: Driver settings the node fills in itself (from the robot's recorded state), not parameters.
 _FROM_STATE = {"start_pose", "holding"}
 
@@ -104,6 +109,8 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("driver", "sim", "Robot driver: sim (kinematic simulator) or spot_ros2", choices=DRIVER_KINDS),
     Setting("map_frame", "map", "Frame of plan positions, progress and markers"),
     Setting("start_place", "", "Place symbol the robot starts at (recorded in the database); '' keeps the record"),
+    Setting("start_robot_at_launch", False,
+            "Claim, power on and stand the robot when the node starts (else when the first plan starts)"),
     Setting("step_timeout_s", 60.0, "Time limit of every step, seconds", minimum=0.1),
     Setting("timeout_per_metre_s", 2.0, "Extra time a walk gets per metre of path, seconds", minimum=0.0),
     Setting("max_replans", 2, "Replans allowed after failed steps before a plan fails", minimum=0, maximum=20),
@@ -127,6 +134,7 @@ class DispatcherSettings:
     driver: str
     map_frame: str
     start_place: str
+    start_robot_at_launch: bool
     planner_timeout_s: float
     dispatch: DispatchConfig
     #: Checked settings of every driver kind, by kind (robot-state settings not included).
@@ -150,6 +158,7 @@ class DispatcherSettings:
             driver=v["driver"],
             map_frame=v["map_frame"],
             start_place=v["start_place"],
+            start_robot_at_launch=v["start_robot_at_launch"],
             planner_timeout_s=v["planner_timeout_s"],
             dispatch=DispatchConfig(
                 step_timeout_s=v["step_timeout_s"],
@@ -315,7 +324,8 @@ class DispatcherNode(Node):
         Starting and stopping happen here, not in the constructor or destroy_node,
         because a real driver waits on service calls the executor must serve.
         """
-        started = self._start_driver()
+        self.dispatcher.adopt_real_pose(REAL_POSE_WAIT_S)
+        started = self.settings.start_robot_at_launch and self._start_driver()
         while (job := self._jobs.get()) is not None:
             started = started or self._start_driver()
             self._set_view(job.plan, 0)

@@ -17,11 +17,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-import rclpy
 from rclpy.executors import Executor, MultiThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from heracles_ros.errors import HeraclesError
+from heracles_ros.nodes.rclpy_compat import ros_initialized
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ def run_node(
     before the node could stop the robot or finish a request.
     """
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    with rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO):
+    with ros_initialized(args, signal_handler_options=SignalHandlerOptions.NO):
         try:
             node = make_node()
         except HeraclesError as exc:

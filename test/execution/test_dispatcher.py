@@ -250,3 +250,20 @@ def test_a_broken_driver_ends_the_plan_without_replanning(tiny_store):
     assert "driver error: sim driver used before start()" in outcome.reason
     assert planner.calls == [] and outcome.replans == 0
     assert rig.states.read() == RobotState((0.0, 0.0, 0.0), place="P0", holding="")
+
+
+@pytest.mark.parametrize(
+    ("real", "recorded_place", "place"),
+    [((2.2, 0.1), "P2", "P2"), ((4.0, 0.0), "P2", ""), ((4.0, 0.0), "", "")],
+)
+def test_the_robot_is_recorded_where_its_driver_says_it_really_is(tiny_store, real, recorded_place, place):
+    states = RobotStateStore(tiny_store)
+    recorded = RobotState((0.0, 0.0, 0.0), place=recorded_place, holding="O1")
+    states.write(recorded)
+    driver = SimSpotDriver(SimConfig(), start=Pose(real[0], real[1]))
+    dispatcher = Dispatcher(driver, state_store=states, initial=recorded)
+    dispatcher.adopt_real_pose(1.0)
+    # The recorded place stays only if the robot really stands at it; what it holds is kept.
+    expected = RobotState((real[0], real[1], 0.0), place=place, holding="O1")
+    assert dispatcher.robot == expected
+    assert states.read() == expected

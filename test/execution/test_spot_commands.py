@@ -58,71 +58,80 @@ def test_yaw_of_a_quaternion_matches_bosdyn():
 
 
 # --- walking -----------------------------------------------------------------------------------
-def test_walk_goal_is_an_se2_trajectory_point_in_the_named_frame():
-    command = sc.walk_command((12.0, 9.0, 0.0), math.pi, frame="vision", map_to_frame=MAP_TO_ODOM)
-    request = se2_request(command)
-    assert request.se2_frame_name == "vision"
-    assert len(request.trajectory.points) == 1
-    goal = request.trajectory.points[0].pose
-    assert (goal.position.x, goal.position.y) == pytest.approx((4.0, -2.0))
-    assert goal.angle == pytest.approx(math.pi / 2)
-    # No end time of its own: the spot_ros2 driver sets one, the adapter keeps its own deadline.
-    assert not request.HasField("end_time")
-    assert not mobility_params(command).HasField("vel_limit")
-
-
-def test_walk_goal_in_odom_with_identity_transform_and_a_speed_limit():
-    command = sc.walk_command((3.0, -1.5, 0.4), 0.25, frame="odom", max_speed_mps=0.8, max_yaw_rate=0.6)
-    request = se2_request(command)
-    assert request.se2_frame_name == "odom"
-    goal = request.trajectory.points[0].pose
-    assert (goal.position.x, goal.position.y, goal.angle) == pytest.approx((3.0, -1.5, 0.25))
-    limit = mobility_params(command).vel_limit.max_vel
-    assert (limit.linear.x, limit.linear.y, limit.angular) == pytest.approx((0.8, 0.8, 0.6))
-
-
-def test_walk_goal_in_an_unknown_frame_is_refused():
-    with pytest.raises(ConfigError, match="odom, vision"):
-        sc.walk_command((1.0, 0.0, 0.0), 0.0, frame="map")
-
-
 def goto(points, symbols) -> PlanAction:
     return PlanAction("goto", (symbols[0], symbols[-1]), symbols[-1], points[-1], tuple(points), tuple(symbols))
 
 
-def test_walk_legs_skip_the_place_the_robot_stands_on_and_face_along_each_leg():
+def test_walk_path_skips_the_place_the_robot_stands_on_and_faces_along_each_segment():
     action = goto([(0.0, 0.0, 0.0), (4.0, 0.0, 0.0), (4.0, 3.0, 0.0)], ["P1", "P2", "P3"])
-    legs, here = sc.walk_legs(Pose(0.1, 0.0, 0.0, 2.0), action, skip_within_m=0.5)
+    path, here = sc.walk_path(Pose(0.1, 0.0, 0.0, 0.0), action, skip_within_m=0.5, speed_mps=0.5, yaw_rate=1.0)
     assert here == "P1"
-    assert [leg.symbol for leg in legs] == ["P2", "P3"]
-    assert [leg.final for leg in legs] == [False, True]
-    assert legs[0].heading == pytest.approx(0.0)
-    assert legs[1].heading == pytest.approx(math.pi / 2)
-    assert legs[0].distance == pytest.approx(3.9)
-    assert legs[1].distance == pytest.approx(3.0)
+    assert [p.symbol for p in path] == ["P2", "P3"]
+    assert [p.heading for p in path] == pytest.approx([0.0, math.pi / 2])
+    assert [p.distance for p in path] == pytest.approx([3.9, 6.9])
+    # 3.9 m at 0.5 m/s, then a quarter turn at 1 rad/s and 3 m more.
+    assert [p.time_s for p in path] == pytest.approx([7.8, 7.8 + math.pi / 2 + 6.0])
 
 
 def test_walk_without_waypoints_goes_straight_to_the_target():
     action = PlanAction("goto", ("P1", "P9"), "P9", (0.0, -2.0, 0.0))
-    legs, here = sc.walk_legs(Pose(0.0, 0.0, 0.0, 1.0), action, skip_within_m=0.5)
+    path, here = sc.walk_path(Pose(0.0, 0.0, 0.0, -math.pi / 2), action, skip_within_m=0.5, speed_mps=1.0)
     assert here == ""
-    assert len(legs) == 1
-    assert legs[0].symbol == "P9" and legs[0].final
-    assert legs[0].heading == pytest.approx(-math.pi / 2)
+    assert len(path) == 1
+    assert path[0].symbol == "P9"
+    assert path[0].heading == pytest.approx(-math.pi / 2)
+    assert path[0].time_s == pytest.approx(2.0)
 
 
 def test_walk_to_where_the_robot_already_is_keeps_its_heading():
     action = goto([(1.0, 1.0, 0.0)], ["P4"])
-    legs, _ = sc.walk_legs(Pose(1.0, 1.0, 0.0, 0.3), action, skip_within_m=0.5)
-    assert len(legs) == 1
-    assert legs[0].heading == pytest.approx(0.3)
+    path, _ = sc.walk_path(Pose(1.0, 1.0, 0.0, 0.3), action, skip_within_m=0.5, speed_mps=1.0)
+    assert len(path) == 1
+    assert path[0].heading == pytest.approx(0.3)
 
 
-def test_walk_time_budget_is_the_distance_at_the_expected_speed_plus_margin():
-    assert sc.walk_time_budget(12.0, 0.5, 10.0) == pytest.approx(34.0)
-    assert sc.walk_time_budget(0.0, 0.5, 10.0) == pytest.approx(10.0)
+def test_walk_path_refuses_a_speed_of_zero():
     with pytest.raises(ConfigError, match="speed"):
-        sc.walk_time_budget(1.0, 0.0, 1.0)
+        sc.walk_path(Pose(0.0, 0.0), goto([(1.0, 0.0, 0.0)], ["P1"]), skip_within_m=0.5, speed_mps=0.0)
+
+
+def test_a_walk_is_one_se2_trajectory_through_every_point_in_the_command_frame():
+    action = goto([(12.0, 9.0, 0.0), (12.0, 11.0, 0.0), (14.0, 11.0, 0.0)], ["P1", "P2", "P3"])
+    path, _ = sc.walk_path(Pose(12.0, 7.0, 0.0, math.pi / 2), action, skip_within_m=0.1, speed_mps=1.0)
+    command = sc.trajectory_command(path, frame="vision", map_to_frame=MAP_TO_ODOM)
+    request = se2_request(command)
+    assert request.se2_frame_name == "vision"
+    points = request.trajectory.points
+    assert len(points) == 3
+    expected = [c for p in path for c in MAP_TO_ODOM.to_frame(p.target)[:2]]
+    assert [c for p in points for c in (p.pose.position.x, p.pose.position.y)] == pytest.approx(expected)
+    assert [p.pose.angle for p in points] == pytest.approx([0.0, 0.0, -math.pi / 2])
+    assert [duration_to_seconds(p.time_since_reference) for p in points] == pytest.approx([p.time_s for p in path])
+    assert not request.HasField("end_time")
+    assert not mobility_params(command).HasField("vel_limit")
+
+
+def test_a_speed_limit_bounds_velocity_both_ways_as_spot_ros2_sets_it():
+    path, _ = sc.walk_path(Pose(0.0, 0.0), goto([(3.0, -1.5, 0.4)], ["P1"]), skip_within_m=0.1, speed_mps=1.0)
+    command = sc.trajectory_command(path, frame="odom", max_speed_mps=0.8, max_yaw_rate=0.6)
+    limit = mobility_params(command).vel_limit
+    assert (limit.max_vel.linear.x, limit.max_vel.linear.y, limit.max_vel.angular) == pytest.approx((0.8, 0.8, 0.6))
+    assert (limit.min_vel.linear.x, limit.min_vel.linear.y, limit.min_vel.angular) == pytest.approx(
+        (-0.8, -0.8, -0.6)
+    )
+
+
+def test_walk_goal_in_an_unknown_frame_or_without_points_is_refused():
+    path, _ = sc.walk_path(Pose(0.0, 0.0), goto([(1.0, 0.0, 0.0)], ["P1"]), skip_within_m=0.1, speed_mps=1.0)
+    with pytest.raises(ConfigError, match="odom, vision"):
+        sc.trajectory_command(path, frame="map")
+    with pytest.raises(ExecutionError, match="at least one"):
+        sc.trajectory_command([], frame="odom")
+
+
+def test_walk_time_budget_is_the_trajectory_time_plus_margin():
+    assert sc.walk_time_budget(24.0, 10.0) == pytest.approx(34.0)
+    assert sc.walk_time_budget(0.0, 10.0) == pytest.approx(10.0)
 
 
 def test_arrival_is_judged_by_distance_and_heading():

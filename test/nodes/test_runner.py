@@ -1,0 +1,63 @@
+"""Nodes start and stop the same way on every ROS 2 distro (run with HERACLES_ROS_DISTRO=jazzy too)."""
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import rclpy
+
+from heracles_ros.nodes.rclpy_compat import ros_initialized
+
+ROOT = Path(__file__).resolve().parents[2]
+SCENE = ROOT / "heracles_ros" / "data" / "example_scene.json"
+
+
+def test_ros_initialized_inits_and_shuts_down_on_this_distros_rclpy(ros_domain_id):
+    context = rclpy.context.Context()
+    with ros_initialized(None, context=context, domain_id=ros_domain_id):
+        assert context.ok()
+        node = rclpy.create_node("compat_probe", context=context)
+        node.destroy_node()
+    assert not context.ok()
+
+
+def _lines(stream, out: queue.Queue) -> None:
+    for line in iter(stream.readline, ""):
+        out.put(line)
+    out.put(None)
+
+
+def test_a_node_mirrors_its_scene_and_exits_cleanly_on_ctrl_c(ros_domain_id, tmp_path):
+    executable = Path(sys.prefix) / "lib" / "heracles_ros" / "dsg_mirror"
+    process = subprocess.Popen(
+        [sys.executable, str(executable), "--ros-args", "-p", f"db_uri:=embedded:{tmp_path / 'db'}",
+         "-p", f"scene_file:={SCENE}"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "ROS_DOMAIN_ID": str(ros_domain_id)},
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+    threading.Thread(target=_lines, args=(process.stdout, lines), daemon=True).start()
+    seen: list[str] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not any("mirrored scene file" in line for line in seen):
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            assert line is not None, "dsg_mirror exited early:\n" + "".join(seen)
+            seen.append(line)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0, "".join(seen)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    while (line := lines.get(timeout=10)) is not None:
+        seen.append(line)
+    output = "".join(seen)
+    assert "159 nodes, 349 edges" in output
+    assert "Traceback" not in output and "terminate called" not in output, output
