@@ -82,6 +82,10 @@ class ServerInfo:
     host: str = "127.0.0.1"
 
 
+class _Vanished(Exception):
+    """The server a process attached to exited before it was ready."""
+
+
 @dataclass(frozen=True)
 class _State:
     """What ``server.json`` holds: the server, and where its run starts in the log."""
@@ -170,17 +174,22 @@ class EmbeddedServer:
         A server still loading (started here or by another process) is waited
         for, never sent a command, and never killed.
         """
-        state = self._live_state()
-        fresh = False
-        if state is None:
-            self._prepare_dir()
-            with self._lock():
-                state = self._live_state()  # another process may have won the race
-                if state is None:
-                    self._check_format()
-                    self._check_disk()
-                    state, fresh = self._spawn(), True
-        return self._wait_ready(state, fresh=fresh)
+        for _attempt in range(3):
+            state = self._live_state()
+            fresh = False
+            if state is None:
+                self._prepare_dir()
+                with self._lock():
+                    state = self._live_state()  # another process may have won the race
+                    if state is None:
+                        self._check_format()
+                        self._check_disk()
+                        state, fresh = self._spawn(), True
+            try:
+                return self._wait_ready(state, fresh=fresh)
+            except _Vanished:
+                continue  # the server we attached to died (killed, or its starter's start failed): start anew
+        raise DatabaseUnavailable(f"the embedded FalkorDB in {self.data_dir} keeps exiting; see {self._log_path}")
 
     def stop(self, timeout_s: float = 30.0) -> bool:
         """Shut the server down cleanly (tail compacted, data fsynced); False if none was running."""
@@ -342,6 +351,8 @@ class EmbeddedServer:
         next_report = started + _PROGRESS_EVERY_S
         while True:
             if not _pid_alive(state.info.pid):
+                if not fresh:
+                    raise _Vanished()
                 self._state_path.unlink(missing_ok=True)
                 raise self._start_failure(state)
             if self._ready(state) and _answers(state.info):
@@ -367,7 +378,10 @@ class EmbeddedServer:
             self.compact()
 
     def _loading_progress(self, pid: int) -> str:
-        """``42 % of appendonly.aof.1.incr.aof (2.0 MB)`` from the position of the file the server reads."""
+        """``42 % of appendonly.aof.1.incr.aof (2.0 MB) read``: the position of the file the server reads.
+
+        Bytes, not time: the replay of one bulk statement can take long after it was read.
+        """
         fd_dir = Path(f"/proc/{pid}/fd")
         with contextlib.suppress(OSError):
             for fd in fd_dir.iterdir():
@@ -375,7 +389,7 @@ class EmbeddedServer:
                 if target.parent.name == AOF_DIR or target.suffix == ".rdb":
                     size = target.stat().st_size
                     pos = _fd_position(pid, fd.name)
-                    return f"{100 * pos / max(size, 1):.0f} % of {target.name} ({size / 1e6:.1f} MB)"
+                    return f"{100 * pos / max(size, 1):.0f} % of {target.name} ({size / 1e6:.1f} MB) read"
         return "progress unknown"
 
     def _start_failure(self, state: _State) -> Exception:

