@@ -206,3 +206,58 @@ def test_start_timeout_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp
     monkeypatch.setenv(START_TIMEOUT_ENV, "soon")
     with pytest.raises(ConfigError, match=f"{START_TIMEOUT_ENV} must be a positive number of seconds"):
         EmbeddedServer(tmp_path)
+
+
+def test_kill_9_mid_stream_then_restart_keeps_corrections_and_mirrors_the_newest_snapshot(tmp_path: Path) -> None:
+    import numpy as np
+    import spark_dsg as dsg
+    from support.mirror_checks import assert_mirrors
+
+    from heracles_ros.graphdb.corrections import Corrections
+    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.graphdb.mirror_loop import MirrorLoop, Snapshot
+    from heracles_ros.scene.synthetic import generate_scene
+
+    uri = f"embedded:{tmp_path}"
+    base = bytes(generate_scene("small", 1).to_binary(include_mesh=False))
+
+    def snapshot(step: int) -> dsg.DynamicSceneGraph:
+        """The scene with every object moved ``step`` cm: each snapshot rewrites all objects."""
+        graph = dsg.DynamicSceneGraph.from_binary(base)
+        for node in graph.get_layer(dsg.DsgLayers.OBJECTS).nodes:
+            node.attributes.position = node.attributes.position + np.array([0.01 * step, 0.0, 0.0])
+        return graph
+
+    server = EmbeddedServer(tmp_path)
+    store = open_store(uri)
+    mirror = Mirror(store)
+    mirror.reconcile(snapshot(0))
+    symbol = str(store.query("MATCH (o:Object) RETURN o.nodeSymbol AS s ORDER BY s LIMIT 1")[0]["s"])
+    Corrections(store).apply([(symbol, "class", "bag")], author="test")
+    killed = server.running()
+    assert killed is not None
+    loop = MirrorLoop(mirror, retry_period_s=0.05, reconnect=lambda: mirror.use_store(open_store(uri)))
+    loop.start()
+    try:
+        for step in range(1, 31):
+            loop.submit(Snapshot(bytes(snapshot(step).to_binary(include_mesh=False)), sequence=step))
+            if step == 15:
+                os.kill(killed.pid, signal.SIGKILL)  # while the worker is writing a snapshot
+            time.sleep(0.03)
+        deadline = time.monotonic() + 120
+        while loop.state.sequence != 30 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert loop.wait_idle(60.0)
+    finally:
+        loop.stop()
+    try:
+        restarted = server.running()
+        assert restarted is not None and restarted.pid != killed.pid
+        assert loop.state.sequence == 30 and loop.state.last_error == ""
+        store = open_store(uri)
+        assert_mirrors(store, snapshot(30), corrections={symbol: "bag"})
+        [kept] = Corrections(store).active()
+        assert (kept.symbol, kept.value, kept.author) == (symbol, "bag", "test") and kept.original not in (None, "bag")
+        store.close()
+    finally:
+        server.stop()
