@@ -169,6 +169,20 @@ class Corrections:
         self._set(due)
         return len(due), retired
 
+    def manage(self, action: str, correction_id: str = "", *, active_only: bool = False,
+               author: str = "operator") -> tuple[list[Correction], list[Change]]:
+        """``list`` | ``revert`` | ``clear`` by name (the ``corrections`` service): (records listed, changes made)."""
+        action = action.strip().lower()
+        if action == "list":
+            return (self.active() if active_only else self.all()), []
+        if action == "revert":
+            if not correction_id.strip():
+                raise CorrectionError("revert needs the id of a correction, e.g. O14.class")
+            return [], [self.revert(correction_id, author=author)]
+        if action == "clear":
+            return [], self.clear(author=author)
+        raise CorrectionError(f"unknown corrections action {action!r}; use list, revert or clear")
+
     # -- internals ---------------------------------------------------------------
     def _restore(self, record: Correction) -> Change:
         rows = self.store.query(q.NODE_PROPERTY, {"symbol": record.symbol, "property": record.property})
