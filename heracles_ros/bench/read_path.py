@@ -54,10 +54,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 read = open_read_store(Path(tmp))
                 figures.update(_prefixed("idle", _trivial_work(mirror, scene, store, read, args.seconds / 2)))
                 figures.update(_prefixed("replica_loaded", _under_load(
-                    lambda: open_read_store(Path(tmp), timeout_s=30.0), mirror, scene, store, read, args)))
+                    lambda: open_read_store(Path(tmp)), mirror, scene, store, read, args)))
                 if args.compare:
                     figures.update(_prefixed("primary_loaded", _under_load(
-                        lambda: open_store(uri, timeout_s=30.0), mirror, scene, store, read, args)))
+                        lambda: open_store(uri), mirror, scene, store, read, args)))
                 figures["primary_pid_unchanged"] = server.running() is not None
                 read.close()
         finally:
@@ -73,7 +73,7 @@ def _under_load(open_expensive: Callable[[], GraphStore], mirror: Mirror, scene:
     def hog(target: GraphStore) -> None:
         started = time.perf_counter()
         try:
-            target.query(CARTESIAN, timeout_s=30.0)
+            target.query(CARTESIAN)  # the store's (the tool's) 10 s limit
             outcomes.append(f"finished in {time.perf_counter() - started:.1f} s")
         except HeraclesError as exc:
             outcomes.append(f"{type(exc).__name__} after {time.perf_counter() - started:.1f} s")
@@ -93,26 +93,34 @@ def _under_load(open_expensive: Callable[[], GraphStore], mirror: Mirror, scene:
 
 def _trivial_work(mirror: Mirror, scene: dsg.DynamicSceneGraph, store: GraphStore, read: GraphStore,
                   seconds: float) -> dict[str, Any]:
-    """One-change reconciles on the primary and trivial reads on both servers, for ``seconds``."""
+    """One-change reconciles and trivial reads on the primary, trivial reads on the replica (its own thread)."""
     reconciles: list[float] = []
     primary_reads: list[float] = []
     replica_reads: list[float] = []
     node = next(iter(scene.get_layer(dsg.DsgLayers.OBJECTS).nodes))
     deadline = time.perf_counter() + seconds
-    step = 0
+
+    def replica_reader() -> None:
+        while time.perf_counter() < deadline:
+            replica_reads.append(_timed(lambda: read.query(TRIVIAL)))
+            time.sleep(0.05)
+
+    reader = threading.Thread(target=replica_reader, daemon=True)
+    reader.start()
     while time.perf_counter() < deadline:
-        step += 1
         node.attributes.position = node.attributes.position + np.array([0.01, 0.0, 0.0])
         reconciles.append(_timed(lambda: mirror.reconcile(scene)))
         primary_reads.append(_timed(lambda: store.query(TRIVIAL)))
-        replica_reads.append(_timed(lambda: read.query(TRIVIAL, timeout_s=30.0)))
+        time.sleep(0.05)
+    reader.join(60)
     return {
         "reconcile_1_change_max_s": round(max(reconciles), 3),
         "reconcile_1_change_median_s": round(statistics.median(reconciles), 3),
+        "reconciles": len(reconciles),
         "primary_trivial_read_max_s": round(max(primary_reads), 3),
         "replica_trivial_read_max_s": round(max(replica_reads), 3),
         "replica_trivial_read_median_s": round(statistics.median(replica_reads), 3),
-        "rounds": step,
+        "replica_reads": len(replica_reads),
     }
 
 
