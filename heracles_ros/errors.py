@@ -35,6 +35,18 @@ class QueryTimeout(DatabaseError):
     """A query ran longer than its timeout."""
 
 
+class DataDirError(DatabaseError):
+    """The embedded database's files cannot be used as they are (corrupt, another version, full disk).
+
+    ``unreadable`` is True when the files themselves are the problem (corrupt, another
+    version), which ``heracles db reset`` may set aside; False for a full disk.
+    """
+
+    def __init__(self, message: str, *, unreadable: bool = True):
+        super().__init__(message)
+        self.unreadable = unreadable
+
+
 # --- scene graphs ---------------------------------------------------------
 class SceneError(HeraclesError):
     """A scene graph file or payload cannot be used."""

@@ -166,11 +166,14 @@ class Agent:
             self._plan(result)
         return result
 
-    def correct(self, instruction: str) -> CorrectResult:
+    def correct(self, instruction: str, *, author: str = "operator") -> CorrectResult:
         """Apply the narrow property update the model proposes, only through the corrections overlay.
 
-        The context method cannot correct (no tool to find the nodes): the prompt
-        builder refuses it, which lands in the result's error like any set-up failure.
+        An empty proposal (nothing matches the operator's statement) is an answer:
+        no change, and the model's explanation says why. ``author`` is recorded
+        with the correction. The context method cannot correct (no tool to find
+        the nodes): the prompt builder refuses it, which lands in the result's
+        error like any set-up failure.
         """
         result = CorrectResult()
         corrections = Corrections(self.store)
@@ -178,7 +181,11 @@ class Agent:
         def check(text: str) -> list[str]:
             try:
                 changes = parse_changes(text)
-                applied = corrections.apply(changes, max_nodes=self.correction_max_nodes)
+                if not changes:
+                    return []
+                applied = corrections.apply(
+                    changes, max_nodes=self.correction_max_nodes, author=author, request=instruction.strip()
+                )
             except CorrectionError as exc:
                 feedback = (
                     f"The correction {text.strip()} was refused: {exc}\n"
@@ -193,7 +200,10 @@ class Agent:
             outcome = self._run(result, session, check)
             if outcome is not None:
                 result.changes, result.explanation = outcome
-                log.info("correction applied: %s", "; ".join(result.changes))
+                if result.changes:
+                    log.info("correction applied: %s", "; ".join(result.changes))
+                else:
+                    log.info("no correction made: %s", result.explanation)
         return result
 
     # -- the loop ---------------------------------------------------------------------

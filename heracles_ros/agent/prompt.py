@@ -344,7 +344,8 @@ CORRECTIONS = (
     "A correction changes properties of nodes that already exist. Only these properties can be corrected: "
     + ", ".join(f"{name} ({'number' if kind is float else 'text'})" for name, kind in CORRECTABLE_PROPERTIES.items())
     + ". Nodes and relationships cannot be added or deleted, and a correction touches few nodes. "
-    "Propose the smallest change that makes the operator's statement true, and only for nodes your queries found.\n"
+    "Propose the smallest change that makes the operator's statement true, and only for nodes your queries found. "
+    "If nothing in the scene graph matches the statement, answer with an empty list [] and say why.\n"
     "</corrections>"
 )
 

@@ -1,4 +1,4 @@
-"""``heracles bench mirror|plan``: measure, print figures (``--json`` for scripts)."""
+"""``heracles bench mirror|plan|db|read-path``: measure, print figures (``--json`` for scripts)."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +11,8 @@ from heracles_ros.cli.common import print_json
 BENCHMARKS = {
     "mirror": "decode, diff and write costs of the mirror on the kilometre-scale scene",
     "plan": "goal text to expanded plan on the kilometre-scale scene, and the naive encoding for contrast",
+    "db": "restart time and data directory size of the embedded database after many loads of changing snapshots",
+    "read-path": "expensive model queries on the read replica next to mirror reconciles and trivial reads",
 }
 
 
@@ -20,12 +22,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     for name, help_text in BENCHMARKS.items():
         bench = kinds.add_parser(name, help=help_text)
         bench.add_argument("--json", action="store_true", help="print the figures as one JSON object")
-        importlib.import_module(f"heracles_ros.bench.{name}").add_arguments(bench)
+        importlib.import_module(_module(name)).add_arguments(bench)
         bench.set_defaults(func=_run)
 
 
+def _module(benchmark: str) -> str:
+    return f"heracles_ros.bench.{benchmark.replace('-', '_')}"
+
+
 def _run(args: argparse.Namespace) -> int:
-    module = importlib.import_module(f"heracles_ros.bench.{args.benchmark}")
+    module = importlib.import_module(_module(args.benchmark))
     figures: dict[str, Any] = module.run(args)
     if args.json:
         print_json(figures)

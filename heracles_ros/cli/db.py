@@ -1,25 +1,36 @@
-"""``heracles db start|stop|status``: the embedded server's lifecycle, and a health check of any backend."""
+"""``heracles db start|stop|status|reset``: the embedded server's lifecycle, and a health check of any backend."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from heracles_ros.cli.common import add_db_option, print_json
 from heracles_ros.cli.scene import database_counts
-from heracles_ros.errors import ConfigError, DatabaseError
+from heracles_ros.errors import ConfigError, DatabaseError, DataDirError
 from heracles_ros.graphdb import open_store, parse_db_uri
+from heracles_ros.graphdb.corrections import Corrections
+from heracles_ros.graphdb.cypher import admin as q
+from heracles_ros.graphdb.store import GraphStore
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("db", help="start, stop or check the graph database")
+    parser = sub.add_parser("db", help="start, stop, check or reset the graph database")
     actions = parser.add_subparsers(dest="db_action", required=True, metavar="ACTION")
     start = actions.add_parser("start", help="start the embedded FalkorDB server (or reuse the running one)")
     stop = actions.add_parser("stop", help="stop the embedded FalkorDB server cleanly (data is kept)")
-    status = actions.add_parser("status", help="is the database up, and what does the graph hold (exit 1 if down)")
-    for action, func in ((start, _start), (stop, _stop), (status, _status)):
+    status = actions.add_parser(
+        "status", help="is the database up, what its data directory holds (size, graphs, nodes, corrections, "
+        "last save); exit 1 if down")
+    reset = actions.add_parser("reset", help="delete everything the database holds (corrections too, unless kept)")
+    for action, func in ((start, _start), (stop, _stop), (status, _status), (reset, _reset)):
         add_db_option(action)
         action.set_defaults(func=func)
-    status.add_argument("--graph", default="heracles", help="graph to count (default: heracles)")
+    status.add_argument("--graph", default="heracles", help="graph to count in detail (default: heracles)")
+    reset.add_argument("--graph", default="heracles",
+                       help="graph to reset on an external server (the embedded one resets all its graphs)")
+    reset.add_argument("--keep-corrections", action="store_true",
+                       help="keep the operator corrections; they apply again when their nodes are mirrored")
 
 
 def _embedded_server(uri: str, action: str) -> Any:
@@ -30,12 +41,16 @@ def _embedded_server(uri: str, action: str) -> Any:
     if target.kind != "embedded":
         raise ConfigError(f"'heracles db {action}' manages the embedded server only; {target.description} "
                           "is run by its own service")
-    return EmbeddedServer(target.data_dir or default_data_dir())
+    return EmbeddedServer(target.data_dir or default_data_dir(), progress=_progress)
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _start(args: argparse.Namespace) -> int:
     server = _embedded_server(args.db, "start")
-    reused = server.running() is not None
+    reused = server.running() is not None or server.loading()
     info = server.ensure_started()
     print_json({"running": True, "reused": reused, "data_dir": str(server.data_dir), "host": info.host,
                 "port": info.port, "pid": info.pid, "uri": f"falkordb://{info.host}:{info.port}"})
@@ -51,19 +66,61 @@ def _stop(args: argparse.Namespace) -> int:
 def _status(args: argparse.Namespace) -> int:
     target = parse_db_uri(args.db)
     report: dict[str, Any] = {"database": target.description, "graph": args.graph}
+    graphs: list[str] = [args.graph]
     if target.kind == "embedded":
         server = _embedded_server(args.db, "status")
+        report.update(data_dir=str(server.data_dir), **(server.files() if server.data_dir.is_dir() else {}))
         info = server.running()
         if info is None:
-            print_json({**report, "running": False})
+            print_json({**report, "running": False, "loading": server.loading()})
             return 1
         report.update(pid=info.pid, uri=f"falkordb://{info.host}:{info.port}")
+        graphs = server.graphs() or [args.graph]
     try:
-        with open_store(args.db, graph=args.graph) as store:
-            store.ping()
-            counts = database_counts(store)
+        per_graph: dict[str, Any] = {}
+        for name in graphs:
+            with open_store(args.db, graph=name) as store:
+                store.ping()
+                per_graph[name] = _graph_summary(store)
+                if name == args.graph:
+                    report.update(database_counts(store))
     except DatabaseError as exc:
         print_json({**report, "running": False, "error": str(exc)})
         return 1
-    print_json({**report, "running": True, **counts})
+    print_json({**report, "running": True, "graphs": per_graph})
+    return 0
+
+
+def _graph_summary(store: GraphStore) -> dict[str, Any]:
+    rows = store.query(q.COUNT_ALL_NODES)
+    return {"nodes": int(rows[0]["n"]) if rows else 0, "corrections": Corrections(store).counts()}
+
+
+def _reset(args: argparse.Namespace) -> int:
+    target = parse_db_uri(args.db)
+    report: dict[str, Any] = {"database": target.description, "kept_corrections": args.keep_corrections}
+    graphs = [args.graph]
+    if target.kind == "embedded":
+        server = _embedded_server(args.db, "reset")
+        try:
+            server.ensure_started()
+        except DataDirError as exc:
+            if not exc.unreadable:
+                raise
+            if args.keep_corrections:
+                raise DataDirError(f"{exc}; the corrections cannot be kept from files that do not load") from exc
+            report["set_aside"] = str(server.set_aside())
+            server.ensure_started()
+        graphs = server.graphs()
+    statement = q.DELETE_ALL_BUT_CORRECTIONS if args.keep_corrections else q.DELETE_ALL_NODES
+    removed: dict[str, int] = {}
+    for name in graphs:
+        with open_store(args.db, graph=name, timeout_s=120.0) as store:
+            before = store.query(q.COUNT_ALL_NODES)
+            store.write(statement)
+            after = store.query(q.COUNT_ALL_NODES)
+            removed[name] = int(before[0]["n"] if before else 0) - int(after[0]["n"] if after else 0)
+    if target.kind == "embedded":
+        server.compact(wait_s=60.0, min_tail_bytes=0)  # the files shrink now, not at the next rewrite
+    print_json({**report, "nodes_removed": removed})
     return 0

@@ -103,8 +103,12 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _correct(args: argparse.Namespace) -> int:
-    result = _request(args, CorrectResult, lambda agent: agent.correct(args.instruction))
-    return _report(args, result, "\n".join(result.changes))
+    from heracles_ros.graphdb.corrections import operator_name
+
+    author = f"heracles correct ({operator_name()})"
+    result = _request(args, CorrectResult, lambda agent: agent.correct(args.instruction, author=author))
+    nothing = f"no change: {result.explanation}" if result.ok else ""
+    return _report(args, result, "\n".join(result.changes) or nothing)
 
 
 def _prompt(args: argparse.Namespace) -> int:

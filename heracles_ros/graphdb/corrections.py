@@ -1,26 +1,37 @@
-"""Operator corrections that outlive Hydra snapshots.
+"""Operator corrections that outlive Hydra snapshots, and their management.
 
 A correction ("O43.class is bag") is stored as a ``Correction`` node and set on
 the target; the mirror calls :meth:`Corrections.after_reconcile` after every
 write, which re-applies corrections to nodes the snapshot rewrote and retires
 those whose node disappeared. Only narrow, typed property updates of existing
-nodes are accepted.
+nodes are accepted. Each record keeps who made it, from which request, and
+when; an operator can list them, revert one (the node gets back the value it
+had before the first correction) or clear them all.
 """
 from __future__ import annotations
 
+import builtins
+import logging
+import math
+import os
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from heracles_ros.errors import CorrectionError
-from heracles_ros.graphdb.cypher import mirror as q
+from heracles_ros.graphdb.cypher import corrections as q
 from heracles_ros.graphdb.schema import CORRECTABLE_PROPERTIES, Layer, is_scene_symbol
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.graphdb.symbols import symbol_layers
 
+log = logging.getLogger(__name__)
+
 _MAX_TEXT = 80
+#: Characters of the request text kept with a correction.
+_MAX_REQUEST = 500
 
 
 @dataclass(frozen=True)
@@ -38,11 +49,27 @@ class Change:
 
 @dataclass(frozen=True)
 class Correction:
+    """One correction record; ``status`` is active, retired (its node vanished) or reverted."""
+
     symbol: str
     property: str
     value: Any
     original: Any
     created_s: float
+    status: str = "active"
+    author: str = ""
+    request: str = ""
+    updated_s: float = 0.0
+
+    @builtins.property  # the field ``property`` shadows the builtin inside the class body
+    def id(self) -> str:
+        """``O43.class``: one record per node property, so the pair names it."""
+        return f"{self.symbol}.{self.property}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "symbol": self.symbol, "property": self.property, "value": self.value,
+                "original": self.original, "status": self.status, "author": self.author, "request": self.request,
+                "created": _iso(self.created_s), "updated": _iso(self.updated_s)}
 
 
 class Corrections:
@@ -51,7 +78,10 @@ class Corrections:
     def __init__(self, store: GraphStore):
         self.store = store
 
-    def apply(self, changes: Sequence[tuple[str, str, Any]], *, max_nodes: int = 10) -> list[Change]:
+    def apply(
+        self, changes: Sequence[tuple[str, str, Any]], *, max_nodes: int = 10, author: str = "operator",
+        request: str = "",
+    ) -> list[Change]:
         """Validate every change (all problems reported at once), then store and apply them."""
         problems: list[str] = []
         clean: list[tuple[str, str, Any]] = []
@@ -84,17 +114,45 @@ class Corrections:
             # value Hydra gave is kept from the first correction of this property.
             self.store.write(
                 q.UPSERT_CORRECTION,
-                {"symbol": symbol, "property": prop, "value": value, "original": old, "now": now},
+                {"symbol": symbol, "property": prop, "value": value, "original": old, "now": now,
+                 "author": author, "request": request[:_MAX_REQUEST]},
             )
             applied.append(Change(symbol, prop, old, value))
         self._set(clean)
         return applied
 
     def active(self) -> list[Correction]:
-        return [
-            Correction(r["symbol"], r["property"], r["value"], r["original"], float(r["created_s"] or 0.0))
-            for r in self.store.query(q.ACTIVE_CORRECTIONS)
-        ]
+        return [_record(r) for r in self.store.query(q.ACTIVE_CORRECTIONS)]
+
+    def all(self) -> list[Correction]:
+        """Every record, active, retired and reverted, oldest first."""
+        return [_record(r) for r in self.store.query(q.ALL_CORRECTIONS)]
+
+    def counts(self) -> dict[str, int]:
+        """Records per status."""
+        return {str(r["status"]): int(r["n"]) for r in self.store.query(q.COUNT_BY_STATUS)}
+
+    def revert(self, correction_id: str, *, author: str = "operator") -> Change:
+        """Give the node back the value it had before the first correction; the record stays, reverted."""
+        symbol, _, prop = correction_id.strip().partition(".")
+        rows = self.store.query(q.ONE_CORRECTION, {"symbol": symbol, "property": prop})
+        if not rows:
+            raise CorrectionError(f"there is no correction {correction_id!r}; 'heracles corrections list' shows them")
+        record = _record(rows[0])
+        if record.status != "active":
+            reason = "its node vanished" if record.status == "retired" else "it was reverted before"
+            raise CorrectionError(f"correction {record.id} is {record.status} ({reason}); there is nothing to revert")
+        change = self._restore(record)
+        self.store.write(q.MARK_REVERTED, {"symbol": symbol, "property": prop, "now": time.time(), "author": author})
+        return change
+
+    def clear(self, *, author: str = "operator") -> list[Change]:
+        """Revert every active correction, then delete all records (the history goes too)."""
+        changes = [self._restore(record) for record in self.active()]
+        self.store.write(q.DELETE_CORRECTIONS)
+        if changes:
+            log.info("%s cleared the corrections, reverted: %s", author, "; ".join(map(str, changes)))
+        return changes
 
     def after_reconcile(self, *, touched: set[str], removed: Iterable[str]) -> tuple[int, list[str]]:
         """Retire corrections of removed nodes, re-apply those on rewritten nodes.
@@ -112,7 +170,28 @@ class Corrections:
         self._set(due)
         return len(due), retired
 
+    def manage(self, action: str, correction_id: str = "", *, active_only: bool = False,
+               author: str = "operator") -> tuple[list[Correction], list[Change]]:
+        """``list`` | ``revert`` | ``clear`` by name (the ``corrections`` service): (records listed, changes made)."""
+        action = action.strip().lower()
+        if action == "list":
+            return (self.active() if active_only else self.all()), []
+        if action == "revert":
+            if not correction_id.strip():
+                raise CorrectionError("revert needs the id of a correction, e.g. O14.class")
+            return [], [self.revert(correction_id, author=author)]
+        if action == "clear":
+            return [], self.clear(author=author)
+        raise CorrectionError(f"unknown corrections action {action!r}; use list, revert or clear")
+
     # -- internals ---------------------------------------------------------------
+    def _restore(self, record: Correction) -> Change:
+        rows = self.store.query(q.NODE_PROPERTY, {"symbol": record.symbol, "property": record.property})
+        current = rows[0]["value"] if rows else None
+        if rows:
+            self._set([(record.symbol, record.property, record.original)])
+        return Change(record.symbol, record.property, current, record.original)
+
     def _set(self, changes: Iterable[tuple[str, str, Any]]) -> None:
         groups: dict[tuple[Layer, str], list[dict[str, Any]]] = defaultdict(list)
         changes = list(changes)
@@ -140,9 +219,29 @@ def _check(symbol: Any, prop: Any, value: Any) -> tuple[str, Any]:
         return f"{symbol}.{prop}: property {prop!r} cannot be corrected (allowed: {allowed})", None
     expected = CORRECTABLE_PROPERTIES[prop]
     if expected is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             return f"{symbol}.{prop}: expected a number, got {value!r}", None
+        if not math.isfinite(value):
+            return f"{symbol}.{prop}: expected a finite number, got {value!r}", None
         return "", float(value)
     if not isinstance(value, str) or not value.strip() or len(value) > _MAX_TEXT:
         return f"{symbol}.{prop}: expected a non-empty text of at most {_MAX_TEXT} characters, got {value!r}", None
     return "", value.strip()
+
+
+def _record(row: dict[str, Any]) -> Correction:
+    return Correction(
+        symbol=str(row["symbol"]), property=str(row["property"]), value=row["value"], original=row["original"],
+        created_s=float(row["created_s"] or 0.0), status=str(row.get("status") or "active"),
+        author=str(row.get("author") or ""), request=str(row.get("request") or ""),
+        updated_s=float(row.get("updated_s") or 0.0),
+    )
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds") if seconds else ""
+
+
+def operator_name() -> str:
+    """Who runs this process, for the record of a correction made from a shell."""
+    return os.environ.get("USER") or os.environ.get("LOGNAME") or "unknown user"

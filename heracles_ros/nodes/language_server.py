@@ -3,7 +3,8 @@
 Interface (names relative, so a robot namespace applies):
 
 - serves ``ask`` (heracles_ros/srv/Ask), ``command`` (heracles_ros/srv/Command)
-  and ``correct`` (heracles_ros/srv/Correct);
+  and ``correct`` (heracles_ros/srv/Correct), and ``corrections``
+  (heracles_ros/srv/ManageCorrections: list, revert, clear, no model involved);
 - publishes ``plan`` (heracles_ros/msg/Plan): the plan of a ``command`` called
   with ``execute: true``, for the dispatcher;
 - publishes ``last_answer`` (std_msgs/msg/String) and ``answer_marker``
@@ -32,6 +33,7 @@ database's clients) is locked or thread-safe.
 """
 from __future__ import annotations
 
+import json
 import logging
 import sys
 import textwrap
@@ -54,6 +56,7 @@ from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult, 
 from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError, describe
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb import open_store
+from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import Plan
 from heracles_ros.nodes.markers import make_marker
@@ -64,7 +67,7 @@ from heracles_ros.nodes.runner import run_node
 from heracles_ros.planning.planner import Planner
 from heracles_ros.planning.types import PlanResult
 from heracles_ros.settings import Setting
-from heracles_ros.srv import Ask, Command, Correct
+from heracles_ros.srv import Ask, Command, Correct, ManageCorrections
 
 log = logging.getLogger(__name__)
 
@@ -232,6 +235,7 @@ class LanguageServerNode(Node):
         self.create_service(Ask, "ask", self._on_ask, callback_group=requests)
         self.create_service(Command, "command", self._on_command, callback_group=requests)
         self.create_service(Correct, "correct", self._on_correct, callback_group=requests)
+        self.create_service(ManageCorrections, "corrections", self._on_corrections, callback_group=requests)
         self._closed = False
         try:
             self._get_agent()
@@ -292,6 +296,21 @@ class LanguageServerNode(Node):
         response.changes = list(result.changes)
         response.explanation = result.explanation
         _fill_usage(response, result.usage, result.error)
+        return response
+
+    def _on_corrections(
+        self, request: ManageCorrections.Request, response: ManageCorrections.Response
+    ) -> ManageCorrections.Response:
+        """List, revert or clear corrections directly (no model involved)."""
+        try:
+            records, changes = Corrections(self.store).manage(
+                request.action, request.id, active_only=request.active_only, author="corrections service"
+            )
+        except HeraclesError as exc:
+            response.error = describe(exc)
+            return response
+        response.corrections = [json.dumps(record.as_dict(), default=str) for record in records]
+        response.changes = [str(change) for change in changes]
         return response
 
     def _command(self, agent: Agent, instruction: str, *, execute: bool, response: Command.Response) -> CommandResult:

@@ -278,11 +278,26 @@ def test_refused_correction_is_fed_back_then_fixed(small_store, llm_server):
 
 
 def test_correction_that_stays_refused_changes_nothing(small_store, llm_server):
-    server = llm_server([say("<answer>[]</answer>"), say('<answer>[["O999", "class", "bag"]]</answer>')])
+    server = llm_server([
+        say('<answer>[["O1", "x", 1e999]]</answer>'),  # refused by the checker, fed back
+        say('<answer>[["O999", "class", "bag"]]</answer>'),
+    ])
     before = small_store.query("MATCH (o:Object) RETURN o.nodeSymbol AS s, o.class AS c ORDER BY s")
     result = Agent(small_store, adapter(server)).correct("The unicorn is a bag")
     assert result.error == "CorrectionError: node O999 does not exist in the scene graph" and result.changes == []
     assert small_store.query("MATCH (o:Object) RETURN o.nodeSymbol AS s, o.class AS c ORDER BY s") == before
+
+
+def test_correction_that_matches_nothing_ends_with_the_models_explanation(small_store, llm_server):
+    server = llm_server([
+        call("MATCH (o:Object {class: 'unicorn'}) RETURN o.nodeSymbol AS s"),
+        say("There is no unicorn in the scene graph, so nothing was changed.\n<answer>[]</answer>"),
+    ])
+    before = small_store.query("MATCH (n) RETURN count(n) AS n")
+    result = Agent(small_store, adapter(server)).correct("The unicorn is a bag")
+    assert result.ok and result.error == "" and result.changes == []
+    assert result.explanation == "There is no unicorn in the scene graph, so nothing was changed."
+    assert small_store.query("MATCH (n) RETURN count(n) AS n") == before
 
 
 def test_empty_request_and_bad_method(small_store, llm_server):

@@ -1,28 +1,15 @@
 """The admin commands (`heracles db|load|summary|generate-scene|cypher|bench mirror`) on real databases."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support.cli import heracles
 from support.mirror_checks import assert_mirrors
 from support.tiny_scene import tiny_scene
 
-from heracles_ros.cli import main
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.scene.io import load_scene
-
-
-def heracles(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
-    """Run the CLI in-process: (exit status, stdout parsed as JSON if it is, stderr)."""
-    capsys.readouterr()
-    status = main(list(argv))
-    out, err = capsys.readouterr()
-    try:
-        return status, json.loads(out), err
-    except json.JSONDecodeError:
-        return status, out, err
 
 
 def test_db_start_status_stop(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

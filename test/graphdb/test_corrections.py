@@ -77,3 +77,27 @@ def test_node_count_is_bounded(store: FalkorStore) -> None:
     Mirror(store).reconcile(tiny_scene())
     with pytest.raises(CorrectionError, match="at most 2 nodes"):
         Corrections(store).apply([(f"P{i}", "class", "corridor") for i in range(3)], max_nodes=2)
+
+
+def test_an_infinite_or_missing_number_is_refused_by_the_checker(store: FalkorStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    with pytest.raises(CorrectionError) as caught:
+        Corrections(store).apply([("O1", "x", float("inf")), ("O2", "y", float("nan"))])
+    assert "O1.x: expected a finite number, got inf" in str(caught.value)
+    assert "O2.y: expected a finite number, got nan" in str(caught.value)
+    assert store.query("MATCH (c:Correction) RETURN count(c) AS n") == [{"n": 0}]
+
+
+def test_revert_of_a_retired_correction_is_refused(store: FalkorStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph)
+    corrections = Corrections(store)
+    corrections.apply([("O1", "class", "box")], author="carol", request="O1 is a box")
+    graph.remove_node(node_id("O1"))
+    mirror.reconcile(graph)
+    [record] = corrections.all()
+    assert (record.id, record.status, record.author, record.request) == ("O1.class", "retired", "carol", "O1 is a box")
+    with pytest.raises(CorrectionError, match=r"O1\.class is retired \(its node vanished\)"):
+        corrections.revert("O1.class")
+    assert corrections.counts() == {"retired": 1}

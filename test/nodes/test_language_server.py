@@ -23,7 +23,7 @@ import pytest
 import rclpy
 import yaml
 from heracles_ros.msg import Plan
-from heracles_ros.srv import Ask, Command, Correct
+from heracles_ros.srv import Ask, Command, Correct, ManageCorrections
 from rclpy.client import Client
 from rclpy.context import Context
 from rclpy.node import Node
@@ -35,6 +35,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
+from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.nodes.language_server import ANSWER_LIFT_M, NS_ANSWER, PARAMETERS, LanguageServerNode
 from heracles_ros.nodes.parameters import declare
 
@@ -278,6 +279,30 @@ def test_correct_applies_a_narrow_change_visible_in_the_database(rig_factory, sm
 
 
 # -- failures ---------------------------------------------------------------------------------------------
+def test_corrections_service_lists_reverts_and_clears(rig_factory, small_store):
+    rig = rig_factory([])
+    first, second = (r["s"] for r in small_store.query("MATCH (o:Object) RETURN o.nodeSymbol AS s ORDER BY s LIMIT 2"))
+    Corrections(small_store).apply([(first, "class", "bag"), (second, "name", "blue box")], author="dana")
+    client = rig.probe.create_client(ManageCorrections, f"{NS}/corrections")
+    assert client.wait_for_service(timeout_sec=10.0)
+    listed = rig.call(client, ManageCorrections.Request(action="list"))
+    assert listed.error == ""
+    records = [json.loads(text) for text in listed.corrections]
+    assert [(r["id"], r["status"], r["author"]) for r in records] == [
+        (f"{first}.class", "active", "dana"), (f"{second}.name", "active", "dana")
+    ]
+    reverted = rig.call(client, ManageCorrections.Request(action="revert", id=f"{first}.class"))
+    assert reverted.error == "" and list(reverted.changes) == [f"{first}.class: 'bag' -> {records[0]['original']!r}"]
+    active = rig.call(client, ManageCorrections.Request(action="list", active_only=True))
+    assert [json.loads(text)["id"] for text in active.corrections] == [f"{second}.name"]
+    cleared = rig.call(client, ManageCorrections.Request(action="clear"))
+    assert cleared.error == "" and len(cleared.changes) == 1
+    assert rig.call(client, ManageCorrections.Request(action="list")).corrections == []
+    wrong = rig.call(client, ManageCorrections.Request(action="undo"))
+    assert wrong.error == "CorrectionError: unknown corrections action 'undo'; use list, revert or clear"
+    assert rig.server.requests == []  # no model involved
+
+
 def test_a_failing_model_is_an_error_in_the_response_and_the_node_answers_the_next_request(rig_factory, small_store):
     truth = len(small_store.query(BICYCLES))
     rig = rig_factory([garbage()])

@@ -1,7 +1,7 @@
-"""Read-only statements behind the admin commands (``heracles db status``, ``load``, ``summary``)."""
+"""Statements behind the admin commands (``heracles db status|reset``, ``load``, ``summary``)."""
 from __future__ import annotations
 
-from heracles_ros.graphdb.schema import MIRRORED_LABELS, ROBOT_LABEL
+from heracles_ros.graphdb.schema import CORRECTION_LABEL, MIRRORED_LABELS, ROBOT_LABEL
 
 _MIRRORED = " OR ".join(f"n:{label}" for label in MIRRORED_LABELS)
 
@@ -18,3 +18,8 @@ SUMMARY_CLASSES = (
     f"MATCH (n) WHERE {_MIRRORED} RETURN labels(n)[0] AS label, n.class AS class, count(n) AS n "
     "ORDER BY label, n DESC"
 )
+#: Every node of the graph (``heracles db status`` per graph).
+COUNT_ALL_NODES = "MATCH (n) RETURN count(n) AS n"
+#: ``heracles db reset``: the whole graph, or all but the corrections overlay (indexes stay).
+DELETE_ALL_NODES = "MATCH (n) DETACH DELETE n"
+DELETE_ALL_BUT_CORRECTIONS = f"MATCH (n) WHERE NOT n:{CORRECTION_LABEL} DETACH DELETE n"

@@ -1,4 +1,4 @@
-"""Statements the mirror, the corrections overlay and the admin commands send.
+"""Statements the mirror and the admin commands send.
 
 Labels and relationship types cannot be query parameters, so statements that
 need them are built here from the closed sets in :mod:`..schema` (never from
@@ -7,7 +7,6 @@ input text).
 from __future__ import annotations
 
 from heracles_ros.graphdb.schema import (
-    CORRECTION_LABEL,
     MIRROR_META_LABEL,
     Dialect,
     Layer,
@@ -101,28 +100,3 @@ BUMP_GENERATION = (
     "RETURN m.generation AS generation"
 )
 READ_META = f"MATCH (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) RETURN m.generation AS generation, m.sequence AS sequence"
-
-# --- corrections overlay ----------------------------------------------------------
-NODE_PROPERTY = "MATCH (n {nodeSymbol: $symbol}) RETURN labels(n) AS labels, n[$property] AS value"
-UPSERT_CORRECTION = (
-    f"MERGE (c:{CORRECTION_LABEL} {{target: $symbol, property: $property}}) "
-    "ON CREATE SET c.original = $original, c.created_s = $now "
-    "SET c.value = $value, c.status = 'active', c.updated_s = $now"
-)
-ACTIVE_CORRECTIONS = (
-    f"MATCH (c:{CORRECTION_LABEL} {{status: 'active'}}) "
-    "RETURN c.target AS symbol, c.property AS property, c.value AS value, c.original AS original, "
-    "c.created_s AS created_s ORDER BY c.created_s"
-)
-RETIRE_CORRECTIONS = (
-    f"UNWIND $symbols AS s MATCH (c:{CORRECTION_LABEL} {{target: s, status: 'active'}}) "
-    "SET c.status = 'retired', c.updated_s = $now RETURN DISTINCT c.target AS symbol"
-)
-
-
-def apply_correction(layer: Layer, prop: str, dialect: Dialect) -> str:
-    """Set one whitelisted property on nodes of one layer (prop comes from CORRECTABLE_PROPERTIES)."""
-    extra = ""
-    if prop in {"x", "y", "z"}:
-        extra = f" SET n.center = {dialect.point('n.x', 'n.y', 'n.z')}"
-    return f"UNWIND $rows AS r MATCH (n:{layer.value} {{nodeSymbol: r.s}}) SET n.{prop} = r.v{extra}"

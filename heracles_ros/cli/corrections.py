@@ -1,0 +1,44 @@
+"""``heracles corrections list|revert|clear``: see and undo what operators corrected."""
+from __future__ import annotations
+
+import argparse
+
+from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.graphdb import open_store
+from heracles_ros.graphdb.corrections import Corrections, operator_name
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("corrections", help="list, revert or clear operator corrections")
+    actions = parser.add_subparsers(dest="corrections_action", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="every correction: id, node, property, value, who, when, state")
+    listing.add_argument("--active", action="store_true", help="only the active ones")
+    revert = actions.add_parser("revert", help="give a node back the value it had before a correction")
+    revert.add_argument("id", help="the correction's id as 'list' prints it, e.g. O43.class")
+    clear = actions.add_parser("clear", help="revert every active correction and delete all records")
+    for action, func in ((listing, _list), (revert, _revert), (clear, _clear)):
+        add_db_option(action)
+        action.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+        action.set_defaults(func=func)
+
+
+def _list(args: argparse.Namespace) -> int:
+    with open_store(args.db, graph=args.graph) as store:
+        corrections = Corrections(store)
+        records = corrections.active() if args.active else corrections.all()
+    print_json([record.as_dict() for record in records])
+    return 0
+
+
+def _revert(args: argparse.Namespace) -> int:
+    with open_store(args.db, graph=args.graph) as store:
+        change = Corrections(store).revert(args.id, author=f"heracles corrections ({operator_name()})")
+    print_json({"reverted": args.id.strip(), "change": str(change)})
+    return 0
+
+
+def _clear(args: argparse.Namespace) -> int:
+    with open_store(args.db, graph=args.graph) as store:
+        changes = Corrections(store).clear(author=f"heracles corrections ({operator_name()})")
+    print_json({"cleared": True, "reverted": [str(change) for change in changes]})
+    return 0

@@ -1,0 +1,67 @@
+"""``heracles db status|reset`` on the embedded server: what the directory holds, and starting over."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support.cli import heracles
+from support.tiny_scene import tiny_scene
+
+from heracles_ros.graphdb import open_store
+from heracles_ros.graphdb.corrections import Corrections
+from heracles_ros.graphdb.embedded import AOF_DIR, EmbeddedServer
+from heracles_ros.graphdb.mirror import Mirror
+
+
+def test_status_then_reset_keeping_corrections_then_all(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    uri = f"embedded:{tmp_path}"
+    store = open_store(uri)
+    try:
+        Mirror(store).reconcile(tiny_scene())
+        Corrections(store).apply([("O1", "class", "chair")])
+        status, out, _ = heracles(capsys, "db", "status", "--db", uri)
+        assert status == 0 and out["running"] and out["format"] == 1 and out["disk_bytes"] > 0
+        assert out["graphs"]["heracles"]["corrections"] == {"active": 1}
+        assert out["graphs"]["heracles"]["nodes"] == out["nodes"] + 2  # + mirror bookkeeping and the correction
+        assert out["last_write"] and out["last_snapshot"] and out["tail_bytes"] >= 0
+
+        status, out, _ = heracles(capsys, "db", "reset", "--keep-corrections", "--db", uri)
+        assert status == 0 and out["kept_corrections"]
+        assert store.query("MATCH (n) RETURN labels(n)[0] AS l") == [{"l": "Correction"}]
+        Mirror(store).reconcile(tiny_scene())  # the kept correction applies again when its node is back
+        assert store.query("MATCH (o:Object {nodeSymbol: 'O1'}) RETURN o.class AS c") == [{"c": "chair"}]
+
+        status, out, _ = heracles(capsys, "db", "reset", "--db", uri)
+        assert status == 0 and out["nodes_removed"]["heracles"] > 0
+        assert store.query("MATCH (n) RETURN count(n) AS n") == [{"n": 0}]
+        assert EmbeddedServer(tmp_path).aof_tail_bytes() == 0  # compacted at once
+    finally:
+        store.close()
+        EmbeddedServer(tmp_path).stop()
+    status, out, _ = heracles(capsys, "db", "status", "--db", uri)
+    assert status == 1 and not out["running"] and not out["loading"] and out["disk_bytes"] > 0
+
+
+def test_reset_sets_unreadable_files_aside(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    uri = f"embedded:{tmp_path}"
+    server = EmbeddedServer(tmp_path)
+    store = open_store(uri)
+    Mirror(store).reconcile(tiny_scene())
+    store.close()
+    server.compact(wait_s=30, min_tail_bytes=0)
+    server.stop()
+    [base] = (tmp_path / AOF_DIR).glob("*.base.rdb")
+    base.write_bytes(base.read_bytes()[:40])
+    status, _, err = heracles(capsys, "db", "start", "--db", uri)
+    assert status == 1 and "corrupt or truncated" in err
+    status, _, err = heracles(capsys, "db", "reset", "--keep-corrections", "--db", uri)
+    assert status == 1 and "cannot be kept from files that do not load" in err
+    try:
+        status, out, _ = heracles(capsys, "db", "reset", "--db", uri)
+        assert status == 0
+        aside = Path(out["set_aside"])
+        assert aside.parent == tmp_path and (aside / AOF_DIR / base.name).stat().st_size == 40  # nothing deleted
+        status, out, _ = heracles(capsys, "db", "status", "--db", uri)
+        assert status == 0 and out["nodes"] == 0
+    finally:
+        server.stop()
