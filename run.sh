@@ -104,7 +104,7 @@ ensure_package() {
 setup() {
   ensure_venv
   ensure_python_deps
-  build_interfaces interfaces "$REPO" msg srv CMakeLists.txt package.xml
+  build_interfaces interfaces "$REPO" msg srv action CMakeLists.txt package.xml
   build_interfaces test_interfaces "$REPO/test/interfaces/hydra_msgs" test/interfaces/hydra_msgs
   ensure_package
 }
