@@ -369,6 +369,7 @@ def test_it_is_resolved_from_the_session_and_the_model_sees_the_earlier_exchange
 
     goal = rig.send("Bring it to the lounge.", session="s1", execute=False)
     status, result = goal_result(goal, 30.0)
+    assert status == GoalStatus.STATUS_SUCCEEDED
     assert (result.outcome, result.goal) == ("planned", f"(object-in-place {box} {lounge})"), result.reason
     sent = rig.server.requests[-1].messages
     roles = [m["role"] for m in sent]
@@ -381,6 +382,7 @@ def test_it_is_resolved_from_the_session_and_the_model_sees_the_earlier_exchange
     # Without the session the model has nothing to resolve "it" with, and asks back.
     alone = rig.send("Bring it to the lounge.", execute=False)
     status, result = goal_result(alone, 30.0)
+    assert status == GoalStatus.STATUS_ABORTED
     assert (result.outcome, result.clarification, list(result.candidates)) == (
         "clarify", "What should I bring?", [])
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -184,6 +185,51 @@ def test_ask_over_the_ollama_protocol_and_a_wrong_type_is_an_error(rig_factory, 
     assert reply.tool_calls == 1  # the question's own query; the retry re-used what the model knew
     last = rig.answers.wait(lambda m: m.data.startswith("error:"), 5.0, what="the error on last_answer")
     assert last.data == f"error: {reply.error}"
+
+
+BICYCLE_ROOMS = (
+    "MATCH (r:Room)-[:CONTAINS*1..2]->(o:Object {class: 'bicycle'}) "
+    "RETURN o.nodeSymbol AS id, r.nodeSymbol AS room ORDER BY id"
+)
+
+
+def test_an_ambiguous_question_is_asked_back_and_the_reply_in_the_same_session_is_answered(
+    rig_factory, small_store, robot_position
+):
+    bicycles = small_store.query(BICYCLE_ROOMS)
+    assert len(bicycles) > 1
+    x, y, _ = robot_position
+
+    def model(request: RecordedRequest) -> Turn:
+        question = [m["content"] for m in request.messages if str(m["content"]).startswith("Question: ")][-1]
+        if question.startswith("Question: Which room is the bicycle in?"):
+            if not request.tool_results():
+                return call(BICYCLE_ROOMS)
+            symbols = ", ".join(row["id"] for row in rows_of(request))
+            return say(f'<answer>CLARIFY("There are {len(bicycles)} bicycles; which one?", <{symbols}>)</answer>')
+        # The reply: the model reads its question, and the candidates' facts, from the conversation.
+        assert "Question: Which room is the bicycle in?" in request.text(), question
+        facts = re.findall(r"(O\d+) \(bicycle\) in (R\d+) \(\w+\), ([\d.]+) m from the robot", request.text())
+        nearest = min(facts, key=lambda fact: float(fact[2]))
+        return say(f"<answer>{nearest[1]}</answer>")
+
+    rig = rig_factory(model)
+    reply = rig.call(rig.ask, Ask.Request(question="Which room is the bicycle in?", answer_type="string",
+                                          session="op"))
+    assert (reply.error, reply.answer) == ("", "")
+    assert reply.clarification == f"There are {len(bicycles)} bicycles; which one?"
+    assert [c.symbol for c in reply.candidates] == [row["id"] for row in bicycles]
+    positions = {row["id"]: (row["x"], row["y"]) for row in small_store.query(
+        "MATCH (o:Object {class: 'bicycle'}) RETURN o.nodeSymbol AS id, o.x AS x, o.y AS y")}
+    for candidate, row in zip(reply.candidates, bicycles, strict=True):
+        assert (candidate.room, candidate.class_name) == (row["room"], "bicycle")
+        bx, by = positions[candidate.symbol]
+        assert candidate.distance_m == pytest.approx(((bx - x) ** 2 + (by - y) ** 2) ** 0.5)
+    assert rig.answers.wait(lambda m: m.data.startswith("clarify: There are"), 5.0, what="the question back")
+
+    nearest = min(reply.candidates, key=lambda c: c.distance_m)
+    answer = rig.call(rig.ask, Ask.Request(question="The one nearest you.", answer_type="string", session="op"))
+    assert (answer.error, answer.answer, answer.clarification) == ("", nearest.room, "")
 
 
 # -- command ----------------------------------------------------------------------------------------
