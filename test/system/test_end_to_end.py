@@ -5,8 +5,9 @@ run in this process under one robot namespace, talking only over topics,
 services and actions (the operator's command is an ``execute_command`` goal,
 the language server's plan an ``execute_plan`` goal), on a real FalkorDB
 graph; the scene arrives the way Hydra sends it, as a ``hydra_msgs/DsgUpdate``
-(the test-only copy of the interface). Only the hosted model is replaced, by the scripted server; every query it asks for runs
-on the live database and its answers are built from what came back.
+(the test-only copy of the interface). Only the hosted model is replaced, by
+the scripted server; every query it asks for runs on the live database and its
+answers are built from what came back.
 """
 from __future__ import annotations
 
