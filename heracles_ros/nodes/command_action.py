@@ -35,7 +35,7 @@ from typing import Any
 
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
-from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from std_msgs.msg import Header
 
@@ -56,6 +56,11 @@ SUCCESSFUL = ("succeeded", "planned")
 DISPATCH_ACCEPT_TIMEOUT_S = 10.0
 #: How often a waiting command looks for a cancel, seconds.
 _POLL_S = 0.05
+#: A command slot reserved by an accepted goal that rclpy never handed over (it failed to create the goal
+#: handle) is free again after this many seconds.
+STALE_RESERVATION_S = 10.0
+#: Seconds without the dispatcher's action server before a running command gives its plan up as lost.
+DISPATCHER_LOST_S = 5.0
 
 
 @dataclass
@@ -68,6 +73,9 @@ class _Running:
     #: True while the command waits for the confirm service.
     waiting: bool = False
     approved: bool = False
+    #: Set when rclpy hands the accepted goal over (until then the slot is only reserved).
+    started: bool = False
+    reserved_at: float = field(default_factory=time.monotonic)
 
 
 def candidate_msgs(candidates: list[Candidate]) -> list[CandidateMsg]:
@@ -107,7 +115,9 @@ class CommandAction:
         group = ReentrantCallbackGroup()
         self._rejections = node.create_publisher(CommandRejection, "command_rejections", reliable(10))
         self._plan_action = f"{node.get_namespace().rstrip('/')}/execute_plan"
-        self.plans: ActionClient = ActionClient(node, ExecutePlan, "execute_plan", callback_group=group)
+        # Its own exclusive group: the dispatcher's feedback is forwarded in the order it arrives.
+        self.plans: ActionClient = ActionClient(node, ExecutePlan, "execute_plan",
+                                                callback_group=MutuallyExclusiveCallbackGroup())
         self.server = ActionServer(
             node, ExecuteCommand, "execute_command", self._execute_unknown,
             goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
@@ -144,17 +154,23 @@ class CommandAction:
         with self._lock:
             if self._closed:
                 return "shutting_down", "the language server is shutting down"
-            if self._running is not None:
+            running = self._running
+            if running is not None and not running.started and \
+                    time.monotonic() - running.reserved_at > STALE_RESERVATION_S:
+                running = self._running = None  # accepted, but never handed over: nothing runs
+            if running is not None:
                 return "busy", (
-                    f"busy: command {self._running.command_id} ({self._running.instruction.strip()!r}) is running; "
+                    f"busy: command {running.command_id} ({running.instruction.strip()!r}) is running; "
                     "cancel it first to replace it"
                 )
             self._running = _Running(goal.command_id, goal.instruction)
         return "", ""
 
     def _on_accepted(self, goal: ServerGoalHandle) -> None:
-        running = self._running
-        assert running is not None and running.command_id == goal.request.command_id
+        with self._lock:
+            running = self._running
+            assert running is not None and running.command_id == goal.request.command_id
+            running.started = True
         goal.execute(lambda handle: self._execute(running, handle))
 
     def _execute_unknown(self, goal: ServerGoalHandle) -> ExecuteCommand.Result:
@@ -282,12 +298,23 @@ class CommandAction:
             result.outcome, result.reason = "failed", "the dispatcher went away before the plan could be sent"
             return
         accepted = threading.Event()
-        sent = self.plans.send_goal_async(
-            ExecutePlan.Goal(plan=plan),
-            feedback_callback=lambda fb: self._feedback(
-                goal, "step", f"step {fb.feedback.progress.step_index + 1}/{fb.feedback.progress.step_count} "
-                f"{fb.feedback.progress.state}: {fb.feedback.progress.message}", step=fb.feedback.progress),
-        )
+        order = threading.Lock()
+        executing = [False]
+
+        def announce_executing() -> None:
+            """The ``executing`` stage, once, before any step (the first step can beat the goal response)."""
+            with order:
+                if not executing[0]:
+                    executing[0] = True
+                    self._feedback(goal, "executing", f"the dispatcher runs plan {plan.plan_id}")
+
+        def forward(message: Any) -> None:
+            step = message.feedback.progress
+            announce_executing()
+            self._feedback(goal, "step", f"step {step.step_index + 1}/{step.step_count} {step.state}: {step.message}",
+                           step=step)
+
+        sent = self.plans.send_goal_async(ExecutePlan.Goal(plan=plan), feedback_callback=forward)
         sent.add_done_callback(lambda _: accepted.set())
         if not accepted.wait(DISPATCH_ACCEPT_TIMEOUT_S) or sent.result() is None:
             result.outcome = "failed"
@@ -300,15 +327,22 @@ class CommandAction:
             result.reason = (f"the dispatcher rejected plan {plan.plan_id} (it runs another plan, or is shutting "
                              "down; its dispatch_result says which)")
             return
-        self._feedback(goal, "executing", f"the dispatcher runs plan {plan.plan_id}")
+        announce_executing()
         finished = threading.Event()
         outcome = plan_goal.get_result_async()
         outcome.add_done_callback(lambda _: finished.set())
         cancel_sent = False
+        lost_since: float | None = None
         while not finished.wait(_POLL_S):
             if (goal.is_cancel_requested or self._closed) and not cancel_sent:
                 plan_goal.cancel_goal_async()
                 cancel_sent = True
+            lost_since = None if self.plans.server_is_ready() else (lost_since or time.monotonic())
+            if lost_since is not None and time.monotonic() - lost_since > DISPATCHER_LOST_S:
+                result.outcome = "failed"
+                result.reason = (f"the dispatcher went away while running plan {plan.plan_id}; "
+                                 "what the robot did since is unknown")
+                return
         response = outcome.result()
         assert response is not None
         dispatched = response.result.result
