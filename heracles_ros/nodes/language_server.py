@@ -25,7 +25,7 @@ response's ``error`` field and the node keeps serving.
 
 Concurrency (decision): a model can take minutes, so the services sit in one
 ReentrantCallbackGroup and each request runs on the executor thread that took
-it; :func:`main` gives the MultiThreadedExecutor ``request_workers`` + 2
+it; :func:`main` gives the MultiThreadedExecutor ``request_workers`` + 3
 threads. At most ``request_workers`` requests run at once; one more is answered
 at once with a "busy" error rather than queueing behind slow models, so
 executor threads always remain for everything else. The ``execute_command``
@@ -194,8 +194,8 @@ def outcome_text(result: AskResult | CommandResult | CorrectResult) -> str:
     """What ``last_answer`` says about a request: the answer, goal or changes, else the error."""
     if result.error:
         return f"error: {result.error}"
-    if getattr(result, "clarification", ""):
-        return f"clarify: {result.clarification}"  # type: ignore[union-attr]
+    if isinstance(result, AskResult | CommandResult) and result.clarification:
+        return f"clarify: {result.clarification}"
     if isinstance(result, AskResult):
         return result.answer
     if isinstance(result, CommandResult):
