@@ -249,6 +249,16 @@ def test_an_empty_instruction_is_rejected_as_invalid(rig_factory):
     assert rig.rejection("empty").code == "invalid"
 
 
+def test_without_a_usable_model_a_goal_is_rejected_saying_what_is_missing(rig_factory, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    rig = rig_factory([], base_url="")
+    goal = rig.send("Fetch O1.", command_id="no-model")
+    assert not goal.accepted
+    refusal = rig.rejection("no-model")
+    assert refusal.code == "no_model" and "OPENAI_API_KEY is not set" in refusal.reason
+
+
 def test_cancel_during_execution_stops_the_robot_and_only_that_goal(rig_factory, small_store):
     rig = rig_factory(fetch_farthest_box, sim_time_scale=1.0)
     feedback = FeedbackLog()
