@@ -119,7 +119,8 @@ class _Follower:
 
         from heracles_ros.action import ExecuteCommand
         from heracles_ros.msg import CommandRejection
-        from heracles_ros.nodes.qos import reliable
+        from heracles_ros.nodes.command_action import REJECTIONS_KEPT
+        from heracles_ros.nodes.qos import latched
         from heracles_ros.srv import Confirm
 
         self.node = node
@@ -128,7 +129,7 @@ class _Follower:
         self.confirm = node.create_client(Confirm, _name(namespace, "confirm"))
         self.rejections: queue.Queue[Any] = queue.Queue()
         node.create_subscription(CommandRejection, _name(namespace, "command_rejections"), self.rejections.put,
-                                 reliable(10))
+                                 latched(REJECTIONS_KEPT))
         self.events: queue.Queue[Any] = queue.Queue()
 
     def run(self, goal: Any, *, as_json: bool) -> int:

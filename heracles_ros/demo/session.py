@@ -228,7 +228,8 @@ class _Console:
 
         from heracles_ros.action import ExecuteCommand, ExecutePlan
         from heracles_ros.msg import CommandRejection, DispatchProgress, DispatchResult, MirrorStatus
-        from heracles_ros.nodes.qos import reliable
+        from heracles_ros.nodes.command_action import REJECTIONS_KEPT
+        from heracles_ros.nodes.qos import latched, reliable
         from heracles_ros.srv import Ask
 
         self.node = Node("heracles_demo_console", context=session._context, namespace=NAMESPACE,
@@ -243,7 +244,8 @@ class _Console:
                 msg_type, topic, lambda msg, kind=topic: events.put(Event(kind, msg)), reliable(depth)
             )
         self._rejections: queue.Queue[Any] = queue.Queue()
-        self.node.create_subscription(CommandRejection, "command_rejections", self._rejections.put, reliable(10))
+        self.node.create_subscription(CommandRejection, "command_rejections", self._rejections.put,
+                                      latched(REJECTIONS_KEPT))
         self.plans: Any = ActionClient(self.node, ExecutePlan, "execute_plan")
         self.commands: Any = ActionClient(self.node, ExecuteCommand, "execute_command")
         self.ask: Any = self.node.create_client(Ask, "ask")

@@ -46,7 +46,7 @@ from heracles_ros.errors import HeraclesError, describe
 from heracles_ros.msg import Candidate as CandidateMsg
 from heracles_ros.msg import CommandRejection
 from heracles_ros.nodes.plan_msgs import plan_to_msg
-from heracles_ros.nodes.qos import reliable
+from heracles_ros.nodes.qos import latched
 from heracles_ros.planning.types import PlanResult
 from heracles_ros.srv import Confirm
 
@@ -59,6 +59,8 @@ _POLL_S = 0.05
 #: A command slot reserved by an accepted goal that rclpy never handed over (it failed to create the goal
 #: handle) is free again after this many seconds.
 STALE_RESERVATION_S = 10.0
+#: Rejections kept on command_rejections for subscribers that join late.
+REJECTIONS_KEPT = 10
 #: Seconds without the dispatcher's action server before a running command gives its plan up as lost.
 DISPATCHER_LOST_S = 5.0
 
@@ -113,7 +115,8 @@ class CommandAction:
         self._running: _Running | None = None
         self._closed = False
         group = ReentrantCallbackGroup()
-        self._rejections = node.create_publisher(CommandRejection, "command_rejections", reliable(10))
+        # Kept for late joiners: a client that subscribed just before its goal still gets the reason.
+        self._rejections = node.create_publisher(CommandRejection, "command_rejections", latched(REJECTIONS_KEPT))
         self._plan_action = f"{node.get_namespace().rstrip('/')}/execute_plan"
         # Its own exclusive group: the dispatcher's feedback is forwarded in the order it arrives.
         self.plans: ActionClient = ActionClient(node, ExecutePlan, "execute_plan",

@@ -38,6 +38,7 @@ from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call,
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.nodes.dispatcher import DispatcherNode
 from heracles_ros.nodes.language_server import LanguageServerNode
+from heracles_ros.nodes.qos import latched
 
 NS = "/spot1"
 START = "P0"
@@ -134,7 +135,7 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_s
             ActionClient(probe, ExecuteCommand, f"{NS}/execute_command"),
             probe.create_client(Confirm, f"{NS}/confirm"),
             probe.create_client(Ask, f"{NS}/ask"),
-            Collector(probe, CommandRejection, f"{NS}/command_rejections", 10),
+            Collector(probe, CommandRejection, f"{NS}/command_rejections", latched(10)),
             Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100),
             robot,
         )
