@@ -129,7 +129,7 @@ setup() {
   ensure_venv
   ensure_python_deps
   ensure_neo4j_lint
-  build_interfaces interfaces "$REPO" msg srv CMakeLists.txt package.xml
+  build_interfaces interfaces "$REPO" msg srv action CMakeLists.txt package.xml
   # Test-only stand-ins for messages of Hydra-ROS and spot_ros2 (spot_msgs needs bosdyn_api_msgs first).
   local package
   for package in hydra_msgs bosdyn_api_msgs spot_msgs; do

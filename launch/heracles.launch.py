@@ -4,7 +4,7 @@
         db_uri:=neo4j://localhost:7687 llm:=openai model:=gpt-4.1
 
 Our three nodes run in the namespace ``robot_name``, so their topics and
-services are ``/<robot_name>/plan``, ``/<robot_name>/ask`` and so on. Their
+services are ``/<robot_name>/ask``, ``/<robot_name>/execute_command`` and so on. Their
 parameters come from ``config/<node>.yaml`` (keys match the node in any
 namespace) and the launch arguments below override the ones an operator
 changes most. Secrets (OPENAI_API_KEY, NEO4J_PASSWORD, ...) come only from the

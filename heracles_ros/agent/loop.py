@@ -9,6 +9,13 @@ corrections by the corrections overlay. A rejected answer goes back to the
 model with the exact problems, a bounded number of times; after that the
 request fails with a clear error. Failures come back in the result's ``error``
 field (the caller's process keeps running), with the usage spent so far.
+
+Questions and commands may end with a clarification instead
+(``CLARIFY("question", <O3, O7>)``, see :mod:`~heracles_ros.language.sldp`)
+when the scene does not pin down what they mean; the candidates are checked
+and described from the database. A request that names a ``session`` sees
+that session's recent exchanges (:mod:`~heracles_ros.agent.sessions`), so
+the operator's reply to a clarification, or "it", continues the conversation.
 """
 from __future__ import annotations
 
@@ -22,7 +29,9 @@ from typing import Any, TypeVar
 
 from heracles_ros.agent.llm import LLM, Message, Reply
 from heracles_ros.agent.prompt import METHODS, Prompt, PromptBuilder
+from heracles_ros.agent.referents import Referents
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult, Usage
+from heracles_ros.agent.sessions import Exchange, Sessions
 from heracles_ros.agent.tool import CYPHER_TOOL, TOOL_NAME, CypherTool
 from heracles_ros.errors import (
     AnswerFormatError,
@@ -35,15 +44,29 @@ from heracles_ros.errors import (
     describe,
 )
 from heracles_ros.graphdb.corrections import Corrections
+from heracles_ros.graphdb.schema import ROBOT_SYMBOL
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.language.goal_ast import GoalExpr
-from heracles_ros.language.sldp import SldpDict, SldpList, SldpSet, SldpValue, check_type, parse_sldp, to_sldp
+from heracles_ros.language.goal_ast import GoalExpr, symbols
+from heracles_ros.language.goal_words import goal_in_words
+from heracles_ros.language.sldp import (
+    Clarification,
+    SldpDict,
+    SldpList,
+    SldpSet,
+    SldpValue,
+    check_type,
+    parse_clarification,
+    parse_sldp,
+    to_sldp,
+)
 
 log = logging.getLogger(__name__)
 
 _ANSWER = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
 _EXPLANATION_CHARS = 1000
 T = TypeVar("T")
+#: ``on_query(query)``: told of every Cypher query the model has run, as it runs (progress for operators).
+QueryListener = Callable[[str], None]
 
 
 class Rejected(Exception):
@@ -64,6 +87,9 @@ class _Session:
     usage: Usage = field(default_factory=Usage)
     started: float = field(default_factory=time.monotonic)
     turns: int = 0
+    #: May the model ask back (CLARIFY) instead of answering?
+    may_clarify: bool = False
+    on_query: QueryListener | None = None
 
     def add(self, reply: Reply) -> None:
         self.usage.input_tokens += reply.input_tokens
@@ -90,6 +116,8 @@ class Agent:
         result_token_budget: int = 2000,
         request_timeout_s: float | None = None,
         prompts: PromptBuilder | None = None,
+        robot_symbol: str = ROBOT_SYMBOL,
+        sessions: Sessions | None = None,
     ):
         if method not in METHODS:
             raise ConfigError(f"unknown agent method {method!r}; choose one of {', '.join(METHODS)}")
@@ -105,6 +133,9 @@ class Agent:
             store, max_tool_calls=self.max_tool_calls, result_token_budget=result_token_budget
         )
         self._planner = planner
+        self.referents = Referents(store, robot_symbol=robot_symbol)
+        #: Recent exchanges per session id (requests without a session neither read nor add any).
+        self.sessions = sessions or Sessions()
 
     @property
     def planner(self) -> Any:
@@ -116,8 +147,8 @@ class Agent:
         return self._planner
 
     # -- requests -------------------------------------------------------------------
-    def ask(self, question: str, answer_type: str | None = None) -> AskResult:
-        """Answer a question as a validated SLDP expression (of ``answer_type`` when given)."""
+    def ask(self, question: str, answer_type: str | None = None, *, session: str = "") -> AskResult:
+        """Answer a question as a validated SLDP expression (of ``answer_type`` when given), or ask back."""
         result = AskResult(answer_type=answer_type or "")
 
         def check(text: str) -> SldpValue:
@@ -129,16 +160,22 @@ class Agent:
                 raise Rejected("answer", f"Your answer {text.strip()!r} was rejected: {exc}", exc) from exc
             return value
 
-        session = self._start(result, "ask", question, answer_type=answer_type)
-        if session is not None:
-            outcome = self._run(result, session, check)
+        conversation = self._start(result, "ask", question, answer_type=answer_type, session=session)
+        if conversation is not None:
+            outcome = self._run(result, conversation, check)
             if outcome is not None:
-                value, result.explanation = outcome
-                result.answer = to_sldp(value)
+                value, result.explanation, answer = outcome
+                if isinstance(value, Clarification):
+                    self._clarified(result, value)
+                else:
+                    result.answer = to_sldp(value)
+                self._remember(session, "ask", question, answer, result)
         return result
 
-    def command(self, instruction: str, *, plan: bool = True) -> CommandResult:
-        """A PDDL goal the checker accepted; with ``plan`` also the planner's result for it."""
+    def command(
+        self, instruction: str, *, plan: bool = True, session: str = "", on_query: QueryListener | None = None
+    ) -> CommandResult:
+        """A PDDL goal the checker accepted (or a question back); with ``plan`` also the planner's result."""
         result = CommandResult()
 
         def check(text: str) -> GoalExpr:
@@ -154,19 +191,24 @@ class Agent:
                 raise Rejected("goal", feedback, exc) from exc
             return goal
 
-        session = self._start(result, "command", instruction)
-        if session is None:
+        conversation = self._start(result, "command", instruction, session=session, on_query=on_query)
+        if conversation is None:
             return result
-        outcome = self._run(result, session, check)
+        outcome = self._run(result, conversation, check)
         if outcome is None:
             return result
-        goal, result.explanation = outcome
-        result.goal = str(goal)
-        if plan:
+        goal, result.explanation, answer = outcome
+        if isinstance(goal, Clarification):
+            self._clarified(result, goal)
+        else:
+            result.goal = str(goal)
+            result.goal_text = self._in_words(goal)
+        self._remember(session, "command", instruction, answer, result)
+        if plan and result.goal:
             self._plan(result)
         return result
 
-    def correct(self, instruction: str, *, author: str = "operator") -> CorrectResult:
+    def correct(self, instruction: str, *, author: str = "operator", session: str = "") -> CorrectResult:
         """Apply the narrow property update the model proposes, only through the corrections overlay.
 
         An empty proposal (nothing matches the operator's statement) is an answer:
@@ -195,19 +237,45 @@ class Agent:
             self.prompts.facts.invalidate()  # a corrected class may be new to the prompt
             return [str(change) for change in applied]
 
-        session = self._start(result, "correct", instruction)
-        if session is not None:
-            outcome = self._run(result, session, check)
+        conversation = self._start(result, "correct", instruction, session=session)
+        if conversation is not None:
+            outcome = self._run(result, conversation, check)
             if outcome is not None:
-                result.changes, result.explanation = outcome
+                changes, result.explanation, answer = outcome
+                assert not isinstance(changes, Clarification)  # corrections are not offered CLARIFY
+                result.changes = changes
                 if result.changes:
                     log.info("correction applied: %s", "; ".join(result.changes))
                 else:
                     log.info("no correction made: %s", result.explanation)
+                self._remember(session, "correct", instruction, answer, result)
         return result
 
+    # -- clarifications and sessions ------------------------------------------------------
+    def _clarified(self, result: AskResult | CommandResult, clarification: Clarification) -> None:
+        result.clarification = clarification.question
+        result.candidates, _ = self.referents.describe(clarification.candidates)
+
+    def _in_words(self, goal: GoalExpr) -> str:
+        try:
+            return goal_in_words(goal, self.referents.classes(symbols(goal)))
+        except HeraclesError as exc:  # the words are a courtesy: the goal itself is checked already
+            log.warning("goal %s not put in words: %s", goal, exc)
+            return goal_in_words(goal)
+
+    def _remember(self, session: str, task: str, request: str, answer: str, result: Any) -> None:
+        note = ""
+        if getattr(result, "clarification", ""):
+            note = "Candidates: " + "; ".join(c.description for c in result.candidates)
+        elif getattr(result, "goal_text", ""):
+            note = f"Goal in words: {result.goal_text}"
+        self.sessions.record(session, Exchange(task, request.strip(), answer, note))
+
     # -- the loop ---------------------------------------------------------------------
-    def _start(self, result: Any, task: str, request: str, *, answer_type: str | None = None) -> _Session | None:
+    def _start(
+        self, result: Any, task: str, request: str, *, answer_type: str | None = None, session: str = "",
+        on_query: QueryListener | None = None,
+    ) -> _Session | None:
         started = time.monotonic()
         try:
             if not request or not request.strip():
@@ -217,10 +285,16 @@ class Agent:
             result.error = describe(exc)
             result.usage.latency_s = time.monotonic() - started
             return None
-        return _Session(prompt.messages(), usage=result.usage, started=started)
+        system, *rest = prompt.messages()
+        messages = [system, *self.sessions.messages(session), *rest]  # earlier exchanges, then this request
+        return _Session(messages, usage=result.usage, started=started, may_clarify=task in ("ask", "command"),
+                        on_query=on_query)
 
-    def _run(self, result: Any, session: _Session, check: Callable[[str], T]) -> tuple[T, str] | None:
-        """Converse until ``check`` accepts an answer; errors land in ``result.error``."""
+    def _run(
+        self, result: Any, session: _Session, check: Callable[[str], T]
+    ) -> tuple[T | Clarification, str, str] | None:
+        """Converse until ``check`` accepts an answer (or a clarification is given): the value, the
+        explanation and the answer text; errors land in ``result.error``."""
         try:
             return self._converse(session, check)
         except HeraclesError as exc:
@@ -230,7 +304,7 @@ class Agent:
         finally:
             session.usage.latency_s = time.monotonic() - session.started
 
-    def _converse(self, session: _Session, check: Callable[[str], T]) -> tuple[T, str]:
+    def _converse(self, session: _Session, check: Callable[[str], T]) -> tuple[T | Clarification, str, str]:
         retries = dict(self.retries)
         # Every turn either runs a query, spends a retry, or ends the request; the slack
         # covers a model that keeps calling tools after they were withdrawn.
@@ -254,13 +328,30 @@ class Agent:
                         "Your reply has no final answer. Give it between <answer> and </answer> tags.",
                         LLMOutputError(f"the model's reply has no <answer> tags: {_snippet(reply.text)}"),
                     )
-                return check(answer), explanation_of(reply.text)
+                clarification = self._clarification(answer) if session.may_clarify else None
+                value = clarification if clarification is not None else check(answer)
+                return value, explanation_of(reply.text), answer
             except Rejected as rejected:
                 if retries[rejected.kind] <= 0:
                     raise rejected.error from rejected
                 retries[rejected.kind] -= 1
                 log.info("answer rejected (%s), fed back: %s", rejected.kind, rejected.feedback)
                 session.messages.append(Message("user", rejected.feedback))
+
+    def _clarification(self, answer: str) -> Clarification | None:
+        """The model's question back, its candidates checked against the graph; Rejected with the problem."""
+        try:
+            clarification = parse_clarification(answer)
+        except AnswerFormatError as exc:
+            raise Rejected("answer", f"Your clarification {answer!r} was rejected: {exc}", exc) from exc
+        if clarification is None:
+            return None
+        _, missing = self.referents.describe(clarification.candidates)
+        if missing:
+            error = AnswerFormatError(f"the clarification names symbols not in the scene graph: {', '.join(missing)}")
+            raise Rejected("answer", f"Your clarification was rejected: {error}. Name only symbols the database "
+                           "returned.", error)
+        return clarification
 
     @property
     def _query_limit(self) -> int:
@@ -291,6 +382,8 @@ class Agent:
                 session.usage.queries.append(str(query))
                 self._check_deadline(session)
                 output = self.tool.run(query)
+                if session.on_query is not None:
+                    session.on_query(str(query))
                 text = output.text
                 if output.error:
                     log.info("query failed, fed back to the model: %s", output.error)

@@ -117,6 +117,8 @@ class PromptBuilder:
         parts.append(Component("examples", examples_text(task, method, dialect)))
         parts.append(Component("request", f"{_REQUEST_LABEL[task]}: {request}", "user"))
         parts.append(Component("answer_format", answer_format_text(task, answer_type), "user"))
+        if task in CLARIFY_TASKS:
+            parts.append(Component("clarify", clarify_text(task), "user"))
         return Prompt(task, method, tuple(parts))
 
     def _scene_text(self, generation: int | None) -> str:
@@ -468,6 +470,33 @@ def answer_format_text(task: str, answer_type: str | None) -> str:
         '<answer>[["O43", "class", "bag"]]</answer>; x, y, z take numbers. If the statement matches no node, '
         "answer <answer>[]</answer> and say why."
     )
+
+
+# --- asking back ----------------------------------------------------------------------
+#: Tasks whose answer may be a clarification instead (corrections name their nodes exactly).
+CLARIFY_TASKS = ("ask", "command")
+
+
+def clarify_text(task: str) -> str:
+    """When to ask the operator back instead of guessing, and how (SLDP's CLARIFY answer kind)."""
+    either = "several" if task == "ask" else "several, and the instruction does not say any one of them will do"
+    lines = [
+        "If the request refers to something the scene graph does not pin down (it could mean "
+        f"{either}; or nothing matches), do not guess: ask back. Answer "
+        '<answer>CLARIFY("your question", <O3, O7>)</answer> with a short question for the operator and the set of '
+        "candidate symbols exactly as stored in nodeSymbol (<> when nothing matches). The operator is shown each "
+        "candidate's class, room and distance to the robot, and replies in the same conversation.",
+    ]
+    if task == "command":
+        lines.append(
+            "An instruction that says any one will do (\"any box\", \"one of the boxes\", \"a box\") is not "
+            "ambiguous: write an or goal over the matches instead."
+        )
+    lines.append(
+        "Earlier exchanges of this conversation, if any, come before the request: use them to resolve words like "
+        "\"it\" or \"that one\", and to read the operator's reply to your question."
+    )
+    return "\n".join(lines)
 
 
 # --- context window -----------------------------------------------------------------

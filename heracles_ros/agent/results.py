@@ -1,7 +1,9 @@
 """Typed results of the three operator requests (ask, command, correct).
 
 The ROS services, the CLI's ``--json`` output and the evaluation harness all
-report these same fields, so they are defined once here.
+report these same fields, so they are defined once here. A question or
+command the scene does not pin down ends with a ``clarification`` (and its
+``candidates``) instead of an answer or goal: not an error, a question back.
 """
 from __future__ import annotations
 
@@ -20,6 +22,28 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One thing an ambiguous request could mean, with what tells it apart: its room and distance."""
+
+    symbol: str
+    class_name: str = ""
+    room: str = ""
+    room_class: str = ""
+    #: Planar distance from the robot's recorded position, metres (None when either position is unknown).
+    distance_m: float | None = None
+
+    @property
+    def description(self) -> str:
+        """E.g. "O3 (bicycle) in R1 (kitchen), 4.2 m from the robot"."""
+        text = self.symbol + (f" ({self.class_name})" if self.class_name else "")
+        if self.room:
+            text += f" in {self.room}" + (f" ({self.room_class})" if self.room_class else "")
+        if self.distance_m is not None:
+            text += f", {self.distance_m:.1f} m from the robot"
+        return text
 
 
 class _Reported:
@@ -42,6 +66,9 @@ class AskResult(_Reported):
     explanation: str = ""
     #: The requested SLDP type ("" when any type was accepted).
     answer_type: str = ""
+    #: The question back to the operator when the question is ambiguous ("" otherwise).
+    clarification: str = ""
+    candidates: list[Candidate] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     error: str = ""
 
@@ -50,7 +77,12 @@ class AskResult(_Reported):
 class CommandResult(_Reported):
     #: The validated PDDL goal over scene symbols ("" when none could be produced).
     goal: str = ""
+    #: The goal in plain words, with the classes of the symbols it names.
+    goal_text: str = ""
     explanation: str = ""
+    #: The question back to the operator when the instruction is ambiguous ("" otherwise).
+    clarification: str = ""
+    candidates: list[Candidate] = field(default_factory=list)
     plan: PlanResult | None = None
     usage: Usage = field(default_factory=Usage)
     error: str = ""

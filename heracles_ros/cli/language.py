@@ -1,12 +1,14 @@
-"""``heracles ask|command|correct|prompt``: talk to the scene graph in plain language from a shell.
+"""``heracles ask|command|correct|prompt|cancel``: talk to the scene graph in plain language from a shell.
 
 ``ask`` answers a question (SLDP), ``command`` grounds an instruction to a
 checked PDDL goal and plans it, ``correct`` applies an operator's correction
 through the corrections overlay; ``prompt`` prints the prompt the model would
-get, or its size in tokens per component. ``command --execute`` hands the
-instruction to the running system's ``language_server`` node (its ``command``
-service with ``execute: true``), because only that node can reach the
-dispatcher and the robot.
+get, or its size in tokens per component. When the request does not pin down
+what it means, ``ask`` and ``command`` print the model's question back and its
+candidates and exit 3. ``command --execute`` hands the instruction to the
+running system's ``language_server`` node as an ``execute_command`` goal and
+follows it (:mod:`.execute`), because only that node can reach the dispatcher
+and the robot; ``cancel`` cancels the running command.
 """
 from __future__ import annotations
 
@@ -21,10 +23,8 @@ from heracles_ros.agent.llm import PROVIDERS
 from heracles_ros.agent.prompt import METHODS, TASKS
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult
 from heracles_ros.cli.common import add_db_option, print_json
-from heracles_ros.errors import ConfigError, HeraclesError, describe
-
-#: The language_server's service under heracles.launch.py's default namespace (robot_name:=spot).
-DEFAULT_COMMAND_SERVICE = "/spot/command"
+from heracles_ros.cli.execute import DEFAULT_NAMESPACE, EXIT_CLARIFY, cancel, execute
+from heracles_ros.errors import HeraclesError, describe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,12 +38,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     command.add_argument("instruction", help="the instruction, e.g. 'Bring the box nearest the bicycle to P12'")
     command.add_argument("--no-plan", action="store_true", help="stop after the checked goal (no planning)")
     command.add_argument("--execute", action="store_true",
-                         help="have the running language_server node ground, plan and execute it on the robot")
-    command.add_argument("--service", default=DEFAULT_COMMAND_SERVICE, metavar="NAME",
-                         help=f"the language_server's command service for --execute ({DEFAULT_COMMAND_SERVICE})")
-    command.add_argument("--service-timeout", type=float, default=300.0, metavar="S",
-                         help="seconds to wait for the service's answer with --execute (default 300)")
+                         help="have the running language_server ground, plan and execute it on the robot, "
+                         "following its progress (Ctrl-C cancels)")
+    command.add_argument("--confirm", action="store_true",
+                         help="with --execute: ask on the terminal before the robot moves")
+    command.add_argument("--session", default="", metavar="ID",
+                         help="with --execute: the conversation this command continues (e.g. after a question back)")
+    _add_system_options(command)
     command.set_defaults(func=_command)
+
+    stop = sub.add_parser("cancel", help="cancel the command the running language_server is executing")
+    _add_system_options(stop)
+    stop.set_defaults(func=cancel)
 
     correct = sub.add_parser("correct", help="correct the scene graph in plain language ('that bicycle is a bag')")
     correct.add_argument("instruction", help="the correction, e.g. 'The bicycle in the lounge is actually a bag'")
@@ -66,6 +72,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     prompt.add_argument("--json", action="store_true", help="with --stats: print the figures as JSON")
     _add_common(prompt)
     prompt.set_defaults(func=_prompt)
+
+
+def _add_system_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS",
+                        help=f"robot namespace of the running system ({DEFAULT_NAMESPACE})")
+    parser.add_argument("--server-timeout", type=float, default=5.0, metavar="S",
+                        help="seconds to wait for the language_server to appear (default 5)")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -93,7 +106,7 @@ def _ask(args: argparse.Namespace) -> int:
 
 def _command(args: argparse.Namespace) -> int:
     if args.execute:
-        return _execute(args)
+        return execute(args)
     result = _request(args, CommandResult, lambda agent: agent.command(args.instruction, plan=not args.no_plan))
     lines = [result.goal]
     if result.plan is not None and result.plan.ok:
@@ -178,9 +191,12 @@ def _request(args: argparse.Namespace, result_type: type[R], run: Callable[[Any]
 
 
 def _report(args: argparse.Namespace, result: Any, text: str) -> int:
+    clarification = getattr(result, "clarification", "")
     if args.json:
         print_json(result.to_dict())
     else:
+        if clarification:
+            text = "\n".join([clarification, *(f"  - {c.description}" for c in result.candidates)])
         if text:
             print(text)
         if result.explanation:
@@ -190,47 +206,6 @@ def _report(args: argparse.Namespace, result: Any, text: str) -> int:
               f"{usage.latency_s:.1f} s", file=sys.stderr)
         if result.error:
             print(f"error: {result.error}", file=sys.stderr)
-    return 0 if result.ok else 1
-
-
-def _execute(args: argparse.Namespace) -> int:
-    """Send the instruction to the running language_server (execution needs the dispatcher and robot)."""
-    try:
-        import rclpy
-
-        from heracles_ros.srv import Command
-    except ImportError as exc:
-        raise ConfigError(
-            "execution needs the running system: rclpy and the heracles_ros interfaces are not importable here. "
-            f"On the robot, call the language_server's command service ({args.service}, heracles_ros/srv/Command) "
-            "with execute: true, or run 'heracles command' without --execute to see the goal and plan."
-        ) from exc
-    rclpy.init()
-    try:
-        node = rclpy.create_node("heracles_cli")
-        client: Any = node.create_client(Command, args.service)
-        if not client.wait_for_service(timeout_sec=5.0):
-            raise ConfigError(
-                f"no language_server answers on {args.service}: start the system (ros2 launch heracles_ros "
-                "heracles.launch.py) or name the service with --service"
-            )
-        future = client.call_async(Command.Request(instruction=args.instruction, execute=True))
-        rclpy.spin_until_future_complete(node, future, timeout_sec=args.service_timeout)
-        response = future.result()
-        if response is None:
-            raise ConfigError(f"{args.service} gave no answer within {args.service_timeout:g} s")
-    finally:
-        rclpy.try_shutdown()
-    data = {name: getattr(response, name) for name in (
-        "goal", "plan_summary", "plan_id", "queries", "tool_calls", "input_tokens", "output_tokens", "latency_s",
-        "error")}
-    data["queries"] = list(data["queries"])
-    if args.json:
-        print_json(data)
-    else:
-        print(data["goal"])
-        if data["plan_summary"]:
-            print(data["plan_summary"])
-        if data["error"]:
-            print(f"error: {data['error']}", file=sys.stderr)
-    return 0 if not data["error"] else 1
+    if not result.ok:
+        return 1
+    return EXIT_CLARIFY if clarification else 0

@@ -217,15 +217,12 @@ def _language_path(session: DemoSession, store: Any, start: Anchor, options: Dem
     instruction = candidate_goals(store, start)[0].instruction
     report.task = instruction
     printer.line(f"command: {instruction}")
-    reply = session.command(instruction, execute=True, timeout_s=options.llm_timeout_s)
-    if reply.error:
-        raise HeraclesError(f"the command failed: {reply.error}{_NO_MODEL_HINT}")
+    reply = session.command(instruction, timeout_s=options.llm_timeout_s)
+    if not reply.plan.steps:  # the command ended before a plan: its result says why
+        raise HeraclesError(f"the command did not reach a plan: {reply.outcome}: {reply.reason}{_NO_MODEL_HINT}")
     report.goal = reply.goal
-    printer.line(f"goal: {reply.goal}")
-    if not reply.plan_id:
-        raise PlanningError(f"the command produced no plan: {reply.plan_summary or 'no summary'}")
-    plan_msg = _wait_for(session, "plan", lambda m: m.plan_id == reply.plan_id, 10.0,
-                         f"plan {reply.plan_id} on {NAMESPACE}/plan")
+    printer.line(f"goal: {reply.goal}  ({reply.goal_text})")
+    plan_msg = reply.plan
     report.plan = plan_from_msg(plan_msg)
     _print_plan(printer, report.plan)
     return plan_msg

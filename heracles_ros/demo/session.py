@@ -5,7 +5,9 @@ The demo runs the real nodes (``dsg_mirror``, ``dispatcher``, and
 a background thread, under their own namespace and a private rclpy context,
 with discovery kept on this host: a demo must never send a plan to a real
 robot on the same network. Everything the demo learns about execution comes
-over topics and services, exactly as an operator's tools would see it.
+over topics, services and actions, exactly as an operator's tools would see it:
+plans go to the dispatcher's ``execute_plan`` action, instructions to the
+language server's ``execute_command`` action.
 """
 from __future__ import annotations
 
@@ -178,31 +180,57 @@ class DemoSession:
         except queue.Empty:
             return None
 
-    def send_plan(self, msg: Any) -> None:
-        self._console.plan_pub.publish(msg)
+    def send_plan(self, msg: Any, *, timeout_s: float = 10.0) -> None:
+        """Send a plan to the dispatcher's execute_plan action; ExecutionError unless it is accepted."""
+        from heracles_ros.action import ExecutePlan
+
+        handle = self._console.wait(self._console.plans.send_goal_async(ExecutePlan.Goal(plan=msg)), timeout_s,
+                                    "the dispatcher's answer to the plan")
+        if not handle.accepted:
+            raise ExecutionError(f"the dispatcher rejected plan {msg.plan_id} (see its dispatch_result)")
 
     def ask(self, question: str, *, timeout_s: float) -> Any:
         from heracles_ros.srv import Ask
 
         return self._console.call(self._console.ask, Ask.Request(question=question), timeout_s)
 
-    def command(self, instruction: str, *, execute: bool, timeout_s: float) -> Any:
-        from heracles_ros.srv import Command
+    def command(self, instruction: str, *, timeout_s: float) -> Any:
+        """Send an execute_command goal; the feedback that carries its plan, or the result if it ended first.
 
-        return self._console.call(
-            self._console.command, Command.Request(instruction=instruction, execute=execute), timeout_s
-        )
+        ExecutionError when the goal is rejected (with the language server's reason).
+        """
+        from heracles_ros.action import ExecuteCommand
+
+        console = self._console
+        goal = ExecuteCommand.Goal(instruction=instruction, execute=True, command_id="demo-command")
+        plans: queue.Queue[Any] = queue.Queue()
+        handle = console.wait(
+            console.commands.send_goal_async(
+                goal, feedback_callback=lambda m: plans.put(m.feedback) if m.feedback.stage == "plan" else None),
+            timeout_s, "the language server's answer to the command")
+        if not handle.accepted:
+            reason = console.rejection(goal.command_id, timeout_s=3.0)
+            raise ExecutionError(f"the language server rejected the command: {reason}")
+        result = handle.get_result_async()
+        result.add_done_callback(lambda future: plans.put(future.result().result))
+        try:
+            return plans.get(timeout=timeout_s)
+        except queue.Empty:
+            raise ExecutionError(f"the command produced no plan within {timeout_s:g} s") from None
 
 
 class _Console:
     """The operator's side: publishes plans, calls services, and queues what the nodes publish."""
 
     def __init__(self, session: DemoSession):
+        from rclpy.action import ActionClient
         from rclpy.node import Node
 
-        from heracles_ros.msg import DispatchProgress, DispatchResult, MirrorStatus, Plan
-        from heracles_ros.nodes.qos import reliable
-        from heracles_ros.srv import Ask, Command
+        from heracles_ros.action import ExecuteCommand, ExecutePlan
+        from heracles_ros.msg import CommandRejection, DispatchProgress, DispatchResult, MirrorStatus
+        from heracles_ros.nodes.command_action import REJECTIONS_KEPT
+        from heracles_ros.nodes.qos import latched, reliable
+        from heracles_ros.srv import Ask
 
         self.node = Node("heracles_demo_console", context=session._context, namespace=NAMESPACE,
                          use_global_arguments=False)
@@ -213,28 +241,46 @@ class _Console:
 
         for msg_type, topic, depth in (
             (MirrorStatus, "mirror_status", 10),
-            (Plan, "plan", 10),
             (DispatchProgress, "dispatch_progress", 100),
             (DispatchResult, "dispatch_result", 10),
         ):
             self.node.create_subscription(msg_type, topic, forward(topic), reliable(depth))
-        self.plan_pub = self.node.create_publisher(Plan, "plan", reliable(10))
+        self._rejections: queue.Queue[Any] = queue.Queue()
+        self.node.create_subscription(CommandRejection, "command_rejections", self._rejections.put,
+                                      latched(REJECTIONS_KEPT))
+        self.plans: Any = ActionClient(self.node, ExecutePlan, "execute_plan")
+        self.commands: Any = ActionClient(self.node, ExecuteCommand, "execute_command")
         self.ask: Any = self.node.create_client(Ask, "ask")
-        self.command: Any = self.node.create_client(Command, "command")
 
     def wait_for_dispatcher(self, timeout_s: float) -> None:
-        """Until the dispatcher hears ``plan`` (a plan sent earlier on a volatile topic is lost)."""
-        deadline = time.monotonic() + timeout_s
-        while self.plan_pub.get_subscription_count() < 2:  # the dispatcher's and our own
-            if time.monotonic() > deadline:
-                raise ExecutionError(f"the dispatcher did not subscribe to {self.plan_pub.topic_name} "
-                                     f"within {timeout_s:g} s")
-            time.sleep(0.05)
+        """Until the dispatcher serves ``execute_plan``."""
+        if not self.plans.wait_for_server(timeout_sec=timeout_s):
+            raise ExecutionError(f"the dispatcher's execute_plan action did not appear within {timeout_s:g} s")
 
     def wait_for_language_services(self, timeout_s: float) -> None:
-        for client in (self.ask, self.command):
-            if not client.wait_for_service(timeout_sec=timeout_s):
-                raise ExecutionError(f"service {client.srv_name} did not appear within {timeout_s:g} s")
+        if not self.ask.wait_for_service(timeout_sec=timeout_s):
+            raise ExecutionError(f"service {self.ask.srv_name} did not appear within {timeout_s:g} s")
+        if not self.commands.wait_for_server(timeout_sec=timeout_s):
+            raise ExecutionError(f"the execute_command action did not appear within {timeout_s:g} s")
+
+    def wait(self, future: Any, timeout_s: float, what: str) -> Any:
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(timeout_s) or future.result() is None:
+            raise ExecutionError(f"timed out after {timeout_s:g} s waiting for {what}")
+        return future.result()
+
+    def rejection(self, command_id: str, *, timeout_s: float) -> str:
+        """The reason the language server gave for rejecting ``command_id`` (or that none arrived)."""
+        deadline = time.monotonic() + timeout_s
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                msg = self._rejections.get(timeout=left)
+            except queue.Empty:
+                break
+            if msg.command_id == command_id:
+                return f"{msg.reason} ({msg.code})"
+        return "no reason arrived on command_rejections"
 
     def call(self, client: Any, request: Any, timeout_s: float) -> Any:
         future = client.call_async(request)

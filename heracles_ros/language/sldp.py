@@ -28,6 +28,12 @@ one text for them.
 Types for ``check_type`` are the six names of :data:`SLDP_TYPES`, optionally
 with an element type for containers: ``set[string]``, ``list[point]``,
 ``dict[number]`` (the dict's value type).
+
+Our second extension is an answer *kind* beside the values: a clarification,
+``CLARIFY("Which bicycle do you mean?", <O3, O7>)``, which asks the operator
+back when a request does not pin down what it means (several candidates, or
+none: ``<>``). It is read by :func:`parse_clarification`, never by
+:func:`parse_sldp`, so a clarification can never pass as a value.
 """
 from __future__ import annotations
 
@@ -231,6 +237,45 @@ def _syntax_message(text: str, exc: UnexpectedInput) -> str:
         message += f"; expected {' or '.join(expected)}"
     context = exc.get_context(text, span=30).rstrip("\n") if column not in (None, -1) else ""
     return f"{message}\n{context}" if context else message
+
+
+# --- clarifications ------------------------------------------------------------
+@dataclass(frozen=True)
+class Clarification:
+    """A question back to the operator, and the scene symbols the request could mean (none: nothing matched)."""
+
+    question: str
+    candidates: tuple[str, ...] = ()
+
+
+_CLARIFY = re.compile(r"\s*CLARIFY\b(.*)", re.DOTALL | re.IGNORECASE)
+
+
+def parse_clarification(text: str) -> Clarification | None:
+    """``CLARIFY("question", <O3, O7>)`` as a Clarification; None for any other answer.
+
+    AnswerFormatError when the text starts with CLARIFY but is not that shape.
+    """
+    match = _CLARIFY.fullmatch(text or "")
+    if match is None:
+        return None
+    shape = 'CLARIFY("your question", <O3, O7>): a quoted question, then the set of candidate symbols'
+    rest = match.group(1).strip()
+    if not (rest.startswith("(") and rest.endswith(")")):
+        raise AnswerFormatError(f"a clarification is written {shape}")
+    try:
+        value = parse_sldp("[" + rest[1:-1] + "]")
+    except AnswerFormatError as exc:
+        raise AnswerFormatError(f"a clarification is written {shape}; {exc}") from exc
+    items = value.items if isinstance(value, SldpList) else ()
+    question, candidates = items if len(items) == 2 else ("", None)
+    if not isinstance(question, str) or not isinstance(candidates, SldpSet | SldpList):
+        raise AnswerFormatError(f"a clarification is written {shape}")
+    if not question.strip():
+        raise AnswerFormatError("a clarification needs a question for the operator")
+    if not all(isinstance(c, str) for c in candidates.items):
+        raise AnswerFormatError("the candidates of a clarification are scene symbols such as O3")
+    return Clarification(question.strip(), tuple(dict.fromkeys(str(c) for c in candidates.items)))
 
 
 # --- types ------------------------------------------------------------------

@@ -2,12 +2,15 @@
 
 Interface (names relative, so a robot namespace applies):
 
-- subscribes ``plan`` (heracles_ros/msg/Plan);
+- serves the ``execute_plan`` action (heracles_ros/action/ExecutePlan): the goal
+  is a plan, the feedback every step event, the result how the dispatch ended;
+  cancelling the goal stops the robot;
 - publishes ``dispatch_progress`` (heracles_ros/msg/DispatchProgress, in order),
-  ``dispatch_result`` (heracles_ros/msg/DispatchResult, one per plan received)
-  and ``plan_markers`` (visualization_msgs/msg/MarkerArray, see :mod:`.markers`);
-- serves ``cancel`` (std_srvs/srv/Trigger): stops the running plan; its result
-  then says ``cancelled``.
+  ``dispatch_result`` (heracles_ros/msg/DispatchResult, one per plan sent, the
+  rejected ones included, with the reason) and ``plan_markers``
+  (visualization_msgs/msg/MarkerArray, see :mod:`.markers`);
+- serves ``cancel`` (std_srvs/srv/Trigger): stops the running plan, whoever sent
+  it; its result then says ``cancelled``.
 
 Parameters: :data:`PARAMETERS`. The driver's settings come straight from the
 driver factory's tables, as ``sim_<setting>`` and ``spot_<setting>``; what the
@@ -16,14 +19,16 @@ robot holds and where it starts come from its record in the database (or
 robot's real pose from its driver. The robot is claimed, powered on and stood
 up when the first plan starts (``start_robot_at_launch``: when the node starts).
 
-One plan at a time (decision): a plan that arrives while another runs is
-rejected at once with a ``rejected`` result whose reason says the dispatcher is
-busy and names the running plan. The robot never abandons a task because a
-second message arrived (a duplicate, or a second operator); replacing a task
-is explicit: call ``cancel``, then send the new plan.
+One plan at a time (decision): a goal that arrives while another plan runs is
+rejected at once (the goal response says accepted: false; the reason, naming
+the running plan, goes out on ``dispatch_result`` with status ``rejected``,
+since an action's goal response carries no reason). The robot never abandons
+a task because a second goal arrived (a duplicate, or a second operator);
+replacing a task is explicit: cancel, then send the new plan.
 
-Plans run on a worker thread; callbacks only hand work over or flip a cancel
-token, so the executor never blocks. All behaviour (steps, timeouts,
+Plans run on a worker thread; the action's execute callback (reentrant group,
+one executor thread while a plan runs) only waits for the worker's outcome,
+and every other callback only hands work over or flips a cancel token. All behaviour (steps, timeouts,
 replanning, robot state in the database) is the library's
 :class:`~heracles_ros.execution.dispatcher.Dispatcher`.
 """
@@ -34,14 +39,17 @@ import logging
 import queue
 import sys
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action.server import ServerGoalHandle
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
+from heracles_ros.action import ExecutePlan
 from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
 from heracles_ros.execution.dispatcher import (
     DispatchConfig,
@@ -58,7 +66,7 @@ from heracles_ros.execution.driver_factory import SETTINGS as DRIVER_SETTINGS
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore, check_symbol
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.msg import DispatchProgress, DispatchResult, Plan
+from heracles_ros.msg import DispatchProgress, DispatchResult
 from heracles_ros.nodes.markers import MarkerBook, plan_markers, robot_markers
 from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
@@ -70,6 +78,8 @@ from heracles_ros.settings import Setting
 log = logging.getLogger(__name__)
 
 NODE_NAME = "dispatcher"
+#: Executor threads: one waits on the running plan, the rest serve cancels, markers and the driver's calls.
+EXECUTOR_THREADS = 4
 #: Seconds between marker refreshes (robot pose, remaining path); well within the robot marker's lifetime.
 MARKER_PERIOD_S = 0.2
 
@@ -197,6 +207,10 @@ class _Job:
     plan_id: str
     plan: PlanResult
     cancel: CancelToken
+    goal: ServerGoalHandle | None = None
+    #: Set by the worker with the outcome when the plan has ended.
+    done: threading.Event = field(default_factory=threading.Event)
+    outcome: DispatchOutcome | None = None
 
 
 class DispatcherNode(Node):
@@ -243,7 +257,11 @@ class DispatcherNode(Node):
         self._result_pub = self.create_publisher(DispatchResult, "dispatch_result", reliable(10))
         self._markers_pub = self.create_publisher(MarkerArray, "plan_markers", reliable(10))
         commands = MutuallyExclusiveCallbackGroup()
-        self.create_subscription(Plan, "plan", self._on_plan, reliable(10), callback_group=commands)
+        self._action = ActionServer(
+            self, ExecutePlan, "execute_plan", self._execute_unknown,
+            goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
+            cancel_callback=self._on_cancel_goal, callback_group=ReentrantCallbackGroup(),
+        )
         self.create_service(Trigger, "cancel", self._on_cancel, callback_group=commands)
         self.create_timer(MARKER_PERIOD_S, self._publish_markers, callback_group=MutuallyExclusiveCallbackGroup())
 
@@ -275,26 +293,74 @@ class DispatcherNode(Node):
         planner.preload()  # a replan must not wait seconds for a kilometre-scale place graph
         return lambda goal, start: planner.plan(goal, from_symbol=start)
 
-    # -- callbacks (never block) ------------------------------------------------------
-    def _on_plan(self, msg: Plan) -> None:
-        plan_id = msg.plan_id or f"{self.get_name()}-{next(self._ids)}"
+    # -- the execute_plan action -------------------------------------------------------
+    def _refusal(self) -> str:
+        """Why a new plan cannot start now ("" when it can)."""
         with self._lock:
-            running, closed = self._active, self._closed
-            if running is None and not closed:
-                job = _Job(plan_id, plan_from_msg(msg), CancelToken())
-                self._active = job
-        if running is not None or closed:
-            reason = "the dispatcher is shutting down"
-            if running is not None:
-                reason = f"busy: plan {running.plan_id} is running; call cancel first to replace it"
-            self.get_logger().warning(f"plan {plan_id} rejected: {reason}")
-            self._publish_result(
-                DispatchOutcome(plan_id, DispatchStatus.REJECTED, reason, 0, 0, self.dispatcher.robot)
-            )
-            return
-        self.get_logger().info(f"plan {plan_id}: {len(msg.steps)} steps for {msg.goal}")
-        self._jobs.put(job)
+            if self._closed:
+                return "the dispatcher is shutting down"
+            if self._active is not None:
+                return f"busy: plan {self._active.plan_id} is running; cancel it first to replace it"
+        return ""
 
+    def _on_goal(self, goal: ExecutePlan.Goal) -> GoalResponse:
+        """Accept or reject at once; a rejection's reason goes out on dispatch_result."""
+        plan_id = goal.plan.plan_id or f"{self.get_name()}-{next(self._ids)}"
+        goal.plan.plan_id = plan_id  # the accepted goal keeps the id it was judged under
+        reason = self._refusal()
+        if not reason:
+            return GoalResponse.ACCEPT
+        self._reject(plan_id, reason)
+        return GoalResponse.REJECT
+
+    def _reject(self, plan_id: str, reason: str) -> DispatchOutcome:
+        self.get_logger().warning(f"plan {plan_id} rejected: {reason}")
+        outcome = DispatchOutcome(plan_id, DispatchStatus.REJECTED, reason, 0, 0, self.dispatcher.robot)
+        self._publish_result(outcome)
+        return outcome
+
+    def _on_accepted(self, goal: ServerGoalHandle) -> None:
+        msg = goal.request.plan
+        job = _Job(msg.plan_id, plan_from_msg(msg), CancelToken(), goal=goal)
+        with self._lock:
+            # Two goals judged at the same moment: the first to get here runs, the other ends as rejected.
+            running = self._active
+            if running is None and not self._closed:
+                self._active = job
+        if self._active is not job:
+            job.outcome = self._reject(job.plan_id, self._refusal() or "busy: another plan was accepted first")
+            job.done.set()
+        else:
+            self.get_logger().info(f"plan {job.plan_id}: {len(msg.steps)} steps for {msg.goal}")
+            self._jobs.put(job)
+        goal.execute(lambda handle: self._execute_goal(job, handle))
+
+    def _execute_unknown(self, goal: ServerGoalHandle) -> ExecutePlan.Result:
+        goal.abort()  # every accepted goal is executed with its own job (see _on_accepted)
+        return ExecutePlan.Result()
+
+    def _on_cancel_goal(self, goal: ServerGoalHandle) -> CancelResponse:
+        with self._lock:
+            job = self._active
+        if job is None or job.goal is not goal:
+            return CancelResponse.REJECT  # not running (finished already)
+        job.cancel.cancel("cancelled by the operator (goal cancelled)")
+        return CancelResponse.ACCEPT
+
+    def _execute_goal(self, job: _Job, goal: ServerGoalHandle) -> ExecutePlan.Result:
+        """Wait (on this executor thread) for the worker to finish the goal's plan, then report it."""
+        job.done.wait()
+        outcome = job.outcome
+        assert outcome is not None
+        if goal.is_cancel_requested:
+            goal.canceled()
+        elif outcome.success:
+            goal.succeed()
+        else:
+            goal.abort()
+        return ExecutePlan.Result(result=self._result_msg(outcome))
+
+    # -- callbacks (never block) ------------------------------------------------------
     def _on_cancel(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         with self._lock:
             job = self._active
@@ -309,9 +375,12 @@ class DispatcherNode(Node):
 
     def _on_progress(self, event: ProgressEvent) -> None:
         """Called on the worker thread, in order, for every step event."""
-        self._progress_pub.publish(
-            progress_to_msg(event, frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg())
-        )
+        msg = progress_to_msg(event, frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg())
+        self._progress_pub.publish(msg)
+        with self._lock:
+            job = self._active
+        if job is not None and job.goal is not None and job.plan_id == event.plan_id:
+            job.goal.publish_feedback(ExecutePlan.Feedback(progress=msg))
         if event.state is StepState.STARTED:
             self._set_view(event.plan, event.step_index)
         elif event.state is StepState.SUCCEEDED:
@@ -334,6 +403,8 @@ class DispatcherNode(Node):
                 self._active = None
             self._set_view(None, 0)  # deletes the plan's markers before the result is out
             self._publish_result(outcome)
+            job.outcome = outcome
+            job.done.set()
             self.get_logger().info(
                 f"plan {job.plan_id} {outcome.status.value}" + (f": {outcome.reason}" if outcome.reason else "")
             )
@@ -363,10 +434,11 @@ class DispatcherNode(Node):
                 job.plan_id, DispatchStatus.FAILED, f"internal error: {exc}", 0, 0, self.dispatcher.robot
             )
 
+    def _result_msg(self, outcome: DispatchOutcome) -> DispatchResult:
+        return outcome_to_msg(outcome, frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg())
+
     def _publish_result(self, outcome: DispatchOutcome) -> None:
-        self._result_pub.publish(
-            outcome_to_msg(outcome, frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg())
-        )
+        self._result_pub.publish(self._result_msg(outcome))
 
     # -- markers ---------------------------------------------------------------------
     def _set_view(self, plan: PlanResult | None, step_index: int) -> None:
@@ -406,11 +478,12 @@ class DispatcherNode(Node):
 
     def destroy_node(self) -> None:
         self.close()
+        self._action.destroy()
         super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> int:
-    return run_node("dispatcher", DispatcherNode, args)
+    return run_node("dispatcher", DispatcherNode, args, threads=lambda node: EXECUTOR_THREADS)
 
 
 if __name__ == "__main__":

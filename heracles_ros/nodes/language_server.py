@@ -2,11 +2,15 @@
 
 Interface (names relative, so a robot namespace applies):
 
-- serves ``ask`` (heracles_ros/srv/Ask), ``command`` (heracles_ros/srv/Command)
-  and ``correct`` (heracles_ros/srv/Correct), and ``corrections``
-  (heracles_ros/srv/ManageCorrections: list, revert, clear, no model involved);
-- publishes ``plan`` (heracles_ros/msg/Plan): the plan of a ``command`` called
-  with ``execute: true``, for the dispatcher;
+- serves ``ask`` (heracles_ros/srv/Ask), ``command`` (heracles_ros/srv/Command,
+  plan only) and ``correct`` (heracles_ros/srv/Correct); each takes a
+  ``session`` that keeps the conversation (:mod:`~heracles_ros.agent.sessions`),
+  and ``ask`` / ``command`` may answer with a clarification and its candidates;
+- serves ``corrections`` (heracles_ros/srv/ManageCorrections: list, revert,
+  clear, no model involved);
+- serves the ``execute_command`` action (heracles_ros/action/ExecuteCommand) and
+  the ``confirm`` service, publishes ``command_rejections``, and sends plans to
+  the dispatcher's ``execute_plan`` action (see :mod:`.command_action`);
 - publishes ``last_answer`` (std_msgs/msg/String) and ``answer_marker``
   (visualization_msgs/msg/MarkerArray): the outcome of the latest request, as
   text and as one RViz text marker above the robot's recorded position
@@ -23,10 +27,12 @@ response's ``error`` field and the node keeps serving.
 
 Concurrency (decision): a model can take minutes, so the services sit in one
 ReentrantCallbackGroup and each request runs on the executor thread that took
-it; :func:`main` gives the MultiThreadedExecutor ``request_workers`` + 2
+it; :func:`main` gives the MultiThreadedExecutor ``request_workers`` + 3
 threads. At most ``request_workers`` requests run at once; one more is answered
 at once with a "busy" error rather than queueing behind slow models, so
-executor threads always remain for everything else. One agent serves all
+executor threads always remain for everything else. The ``execute_command``
+action runs one command at a time outside those slots, on one more thread.
+One agent serves all
 requests: each call keeps its conversation to itself, and what calls share
 (schema-facts cache, the planner's place-graph cache, the model's and the
 database's clients) is locked or thread-safe.
@@ -39,7 +45,6 @@ import sys
 import textwrap
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -53,16 +58,16 @@ from heracles_ros.agent.llm import LLM, PROVIDERS, LLMSettings
 from heracles_ros.agent.loop import Agent
 from heracles_ros.agent.prompt import METHODS
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult, Usage
-from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError, describe
+from heracles_ros.agent.sessions import Sessions
+from heracles_ros.errors import ConfigError, HeraclesError, describe
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.msg import Plan
+from heracles_ros.nodes.command_action import CommandAction, candidate_msgs
 from heracles_ros.nodes.markers import make_marker
 from heracles_ros.nodes.parameters import declare
-from heracles_ros.nodes.plan_msgs import plan_to_msg
-from heracles_ros.nodes.qos import latched, reliable
+from heracles_ros.nodes.qos import latched
 from heracles_ros.nodes.runner import run_node
 from heracles_ros.planning.planner import Planner
 from heracles_ros.planning.types import PlanResult
@@ -82,8 +87,9 @@ _ERROR_COLOUR = (1.0, 0.35, 0.3, 1.0)
 #: Characters per marker line, and at most this many lines (RViz text does not wrap by itself).
 _MARKER_WIDTH = 60
 _MARKER_LINES = 8
-#: Executor threads beyond the request workers, so a full house of slow models blocks nothing else.
-SPARE_THREADS = 2
+#: Executor threads beyond the request workers, so a full house of slow models blocks nothing else
+#: (one of them runs the execute_command goal).
+SPARE_THREADS = 3
 #: Time limit of the node's own database reads (planner, robot record), seconds; the model's
 #: queries get ``query_timeout_s``.
 STORE_TIMEOUT_S = 60.0
@@ -112,6 +118,13 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("planner_timeout_s", 10.0, "Time limit of Fast Downward for one command, seconds", minimum=0.1),
     Setting("map_frame", "map", "Frame of published plans and of the answer marker"),
     Setting("request_workers", 4, "Requests answered at once; one more is refused as busy", minimum=1, maximum=64),
+    Setting("require_confirmation", False, "execute_command waits for the confirm service before the robot moves "
+              "(a goal can also ask for it)"),
+    Setting("confirm_timeout_s", 120.0, "How long a command waits for confirmation before it is refused, seconds",
+              minimum=0.1),
+    Setting("session_exchanges", 6, "Recent exchanges a session keeps for the model", minimum=1, maximum=100),
+    Setting("max_sessions", 100, "Sessions kept at once (the least recently used is forgotten)", minimum=1,
+              maximum=100_000),
 )
 
 
@@ -131,6 +144,10 @@ class LanguageSettings:
     planner_timeout_s: float
     map_frame: str
     request_workers: int
+    require_confirmation: bool
+    confirm_timeout_s: float
+    session_exchanges: int
+    max_sessions: int
 
     @classmethod
     def from_values(cls, v: dict[str, Any]) -> LanguageSettings:
@@ -159,6 +176,10 @@ class LanguageSettings:
             planner_timeout_s=v["planner_timeout_s"],
             map_frame=v["map_frame"],
             request_workers=v["request_workers"],
+            require_confirmation=v["require_confirmation"],
+            confirm_timeout_s=v["confirm_timeout_s"],
+            session_exchanges=v["session_exchanges"],
+            max_sessions=v["max_sessions"],
         )
 
 
@@ -177,6 +198,8 @@ def outcome_text(result: AskResult | CommandResult | CorrectResult) -> str:
     """What ``last_answer`` says about a request: the answer, goal or changes, else the error."""
     if result.error:
         return f"error: {result.error}"
+    if isinstance(result, AskResult | CommandResult) and result.clarification:
+        return f"clarify: {result.clarification}"
     if isinstance(result, AskResult):
         return result.answer
     if isinstance(result, CommandResult):
@@ -195,7 +218,7 @@ def marker_text(kind: str, request: str, outcome: str) -> str:
 
 
 class LanguageServerNode(Node):
-    """Serves ask / command / correct through one shared agent; publishes plans and the last answer."""
+    """Serves ask / command / correct and execute_command through one shared agent; publishes the last answer."""
 
     def __init__(self, **kwargs: Any):
         self._closed = True  # until _setup completes there is nothing of ours to release
@@ -227,8 +250,9 @@ class LanguageServerNode(Node):
         self._llm: LLM | None = None
         self._slots = threading.BoundedSemaphore(self.settings.request_workers)
         self._publish_lock = threading.Lock()
+        self._sessions = Sessions(max_exchanges=self.settings.session_exchanges,
+                                  max_sessions=self.settings.max_sessions)
 
-        self._plan_pub = self.create_publisher(Plan, "plan", reliable(10))
         self._answer_pub = self.create_publisher(String, "last_answer", latched())
         self._marker_pub = self.create_publisher(MarkerArray, "answer_marker", latched())
         requests = ReentrantCallbackGroup()
@@ -236,6 +260,11 @@ class LanguageServerNode(Node):
         self.create_service(Command, "command", self._on_command, callback_group=requests)
         self.create_service(Correct, "correct", self._on_correct, callback_group=requests)
         self.create_service(ManageCorrections, "corrections", self._on_corrections, callback_group=requests)
+        self.commands = CommandAction(
+            self, get_agent=self._get_agent, summary=plan_summary, announce=self._publish_answer,
+            require_confirmation=self.settings.require_confirmation,
+            confirm_timeout_s=self.settings.confirm_timeout_s, map_frame=self.settings.map_frame,
+        )
         self._closed = False
         try:
             self._get_agent()
@@ -264,6 +293,8 @@ class LanguageServerNode(Node):
                     query_timeout_s=s.query_timeout_s,
                     result_token_budget=s.result_token_budget,
                     request_timeout_s=s.request_timeout_s,
+                    robot_symbol=s.robot_symbol,
+                    sessions=self._sessions,
                 )
                 self._llm = llm
             return self._agent
@@ -272,26 +303,33 @@ class LanguageServerNode(Node):
     def _on_ask(self, request: Ask.Request, response: Ask.Response) -> Ask.Response:
         answer_type = request.answer_type.strip() or None
         result = self._serve(
-            "ask", request.question, AskResult, lambda agent: agent.ask(request.question, answer_type=answer_type)
+            "ask", request.question, AskResult,
+            lambda agent: agent.ask(request.question, answer_type=answer_type, session=request.session),
         )
         response.answer = result.answer
         response.explanation = result.explanation
+        response.clarification = result.clarification
+        response.candidates = candidate_msgs(result.candidates)
         _fill_usage(response, result.usage, result.error)
         return response
 
     def _on_command(self, request: Command.Request, response: Command.Response) -> Command.Response:
         result = self._serve(
             "command", request.instruction, CommandResult,
-            lambda agent: self._command(agent, request.instruction, execute=request.execute, response=response),
+            lambda agent: agent.command(request.instruction, plan=True, session=request.session),
         )
         response.goal = result.goal
+        response.goal_text = result.goal_text
         response.plan_summary = plan_summary(result.plan)
+        response.clarification = result.clarification
+        response.candidates = candidate_msgs(result.candidates)
         _fill_usage(response, result.usage, result.error)
         return response
 
     def _on_correct(self, request: Correct.Request, response: Correct.Response) -> Correct.Response:
         result = self._serve(
-            "correct", request.instruction, CorrectResult, lambda agent: agent.correct(request.instruction)
+            "correct", request.instruction, CorrectResult,
+            lambda agent: agent.correct(request.instruction, session=request.session),
         )
         response.changes = list(result.changes)
         response.explanation = result.explanation
@@ -312,29 +350,6 @@ class LanguageServerNode(Node):
         response.corrections = [json.dumps(record.as_dict(), default=str) for record in records]
         response.changes = [str(change) for change in changes]
         return response
-
-    def _command(self, agent: Agent, instruction: str, *, execute: bool, response: Command.Response) -> CommandResult:
-        result = agent.command(instruction, plan=True)
-        if execute and result.ok and result.plan is not None:
-            try:
-                response.plan_id = self._send_plan(result.plan)
-            except HeraclesError as exc:
-                result.error = describe(exc)
-        return result
-
-    def _send_plan(self, plan: PlanResult) -> str:
-        """Publish a solved plan for the dispatcher; ExecutionError if no dispatcher would hear it."""
-        if self._plan_pub.get_subscription_count() == 0:
-            raise ExecutionError(
-                f"no dispatcher subscribes to {self._plan_pub.topic_name}; the plan was not sent (start the "
-                "dispatcher in this namespace, or call command with execute: false)"
-            )
-        plan_id = f"plan-{uuid.uuid4().hex[:8]}"
-        self._plan_pub.publish(
-            plan_to_msg(plan, plan_id=plan_id, frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg())
-        )
-        self.get_logger().info(f"plan {plan_id} sent: {len(plan.actions)} steps for {plan.goal}")
-        return plan_id
 
     def _serve(self, kind: str, text: str, result_type: Callable[[], Any], run: Callable[[Agent], Any]) -> Any:
         """Run one request within a free slot; every failure becomes the result's error.
@@ -392,6 +407,7 @@ class LanguageServerNode(Node):
         if self._closed:
             return
         self._closed = True
+        self.commands.close()
         with self._agent_lock:
             if self._llm is not None:
                 self._llm.close()
@@ -400,6 +416,8 @@ class LanguageServerNode(Node):
 
     def destroy_node(self) -> None:
         self.close()
+        if hasattr(self, "commands"):
+            self.commands.destroy()
         super().destroy_node()
 
 

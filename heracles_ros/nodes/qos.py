@@ -14,11 +14,11 @@ def reliable(depth: int) -> QoSProfile:
     )
 
 
-def latched() -> QoSProfile:
-    """The last message kept for late joiners (RViz started after the answer, say)."""
+def latched(depth: int = 1) -> QoSProfile:
+    """The last ``depth`` messages kept for late joiners (RViz started after the answer, say)."""
     return QoSProfile(
         history=HistoryPolicy.KEEP_LAST,
-        depth=1,
+        depth=depth,
         reliability=ReliabilityPolicy.RELIABLE,
         durability=DurabilityPolicy.TRANSIENT_LOCAL,
     )

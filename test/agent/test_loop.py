@@ -322,3 +322,69 @@ def test_answer_and_change_parsing():
         parse_changes('[["O1", "class"]]')
     with pytest.raises(CorrectionError, match="neither JSON nor SLDP"):
         parse_changes("set O1 to bag")
+
+
+# -- asking back and sessions ------------------------------------------------------------------------
+BICYCLES = "MATCH (o:Object {class: 'bicycle'}) RETURN o.nodeSymbol AS id ORDER BY id"
+
+
+def test_an_ambiguous_question_ends_with_a_clarification_whose_candidates_come_from_the_database(
+    small_store, llm_server
+):
+    from heracles_ros.execution.robot_state import RobotState, RobotStateStore
+
+    RobotStateStore(small_store).write(RobotState((0.0, 0.0, 0.0), place="P0"))
+    bicycles = [row["id"] for row in small_store.query(BICYCLES)]
+    facts = {row["id"]: row for row in small_store.query(
+        "MATCH (o:Object {class: 'bicycle'}) OPTIONAL MATCH (r:Room)-[:CONTAINS*1..2]->(o) "
+        "RETURN o.nodeSymbol AS id, r.nodeSymbol AS room, r.class AS room_class, o.x AS x, o.y AS y")}
+    assert any(row["room"] is None for row in facts.values())  # an object without a parent: no room to tell
+    server = llm_server([call(BICYCLES), say(f'<answer>CLARIFY("Which bicycle?", <{", ".join(bicycles)}>)</answer>')])
+    agent = Agent(small_store, adapter(server))
+    result = agent.ask("Which room is the bicycle in?", answer_type="string", session="op")
+    assert result.ok and result.answer == "" and result.clarification == "Which bicycle?"
+    assert [c.symbol for c in result.candidates] == bicycles
+    for candidate in result.candidates:
+        fact = facts[candidate.symbol]
+        assert (candidate.class_name, candidate.room, candidate.room_class) == (
+            "bicycle", fact["room"] or "", fact["room_class"] or "")
+        assert candidate.distance_m == pytest.approx((fact["x"] ** 2 + fact["y"] ** 2) ** 0.5)
+    # The session remembers the question back, with the facts the operator was shown.
+    (exchange,) = agent.sessions.history("op")
+    assert exchange.answer.startswith('CLARIFY("Which bicycle?"')
+    assert exchange.note == "Candidates: " + "; ".join(c.description for c in result.candidates)
+
+
+def test_a_command_may_ask_back_and_is_then_neither_checked_nor_planned(small_store, llm_server):
+    server = llm_server([say('<answer>CLARIFY("Nothing here is a unicorn; what should I fetch?", <>)</answer>')])
+    result = Agent(small_store, adapter(server)).command("Fetch the unicorn.")
+    assert result.ok and (result.goal, result.plan, result.candidates) == ("", None, [])
+    assert result.clarification == "Nothing here is a unicorn; what should I fetch?"
+
+
+def test_corrections_cannot_ask_back(small_store, llm_server):
+    server = llm_server([say('<answer>CLARIFY("Which one?", <O1>)</answer>'),
+                         say('<answer>CLARIFY("?", <O1>)</answer>')])
+    result = Agent(small_store, adapter(server)).correct("That is a bag.")
+    assert result.error.startswith("CorrectionError")
+
+
+def test_a_session_carries_earlier_exchanges_to_the_model_and_queries_are_reported_as_they_run(
+    small_store, llm_server
+):
+    box = small_store.query("MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS b ORDER BY b LIMIT 1")[0]["b"]
+    server = llm_server([say(f"<answer>{box}</answer>"), call(BICYCLES), say(f"<answer>(holding {box})</answer>")])
+    agent = Agent(small_store, adapter(server))
+    assert agent.ask("Which box is the first?", session="s").answer == box
+    seen: list[str] = []
+    result = agent.command("Bring it.", session="s", plan=False, on_query=seen.append)
+    assert result.goal == f"(holding {box})" and result.goal_text == f"hold {box} (box)"
+    assert seen == [BICYCLES]
+    sent = server.requests[1].messages
+    assert [m["role"] for m in sent[:4]] == ["system", "user", "assistant", "user"]
+    assert (sent[1]["content"], sent[2]["content"]) == ("Question: Which box is the first?", f"<answer>{box}</answer>")
+    assert sent[3]["content"].startswith("Instruction: Bring it.")
+    # Another session starts afresh.
+    server.extend([say("<answer>x</answer>")])
+    agent.ask("Anything?", session="other")
+    assert [m["role"] for m in server.requests[-1].messages] == ["system", "user"]

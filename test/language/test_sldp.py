@@ -212,3 +212,36 @@ def test_from_python_converts_database_rows() -> None:
     assert value == SldpDict((("hallway", SldpList(("O1", 2.0))), ("lounge", SldpSet(("O3",)))))
     with pytest.raises(TypeError):
         sldp_from_python(None)
+
+
+# -- clarifications --------------------------------------------------------------------------
+def test_a_clarification_is_a_question_and_a_set_of_candidates():
+    from heracles_ros.language.sldp import Clarification, parse_clarification
+
+    assert parse_clarification('CLARIFY("Which bicycle do you mean?", <O3, O7, O3>)') == Clarification(
+        "Which bicycle do you mean?", ("O3", "O7"))
+    assert parse_clarification("clarify ( 'None is in the kitchen; which room?' , <> )") == Clarification(
+        "None is in the kitchen; which room?", ())
+    assert parse_clarification('CLARIFY("Which one?", [O7, O3])').candidates == ("O7", "O3")
+    for answer in ("O3", "<O3, O7>", '"CLARIFY"', "(holding O3)"):  # any other answer is not one
+        assert parse_clarification(answer) is None
+
+
+@pytest.mark.parametrize("text, message", [
+    ("CLARIFY", "a clarification is written CLARIFY"),
+    ('CLARIFY("Which one?")', "a clarification is written CLARIFY"),
+    ('CLARIFY(<O3, O7>, "Which one?")', "a clarification is written CLARIFY"),
+    ('CLARIFY("", <O3>)', "needs a question"),
+    ('CLARIFY("Which one?", <1, 2>)', "candidates of a clarification are scene symbols"),
+    ('CLARIFY("Which one?", <O3, O7)', "not valid SLDP"),
+])
+def test_a_malformed_clarification_says_what_is_wrong(text, message):
+    from heracles_ros.language.sldp import parse_clarification
+
+    with pytest.raises(AnswerFormatError, match=message):
+        parse_clarification(text)
+
+
+def test_a_clarification_never_parses_as_a_value():
+    with pytest.raises(AnswerFormatError):
+        parse_sldp('CLARIFY("Which one?", <O3, O7>)')

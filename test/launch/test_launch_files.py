@@ -267,15 +267,20 @@ def test_remappings_name_topics_the_nodes_use():
     assert "streaming_visualizer.launch.yaml" in launch.strings and "hydra_visualizer" in launch.strings
 
 
-def test_the_nodes_topics_connect():
-    """Every fixed-name topic a node subscribes to is published by another node of the system."""
+def test_the_nodes_topics_and_actions_connect():
+    """Every fixed-name topic a node subscribes to is published, and every action it calls is served, by
+    another node of the system (same name and type)."""
     endpoints = topics_by_node(parse_launch_file(MAIN_LAUNCH))
-    published = {(e.name, e.type_name) for eps in endpoints.values() for e in eps if e.kind == "publisher"}
-    subscribed = [(exe, e) for exe, eps in endpoints.items() for e in eps if e.kind == "subscription" and e.name]
-    assert subscribed, "no node subscribes to a fixed topic name"
-    for exe, sub in subscribed:
-        assert (sub.name, sub.type_name) in published, (
-            f"{exe} subscribes to {sub.name} ({sub.type_name}) but no node of the system publishes it")
+    offered = {(e.kind, e.name, e.type_name) for eps in endpoints.values() for e in eps}
+    provider = {"subscription": "publisher", "action_client": "action_server"}
+    used = [(exe, e) for exe, eps in endpoints.items() for e in eps if e.kind in provider and e.name]
+    assert any(e.kind == "action_client" for _, e in used), "no node calls an action of the system"
+    for exe, end in used:
+        assert (provider[end.kind], end.name, end.type_name) in offered, (
+            f"{exe} uses {end.name} ({end.type_name}) but no node of the system offers it")
+    language = {(e.kind, e.name) for e in endpoints["language_server"]}
+    assert {("action_server", "execute_command"), ("service", "confirm"),
+            ("publisher", "command_rejections")} <= language
 
 
 def test_rviz_and_hydra_visualizer_are_optional_and_rviz_loads_the_shipped_console():
@@ -347,7 +352,7 @@ def test_the_checks_catch_a_broken_launch_file(tmp_path):
     params = "\n".join(parameter_problems(launch))
     assert "undeclared parameter 'dbb_uri'" in params and "undeclared parameter 'x'" in params
     names = {e.name for e in node_endpoints("heracles_ros.nodes.dispatcher")}
-    assert "plans" not in names and "plan" in names
+    assert "execute_plans" not in names and "execute_plan" in names
 
 
 def test_the_checks_catch_broken_parameter_files(tmp_path):

@@ -1,7 +1,7 @@
 """The dispatcher node over real DDS: sim driver, real FalkorDB, real planner (Fast Downward).
 
 Plans come from the real Planner on the small synthetic scene and travel as
-``Plan`` messages; the node runs under a robot namespace so every name it uses
+goals of the ``execute_plan`` action; the node runs under a robot namespace so every name it uses
 must be relative. The simulator runs many times faster than real time except
 where a test needs the robot still walking (cancel, busy).
 """
@@ -16,18 +16,22 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import rclpy
 import yaml
-from heracles_ros.msg import DispatchProgress, DispatchResult, Plan
+from action_msgs.msg import GoalStatus
+from heracles_ros.action import ExecutePlan
+from heracles_ros.msg import DispatchProgress, DispatchResult
+from rclpy.action import ActionClient
 from rclpy.client import Client
 from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.publisher import Publisher
 from std_srvs.srv import Trigger
-from support.ros import Collector, call_service, ros_session, spinning, wait_for_subscribers, wait_until
+from support.actions import FeedbackLog, cancel_goal, goal_result, send_goal
+from support.ros import Collector, call_service, ros_session, spinning, wait_until
 from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.errors import ConfigError
@@ -72,11 +76,13 @@ class Rig:
     progress: Collector[DispatchProgress]
     results: Collector[DispatchResult]
     markers: Collector[MarkerArray]
-    publisher: Publisher
+    actions: ActionClient
     cancel: Client
 
-    def send(self, plan: PlanResult, plan_id: str) -> None:
-        self.publisher.publish(plan_to_msg(plan, plan_id=plan_id, frame_id="map"))
+    def send(self, plan: PlanResult, plan_id: str, feedback: FeedbackLog | None = None) -> Any:
+        """The goal handle, once the dispatcher accepted or rejected the plan."""
+        goal = ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id=plan_id, frame_id="map"))
+        return send_goal(self.actions, goal, feedback=feedback)
 
     def result_for(self, plan_id: str, timeout_s: float = 15.0) -> DispatchResult:
         return self.results.wait(lambda r: r.plan_id == plan_id, timeout_s, what=f"the result of {plan_id}")
@@ -99,13 +105,13 @@ def rig_factory(ros_domain_id, db_uri, graph_name, small_store) -> Iterator:
             Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100),
             Collector(probe, DispatchResult, f"{NS}/dispatch_result", 10),
             Collector(probe, MarkerArray, f"{NS}/plan_markers", 100),
-            probe.create_publisher(Plan, f"{NS}/plan", 10),
+            ActionClient(probe, ExecutePlan, f"{NS}/execute_plan"),
             probe.create_client(Trigger, f"{NS}/cancel"),
         )
         context = spinning(node, probe)
         context.__enter__()
         stack.append(context)
-        wait_for_subscribers(rig.publisher)
+        assert rig.actions.wait_for_server(timeout_sec=10.0)
         wait_until(lambda: node.count_subscribers("plan_markers") >= 1, 10.0, "the probe on plan_markers")
         return rig
 
@@ -131,8 +137,17 @@ def test_a_plan_runs_in_order_records_the_held_object_and_clears_its_markers(rig
     obj, place = far_object(small_store)
     plan = solved(small_store, f"(holding {obj})", START)
     rig = rig_factory(sim_time_scale=40.0, map_frame="world")
-    rig.send(plan, "fetch-1")
+    feedback = FeedbackLog()
+    goal = rig.send(plan, "fetch-1", feedback)
+    assert goal.accepted
+    status, action_result = goal_result(goal, 15.0)
     result = rig.result_for("fetch-1")
+    # The action's result is the same report as the topic's; its feedback the same events, in order.
+    assert status == GoalStatus.STATUS_SUCCEEDED and action_result.result.status == "succeeded"
+    assert action_result.result.holding == result.holding
+    wait_until(lambda: len(feedback.messages) == rig.progress.count, 5.0, "every event as feedback")
+    assert [(f.progress.state, f.progress.step_index) for f in feedback.messages] == [
+        (p.state, p.step_index) for p in rig.progress.messages]
 
     assert (result.status, result.success, result.reason) == ("succeeded", True, "")
     assert (result.holding, result.robot_place, result.steps_completed) == (obj, place, len(plan.actions))
@@ -186,9 +201,11 @@ def test_cancel_stops_the_robot_and_a_second_plan_is_refused_while_busy(rig_fact
     idle = call_service(rig.cancel, Trigger.Request())
     assert (idle.success, idle.message) == (False, "no plan is running")
 
-    rig.send(plan, "walk-1")
+    first = rig.send(plan, "walk-1")
+    assert first.accepted
     rig.progress.wait(lambda p: p.state == "started", 5.0, what="the first step to start")
-    rig.send(plan, "walk-2")
+    second = rig.send(plan, "walk-2")
+    assert not second.accepted  # known from the acceptance itself; the reason goes out on dispatch_result
     busy = rig.result_for("walk-2", timeout_s=5.0)
     assert busy.status == "rejected" and not busy.success
     assert "busy" in busy.reason and "walk-1" in busy.reason
@@ -198,6 +215,8 @@ def test_cancel_stops_the_robot_and_a_second_plan_is_refused_while_busy(rig_fact
     assert reply.success and "walk-1" in reply.message
     result = rig.result_for("walk-1", timeout_s=5.0)
     assert result.status == "cancelled" and not result.success
+    status, _ = goal_result(first, 5.0)
+    assert status == GoalStatus.STATUS_ABORTED  # stopped by the service, not by cancelling the goal
     assert "cancel service" in result.reason and result.steps_completed == 0 and result.holding == ""
     last = rig.progress.messages[-1]
     assert (last.plan_id, last.state, last.step_index) == ("walk-1", "cancelled", 0)
@@ -212,8 +231,31 @@ def test_cancel_stops_the_robot_and_a_second_plan_is_refused_while_busy(rig_fact
     assert not [p for p in rig.progress.messages if p.plan_id == "walk-2"]  # the refused plan never ran
 
 
-def test_bad_parameters_are_refused_naming_the_parameter(ros_domain_id, db_uri, graph_name, small_store):
-    base = {"db_uri": db_uri, "graph_name": graph_name}
+def test_cancelling_the_goal_stops_the_robot_and_the_goal_ends_canceled(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
+    goal = rig.send(plan, "walk-3")
+    assert goal.accepted
+    rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
+    time.sleep(0.3)
+    response = cancel_goal(goal)
+    assert [bytes(g.goal_id.uuid) for g in response.goals_canceling] == [bytes(goal.goal_id.uuid)]
+    status, result = goal_result(goal, 5.0)
+    assert status == GoalStatus.STATUS_CANCELED
+    assert (result.result.status, result.result.plan_id) == ("cancelled", "walk-3")
+    assert "goal cancelled" in result.result.reason
+    stopped = rig.node.driver.pose()
+    time.sleep(0.3)
+    assert rig.node.driver.pose() == stopped and 0.1 < math.hypot(stopped.x, stopped.y) < 3.0
+    # The dispatcher is free again: the next plan is accepted.
+    again = rig.send(plan, "walk-4")
+    assert again.accepted
+    cancel_goal(again)
+
+
+def test_bad_parameters_are_refused_naming_the_parameter(ros_domain_id, falkordb_uri, graph_name, small_store):
+    base = {"db_uri": falkordb_uri, "graph_name": graph_name}
     cases = [
         ({"driver": "wheelchair"}, "parameter driver must be one of sim, spot_ros2"),
         ({"sim_fail_probability": 1.5}, "parameter sim_fail_probability must be <= 1.0"),
@@ -268,14 +310,15 @@ def test_ctrl_c_cancels_the_running_plan_reports_it_and_exits_cleanly(
         probe = rclpy.create_node("probe")
         progress = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
         results = Collector(probe, DispatchResult, f"{NS}/dispatch_result", 10)
-        publisher = probe.create_publisher(Plan, f"{NS}/plan", 10)
+        actions = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
         process = run_dispatcher(
             ros_domain_id, f"db_uri:={db_uri}", f"graph_name:={graph_name}", f"start_place:={START}"
         )
         try:
             with spinning(probe):
-                wait_for_subscribers(publisher, timeout_s=30.0)
-                publisher.publish(plan_to_msg(plan, plan_id="long-walk"))
+                goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="long-walk")),
+                                 timeout_s=30.0)
+                assert goal.accepted
                 progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
                 time.sleep(0.3)
                 process.send_signal(signal.SIGINT)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,7 +23,6 @@ from typing import Any
 import pytest
 import rclpy
 import yaml
-from heracles_ros.msg import Plan
 from heracles_ros.srv import Ask, Command, Correct, ManageCorrections
 from rclpy.client import Client
 from rclpy.context import Context
@@ -76,7 +76,6 @@ class Rig:
     correct: Client
     answers: Collector[String]
     markers: Collector[MarkerArray]
-    plans: Collector[Plan] | None
 
     def call(self, client: Client, request: Any, timeout_s: float = 30.0) -> Any:
         return call_service(client, request, timeout_s)
@@ -94,10 +93,10 @@ def robot_position(small_store) -> tuple[float, float, float]:
 
 @pytest.fixture
 def rig_factory(ros_domain_id, db_uri, graph_name, small_store, robot_position) -> Iterator:
-    """``start(script, provider=..., listen_plans=..., **params)``: the node on a scripted model, and a probe."""
+    """``start(script, provider=..., **params)``: the node on a scripted model, and a probe."""
     stack: list[Any] = []
 
-    def start(script: Any, *, provider: str = "openai", listen_plans: bool = True, **params: Any) -> Rig:
+    def start(script: Any, *, provider: str = "openai", **params: Any) -> Rig:
         server = ScriptedLLMServer(script).start()
         stack.append(server)
         url = server.openai_base_url if provider == "openai" else server.ollama_host
@@ -114,15 +113,12 @@ def rig_factory(ros_domain_id, db_uri, graph_name, small_store, robot_position) 
             probe.create_client(Correct, f"{NS}/correct"),
             Collector(probe, String, f"{NS}/last_answer", qos(10, transient_local=True)),
             Collector(probe, MarkerArray, f"{NS}/answer_marker", qos(10, transient_local=True)),
-            Collector(probe, Plan, f"{NS}/plan", 10) if listen_plans else None,
         )
         context = spinning(node, probe, num_threads=6)
         context.__enter__()
         stack.append(context)
         for client in (rig.ask, rig.command, rig.correct):
             assert client.wait_for_service(timeout_sec=10.0), client.srv_name
-        if listen_plans:
-            wait_until(lambda: node.count_subscribers(f"{NS}/plan") >= 1, 10.0, "the probe on plan")
         return rig
 
     with ros_session(ros_domain_id):
@@ -192,47 +188,74 @@ def test_ask_over_the_ollama_protocol_and_a_wrong_type_is_an_error(rig_factory, 
     assert last.data == f"error: {reply.error}"
 
 
+BICYCLE_ROOMS = (
+    "MATCH (r:Room)-[:CONTAINS*1..2]->(o:Object {class: 'bicycle'}) "
+    "RETURN o.nodeSymbol AS id, r.nodeSymbol AS room ORDER BY id"
+)
+
+
+def test_an_ambiguous_question_is_asked_back_and_the_reply_in_the_same_session_is_answered(
+    rig_factory, small_store, robot_position
+):
+    bicycles = small_store.query(BICYCLE_ROOMS)
+    assert len(bicycles) > 1
+    x, y, _ = robot_position
+
+    def model(request: RecordedRequest) -> Turn:
+        question = [m["content"] for m in request.messages if str(m["content"]).startswith("Question: ")][-1]
+        if question.startswith("Question: Which room is the bicycle in?"):
+            if not request.tool_results():
+                return call(BICYCLE_ROOMS)
+            symbols = ", ".join(row["id"] for row in rows_of(request))
+            return say(f'<answer>CLARIFY("There are {len(bicycles)} bicycles; which one?", <{symbols}>)</answer>')
+        # The reply: the model reads its question, and the candidates' facts, from the conversation.
+        assert "Question: Which room is the bicycle in?" in request.text(), question
+        facts = re.findall(r"(O\d+) \(bicycle\) in (R\d+) \(\w+\), ([\d.]+) m from the robot", request.text())
+        nearest = min(facts, key=lambda fact: float(fact[2]))
+        return say(f"<answer>{nearest[1]}</answer>")
+
+    rig = rig_factory(model)
+    reply = rig.call(rig.ask, Ask.Request(question="Which room is the bicycle in?", answer_type="string",
+                                          session="op"))
+    assert (reply.error, reply.answer) == ("", "")
+    assert reply.clarification == f"There are {len(bicycles)} bicycles; which one?"
+    assert [c.symbol for c in reply.candidates] == [row["id"] for row in bicycles]
+    positions = {row["id"]: (row["x"], row["y"]) for row in small_store.query(
+        "MATCH (o:Object {class: 'bicycle'}) RETURN o.nodeSymbol AS id, o.x AS x, o.y AS y")}
+    for candidate, row in zip(reply.candidates, bicycles, strict=True):
+        assert (candidate.room, candidate.class_name) == (row["room"], "bicycle")
+        bx, by = positions[candidate.symbol]
+        assert candidate.distance_m == pytest.approx(((bx - x) ** 2 + (by - y) ** 2) ** 0.5)
+    assert rig.answers.wait(lambda m: m.data.startswith("clarify: There are"), 5.0, what="the question back")
+
+    nearest = min(reply.candidates, key=lambda c: c.distance_m)
+    answer = rig.call(rig.ask, Ask.Request(question="The one nearest you.", answer_type="string", session="op"))
+    assert (answer.error, answer.answer, answer.clarification) == ("", nearest.room, "")
+
+
 # -- command ----------------------------------------------------------------------------------------
 def holding_first_box(rows: list[dict[str, Any]]) -> str:
     return f"The first box will do.\n<answer>(holding {rows[0]['box']})</answer>"
 
 
-def test_command_without_execute_returns_the_goal_and_plan_summary_and_sends_nothing(rig_factory, small_store):
+def test_command_returns_the_goal_in_symbols_and_words_and_the_plan_summary(rig_factory, small_store):
     box = small_store.query(BOXES)[0]["box"]
     rig = rig_factory(query_then(BOXES, holding_first_box))
-    reply = rig.call(rig.command, Command.Request(instruction="Pick up a box.", execute=False))
+    reply = rig.call(rig.command, Command.Request(instruction="Pick up a box."))
 
     assert reply.error == "", reply.error
     assert reply.goal == f"(holding {box})"
-    assert reply.plan_id == ""
+    assert reply.goal_text == f"hold {box} (box)"
+    assert (reply.clarification, list(reply.candidates)) == ("", [])
     lines = reply.plan_summary.splitlines()
     assert lines[0].startswith(f"{len(lines) - 1} steps from {ROBOT_PLACE}, cost ")
     assert lines[-1].startswith(f"{len(lines) - 1}. pick {box} ")
     assert (list(reply.queries), reply.tool_calls) == ([BOXES], 1)
     assert reply.input_tokens > 0 and reply.output_tokens > 0
     assert rig.answers.wait(lambda m: m.data == reply.goal, 5.0, what="the goal on last_answer")
-    time.sleep(0.3)
-    assert rig.plans is not None and rig.plans.count == 0
 
 
-def test_command_with_execute_publishes_the_plan_for_the_dispatcher(rig_factory, small_store):
-    box = small_store.query(BOXES)[0]["box"]
-    rig = rig_factory(query_then(BOXES, holding_first_box))
-    reply = rig.call(rig.command, Command.Request(instruction="Fetch a box.", execute=True))
-
-    assert reply.error == "", reply.error
-    assert reply.plan_id
-    assert rig.plans is not None
-    plan = rig.plans.wait(lambda p: p.plan_id == reply.plan_id, 5.0, what="the plan on plan")
-    assert (plan.goal, plan.start_symbol, plan.header.frame_id) == (f"(holding {box})", ROBOT_PLACE, "world")
-    steps = [f"{i}. {s.action} {' '.join(s.args)}" for i, s in enumerate(plan.steps, start=1)]
-    assert reply.plan_summary.splitlines()[1:] == steps
-    assert plan.steps[-1].action == "pick" and plan.steps[-1].target_symbol == box
-    walk = plan.steps[0]
-    assert walk.action == "goto" and walk.waypoint_symbols[0] == ROBOT_PLACE and len(walk.waypoints) >= 2
-
-
-def test_a_hallucinated_symbol_is_fed_back_and_an_unplannable_execute_sends_nothing(rig_factory, small_store):
+def test_a_hallucinated_symbol_is_fed_back_to_the_model(rig_factory, small_store):
     box = small_store.query(BOXES)[0]["box"]
 
     def model(request: RecordedRequest) -> Turn:
@@ -240,29 +263,11 @@ def test_a_hallucinated_symbol_is_fed_back_and_an_unplannable_execute_sends_noth
             return say(f"<answer>(holding {box})</answer>")
         return say("<answer>(holding O99999)</answer>")
 
-    rig = rig_factory(model, listen_plans=False)
-    reply = rig.call(rig.command, Command.Request(instruction="Fetch a box.", execute=True))
-    assert reply.goal == f"(holding {box})"  # fixed after the checker's feedback
+    rig = rig_factory(model)
+    reply = rig.call(rig.command, Command.Request(instruction="Fetch a box."))
+    assert reply.goal == f"(holding {box})" and reply.error == ""  # fixed after the checker's feedback
     assert "O99999" in rig.server.requests[1].last("user")["content"]
-    # The goal and plan are fine, but nobody would run it: refused with a clear error, no plan id.
-    assert reply.plan_id == "" and f"steps from {ROBOT_PLACE}" in reply.plan_summary.splitlines()[0]
-    assert reply.error.startswith("ExecutionError: no dispatcher subscribes to /spot1/plan")
-
-
-def test_the_cli_executes_a_command_through_the_running_node(rig_factory, small_store):
-    """``heracles command --execute`` in its own process reaches this node's command service over DDS."""
-    box = small_store.query(BOXES)[0]["box"]
-    rig = rig_factory(query_then(BOXES, holding_first_box))
-    proc = subprocess.run(
-        [sys.executable, "-c", "from heracles_ros.cli import main; raise SystemExit(main())", "command",
-         "Fetch a box.", "--execute", "--service", f"{NS}/command", "--service-timeout", "60", "--json"],
-        cwd=REPO, env=dict(os.environ), capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
-    assert out["error"] == "" and out["goal"] == f"(holding {box})" and out["queries"] == [BOXES]
-    assert rig.plans is not None
-    rig.plans.wait(lambda p: p.plan_id == out["plan_id"], 5.0, what="the CLI's plan on plan")
+    assert f"steps from {ROBOT_PLACE}" in reply.plan_summary.splitlines()[0]
 
 
 # -- correct ------------------------------------------------------------------------------------------
@@ -310,10 +315,9 @@ def test_a_failing_model_is_an_error_in_the_response_and_the_node_answers_the_ne
     assert reply.answer == "" and reply.error.startswith("LLMOutputError"), reply.error
 
     # Script exhausted: the server answers HTTP 500.
-    reply = rig.call(rig.command, Command.Request(instruction="Fetch a box.", execute=True))
-    assert reply.goal == "" and reply.plan_id == "" and reply.error.startswith("LLMUnavailable")
+    reply = rig.call(rig.command, Command.Request(instruction="Fetch a box."))
+    assert reply.goal == "" and reply.plan_summary == "" and reply.error.startswith("LLMUnavailable")
     assert "script exhausted" in reply.error and "HTTP 500" in reply.error
-    assert rig.plans is not None and rig.plans.count == 0
     marker = only_marker(rig.markers.wait(lambda a: "script exhausted" in a.markers[0].text, 5.0,
                                           what="the error on the marker"))
     assert marker.text.startswith("command: Fetch a box.\nerror: LLMUnavailable")

@@ -260,7 +260,7 @@ def cmake_installed_programs(cmake: Path = REPO / "CMakeLists.txt") -> set[str]:
 # -- node sources -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Endpoint:
-    kind: str  # subscription | publisher | service | client
+    kind: str  # subscription | publisher | service | client | action_server | action_client
     name: str  # "" when the name comes from a parameter (not a literal)
     type_name: str
     line: int
@@ -274,12 +274,25 @@ _ENDPOINT_CALLS = {
 }
 
 
+#: Constructors that take (node, type, name): rclpy's action endpoints.
+_ACTION_CALLS = {"ActionServer": "action_server", "ActionClient": "action_client"}
+
+
 def node_endpoints(module_name: str) -> list[Endpoint]:
-    """Every topic/service name a node module passes to rclpy, resolved from literals or module constants."""
+    """Every topic/service/action name a node module (and the heracles_ros.nodes modules it imports) passes
+    to rclpy, resolved from literals or module constants."""
     module = importlib.import_module(module_name)
-    source = Path(module.__file__ or "").read_text()
+    tree = ast.parse(Path(module.__file__ or "").read_text())
     found = []
-    for sub in ast.walk(ast.parse(source)):
+    for sub in ast.walk(tree):
+        if isinstance(sub, ast.ImportFrom) and (sub.module or "").startswith("heracles_ros.nodes.") and \
+                sub.module != module_name:
+            found += node_endpoints(sub.module or "")
+        if isinstance(sub, ast.Call) and _call_name(sub) in _ACTION_CALLS and len(sub.args) >= 3:
+            type_node, name_node = sub.args[1], sub.args[2]
+            name = name_node.value if isinstance(name_node, ast.Constant) and isinstance(name_node.value, str) else ""
+            type_name = type_node.id if isinstance(type_node, ast.Name) else ast.unparse(type_node)
+            found.append(Endpoint(_ACTION_CALLS[_call_name(sub)], name, type_name, sub.lineno))
         if isinstance(sub, ast.Call) and _call_name(sub) in _ENDPOINT_CALLS and len(sub.args) >= 2:
             type_node, name_node = sub.args[0], sub.args[1]
             if isinstance(name_node, ast.Constant) and isinstance(name_node.value, str):

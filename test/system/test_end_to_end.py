@@ -1,24 +1,32 @@
 """The whole system over real DDS: Hydra snapshot -> mirror -> language server -> planner -> dispatcher -> database.
 
 All three nodes (dsg_mirror, language_server, dispatcher with the sim driver)
-run in this process under one robot namespace, talking only over topics and
-services, on a real FalkorDB graph; the scene arrives the way Hydra sends it,
-as a ``hydra_msgs/DsgUpdate`` (the test-only copy of the interface). Only the
-hosted model is replaced, by the scripted server; every query it asks for runs
-on the live database and its answers are built from what came back.
+run in this process under one robot namespace, talking only over topics,
+services and actions (the operator's command is an ``execute_command`` goal,
+the language server's plan an ``execute_plan`` goal), on a real FalkorDB
+graph; the scene arrives the way Hydra sends it, as a ``hydra_msgs/DsgUpdate``
+(the test-only copy of the interface). Only the hosted model is replaced, by
+the scripted server; every query it asks for runs on the live database and its
+answers are built from what came back.
 """
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import rclpy
 import spark_dsg as dsg
-from heracles_ros.msg import DispatchProgress, DispatchResult, MirrorStatus, Plan
-from heracles_ros.srv import Ask, Command
+from action_msgs.msg import GoalStatus
+from heracles_ros.action import ExecuteCommand
+from heracles_ros.msg import DispatchProgress, DispatchResult, MirrorStatus
+from heracles_ros.srv import Ask
 from hydra_msgs.msg import DsgUpdate
+from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
+from support.actions import FeedbackLog, goal_result, send_goal
 from support.ros import Collector, call_service, qos, ros_session, spinning, wait_for_subscribers, wait_until
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
 
@@ -77,6 +85,18 @@ def snapshot(graph: dsg.DynamicSceneGraph, sequence: int) -> DsgUpdate:
     return msg
 
 
+@contextlib.contextmanager
+def destroyed(executor: Any, nodes: list[Any]) -> Iterator[None]:
+    """Take every node in ``nodes`` (filled inside the block) off ``executor`` and destroy it on the way out,
+    so none leaks into later tests."""
+    try:
+        yield
+    finally:
+        for node in reversed(nodes):
+            executor.remove_node(node)
+            node.destroy_node()
+
+
 def params(**values: Any) -> list[Parameter]:
     return [Parameter(name, value=value) for name, value in values.items()]
 
@@ -90,14 +110,14 @@ def test_a_question_and_a_command_run_through_every_node_and_survive_a_new_snaps
         probe = rclpy.create_node("operator")
         dsg_pub = probe.create_publisher(DsgUpdate, DSG_TOPIC, qos(1))
         statuses: Collector[MirrorStatus] = Collector(probe, MirrorStatus, f"{NS}/mirror_status")
-        plans: Collector[Plan] = Collector(probe, Plan, f"{NS}/plan")
         progress: Collector[DispatchProgress] = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
         results: Collector[DispatchResult] = Collector(probe, DispatchResult, f"{NS}/dispatch_result")
         ask = probe.create_client(Ask, f"{NS}/ask")
-        command = probe.create_client(Command, f"{NS}/command")
+        commands = ActionClient(probe, ExecuteCommand, f"{NS}/execute_command")
         mirror = DsgMirrorNode(namespace=NS, parameter_overrides=params(**db, dsg_topic=DSG_TOPIC, status_period_s=0.0))
+        joined: list[Any] = []  # nodes added to the running executor; spinning() destroys only its own
 
-        with spinning(mirror, probe, num_threads=8) as executor:
+        with spinning(mirror, probe, num_threads=8) as executor, destroyed(executor, joined):
             # 1. Hydra's snapshot is mirrored.
             wait_for_subscribers(dsg_pub)
             wait_until(lambda: mirror.count_subscribers(f"{NS}/mirror_status") >= 1, 10.0, "the status subscriber")
@@ -113,26 +133,30 @@ def test_a_question_and_a_command_run_through_every_node_and_survive_a_new_snaps
             language = LanguageServerNode(namespace=NS, parameter_overrides=params(
                 **db, llm="openai", model=llm.model, base_url=llm.openai_base_url))
             for node in (dispatcher, language):
+                joined.append(node)
                 executor.add_node(node)
-            assert ask.wait_for_service(timeout_sec=10.0) and command.wait_for_service(timeout_sec=10.0)
-            wait_until(lambda: language.count_subscribers(f"{NS}/plan") >= 2, 10.0, "the dispatcher on plan")
+            assert ask.wait_for_service(timeout_sec=10.0) and commands.wait_for_server(timeout_sec=10.0)
+            wait_until(language.commands.plans.server_is_ready, 10.0, "the dispatcher's execute_plan action")
 
             # 2. A question, answered from the database.
             reply = call_service(ask, Ask.Request(question="How many boxes are there?", answer_type="number"))
             assert reply.error == "", reply.error
             assert reply.answer == str(boxes) and list(reply.queries) == [COUNT_BOXES]
 
-            # 3. A command, executed: goal -> plan on the topic -> the dispatcher runs it on the sim robot.
+            # 3. A command, executed through the action: goal -> plan -> the dispatcher runs it on the sim robot.
             target = store.query(FARTHEST_BOX)[0]["box"]
             instruction = "Bring me the box in the office farthest from you."
-            order = call_service(command, Command.Request(instruction=instruction, execute=True), timeout_s=30.0)
-            assert order.error == "", order.error
-            assert order.goal == f"(holding {target})" and order.plan_id
-            plan = plans.wait(lambda p: p.plan_id == order.plan_id, 5.0, what="the plan on the topic")
+            feedback = FeedbackLog()
+            order = send_goal(commands, ExecuteCommand.Goal(instruction=instruction, execute=True,
+                                                            command_id="e2e"), feedback=feedback)
+            assert order.accepted
+            wait_until(lambda: any(m.stage == "executing" for m in feedback.messages), 30.0, "the plan to be sent")
+            plan = next(m for m in feedback.messages if m.stage == "plan").plan
+            assert plan.goal == f"(holding {target})" and plan.plan_id == "e2e-plan"
             assert plan.steps[-1].action == "pick" and plan.steps[-1].target_symbol == target
 
             # 4. Mid-run, Hydra sends a new snapshot: another object moved.
-            progress.wait(lambda p: p.plan_id == order.plan_id and p.state == "started", 10.0,
+            progress.wait(lambda p: p.plan_id == plan.plan_id and p.state == "started", 10.0,
                           what="the plan to start")
             moved = next(s for s in (r["o"] for r in store.query(
                 "MATCH (o:Object) RETURN o.nodeSymbol AS o ORDER BY o")) if s != target)
@@ -146,9 +170,17 @@ def test_a_question_and_a_command_run_through_every_node_and_survive_a_new_snaps
             assert store.query("MATCH (o:Object {nodeSymbol: $s}) RETURN o.x AS x, o.y AS y",
                                {"s": moved}) == [{"x": 1.25, "y": 1.5}]
 
-            # 5. The plan completes; the database records the held object.
-            result = results.wait(lambda r: r.plan_id == order.plan_id, 30.0, what="the plan's result")
+            # 5. The plan completes; the command's result says so; the database records the held object.
+            status, outcome = goal_result(order, 30.0)
+            assert (status, outcome.outcome, outcome.goal) == (GoalStatus.STATUS_SUCCEEDED, "succeeded",
+                                                               f"(holding {target})"), outcome.reason
+            assert outcome.holding == target and list(outcome.queries) == [FARTHEST_BOX]
+            result = results.wait(lambda r: r.plan_id == plan.plan_id, 5.0, what="the plan's result")
             assert (result.status, result.success, result.holding) == ("succeeded", True, target), result.reason
+            assert outcome.robot_place == result.robot_place
+            steps = [m.step for m in feedback.messages if m.stage == "step"]
+            assert [(s.state, s.step_index) for s in steps] == [(p.state, p.step_index) for p in progress.messages
+                                                                if p.plan_id == plan.plan_id]
             assert store.query(HELD) == [{"held": target}]
 
             # 6. Another snapshot after the pick (Hydra still sees the box where it was): the robot's state stays.

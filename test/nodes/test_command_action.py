@@ -1,0 +1,478 @@
+"""The ``execute_command`` action over real DDS: language_server + dispatcher (sim Spot), real FalkorDB.
+
+Only the model is scripted (test/support/scripted_llm.py); goals are checked,
+planned by Fast Downward and executed by the dispatcher's ``execute_plan``
+action on the simulated robot. Everything is observed the way an operator's
+tools see it: goal responses, feedback, results, ``command_rejections``, the
+``confirm`` service.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rclpy
+from action_msgs.msg import GoalStatus
+from heracles_ros.action import ExecuteCommand
+from heracles_ros.msg import CommandRejection, DispatchProgress
+from heracles_ros.srv import Ask, Confirm
+from rclpy.action import ActionClient
+from rclpy.client import Client
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from support.actions import FeedbackLog, cancel_goal, goal_result, send_goal
+from support.ros import Collector, call_service, ros_session, spinning, wait_until
+from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say, slow
+
+from heracles_ros.execution.robot_state import RobotState, RobotStateStore
+from heracles_ros.nodes.dispatcher import DispatcherNode
+from heracles_ros.nodes.language_server import LanguageServerNode
+from heracles_ros.nodes.qos import latched
+
+NS = "/spot1"
+START = "P0"
+REPO = Path(__file__).resolve().parents[2]
+BOXES = "MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box ORDER BY box"
+BICYCLES = (
+    "MATCH (r:Room)-[:CONTAINS*1..2]->(o:Object {class: 'bicycle'}) "
+    "RETURN o.nodeSymbol AS id, r.nodeSymbol AS room ORDER BY id"
+)
+#: The box farthest from P0: a walk long enough to interrupt.
+FARTHEST_BOX = (
+    "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {class: 'box'}) WHERE p.x < 12 "
+    "RETURN o.nodeSymbol AS box, p.x * p.x + p.y * p.y AS d2 ORDER BY d2 DESC, box LIMIT 1"
+)
+NEAREST_BOX_TO_BICYCLE = (
+    "MATCH (b:Object {class: 'bicycle'}), (o:Object {class: 'box'}) "
+    "RETURN o.nodeSymbol AS box, (o.x - b.x) * (o.x - b.x) + (o.y - b.y) * (o.y - b.y) AS d2 "
+    "ORDER BY d2, box LIMIT 1"
+)
+LOUNGE_PLACE = (
+    "MATCH (:Room {class: 'lounge'})-[:CONTAINS]->(p:MeshPlace) RETURN p.nodeSymbol AS place ORDER BY place LIMIT 1"
+)
+
+
+def user_request(request: RecordedRequest) -> str:
+    """The request of this conversation (its last user message that names one)."""
+    for message in reversed(request.messages):
+        if message.get("role") == "user" and re.match(r"(Question|Instruction): ", str(message.get("content"))):
+            return str(message["content"])
+    return ""
+
+
+def rows(request: RecordedRequest) -> list[dict[str, Any]]:
+    result: list[dict[str, Any]] = json.loads(request.tool_results()[-1])
+    return result
+
+
+def fetch_farthest_box(request: RecordedRequest) -> Turn:
+    if not request.tool_results():
+        return call(FARTHEST_BOX, text="The farthest box.")
+    return say(f"<answer>(holding {rows(request)[0]['box']})</answer>")
+
+
+@dataclass
+class Rig:
+    language: LanguageServerNode
+    probe: Node
+    server: ScriptedLLMServer
+    commands: ActionClient
+    confirm: Client
+    ask: Client
+    rejections: Collector[CommandRejection]
+    progress: Collector[DispatchProgress]
+    dispatcher: DispatcherNode | None
+
+    def send(self, instruction: str, *, feedback: FeedbackLog | None = None, **options: Any) -> Any:
+        goal = ExecuteCommand.Goal(instruction=instruction, **{"execute": True, **options})
+        return send_goal(self.commands, goal, feedback=feedback)
+
+    def rejection(self, command_id: str) -> CommandRejection:
+        return self.rejections.wait(lambda r: r.command_id == command_id, 5.0, what=f"the rejection of {command_id}")
+
+
+@pytest.fixture
+def robot_at_start(small_store) -> None:
+    states = RobotStateStore(small_store)
+    position = states.position_of(START)
+    assert position is not None
+    states.write(RobotState(position, place=START))
+
+
+@pytest.fixture
+def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_start) -> Iterator:
+    """``start(script, dispatcher=True, sim_time_scale=..., **language_params)``."""
+    stack: list[Any] = []
+
+    def start(script: Any, *, dispatcher: bool = True, sim_time_scale: float = 40.0, **params: Any) -> Rig:
+        server = ScriptedLLMServer(script).start()
+        stack.append(server)
+        db = {"db_uri": falkordb_uri, "graph_name": graph_name}
+        language = LanguageServerNode(namespace=NS, parameter_overrides=[
+            Parameter(k, value=v) for k, v in {**db, "llm": "openai", "model": server.model,
+                                               "base_url": server.openai_base_url, **params}.items()])
+        nodes: list[Node] = [language]
+        robot = None
+        if dispatcher:
+            robot = DispatcherNode(namespace=NS, parameter_overrides=[
+                Parameter(k, value=v) for k, v in {**db, "start_place": START, "sim_time_scale": sim_time_scale,
+                                                   "sim_speed_mps": 1.0}.items()])
+            nodes.append(robot)
+        probe = rclpy.create_node("probe")
+        rig = Rig(
+            language, probe, server,
+            ActionClient(probe, ExecuteCommand, f"{NS}/execute_command"),
+            probe.create_client(Confirm, f"{NS}/confirm"),
+            probe.create_client(Ask, f"{NS}/ask"),
+            Collector(probe, CommandRejection, f"{NS}/command_rejections", latched(10)),
+            Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100),
+            robot,
+        )
+        context = spinning(*nodes, probe, num_threads=8)
+        context.__enter__()
+        stack.append(context)
+        assert rig.commands.wait_for_server(timeout_sec=10.0)
+        if dispatcher:
+            wait_until(lambda: language.commands.plans.server_is_ready(), 10.0, "the dispatcher's execute_plan")
+        wait_until(lambda: language.count_subscribers(f"{NS}/command_rejections") >= 1, 10.0,
+                   "the probe on command_rejections")
+        return rig
+
+    with ros_session(ros_domain_id):
+        yield start
+        for item in reversed(stack):
+            if isinstance(item, ScriptedLLMServer):
+                item.stop()
+            else:
+                item.__exit__(None, None, None)
+
+
+def stages(feedback: FeedbackLog) -> list[str]:
+    """Feedback stages in order, repeats folded (grounding comes once per query)."""
+    folded: list[str] = []
+    for message in feedback.messages:
+        if not folded or folded[-1] != message.stage:
+            folded.append(message.stage)
+    return folded
+
+
+# -- a command from words to the robot ---------------------------------------------------------------
+def test_feedback_goes_through_every_stage_in_order_and_the_result_carries_goal_plan_and_outcome(
+    rig_factory, small_store
+):
+    box = small_store.query(FARTHEST_BOX)[0]["box"]
+    rig = rig_factory(fetch_farthest_box)
+    feedback = FeedbackLog()
+    goal = rig.send("Bring me the farthest box.", feedback=feedback, command_id="fetch-1")
+    assert goal.accepted
+    status, result = goal_result(goal, 60.0)
+
+    assert status == GoalStatus.STATUS_SUCCEEDED, result.reason
+    assert (result.outcome, result.command_id, result.goal) == ("succeeded", "fetch-1", f"(holding {box})")
+    assert result.goal_text == f"hold {box} (box)"
+    assert result.plan.plan_id == "fetch-1-plan" and result.plan.steps[-1].target_symbol == box
+    assert (result.holding, result.steps_completed) == (box, len(result.plan.steps))
+    assert list(result.queries) == [FARTHEST_BOX] and result.input_tokens > 0
+
+    assert stages(feedback) == ["grounding", "goal", "plan", "executing", "step"]
+    messages = feedback.messages
+    assert all(m.command_id == "fetch-1" for m in messages)
+    grounding = [m for m in messages if m.stage == "grounding"]
+    assert [list(m.queries) for m in grounding] == [[], [FARTHEST_BOX]]  # the start, then each query run
+    planned = next(m for m in messages if m.stage == "plan")
+    assert planned.plan.steps[-1].action == "pick" and planned.plan_summary.startswith(f"{len(planned.plan.steps)} ")
+    steps = [(m.step.state, m.step.step_index) for m in messages if m.stage == "step"]
+    assert steps == [(s, i) for i in range(len(result.plan.steps)) for s in ("started", "succeeded")]
+    positions = [(m.step.robot_position.x, m.step.robot_position.y) for m in messages if m.stage == "step"]
+    assert len(set(positions)) > 1  # each step reports where the robot is
+
+
+def test_a_second_command_is_rejected_while_the_first_runs_and_the_first_can_be_cancelled(rig_factory, small_store):
+    def model(request: RecordedRequest) -> Turn:
+        if "first" in user_request(request):
+            return slow(2.0, say("<answer>(holding O1)</answer>"))
+        return say("<answer>(holding O1)</answer>")
+
+    rig = rig_factory(model)
+    first = rig.send("The first command.", command_id="first")
+    assert first.accepted
+    wait_until(lambda: len(rig.server.requests) >= 1, 5.0, "the first command to reach the model")
+
+    began = time.monotonic()
+    second = rig.send("The second command.", command_id="second")
+    assert not second.accepted and time.monotonic() - began < 1.5
+    refusal = rig.rejection("second")
+    assert refusal.code == "busy" and "first" in refusal.reason and refusal.instruction == "The second command."
+    assert len(rig.server.requests) == 1  # the refused command never reached the model
+
+    # Cancelling the first stops that goal (once its model turn is back); nothing reached the robot.
+    cancel_goal(first)
+    status, result = goal_result(first, 10.0)
+    assert status == GoalStatus.STATUS_CANCELED
+    assert (result.outcome, result.reason) == ("cancelled", "cancelled while grounding")
+    assert rig.progress.count == 0
+    # The node is free again.
+    third = rig.send("The third command.", execute=False)
+    assert third.accepted
+    assert goal_result(third, 30.0)[1].outcome == "planned"
+
+
+def test_without_a_dispatcher_an_execute_goal_is_rejected_at_once_and_plan_only_still_works(rig_factory):
+    rig = rig_factory(lambda request: say("<answer>(holding O1)</answer>"), dispatcher=False)
+    began = time.monotonic()
+    goal = rig.send("Fetch O1.", command_id="lonely")
+    assert not goal.accepted and time.monotonic() - began < 2.0
+    refusal = rig.rejection("lonely")
+    assert refusal.code == "no_dispatcher" and f"{NS}/execute_plan" in refusal.reason
+    assert not rig.server.requests
+
+    planned = rig.send("Fetch O1.", execute=False)
+    assert planned.accepted
+    status, result = goal_result(planned, 30.0)
+    assert (status, result.outcome, result.goal) == (GoalStatus.STATUS_SUCCEEDED, "planned", "(holding O1)")
+
+
+def test_an_empty_instruction_is_rejected_as_invalid(rig_factory):
+    rig = rig_factory([])
+    goal = rig.send("   ", command_id="empty")
+    assert not goal.accepted
+    assert rig.rejection("empty").code == "invalid"
+
+
+def test_without_a_usable_model_a_goal_is_rejected_saying_what_is_missing(rig_factory, monkeypatch):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    rig = rig_factory([], base_url="")
+    goal = rig.send("Fetch O1.", command_id="no-model")
+    assert not goal.accepted
+    refusal = rig.rejection("no-model")
+    assert refusal.code == "no_model" and "OPENAI_API_KEY is not set" in refusal.reason
+
+
+def test_cancel_during_execution_stops_the_robot_and_only_that_goal(rig_factory, small_store):
+    rig = rig_factory(fetch_farthest_box, sim_time_scale=1.0)
+    feedback = FeedbackLog()
+    goal = rig.send("Bring me the farthest box.", feedback=feedback)
+    assert goal.accepted
+    rig.progress.wait(lambda p: p.state == "started", 20.0, what="the robot to start walking")
+    time.sleep(0.5)
+    cancel_goal(goal)
+    status, result = goal_result(goal, 10.0)
+    assert status == GoalStatus.STATUS_CANCELED
+    assert result.outcome == "cancelled" and result.steps_completed == 0 and result.holding == ""
+    assert rig.dispatcher is not None
+    stopped = rig.dispatcher.driver.pose()
+    time.sleep(0.3)
+    assert rig.dispatcher.driver.pose() == stopped and 0.1 < math.hypot(stopped.x, stopped.y) < 5.0
+    assert [m.stage for m in feedback.messages][-1] == "step"
+    assert feedback.messages[-1].step.state == "cancelled"
+    # The dispatcher and the server are free again: the next command runs.
+    again = rig.send("Bring me the farthest box.", execute=False)
+    assert goal_result(again, 30.0)[1].outcome == "planned"
+
+
+# -- confirmation ---------------------------------------------------------------------------------------
+def wait_for_confirm(feedback: FeedbackLog) -> Any:
+    wait_until(lambda: any(m.stage == "confirm" for m in feedback.messages), 30.0, "the confirm stage")
+    return next(m for m in feedback.messages if m.stage == "confirm")
+
+
+def test_a_confirmed_command_runs_and_a_refused_one_moves_nothing(rig_factory, small_store):
+    box = small_store.query(FARTHEST_BOX)[0]["box"]
+    rig = rig_factory(fetch_farthest_box, require_confirmation=True)
+
+    refused_feedback = FeedbackLog()
+    refused = rig.send("Bring me the farthest box.", feedback=refused_feedback, command_id="ask-first")
+    prompt = wait_for_confirm(refused_feedback)
+    assert prompt.goal == f"(holding {box})" and prompt.goal_text == f"hold {box} (box)"
+    assert f"hold {box} (box)" in prompt.message and "confirm" in prompt.message and prompt.plan.steps
+    time.sleep(0.3)
+    assert rig.progress.count == 0  # waiting: the robot has not moved
+    wrong = call_service(rig.confirm, Confirm.Request(command_id="other", approve=True))
+    assert not wrong.success
+    answer = call_service(rig.confirm, Confirm.Request(command_id="ask-first", approve=False))
+    assert answer.success and "refused" in answer.message
+    status, result = goal_result(refused, 10.0)
+    assert (status, result.outcome) == (GoalStatus.STATUS_ABORTED, "refused")
+    assert "nothing moved" in result.reason and result.plan.steps
+    assert rig.progress.count == 0
+
+    confirmed_feedback = FeedbackLog()
+    confirmed = rig.send("Bring me the farthest box.", feedback=confirmed_feedback)
+    wait_for_confirm(confirmed_feedback)
+    answer = call_service(rig.confirm, Confirm.Request(approve=True))  # '' = the one waiting
+    assert answer.success and "confirmed" in answer.message
+    status, result = goal_result(confirmed, 60.0)
+    assert (status, result.outcome, result.holding) == (GoalStatus.STATUS_SUCCEEDED, "succeeded", box)
+    assert stages(confirmed_feedback) == ["grounding", "goal", "plan", "confirm", "executing", "step"]
+
+
+def test_confirmation_per_goal_and_its_time_limit(rig_factory):
+    rig = rig_factory(lambda request: say("<answer>(holding O1)</answer>"), confirm_timeout_s=0.5)
+    goal = rig.send("Fetch O1.", require_confirmation=True)
+    status, result = goal_result(goal, 30.0)
+    assert (status, result.outcome) == (GoalStatus.STATUS_ABORTED, "refused")
+    assert result.reason == "not confirmed within 0.5 s; nothing moved"
+    assert rig.progress.count == 0
+
+
+# -- asking back and sessions -------------------------------------------------------------------------------
+def test_an_ambiguous_command_ends_with_a_clarification_and_the_reply_continues_it(rig_factory, small_store):
+    bicycles = small_store.query(BICYCLES)
+    assert len(bicycles) > 1
+    chosen = bicycles[-1]["id"]
+
+    def model(request: RecordedRequest) -> Turn:
+        if "Instruction: Go to the bicycle." in user_request(request):
+            if not request.tool_results():
+                return call(BICYCLES)
+            symbols = ", ".join(row["id"] for row in rows(request))
+            return say(f'<answer>CLARIFY("Which bicycle do you mean?", <{symbols}>)</answer>')
+        # The reply: the earlier exchange (with its candidates) is in the conversation.
+        assert "Which bicycle do you mean?" in request.text() and "Candidates: " in request.text()
+        return say(f"<answer>(visited-object {chosen})</answer>")
+
+    rig = rig_factory(model)
+    goal = rig.send("Go to the bicycle.", session="operator-1")
+    status, result = goal_result(goal, 30.0)
+    assert (status, result.outcome) == (GoalStatus.STATUS_ABORTED, "clarify")
+    assert result.clarification == "Which bicycle do you mean?" == result.reason
+    assert [c.symbol for c in result.candidates] == [row["id"] for row in bicycles]
+    rooms = {row["id"]: row["room"] for row in bicycles}
+    assert all(c.room == rooms[c.symbol] and c.room_class and c.class_name == "bicycle" for c in result.candidates)
+    assert all(c.distance_m > 0 and f"{c.distance_m:.1f} m from the robot" in c.description
+               for c in result.candidates)
+    assert rig.progress.count == 0
+
+    reply = rig.send(f"The one in {rooms[chosen]}.", session="operator-1", execute=False)
+    status, result = goal_result(reply, 30.0)
+    assert (result.outcome, result.goal) == ("planned", f"(visited-object {chosen})"), result.reason
+
+
+def test_it_is_resolved_from_the_session_and_the_model_sees_the_earlier_exchange(rig_factory, small_store):
+    box = small_store.query(NEAREST_BOX_TO_BICYCLE)[0]["box"]
+    lounge = small_store.query(LOUNGE_PLACE)[0]["place"]
+
+    def model(request: RecordedRequest) -> Turn:
+        current = user_request(request)
+        if current.startswith("Question: Which box is nearest the bicycle?"):
+            if not request.tool_results():
+                return call(NEAREST_BOX_TO_BICYCLE)
+            return say(f"<answer>{rows(request)[0]['box']}</answer>")
+        # "it": only the earlier answer in this conversation says which box.
+        earlier = re.findall(r"<answer>(O\d+)</answer>", " ".join(
+            str(m.get("content")) for m in request.messages if m.get("role") == "assistant"))
+        if not earlier:
+            return say('<answer>CLARIFY("What should I bring?", <>)</answer>')
+        if not request.tool_results():
+            return call(LOUNGE_PLACE)
+        return say(f"<answer>(object-in-place {earlier[-1]} {rows(request)[0]['place']})</answer>")
+
+    rig = rig_factory(model)
+    answer = call_service(rig.ask, Ask.Request(question="Which box is nearest the bicycle?", session="s1"),
+                          timeout_s=30.0)
+    assert (answer.error, answer.answer) == ("", box)
+
+    goal = rig.send("Bring it to the lounge.", session="s1", execute=False)
+    status, result = goal_result(goal, 30.0)
+    assert status == GoalStatus.STATUS_SUCCEEDED
+    assert (result.outcome, result.goal) == ("planned", f"(object-in-place {box} {lounge})"), result.reason
+    sent = rig.server.requests[-1].messages
+    roles = [m["role"] for m in sent]
+    # system, the earlier question and its answer, then this instruction (and its query).
+    assert roles[:4] == ["system", "user", "assistant", "user"]
+    assert sent[1]["content"] == "Question: Which box is nearest the bicycle?"
+    assert sent[2]["content"] == f"<answer>{box}</answer>"
+    assert sent[3]["content"].startswith("Instruction: Bring it to the lounge.")
+
+    # Without the session the model has nothing to resolve "it" with, and asks back.
+    alone = rig.send("Bring it to the lounge.", execute=False)
+    status, result = goal_result(alone, 30.0)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert (result.outcome, result.clarification, list(result.candidates)) == (
+        "clarify", "What should I bring?", [])
+
+
+def test_a_clarification_naming_unknown_symbols_goes_back_to_the_model(rig_factory, small_store):
+    bicycles = [row["id"] for row in small_store.query(BICYCLES)]
+
+    def model(request: RecordedRequest) -> Turn:
+        if "names symbols not in the scene graph" in request.text():
+            return say(f'<answer>CLARIFY("Which bicycle?", <{", ".join(bicycles)}>)</answer>')
+        return say('<answer>CLARIFY("Which bicycle?", <O1, O99999>)</answer>')
+
+    rig = rig_factory(model)
+    reply = call_service(rig.ask, Ask.Request(question="Which room is the bicycle in?"), timeout_s=30.0)
+    assert reply.error == "" and reply.answer == ""
+    assert reply.clarification == "Which bicycle?"
+    assert sorted(c.symbol for c in reply.candidates) == sorted(bicycles)
+    assert "O99999" in rig.server.requests[-1].text()
+
+
+
+# -- the CLI ------------------------------------------------------------------------------------------------
+def heracles(*args: str, stdin: Any = subprocess.DEVNULL) -> subprocess.Popen[str]:
+    """The ``heracles`` CLI in a process of its own (same DDS domain as the test)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", "from heracles_ros.cli import main; raise SystemExit(main())", *args],
+        cwd=REPO, env=dict(os.environ), stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def test_the_cli_follows_a_command_through_the_action_and_exits_by_its_outcome(rig_factory, small_store):
+    box = small_store.query(FARTHEST_BOX)[0]["box"]
+    rig = rig_factory(fetch_farthest_box)
+    cli = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS, "--json")
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0, err
+    result = json.loads(out)
+    assert (result["outcome"], result["goal"], result["holding"]) == ("succeeded", f"(holding {box})", box)
+    assert result["queries"] == [FARTHEST_BOX] and result["command_id"].startswith("cli-")
+    lines = err.splitlines()
+    assert lines[0] == f"accepted as {result['command_id']}"
+    assert any(line.startswith("grounding: query 1: MATCH") for line in lines)
+    assert any(line.startswith(f"goal: hold {box} (box)") for line in lines)
+    steps = [line for line in lines if line.startswith("step ")]
+    assert len(steps) == 2 * len(result["plan_summary"].splitlines()[1:]) and "robot (" in steps[-1]
+    assert rig.progress.count == len(steps)
+
+
+def test_the_cli_asks_on_the_terminal_and_ctrl_c_or_heracles_cancel_stop_the_robot(rig_factory, small_store):
+    rig = rig_factory(fetch_farthest_box, sim_time_scale=1.0)
+
+    refused = heracles("command", "Bring me the farthest box.", "--execute", "--confirm", "--namespace", NS,
+                       stdin=subprocess.PIPE)
+    out, err = refused.communicate("n\n", timeout=60)
+    assert refused.returncode == 1, err
+    assert "Go ahead? [y/N]" in out + err and "refused" in err and rig.progress.count == 0
+
+    interrupted = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS, "--json")
+    rig.progress.wait(lambda p: p.state == "started", 30.0, what="the robot to start walking")
+    interrupted.send_signal(signal.SIGINT)
+    out, err = interrupted.communicate(timeout=60)
+    assert interrupted.returncode == 1, err
+    assert json.loads(out)["outcome"] == "cancelled" and "cancelling" in err
+    assert rig.progress.messages[-1].state == "cancelled"
+
+    started = rig.progress.count
+    running = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS, "--json")
+    rig.progress.wait(lambda p: p.state == "started", 30.0, after=started, what="the robot to walk again")
+    busy = heracles("command", "Another thing.", "--execute", "--namespace", NS)
+    _, busy_err = busy.communicate(timeout=60)
+    assert busy.returncode == 1 and "rejected (busy): busy: command cli-" in busy_err
+    stop = heracles("cancel", "--namespace", NS)
+    stop_out, stop_err = stop.communicate(timeout=60)
+    assert (stop.returncode, stop_out.strip()) == (0, "cancelling 1 command"), stop_err
+    out, err = running.communicate(timeout=60)
+    assert running.returncode == 1 and json.loads(out)["outcome"] == "cancelled", err
