@@ -145,7 +145,9 @@ class CypherTool:
         except ReadOnlyViolation as exc:
             return _error(f"the query tried to write; this tool is read-only. {exc}")
         except QueryTimeout as exc:
-            return _error(f"time limit: the query ran longer than {self.timeout_s:g} s and was stopped; narrow it down. {exc}")
+            return _error(
+                f"time limit: the query ran longer than {self.timeout_s:g} s and was stopped; narrow it down. {exc}"
+            )
         except QueryTooLarge as exc:
             return _error(f"memory limit: the query needed too much memory and was stopped; narrow it down. {exc}")
         except DatabaseBusy as exc:

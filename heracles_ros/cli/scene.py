@@ -16,7 +16,7 @@ from heracles_ros.graphdb.store import GraphStore
 
 def register(sub: argparse._SubParsersAction) -> None:
     load = sub.add_parser("load", help="mirror a spark_dsg scene file into the database and print the counts")
-    load.add_argument("scene", type=Path, help="scene graph file (.json or spark_dsg binary)")
+    load.add_argument("scene", type=Path, help="scene graph file (.json, or spark_dsg binary under any other name)")
     load.add_argument("--force", action="store_true",
                       help="apply even if the scene would remove most of what the database mirrors")
     summary = sub.add_parser("summary", help="print what the database mirrors: counts by layer, class and relation")
@@ -32,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     generate.add_argument("--seed", type=int, default=0, help="random seed (same seed, same graph)")
     generate.add_argument("--scale", type=float, default=1.0, help="size factor of the large kind (0.01 .. 4)")
     generate.add_argument("--out", type=Path, required=True, metavar="FILE",
-                          help="output file: .json for JSON, any other suffix for spark_dsg binary")
+                          help="output file: .json for JSON, any other name (x.bin, x.sparkdsg, ...) for "
+                          "spark_dsg binary")
     generate.set_defaults(func=_generate)
 
 
@@ -93,7 +94,10 @@ def _generate(args: argparse.Namespace) -> int:
     out: Path = args.out
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        graph.save(str(out), include_mesh=False)
+        if out.suffix.lower() == ".json":
+            graph.save(str(out), include_mesh=False)
+        else:  # spark_dsg's save refuses suffixes other than its own; the bytes are the same
+            out.write_bytes(graph.to_binary(include_mesh=False))
     except Exception as exc:  # spark_dsg raises RuntimeError / ValueError on unwritable paths
         raise ConfigError(f"cannot write scene file {out}: {exc}") from exc
     print_json({"out": str(out), "kind": args.kind, "seed": args.seed, "nodes": graph.num_nodes(),

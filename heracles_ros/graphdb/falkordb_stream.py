@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
-from typing import Any, BinaryIO
+from typing import IO, Any, cast
 
 from redis._parsers.base import BaseParser
 
@@ -56,7 +56,7 @@ def run_capped(
     """
     with socket.create_connection(address, timeout=timeout_s) as sock:
         sock.settimeout(timeout_s)
-        stream = sock.makefile("rb", buffering=1 << 16)
+        stream = cast(IO[bytes], sock.makefile("rb", buffering=1 << 16))
         reader = _Reader(stream, max_bytes)
         if password:
             sock.sendall(encode_command("AUTH", password))
@@ -66,7 +66,7 @@ def run_capped(
 
 
 class _Reader:
-    def __init__(self, stream: BinaryIO, max_bytes: int):
+    def __init__(self, stream: IO[bytes], max_bytes: int):
         self.stream = stream
         self.left = max_bytes
 
