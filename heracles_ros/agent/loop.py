@@ -274,7 +274,8 @@ class Agent:
                 text = f"ERROR: there is no tool {call.name!r}; the only tool is {TOOL_NAME}."
             elif call.arguments is None:
                 session.usage.tool_calls += 1
-                text = f'ERROR: the arguments must be a JSON object {{"query": "..."}}, got {call.raw_arguments[:200]!r}.'
+                raw = call.raw_arguments[:200]
+                text = f'ERROR: the arguments must be a JSON object {{"query": "..."}}, got {raw!r}.'
             else:
                 session.usage.tool_calls += 1
                 query = call.arguments.get("query")
