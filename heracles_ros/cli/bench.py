@@ -1,4 +1,4 @@
-"""``heracles bench mirror|plan``: measure, print figures (``--json`` for scripts)."""
+"""``heracles bench mirror|plan|limits``: measure, print figures (``--json`` for scripts)."""
 from __future__ import annotations
 
 import argparse
@@ -11,6 +11,7 @@ from heracles_ros.cli.common import print_json
 BENCHMARKS = {
     "mirror": "decode, diff and write costs of the mirror on the kilometre-scale scene",
     "plan": "goal text to expanded plan on the kilometre-scale scene, and the naive encoding for contrast",
+    "limits": "hostile queries, a 3,000,000-row result, a 1,000-deep and a 5,000-atom goal against the limits",
 }
 
 
