@@ -151,7 +151,7 @@ class CypherTool:
         except QueryTooLarge as exc:
             return _error(f"memory limit: the query needed too much memory and was stopped; narrow it down. {exc}")
         except DatabaseBusy as exc:
-            return _error(f"the database is busy, the query did not run: {exc}. Try again, or ask something cheaper.")
+            return _error(f"busy: {exc}. Try again, or ask something cheaper.")
         except QueryError as exc:
             return _error(str(exc))
         finally:
