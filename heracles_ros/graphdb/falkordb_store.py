@@ -104,7 +104,8 @@ class FalkorStore(GraphStore):
         try:
             raw = run_capped(
                 (self._host, self._port), command, password=os.environ.get("FALKORDB_PASSWORD") or None,
-                timeout_s=ms / 1000 + _SOCKET_SLACK_S, max_rows=max_rows, max_bytes=CAPPED_REPLY_BYTES,
+                timeout_s=max(ms / 1000, self.timeout_s) + _SOCKET_SLACK_S,  # as the pooled connection waits
+                max_rows=max_rows, max_bytes=CAPPED_REPLY_BYTES,
             )
         except Exception as exc:
             if str(exc).startswith(_EMPTY_KEY):
@@ -192,9 +193,9 @@ class FalkorStore(GraphStore):
         if isinstance(exc, (redis.exceptions.TimeoutError, TimeoutError)):
             self._conn = None  # the connection still waits for that reply: never reuse it
             if self._answers_ping():
-                return DatabaseBusy(
-                    f"{self.description} answers but sent no reply in time: it is busy with other "
-                    f"queries or this one is slow ({text})"
+                return QueryTimeout(
+                    f"no reply within the time limit + {_SOCKET_SLACK_S:g} s; {self.description} still answers, "
+                    f"so it is busy with other queries or this one overran its limit ({text})"
                 )
             return DatabaseUnavailable(f"{self.description} unavailable: no reply ({text})")
         if isinstance(exc, (redis.exceptions.ConnectionError, ConnectionError, OSError)):
