@@ -31,6 +31,14 @@ class ReadOnlyViolation(QueryError):
     """A read-only query tried to write; refused by the server."""
 
 
+class QueryRefused(QueryError):
+    """Not sent: text the server's parser cannot take safely, or a procedure that ignores timeouts."""
+
+
+class QueryTooLarge(QueryError):
+    """A query needed more memory, or returned more data, than its limit allows."""
+
+
 class QueryTimeout(DatabaseError):
     """A query ran longer than its timeout."""
 
@@ -45,6 +53,13 @@ class DataDirError(DatabaseError):
     def __init__(self, message: str, *, unreadable: bool = True):
         super().__init__(message)
         self.unreadable = unreadable
+
+
+class DatabaseBusy(DatabaseError):
+    """The server is up but did not take the query: its queue is full, or it answered too late.
+
+    Also raised when this process already runs its cap of concurrent model queries.
+    """
 
 
 # --- scene graphs ---------------------------------------------------------

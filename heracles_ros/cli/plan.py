@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_db_option(parser)
     parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
     parser.add_argument("--from", dest="from_symbol", metavar="SYMBOL", help="start place instead of the robot's")
-    parser.add_argument("--timeout", type=float, default=10.0, metavar="S", help="Fast Downward time limit")
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                        help="planning time limit: problem building and Fast Downward (default: 10)")
     parser.add_argument("--json", action="store_true", help="print the whole result as one JSON object")
     parser.set_defaults(func=_run)
 

@@ -16,7 +16,7 @@ from heracles_ros.graphdb.store import GraphStore
 
 def register(sub: argparse._SubParsersAction) -> None:
     load = sub.add_parser("load", help="mirror a spark_dsg scene file into the database and print the counts")
-    load.add_argument("scene", type=Path, help="scene graph file (.json or spark_dsg binary)")
+    load.add_argument("scene", type=Path, help="scene graph file (.json, or spark_dsg binary under any other name)")
     load.add_argument("--force", action="store_true",
                       help="apply even if the scene would remove most of what the database mirrors")
     summary = sub.add_parser("summary", help="print what the database mirrors: counts by layer, class and relation")
@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                           help="symbol prefix of the mesh places (default: P, as Hydra's dataset configs; "
                           "Hydra's code default is Q)")
     generate.add_argument("--out", type=Path, required=True, metavar="FILE",
-                          help="output file: .json for JSON, any other suffix for spark_dsg binary")
+                          help="output file: .json for JSON, any other name (x.bin, x.sparkdsg, ...) for "
+                          "spark_dsg binary")
     generate.set_defaults(func=_generate)
 
 
@@ -97,7 +98,10 @@ def _generate(args: argparse.Namespace) -> int:
     out: Path = args.out
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        graph.save(str(out), include_mesh=False)
+        if out.suffix.lower() == ".json":
+            graph.save(str(out), include_mesh=False)
+        else:  # spark_dsg's save refuses suffixes other than its own; the bytes are the same
+            out.write_bytes(graph.to_binary(include_mesh=False))
     except Exception as exc:  # spark_dsg raises RuntimeError / ValueError on unwritable paths
         raise ConfigError(f"cannot write scene file {out}: {exc}") from exc
     print_json({"out": str(out), "kind": args.kind, "seed": args.seed, "nodes": graph.num_nodes(),

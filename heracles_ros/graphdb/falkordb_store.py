@@ -1,7 +1,10 @@
 """GraphStore over FalkorDB's own protocol (never its Bolt port: see platform.md).
 
 Read-only queries go through ``GRAPH.RO_QUERY`` so the *server* refuses writes,
-whatever the query text looks like.
+whatever the query text looks like, after :mod:`.query_guard` took out what
+crashes the server's parser. Errors are told apart by the client's exception
+type and the server's own error codes (the start of its message), never by
+words that may come from the query text.
 """
 from __future__ import annotations
 
@@ -11,14 +14,41 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from heracles_ros.errors import DatabaseError, DatabaseUnavailable, QueryError, QueryTimeout, ReadOnlyViolation
+from heracles_ros.errors import (
+    DatabaseBusy,
+    DatabaseError,
+    DatabaseUnavailable,
+    QueryError,
+    QueryTimeout,
+    QueryTooLarge,
+    ReadOnlyViolation,
+)
 from heracles_ros.graphdb.cypher.falkordb_paths import undirected_connectivity
+from heracles_ros.graphdb.falkordb_stream import run_capped
+from heracles_ros.graphdb.query_guard import sanitize_read_query
 from heracles_ros.graphdb.schema import FALKORDB
-from heracles_ros.graphdb.store import GraphStore, Params, Row
+from heracles_ros.graphdb.store import CappedRows, GraphStore, Params, Row
 from heracles_ros.graphdb.values import plain
 
-#: Seconds the socket waits beyond the query timeout before calling the server gone.
+#: Seconds the socket waits beyond the query timeout before asking whether the server is alive.
 _SOCKET_SLACK_S = 5.0
+#: Reply bytes a capped query reads at most: the rows a model can be shown fit in far less.
+CAPPED_REPLY_BYTES = 8 * 2**20
+
+#: The server's error codes (start of its message; measured on FalkorDB 4.16) and what they mean.
+_SERVER_ERRORS: tuple[tuple[str, type[DatabaseError], str], ...] = (
+    ("Query timed out", QueryTimeout, "the server stopped the query at its time limit"),
+    ("graph.RO_QUERY is to be executed only on read-only queries", ReadOnlyViolation,
+     "query refused, the database only allows reads here"),
+    ("Query's mem consumption exceeded capacity", QueryTooLarge,
+     "the server stopped the query at its memory limit (QUERY_MEM_CAPACITY)"),
+    ("Max pending queries exceeded", DatabaseBusy,
+     "the server is busy: its queue of waiting queries is full (MAX_QUEUED_QUERIES)"),
+)
+
+
+#: The server's code for a query on a graph that does not exist yet.
+_EMPTY_KEY = "Invalid graph operation on empty key"
 
 
 class FalkorStore(GraphStore):
@@ -60,7 +90,36 @@ class FalkorStore(GraphStore):
 
     # -- GraphStore -----------------------------------------------------------
     def query(self, cypher: str, params: Params | None = None, *, timeout_s: float | None = None) -> list[Row]:
-        return self._run(cypher, params, timeout_s, read_only=True)
+        return self._run(sanitize_read_query(cypher), params, timeout_s, read_only=True)
+
+    def query_capped(
+        self, cypher: str, params: Params | None = None, *, max_rows: int, timeout_s: float | None = None
+    ) -> CappedRows:
+        """Rows past ``max_rows`` (or past CAPPED_REPLY_BYTES) are left unread on the socket."""
+        text = undirected_connectivity(sanitize_read_query(cypher))
+        graph = self._connect()[1]
+        if params:
+            text = graph._build_params_header(dict(params)) + text
+        ms = self._timeout_ms(timeout_s)
+        command: list[str | int] = ["GRAPH.RO_QUERY", self._graph_name, text, "--compact", "timeout", ms]
+        try:
+            raw = run_capped(
+                (self._host, self._port), command, password=os.environ.get("FALKORDB_PASSWORD") or None,
+                timeout_s=max(ms / 1000, self.timeout_s) + _SOCKET_SLACK_S,  # as the pooled connection waits
+                max_rows=max_rows, max_bytes=CAPPED_REPLY_BYTES,
+            )
+        except Exception as exc:
+            if str(exc).startswith(_EMPTY_KEY):
+                return CappedRows([], 0)
+            raise self._translate(exc) from exc
+        from falkordb.query_result import QueryResult
+
+        try:
+            result = QueryResult(graph, [raw.header, raw.rows, []])
+        except Exception as exc:
+            raise self._translate(exc) from exc
+        cut = f"the reply passed {CAPPED_REPLY_BYTES // 2**20} MB" if raw.bytes_exhausted else ""
+        return CappedRows(self._rows(result), raw.total, cut)
 
     def write(self, cypher: str, params: Params | None = None, *, timeout_s: float | None = None) -> list[Row]:
         return self._run(cypher, params, timeout_s, read_only=False)
@@ -118,23 +177,53 @@ class FalkorStore(GraphStore):
         try:
             result = call(cypher, dict(params) if params else None, timeout=self._timeout_ms(timeout_s))
         except Exception as exc:
-            if read_only and "empty key" in str(exc):
+            if read_only and str(exc).startswith(_EMPTY_KEY):
                 return []  # the graph does not exist yet: nothing mirrored, so nothing matches
             raise self._translate(exc) from exc
+        return self._rows(result)
+
+    @staticmethod
+    def _rows(result: Any) -> list[Row]:
         header = [h[1] if isinstance(h, (list, tuple)) else h for h in (result.header or [])]
         names = [n.decode() if isinstance(n, bytes) else str(n) for n in header]
         return [dict(zip(names, (plain(v) for v in row), strict=False)) for row in result.result_set or []]
 
     def _translate(self, exc: BaseException) -> DatabaseError:
+        """Our error for a client exception: by its type, and for server errors by the server's code."""
         import redis
 
         text = str(exc)
-        if isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionError, OSError)):
+        if isinstance(exc, redis.exceptions.ReadOnlyError):  # a write sent to a read replica
+            return ReadOnlyViolation(f"query refused, the database only allows reads here: {text}")
+        if isinstance(exc, redis.exceptions.ResponseError):
+            for code, kind, meaning in _SERVER_ERRORS:
+                if text.startswith(code):
+                    return kind(f"{meaning}: {text}")
+            return QueryError(f"database rejected the query: {text}")
+        if isinstance(exc, (redis.exceptions.TimeoutError, TimeoutError)):
+            self._conn = None  # the connection still waits for that reply: never reuse it
+            if self._answers_ping():
+                return QueryTimeout(
+                    f"no reply within the time limit + {_SOCKET_SLACK_S:g} s; {self.description} still answers, "
+                    f"so it is busy with other queries or this one overran its limit ({text})"
+                )
+            return DatabaseUnavailable(f"{self.description} unavailable: no reply ({text})")
+        if isinstance(exc, (redis.exceptions.ConnectionError, ConnectionError, OSError)):
             self._conn = None  # reconnect on the next call
             return DatabaseUnavailable(f"{self.description} unavailable: {text}")
-        lowered = text.lower()
-        if "read-only" in lowered or "ro_query" in lowered:
-            return ReadOnlyViolation(f"query refused, the database only allows reads here: {text}")
-        if "timed out" in lowered or "timeout" in lowered:
-            return QueryTimeout(f"query exceeded its time limit: {text}")
         return QueryError(f"database rejected the query: {text}")
+
+    def _answers_ping(self) -> bool:
+        """PING is served by the server's main thread, not the query workers: it tells busy from gone."""
+        import redis
+
+        client = redis.Redis(
+            host=self._host, port=self._port, password=os.environ.get("FALKORDB_PASSWORD") or None,
+            socket_timeout=1.0, socket_connect_timeout=1.0,
+        )
+        try:
+            return bool(client.ping())
+        except redis.exceptions.RedisError:
+            return False
+        finally:
+            client.close()

@@ -9,12 +9,27 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from heracles_ros.graphdb.schema import Dialect
 
 Row = dict[str, Any]
 Params = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class CappedRows:
+    """The first rows of a result, and how many the query produced."""
+
+    rows: list[Row]
+    total: int
+    #: Why fewer than ``total`` rows came back beyond the row cap: "" or the byte limit that cut them.
+    cut_by_size: str = ""
+
+    @property
+    def complete(self) -> bool:
+        return len(self.rows) == self.total
 
 
 class GraphStore(ABC):
@@ -27,6 +42,17 @@ class GraphStore(ABC):
     @abstractmethod
     def query(self, cypher: str, params: Params | None = None, *, timeout_s: float | None = None) -> list[Row]:
         """Run a read-only query; the server refuses writes (ReadOnlyViolation)."""
+
+    def query_capped(
+        self, cypher: str, params: Params | None = None, *, max_rows: int, timeout_s: float | None = None
+    ) -> CappedRows:
+        """A read-only query for untrusted text: at most ``max_rows`` rows are converted.
+
+        This default still fetches every row; backends that can stop reading
+        early (FalkorDB) override it, so memory is bounded by the cap.
+        """
+        rows = self.query(cypher, params, timeout_s=timeout_s)
+        return CappedRows(rows[:max_rows], len(rows))
 
     @abstractmethod
     def write(self, cypher: str, params: Params | None = None, *, timeout_s: float | None = None) -> list[Row]:

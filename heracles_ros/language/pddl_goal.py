@@ -69,16 +69,54 @@ _TOKEN_NAMES = {
 }
 
 
+#: Limits on one goal, checked before anything else looks at it. A task goal is a handful of
+#: atoms a few levels deep; the parser and every consumer recurse once per level (Python stops
+#: near 1,000), and the planner's cost grows with the symbols a goal names (each becomes a
+#: PDDL object with shortest paths to all the others): see the README, "Bounded input".
+MAX_GOAL_CHARS = 200_000
+MAX_GOAL_DEPTH = 32
+MAX_GOAL_ATOMS = 64
+
+
 def parse_goal(text: str) -> GoalExpr:
-    """The goal's tree; GoalError naming the offending token and its position."""
+    """The goal's tree; GoalError naming the offending token and its position, or the limit passed."""
     if not text or not text.strip():
         raise GoalError("empty goal: expected a PDDL goal such as (visited-object O1)")
+    if len(text) > MAX_GOAL_CHARS:
+        raise GoalError(f"goal too long: {len(text):,} characters, at most {MAX_GOAL_CHARS:,} are accepted")
+    _check_depth(text)
     try:
         tree = _PARSER.parse(text)
     except UnexpectedInput as exc:
         raise GoalError(_syntax_message(text, exc)) from exc
     expr: GoalExpr = _ToAst().transform(tree)
+    count = sum(1 for _ in atoms(expr))
+    if count > MAX_GOAL_ATOMS:
+        raise GoalError(
+            f"goal too large: {count:,} atoms, at most {MAX_GOAL_ATOMS} are planned at once; "
+            "split the task into smaller goals"
+        )
     return expr
+
+
+def _check_depth(text: str) -> None:
+    """GoalError at the first '(' nested deeper than MAX_GOAL_DEPTH (';' comments skipped)."""
+    depth = 0
+    in_comment = False
+    for index, char in enumerate(text):
+        if in_comment:
+            in_comment = char != "\n"
+        elif char == ";":
+            in_comment = True
+        elif char == "(":
+            depth += 1
+            if depth > MAX_GOAL_DEPTH:
+                raise GoalError(
+                    f"goal nested too deep: more than {MAX_GOAL_DEPTH} levels of parentheses at "
+                    f"column {index + 1}; write it flatter ((and ...) and (or ...) take any number of parts)"
+                )
+        elif char == ")":
+            depth -= 1
 
 
 def _syntax_message(text: str, exc: UnexpectedInput) -> str:

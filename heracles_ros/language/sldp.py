@@ -56,6 +56,11 @@ NUMBER_TOLERANCE = 0.01
 POINT_TOLERANCE = 0.01
 #: Slack for binary floating point, so that 1.01 and 1.00 are still "within 0.01".
 _FLOAT_SLACK = 1e-9
+#: Limits on one answer, checked before parsing. Parsing, checking and comparing recurse once per
+#: nesting level (Python stops near 1,000); real answers nest two or three levels (a dict of sets)
+#: and a list of every place of the kilometre-scale scene (~16,000 symbols) is under 150,000 characters.
+MAX_SLDP_CHARS = 200_000
+MAX_SLDP_DEPTH = 32
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,11 @@ class SldpDict:
         for key in keys:
             if not isinstance(key, str):
                 raise TypeError(f"SLDP dict keys are strings, got {key!r}")
-        duplicates = sorted({key for key in keys if keys.count(key) > 1})
+        seen: set[str] = set()
+        repeated: set[str] = set()
+        for key in keys:  # a set, not keys.count(): an answer may hold thousands of keys
+            (repeated if key in seen else seen).add(key)
+        duplicates = sorted(repeated)
         if duplicates:
             raise ValueError(f"duplicate dict key(s): {', '.join(duplicates)}")
         object.__setattr__(self, "items", tuple(sorted(pairs, key=lambda pair: pair[0])))
@@ -206,6 +215,12 @@ def parse_sldp(text: str) -> SldpValue:
     """Parse one SLDP expression; AnswerFormatError says where and what was wrong."""
     if not text or not text.strip():
         raise AnswerFormatError("empty answer: expected an SLDP expression")
+    if len(text) > MAX_SLDP_CHARS:
+        raise AnswerFormatError(
+            f"answer too long: {len(text):,} characters, at most {MAX_SLDP_CHARS:,} are accepted; "
+            "answer with a count or a summary instead of every item"
+        )
+    _check_depth(text)
     try:
         tree = _PARSER.parse(text)
     except UnexpectedInput as exc:
@@ -217,6 +232,35 @@ def parse_sldp(text: str) -> SldpValue:
             raise exc.orig_exc from exc
         raise
     return value
+
+
+_OPENERS = "[<{("
+_CLOSERS = "]>})"
+
+
+def _check_depth(text: str) -> None:
+    """AnswerFormatError at the first bracket nested deeper than MAX_SLDP_DEPTH (quoted text skipped)."""
+    depth = 0
+    quote = ""
+    escaped = False
+    for index, char in enumerate(text):
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in _OPENERS:
+            depth += 1
+            if depth > MAX_SLDP_DEPTH:
+                raise AnswerFormatError(
+                    f"answer nested too deep: more than {MAX_SLDP_DEPTH} levels of brackets at column {index + 1}"
+                )
+        elif char in _CLOSERS:
+            depth -= 1
 
 
 def _syntax_message(text: str, exc: UnexpectedInput) -> str:

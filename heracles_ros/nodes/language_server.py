@@ -115,7 +115,10 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("query_timeout_s", 10.0, "Time limit of each Cypher query the model runs, seconds", minimum=0.1),
     Setting("result_token_budget", 2000, "Tokens of query results the model gets per call (the rest is cut)",
               minimum=50, maximum=1_000_000),
-    Setting("planner_timeout_s", 10.0, "Time limit of Fast Downward for one command, seconds", minimum=0.1),
+    Setting(
+        "planner_timeout_s", 10.0, "Time limit of planning one command (problem building and Fast Downward), seconds",
+        minimum=0.1,
+    ),
     Setting("map_frame", "map", "Frame of published plans and of the answer marker"),
     Setting("request_workers", 4, "Requests answered at once; one more is refused as busy", minimum=1, maximum=64),
     Setting("require_confirmation", False, "execute_command waits for the confirm service before the robot moves "

@@ -117,7 +117,9 @@ class Planner:
         """Plan ``goal`` from the robot's recorded state (or ``from_symbol``).
 
         Never raises for goal or planning problems: those come back as a status
-        (INVALID_GOAL / UNSOLVABLE / TIMEOUT / ERROR) with a reason.
+        (INVALID_GOAL / UNSOLVABLE / TIMEOUT / ERROR) with a reason. The whole call,
+        reading and problem building included, stays within ``timeout_s``: Fast
+        Downward gets what is left of it.
         """
         timings: dict[str, float] = {}
         started = time.perf_counter()
@@ -134,7 +136,7 @@ class Planner:
             timings["total"] = time.perf_counter() - started
             return result
         try:
-            self._plan(expr, kinds, from_symbol, result)
+            self._plan(expr, kinds, from_symbol, result, deadline=started + self.timeout_s)
         except PlanningError as exc:
             result.status = PlanStatus.ERROR
             result.reason = str(exc)
@@ -143,7 +145,7 @@ class Planner:
         return result
 
     # -- stages ------------------------------------------------------------------------
-    def _plan(self, expr: GoalExpr, kinds: Kinds, from_symbol: str | None, result: PlanResult) -> None:
+    def _plan(self, expr: GoalExpr, kinds: Kinds, from_symbol: str | None, result: PlanResult, *, deadline: float) -> None:
         timings = result.timings
         t = time.perf_counter()
         named = symbols(expr)
@@ -168,10 +170,20 @@ class Planner:
                 graph, group.goal, start, objects, removed, kinds, name=f"goal{number}", domain_name=self.domain.name
             )
             prepared.append((group, problem, ""))
+            if time.perf_counter() >= deadline:
+                break
         timings["problem"] = time.perf_counter() - t
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            result.status = PlanStatus.TIMEOUT
+            result.reason = "; ".join(
+                [f"the {self.timeout_s:g} s planning limit ran out while reading the scene and building the problem",
+                 *notes]
+            )
+            return
         problems = [problem for _, problem, _ in prepared if problem is not None]
         t = time.perf_counter()
-        results = self._search(problems)
+        results = self._search(problems, left)
         if problems:
             timings["search"] = time.perf_counter() - t
         outcomes = [
@@ -209,11 +221,11 @@ class Planner:
             notes.insert(0, reason)
         result.reason = "; ".join(notes)
 
-    def _search(self, problems: list[CompactProblem]) -> list[FDResult]:
+    def _search(self, problems: list[CompactProblem], timeout_s: float) -> list[FDResult]:
         """Fast Downward on each problem; several at once in threads (each run is its own process)."""
 
         def solve(problem: CompactProblem) -> FDResult:
-            return run_fast_downward(self.domain.text, problem.text, timeout_s=self.timeout_s, search=self.search)
+            return run_fast_downward(self.domain.text, problem.text, timeout_s=timeout_s, search=self.search)
 
         if len(problems) <= 1:
             return [solve(p) for p in problems]

@@ -12,14 +12,21 @@ import spark_dsg as dsg
 
 from heracles_ros.errors import SceneDecodeError
 
+#: Suffixes spark_dsg's own load/save accept; any other file is read as spark_dsg binary.
+SPARK_DSG_SUFFIXES = (".json", ".bson", ".sparkdsg")
+
 
 def load_scene(path: str | Path) -> dsg.DynamicSceneGraph:
-    """Load a spark_dsg file (.json or binary)."""
+    """Load a spark_dsg file: .json, .bson, .sparkdsg, or spark_dsg binary under any other name."""
     path = Path(path)
+    if path.is_dir():
+        raise SceneDecodeError(f"{path} is a directory, not a scene file: name the .json or binary file in it")
     if not path.is_file():
         raise SceneDecodeError(f"scene file {path} does not exist")
     try:
-        return dsg.DynamicSceneGraph.load(str(path))
+        if path.suffix.lower() in SPARK_DSG_SUFFIXES:
+            return dsg.DynamicSceneGraph.load(str(path))
+        return dsg.DynamicSceneGraph.from_binary(path.read_bytes())
     except Exception as exc:  # spark_dsg raises ValueError, RuntimeError, IndexError, UnicodeDecodeError ...
         raise SceneDecodeError(f"scene file {path} is not a spark_dsg graph: {exc}") from exc
 

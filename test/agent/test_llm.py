@@ -130,3 +130,10 @@ def test_settings_are_validated():
         LLMSettings(max_tool_calls=-1)
     assert LLMSettings(provider="ollama").model_name == "qwen3:32b"
     assert LLMSettings(provider="openai", temperature=0.0).temperature == 0.0
+
+
+def test_openai_tool_arguments_nested_past_the_stack_are_malformed_not_fatal(llm_server):
+    deep = '{"query": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    server = llm_server([Turn(tool_calls=[("run_cypher_query", deep)])])
+    (only,) = adapter(server).chat([Message("user", "hi")], [CYPHER_TOOL]).tool_calls
+    assert only.arguments is None and only.raw_arguments == deep

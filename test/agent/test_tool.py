@@ -73,7 +73,7 @@ def test_tokens_are_counted_with_the_offline_cl100k_table():
 def test_slow_query_is_stopped_and_explained(small_store):
     tool = CypherTool(small_store, timeout_s=0.001)
     out = tool.run("UNWIND range(1, 20000000) AS i WITH i WHERE i % 7 = 3 RETURN count(i) AS n")
-    assert out.text.startswith("ERROR: the query ran longer than 0.001 s"), out.text
+    assert out.text.startswith("ERROR: time limit: the query ran longer than 0.001 s"), out.text
 
 
 @pytest.mark.backends("falkordb")
@@ -83,4 +83,66 @@ def test_procedures_that_can_hang_falkordb_are_not_run(small_store):
         "MATCH (a:MeshPlace), (b:MeshPlace) CALL ALGO.SPpaths({sourceNode: a, targetNode: b, "
         "relTypes: ['MESH_PLACE_CONNECTED'], relDirection: 'both'}) YIELD path RETURN length(path)"
     )
-    assert out.text.startswith("ERROR: algo.SPpaths / algo.SSpaths are not allowed")
+    assert out.text.startswith("ERROR: the query was not sent: algo.SPpaths / algo.SSpaths are not allowed")
+
+
+def test_millions_of_rows_are_cut_before_they_are_read(small_store):
+    tool = CypherTool(small_store, token_budget=300)
+    out = tool.run("UNWIND range(1, 3000000) AS x RETURN x")
+    assert (out.rows, out.error) == (3_000_000, "") and 0 < out.rows_shown <= tool.max_rows
+    assert f"{3_000_000 - out.rows_shown} of 3000000 rows cut" in out.text
+    assert json.loads(out.text.split("\n(note:")[0]) == [{"x": i} for i in range(1, out.rows_shown + 1)]
+
+
+def test_a_comment_in_a_procedure_name_is_answered_not_fatal(small_store):
+    out = CypherTool(small_store).run("CALL db./**/labels()")
+    assert out.error == "" and {"label": "Object"} in json.loads(out.text)
+    assert small_store.query(COUNT_ALL)[0]["n"] > 0  # the server still answers
+
+
+def test_a_query_mentioning_timeout_is_a_syntax_error_not_a_timeout(small_store):
+    out = CypherTool(small_store).run("MATCH (n) WHERE n.timeout = 1 RETURN n.ro_query +")
+    assert out.text.startswith("ERROR: database rejected the query: errMsg: Invalid input"), out.text
+
+
+def test_queries_past_the_process_cap_wait_then_say_busy(small_store):
+    tool = CypherTool(small_store, timeout_s=0.2)
+    assert tool._slots.acquire(timeout=1)  # another model query of this process holds the only slot
+    try:
+        out = tool.run(COUNT_ALL)
+    finally:
+        tool._slots.release()
+    assert out.text.startswith("ERROR: busy: this process already runs 1 model query at once (the cap)"), out.text
+    assert tool.run(COUNT_ALL).error == ""  # the slot is free again
+
+
+def test_concurrent_model_queries_run_one_at_a_time(small_store):
+    """Four asks at once: never more than the cap inside the database, and every one answered."""
+    import threading
+
+    inside, peak, lock = 0, 0, threading.Lock()
+    store_query = small_store.query_capped
+
+    def counting(*args, **kwargs):
+        nonlocal inside, peak
+        with lock:
+            inside += 1
+            peak = max(peak, inside)
+        try:
+            return store_query(*args, **kwargs)
+        finally:
+            with lock:
+                inside -= 1
+
+    small_store.query_capped = counting
+    tool = CypherTool(small_store, timeout_s=20.0)
+    outputs = []
+    threads = [
+        threading.Thread(target=lambda: outputs.append(tool.run("UNWIND range(1, 300000) AS x RETURN sum(x) AS s")))
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert peak == 1 and len(outputs) == 4 and all(o.error == "" for o in outputs)

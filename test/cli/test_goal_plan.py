@@ -72,3 +72,20 @@ def test_q_mesh_places_check_and_plan(
     assert result["actions"][-1]["args"] == ["O1", "Q6"]
     assert main(["goal", "check", "(visited-place O1)", *db]) == 1  # an object is no place, whatever its letter
     assert "wrong kind in (visited-place O1)" in capsys.readouterr().err
+
+def test_goal_check_of_a_goal_nested_1000_deep_is_one_line(db: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    deep = "(not " * 1000 + "(visited-place P1)" + ")" * 1000
+    assert main(["goal", "check", deep, *db]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "error: goal nested too deep: more than 32 levels of parentheses at column 161; "
+        "write it flatter ((and ...) and (or ...) take any number of parts)"
+    ]
+
+
+def test_goal_check_refuses_a_5000_atom_goal_with_the_reason(db: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    huge = "(and " + " ".join(f"(visited-place P{i})" for i in range(5000)) + ")"
+    assert main(["goal", "check", huge, *db]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "error: goal too large: 5,000 atoms, at most 64 are planned at once; split the task into smaller goals"
+    ]

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from heracles_ros.errors import GoalError
 from heracles_ros.graphdb.schema import Layer
@@ -83,3 +85,37 @@ def test_static_problems_report_everything_at_once() -> None:
     assert "wrong kind in (holding P3)" in problems[2] and "mesh place 'P3'" in problems[2]
     assert "argument 2 of object-in-place" in problems[3] and "room 'R2'" in problems[3]
     assert "'bag1' in (safe bag1) is not a scene symbol" in problems[4]
+
+
+def test_limits_give_one_line_errors_not_recursion_errors() -> None:
+    from heracles_ros.language.pddl_goal import MAX_GOAL_ATOMS, MAX_GOAL_CHARS, MAX_GOAL_DEPTH
+
+    at_limit = "(and " * (MAX_GOAL_DEPTH - 1) + "(visited-place P1)" + ")" * (MAX_GOAL_DEPTH - 1)
+    assert symbols(parse_goal(at_limit)) == ["P1"]
+    for deep in (at_limit.replace("(and ", "(and (and ", 1) + ")", "(not " * 5000 + "(safe O1)" + ")" * 5000):
+        with pytest.raises(GoalError, match=f"goal nested too deep: more than {MAX_GOAL_DEPTH} levels") as caught:
+            parse_goal(deep)
+        assert "\n" not in str(caught.value)
+    commented = "(and ; ((((((((((((((((((((((((((((((((((((\n (safe O1))"
+    assert symbols(parse_goal(commented)) == ["O1"]  # parentheses in comments do not count
+    many = "(and " + " ".join(f"(visited-place P{i})" for i in range(MAX_GOAL_ATOMS + 1)) + ")"
+    with pytest.raises(GoalError, match=f"goal too large: {MAX_GOAL_ATOMS + 1} atoms, at most {MAX_GOAL_ATOMS}"):
+        parse_goal(many)
+    with pytest.raises(GoalError, match="goal too long"):
+        parse_goal("(safe O1)" + " " * MAX_GOAL_CHARS)
+
+
+_GOAL_PIECES = st.sampled_from(
+    ["(", ")", "and ", "or ", "not ", "safe ", "visited-place ", "O1 ", "P2 ", "p3", "R1", ";", "\n", " ", "-", "é"]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_GOAL_PIECES, max_size=60).map("".join) | st.text(max_size=200))
+def test_fuzz_any_text_parses_or_gives_a_goal_error(text: str) -> None:
+    try:
+        expr = parse_goal(text)
+    except GoalError as exc:
+        assert exc.problems and all(problem for problem in exc.problems)
+        return
+    assert parse_goal(str(expr)) == expr  # what parsed prints back to the same goal

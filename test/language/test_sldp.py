@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heracles_ros.errors import AnswerFormatError, ConfigError
@@ -245,3 +245,33 @@ def test_a_malformed_clarification_says_what_is_wrong(text, message):
 def test_a_clarification_never_parses_as_a_value():
     with pytest.raises(AnswerFormatError):
         parse_sldp('CLARIFY("Which one?", <O3, O7>)')
+
+def test_limits_give_one_line_errors_not_recursion_errors() -> None:
+    from heracles_ros.language.sldp import MAX_SLDP_CHARS, MAX_SLDP_DEPTH
+
+    at_limit = "[" * MAX_SLDP_DEPTH + "1" + "]" * MAX_SLDP_DEPTH
+    assert to_sldp(parse_sldp(at_limit)) == at_limit
+    for deep in ("[" + at_limit + "]", "[" * 500 + "]" * 500, "{a: " * 400 + "1" + "}" * 400):
+        with pytest.raises(AnswerFormatError, match=f"answer nested too deep: more than {MAX_SLDP_DEPTH} levels"):
+            parse_sldp(deep)
+    quoted = "[" * (MAX_SLDP_DEPTH + 5)
+    assert parse_sldp(f'["{quoted}", 1]') == SldpList((quoted, 1.0))  # brackets in quotes do not nest
+    with pytest.raises(AnswerFormatError, match="answer too long"):
+        parse_sldp("[" + "1, " * MAX_SLDP_CHARS + "1]")
+
+
+_SLDP_PIECES = st.sampled_from(
+    ["[", "]", "<", ">", "{", "}", "(", ")", ",", ":", "POINT", "point(", "1", "-2.5", "1e999", "O1", '"a b"',
+     "'c'", '"', "'", "\\", " ", "\n", "é"]
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_SLDP_PIECES, max_size=60).map("".join) | st.text(max_size=200))
+def test_fuzz_any_text_parses_or_gives_an_answer_format_error(text: str) -> None:
+    try:
+        value = parse_sldp(text)
+    except AnswerFormatError as exc:
+        assert str(exc)
+        return
+    assert sldp_equal(parse_sldp(to_sldp(value)), value)  # canonical text parses back
