@@ -145,7 +145,9 @@ class Planner:
         return result
 
     # -- stages ------------------------------------------------------------------------
-    def _plan(self, expr: GoalExpr, kinds: Kinds, from_symbol: str | None, result: PlanResult, *, deadline: float) -> None:
+    def _plan(
+        self, expr: GoalExpr, kinds: Kinds, from_symbol: str | None, result: PlanResult, *, deadline: float
+    ) -> None:
         timings = result.timings
         t = time.perf_counter()
         named = symbols(expr)

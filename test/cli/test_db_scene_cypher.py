@@ -8,6 +8,7 @@ from support.cli import heracles
 from support.mirror_checks import assert_mirrors
 from support.tiny_scene import tiny_scene
 
+from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.scene.io import load_scene
 
