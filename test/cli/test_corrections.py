@@ -7,12 +7,12 @@ import pytest
 from support.cli import heracles
 
 from heracles_ros.graphdb.corrections import Corrections
-from heracles_ros.graphdb.falkordb_store import FalkorStore
+from heracles_ros.graphdb.store import GraphStore
 
 
-def test_list_revert_clear(capsys: pytest.CaptureFixture[str], small_store: FalkorStore, falkordb_uri: str,
+def test_list_revert_clear(capsys: pytest.CaptureFixture[str], small_store: GraphStore, db_uri: str,
                            graph_name: str) -> None:
-    db = ("--db", falkordb_uri, "--graph", graph_name)
+    db = ("--db", db_uri, "--graph", graph_name)
     rows = small_store.query("MATCH (o:Object) RETURN o.nodeSymbol AS s, o.class AS c, o.x AS x ORDER BY s LIMIT 2")
     (first, first_class, _), (second, _, second_x) = ((r["s"], r["c"], r["x"]) for r in rows)
     corrections = Corrections(small_store)

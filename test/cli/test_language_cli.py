@@ -135,17 +135,17 @@ def test_execute_and_cancel_without_the_running_system_say_so(falkordb_uri, grap
     assert f"no language_server answers on /test_{graph_name}/execute_command/_action/cancel_goal" in err
 
 
-def test_a_question_back_is_printed_with_its_candidates_and_exits_3(small_store, falkordb_uri, graph_name, capsys):
+def test_a_question_back_is_printed_with_its_candidates_and_exits_3(small_store, db_uri, graph_name, capsys):
     bicycles = [r["o"] for r in small_store.query(
         "MATCH (o:Object {class: 'bicycle'}) RETURN o.nodeSymbol AS o ORDER BY o")]
     script = [say(f'<answer>CLARIFY("Which bicycle?", <{", ".join(bicycles)}>)</answer>')] * 2
     with ScriptedLLMServer(script) as server:
-        code = main(["ask", "Which room is the bicycle in?", *_db(falkordb_uri, graph_name), *_llm(server)])
+        code = main(["ask", "Which room is the bicycle in?", *_db(db_uri, graph_name), *_llm(server)])
         lines = capsys.readouterr().out.splitlines()
         assert code == 3
         assert lines[0] == "Which bicycle?" and [line.split()[1] for line in lines[1:]] == bicycles
         assert all(line.startswith("  - O") and "(bicycle)" in line for line in lines[1:])
-        code = main(["command", "Go to the bicycle.", "--json", *_db(falkordb_uri, graph_name), *_llm(server)])
+        code = main(["command", "Go to the bicycle.", "--json", *_db(db_uri, graph_name), *_llm(server)])
     out = json.loads(capsys.readouterr().out)
     assert code == 3 and out["goal"] == "" and out["clarification"] == "Which bicycle?"
     assert [c["symbol"] for c in out["candidates"]] == bicycles and out["plan"] is None

@@ -111,14 +111,14 @@ def robot_at_start(small_store) -> None:
 
 
 @pytest.fixture
-def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_start) -> Iterator:
+def rig_factory(ros_domain_id, db_uri, graph_name, small_store, robot_at_start) -> Iterator:
     """``start(script, dispatcher=True, sim_time_scale=..., **language_params)``."""
     stack: list[Any] = []
 
     def start(script: Any, *, dispatcher: bool = True, sim_time_scale: float = 40.0, **params: Any) -> Rig:
         server = ScriptedLLMServer(script).start()
         stack.append(server)
-        db = {"db_uri": falkordb_uri, "graph_name": graph_name}
+        db = {"db_uri": db_uri, "graph_name": graph_name}
         language = LanguageServerNode(namespace=NS, parameter_overrides=[
             Parameter(k, value=v) for k, v in {**db, "llm": "openai", "model": server.model,
                                                "base_url": server.openai_base_url, **params}.items()])

@@ -254,8 +254,8 @@ def test_cancelling_the_goal_stops_the_robot_and_the_goal_ends_canceled(rig_fact
     cancel_goal(again)
 
 
-def test_bad_parameters_are_refused_naming_the_parameter(ros_domain_id, falkordb_uri, graph_name, small_store):
-    base = {"db_uri": falkordb_uri, "graph_name": graph_name}
+def test_bad_parameters_are_refused_naming_the_parameter(ros_domain_id, db_uri, graph_name, small_store):
+    base = {"db_uri": db_uri, "graph_name": graph_name}
     cases = [
         ({"driver": "wheelchair"}, "parameter driver must be one of sim, spot_ros2"),
         ({"sim_fail_probability": 1.5}, "parameter sim_fail_probability must be <= 1.0"),

@@ -54,6 +54,8 @@ PACKAGE = "@neo4j-cypher/language-support"
 
 #: Public functions of the cypher modules that return something other than a statement.
 NOT_STATEMENTS = {"introspection.quote"}
+#: Cypher modules that only FalkorDB ever receives (a query rewrite, a JavaScript function library).
+FALKORDB_ONLY_MODULES = {"falkordb_paths", "point_udf"}
 
 #: Values tried for a string parameter, by its name (labels and types cannot be parameters, so
 #: statement builders take them from the schema's closed sets).
@@ -119,6 +121,8 @@ def cypher_module_statements() -> dict[str, str]:
     """Every statement :mod:`heracles_ros.graphdb.cypher` can produce for Neo4j, by name."""
     statements: dict[str, str] = {}
     for info in pkgutil.iter_modules(cypher_package.__path__):
+        if info.name in FALKORDB_ONLY_MODULES:
+            continue
         module = importlib.import_module(f"{cypher_package.__name__}.{info.name}")
         for name in _defined_names(module):
             value = getattr(module, name)
