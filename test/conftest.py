@@ -21,6 +21,7 @@ what Neo4j does instead.
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -38,6 +39,11 @@ BACKENDS = ("falkordb", "bolt")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Child processes take Ctrl-C as in a terminal even when the suite runs in a background job: a
+    # non-interactive shell starts those with SIGINT ignored, and an ignored signal stays ignored
+    # across exec, so the tests that send a node Ctrl-C would see it ignored.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config.addinivalue_line("markers", "backends(*names): run a store test only on these backends (falkordb, bolt)")
     config.addinivalue_line(
         "markers", f"arcadedb_deviation(key): Neo4j behaviour ArcadeDB lacks, one of {sorted(ARCADEDB_DEVIATIONS)}"

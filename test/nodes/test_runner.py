@@ -40,8 +40,6 @@ def test_a_node_mirrors_its_scene_and_exits_cleanly_on_ctrl_c(ros_domain_id, tmp
          "-p", f"scene_file:={SCENE}"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "ROS_DOMAIN_ID": str(ros_domain_id)},
-        # Ctrl-C as in a terminal, even when this test runs in a background job (where SIGINT is ignored).
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     lines: queue.Queue[str | None] = queue.Queue()
     threading.Thread(target=_lines, args=(process.stdout, lines), daemon=True).start()
