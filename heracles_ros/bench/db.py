@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loads", type=int, default=100, help="changing snapshots to mirror (default: 100)")
     parser.add_argument("--seed", type=int, default=0, help="scene seed (default: 0)")
     parser.add_argument("--scale", type=float, default=1.0, help="size factor of the kilometre-scale scene")
+    parser.add_argument("--compact-every", type=int, default=0, metavar="N",
+                        help="run `heracles db compact` after every N loads, as a long-running robot should "
+                        "(default: never; the stop and start at the end compact)")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="empty directory to use (default: a temporary one, deleted afterwards)")
 
@@ -74,9 +77,14 @@ def _measure(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
         mirror = Mirror(store)
         sizes: dict[int, tuple[float, float]] = {}
         largest_tail = 0
+        compact_s = 0.0
         for load in range(3, args.loads + 1):
             mirror.reconcile(_changed_copy(scene, fraction=0.01, seed=args.seed + load), force=True)
             largest_tail = max(largest_tail, server.aof_tail_bytes())
+            if args.compact_every and load % args.compact_every == 0:
+                started = time.perf_counter()
+                server.compact(wait_s=60.0, min_tail_bytes=-1)
+                compact_s = max(compact_s, time.perf_counter() - started)
             if load in (10, args.loads // 2, args.loads) or load % 25 == 0:
                 sizes[load] = (_disk_mb(server), round(server.files()["snapshot_bytes"] / 1e6, 2))
         store.close()
@@ -84,6 +92,8 @@ def _measure(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
             figures[f"disk_mb_after_{load}_loads"] = size
             figures[f"snapshot_mb_after_{load}_loads"] = snapshot
         figures["largest_tail_kb"] = round(largest_tail / 1024, 1)
+        if args.compact_every:
+            figures["compact_max_s"] = round(compact_s, 3)
         figures[f"restart_after_{args.loads}_loads_s"], after = _restart(server, uri)
         figures["nodes_after_restart"] = after
         info = server.running()
