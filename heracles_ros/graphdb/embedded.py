@@ -265,9 +265,11 @@ class EmbeddedServer:
         client = _client(info)
         done: list[str] = []
         for graph in self.graphs():
-            spare = f"{graph}{_DEFRAG_SUFFIX}"
             if graph.endswith(_DEFRAG_SUFFIX):
+                client.delete(graph)  # left by a defragmentation that was cut short
                 continue
+            spare = f"{graph}{_DEFRAG_SUFFIX}"
+            client.delete(spare)
             with client.pipeline(transaction=True) as pipe:
                 try:
                     pipe.watch(graph)
