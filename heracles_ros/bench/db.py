@@ -9,9 +9,8 @@ scene, through the same calls as ``heracles load`` and ``heracles db stop|start`
 - ``disk_mb_after_N_loads``: the persistence files' size as ``--loads`` changing
   snapshots (1 % of the nodes moved or removed, a different 1 % each time) are
   mirrored (``snapshot_mb_*``: the part that is the snapshot); it must not grow
-  with the number of loads. FalkorDB keeps deleted entities in its snapshot until
-  a graph is copied (``heracles db compact``, a stop or a start do it):
-  ``disk_mb_after_compact`` is the size then.
+  with the number of loads (FalkorDB itself keeps some space of deleted entities
+  in its snapshot: README "Limits and known issues").
 - ``restart_after_N_loads_s`` (clean stop) and ``kill9_restart_s`` (kill -9, so
   the start replays whatever tail the server had not yet compacted).
 """
@@ -37,9 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loads", type=int, default=100, help="changing snapshots to mirror (default: 100)")
     parser.add_argument("--seed", type=int, default=0, help="scene seed (default: 0)")
     parser.add_argument("--scale", type=float, default=1.0, help="size factor of the kilometre-scale scene")
-    parser.add_argument("--compact-every", type=int, default=0, metavar="N",
-                        help="run `heracles db compact` after every N loads, as a long-running robot should "
-                        "(default: never; the stop and start at the end compact)")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="empty directory to use (default: a temporary one, deleted afterwards)")
 
@@ -77,14 +73,9 @@ def _measure(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
         mirror = Mirror(store)
         sizes: dict[int, tuple[float, float]] = {}
         largest_tail = 0
-        compact_s = 0.0
         for load in range(3, args.loads + 1):
             mirror.reconcile(_changed_copy(scene, fraction=0.01, seed=args.seed + load), force=True)
             largest_tail = max(largest_tail, server.aof_tail_bytes())
-            if args.compact_every and load % args.compact_every == 0:
-                started = time.perf_counter()
-                server.compact(wait_s=60.0, min_tail_bytes=-1)
-                compact_s = max(compact_s, time.perf_counter() - started)
             if load in (10, args.loads // 2, args.loads) or load % 25 == 0:
                 sizes[load] = (_disk_mb(server), round(server.files()["snapshot_bytes"] / 1e6, 2))
         store.close()
@@ -92,8 +83,6 @@ def _measure(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
             figures[f"disk_mb_after_{load}_loads"] = size
             figures[f"snapshot_mb_after_{load}_loads"] = snapshot
         figures["largest_tail_kb"] = round(largest_tail / 1024, 1)
-        if args.compact_every:
-            figures["compact_max_s"] = round(compact_s, 3)
         figures[f"restart_after_{args.loads}_loads_s"], after = _restart(server, uri)
         figures["nodes_after_restart"] = after
         info = server.running()
@@ -105,8 +94,7 @@ def _measure(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
         started = time.perf_counter()
         server.ensure_started()
         figures["kill9_restart_s"] = round(time.perf_counter() - started, 3)
-        server.compact(wait_s=60.0, min_tail_bytes=-1)  # what `heracles db compact` does
-        figures["disk_mb_after_compact"] = _disk_mb(server)
+        figures["disk_mb_final"] = _disk_mb(server)
         figures["log_kb_final"] = round((data_dir / "falkordb.log").stat().st_size / 1024, 1)
     finally:
         server.stop()

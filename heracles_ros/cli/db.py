@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "last save); exit 1 if down")
     reset = actions.add_parser("reset", help="delete everything the database holds (corrections too, unless kept)")
     compact = actions.add_parser(
-        "compact", help="defragment the graphs and rewrite the append-only file now (stop and start do it too)")
+        "compact", help="rewrite the append-only file into a snapshot now (a stop does it too)")
     for action, func in ((start, _start), (stop, _stop), (status, _status), (reset, _reset), (compact, _compact)):
         add_db_option(action)
         action.set_defaults(func=func)

@@ -87,8 +87,6 @@ REPLICA_MODULE_ARGS: tuple[str, ...] = (
 )
 
 _READY_LINE = "Ready to accept connections"
-#: Name suffix of the copy a graph is defragmented through (never a graph of ours).
-_DEFRAG_SUFFIX = "__defragment"
 #: ``pid:role dd Mon yyyy hh:mm:ss.mmm LEVEL message``; LEVEL '#' is a warning.
 _LOG_LINE = re.compile(r"^\d+:\w \d+ \w+ \d+ [\d:.]+ (?P<level>[.*#-]) (?P<text>.*)$")
 _PROGRESS_EVERY_S = 2.0
@@ -213,7 +211,7 @@ class EmbeddedServer:
         raise DatabaseUnavailable(f"the embedded FalkorDB in {self.data_dir} keeps exiting; see {self._log_path}")
 
     def stop(self, timeout_s: float = 30.0) -> bool:
-        """Shut down cleanly (graphs defragmented, tail compacted, data fsynced); False if none was running."""
+        """Shut the server down cleanly (tail compacted, data fsynced); False if none was running."""
         if (self.data_dir / REPLICA_DIR).is_dir():
             ReadReplica(self).stop(timeout_s)
         state = self._live_state()
@@ -249,48 +247,14 @@ class EmbeddedServer:
         replica.follow(primary)
         return info
 
-    def defragment(self) -> list[str]:
-        """Rewrite each graph without the space its deleted nodes and edges still take; the graphs done.
-
-        FalkorDB keeps deleted entities in its snapshot: mirroring snapshots that remove
-        and re-add nodes grows it by ~1 % per load, while a copy of the same graph is as
-        small as a fresh load. So each graph is copied and the copy renamed over it, under
-        WATCH: if anyone wrote meanwhile, that graph is left as it was (done next time).
-        """
-        import redis
-
-        info = self.running()
-        if info is None:
-            return []
-        client = _client(info)
-        done: list[str] = []
-        for graph in self.graphs():
-            if graph.endswith(_DEFRAG_SUFFIX):
-                client.delete(graph)  # left by a defragmentation that was cut short
-                continue
-            spare = f"{graph}{_DEFRAG_SUFFIX}"
-            client.delete(spare)
-            with client.pipeline(transaction=True) as pipe:
-                try:
-                    pipe.watch(graph)
-                    pipe.execute_command("GRAPH.COPY", graph, spare)
-                    pipe.multi()
-                    pipe.execute_command("RENAME", spare, graph)
-                    pipe.execute()
-                    done.append(graph)
-                except redis.WatchError:
-                    client.delete(spare)
-        return done
-
     def compact(self, *, wait_s: float = 0.0, min_tail_bytes: int = COMPACT_TAIL_BYTES) -> bool:
-        """Defragment the graphs and rewrite the append-only file when its tail exceeds ``min_tail_bytes``.
+        """Rewrite the append-only file when its tail exceeds ``min_tail_bytes``; True if a rewrite ran.
 
-        True if a rewrite ran. With ``wait_s`` > 0, returns once the rewrite finished (or the time ran out).
+        With ``wait_s`` > 0, returns once the rewrite finished (or the time ran out).
         """
         info = self.running()
         if info is None or self.aof_tail_bytes() <= min_tail_bytes:
             return False
-        self.defragment()
         client = _client(info)
         try:
             client.bgrewriteaof()

@@ -304,22 +304,3 @@ def test_read_replica_follows_the_primary_and_a_crash_leaves_the_primary_alone(t
         server.stop()
     assert ReadReplica(server).running() is None  # stopping the primary stops its replica
 
-
-def test_compaction_defragments_graphs_keeping_data_and_indexes(tmp_path: Path) -> None:
-    server = EmbeddedServer(tmp_path)
-    store = open_store(f"embedded:{tmp_path}", graph="persist")
-    try:
-        store.write("CREATE INDEX FOR (n:Object) ON (n.nodeSymbol)")
-        store.write("UNWIND range(1, 3000) AS i CREATE (:Object {nodeSymbol: 'O' + toString(i), class: 'bag'})")
-        assert server.compact(wait_s=30, min_tail_bytes=-1)
-        full = server.files()["snapshot_bytes"]
-        store.write("MATCH (n:Object) WHERE n.nodeSymbol <> 'O7' DELETE n")
-        assert server.defragment() == ["persist"]
-        assert server.compact(wait_s=30, min_tail_bytes=-1)
-        assert server.files()["snapshot_bytes"] < full / 4  # the deleted nodes no longer take space
-        assert store.query("MATCH (n:Object {nodeSymbol: 'O7'}) RETURN n.class AS c") == [{"c": "bag"}]
-        assert store.query("CALL db.indexes() YIELD label RETURN label") == [{"label": "Object"}]
-        assert server.graphs() == ["persist"]
-    finally:
-        store.close()
-        server.stop()
