@@ -9,7 +9,8 @@ scene, through the same calls as ``heracles load`` and ``heracles db stop|start`
 - ``disk_mb_after_N_loads``: the persistence files' size as ``--loads`` changing
   snapshots (1 % of the nodes moved or removed, a different 1 % each time) are
   mirrored (``snapshot_mb_*``: the part that is the snapshot); it must not grow
-  with the number of loads.
+  with the number of loads (FalkorDB itself keeps some space of deleted entities
+  in its snapshot: README "Limits and known issues").
 - ``restart_after_N_loads_s`` (clean stop) and ``kill9_restart_s`` (kill -9, so
   the start replays whatever tail the server had not yet compacted).
 """

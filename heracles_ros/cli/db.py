@@ -1,4 +1,4 @@
-"""``heracles db start|stop|status|reset``: the embedded server's lifecycle, and a health check of any backend."""
+"""``heracles db start|stop|status|reset|compact``: the embedded server's lifecycle, and a check of any backend."""
 from __future__ import annotations
 
 import argparse
@@ -23,7 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "status", help="is the database up, what its data directory holds (size, graphs, nodes, corrections, "
         "last save); exit 1 if down")
     reset = actions.add_parser("reset", help="delete everything the database holds (corrections too, unless kept)")
-    for action, func in ((start, _start), (stop, _stop), (status, _status), (reset, _reset)):
+    compact = actions.add_parser(
+        "compact", help="rewrite the append-only file into a snapshot now (a stop does it too)")
+    for action, func in ((start, _start), (stop, _stop), (status, _status), (reset, _reset), (compact, _compact)):
         add_db_option(action)
         action.set_defaults(func=func)
     status.add_argument("--graph", default="heracles", help="graph to count in detail (default: heracles)")
@@ -60,6 +62,17 @@ def _start(args: argparse.Namespace) -> int:
 def _stop(args: argparse.Namespace) -> int:
     server = _embedded_server(args.db, "stop")
     print_json({"stopped": server.stop(), "data_dir": str(server.data_dir)})
+    return 0
+
+
+def _compact(args: argparse.Namespace) -> int:
+    server = _embedded_server(args.db, "compact")
+    server.ensure_started()
+    before = server.files()
+    server.compact(wait_s=120.0, min_tail_bytes=-1)
+    after = server.files()
+    print_json({"data_dir": str(server.data_dir), "bytes_before": before["snapshot_bytes"] + before["tail_bytes"],
+                "bytes_after": after["snapshot_bytes"] + after["tail_bytes"]})
     return 0
 
 
@@ -121,6 +134,6 @@ def _reset(args: argparse.Namespace) -> int:
             after = store.query(q.COUNT_ALL_NODES)
             removed[name] = int(before[0]["n"] if before else 0) - int(after[0]["n"] if after else 0)
     if target.kind == "embedded":
-        server.compact(wait_s=60.0, min_tail_bytes=0)  # the files shrink now, not at the next rewrite
+        server.compact(wait_s=60.0, min_tail_bytes=-1)  # the files shrink now, not at the next rewrite
     print_json({**report, "nodes_removed": removed})
     return 0

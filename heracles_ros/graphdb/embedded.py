@@ -221,7 +221,7 @@ class EmbeddedServer:
         pid = state.info.pid
         if self._ready(state) and _answers(state.info):
             with contextlib.suppress(Exception):  # a failed compaction only makes the next start slower
-                self.compact(wait_s=timeout_s)
+                self.compact(wait_s=timeout_s, min_tail_bytes=-1)
         # SIGTERM makes redis fsync the append-only file, like SHUTDOWN, but the process
         # exits at once (after a SHUTDOWN command it lingers ~4 s); a loading server just exits.
         with contextlib.suppress(ProcessLookupError):

@@ -303,3 +303,4 @@ def test_read_replica_follows_the_primary_and_a_crash_leaves_the_primary_alone(t
         primary.close()
         server.stop()
     assert ReadReplica(server).running() is None  # stopping the primary stops its replica
+
