@@ -118,7 +118,9 @@ class Agent:
         prompts: PromptBuilder | None = None,
         robot_symbol: str = ROBOT_SYMBOL,
         sessions: Sessions | None = None,
+        query_store: GraphStore | None = None,
     ):
+        """``query_store`` serves the model's Cypher tool (e.g. a read replica); ``store`` everything else."""
         if method not in METHODS:
             raise ConfigError(f"unknown agent method {method!r}; choose one of {', '.join(METHODS)}")
         self.store = store
@@ -128,7 +130,7 @@ class Agent:
         self.retries = {"answer": max_answer_retries, "goal": max_goal_retries, "correction": max_correction_retries}
         self.correction_max_nodes = correction_max_nodes
         self.request_timeout_s = request_timeout_s
-        self.tool = CypherTool(store, timeout_s=query_timeout_s, token_budget=result_token_budget)
+        self.tool = CypherTool(query_store or store, timeout_s=query_timeout_s, token_budget=result_token_budget)
         self.prompts = prompts or PromptBuilder(
             store, max_tool_calls=self.max_tool_calls, result_token_budget=result_token_budget
         )

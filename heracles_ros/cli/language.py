@@ -182,7 +182,8 @@ def _request(args: argparse.Namespace, result_type: type[R], run: Callable[[Any]
             llm = make_llm(settings)
             stack.callback(llm.close)
             store = stack.enter_context(open_store(args.db, graph=args.graph))
-            agent = Agent(store, llm, method=args.method)
+            query_store = stack.enter_context(open_store(args.db, graph=args.graph, read_replica=True))
+            agent = Agent(store, llm, method=args.method, query_store=query_store)
         except HeraclesError as exc:
             return result_type(error=describe(exc))
         return run(agent)

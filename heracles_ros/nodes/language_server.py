@@ -243,6 +243,15 @@ class LanguageServerNode(Node):
             self.store.ping()
         except HeraclesError as exc:  # every request will report it until the database is back
             self.get_logger().error(f"the database does not answer yet: {exc}")
+        try:
+            # The model's queries go to a read replica (embedded; other backends: a second connection),
+            # so a query that crashes or starves its server cannot reach the one the mirror writes to.
+            self.query_store: GraphStore = open_store(
+                self.settings.db_uri, graph=self.settings.graph_name, timeout_s=STORE_TIMEOUT_S, read_replica=True
+            )
+        except HeraclesError as exc:
+            self.get_logger().error(f"no read replica ({exc}); the model's queries run on {self.store.description}")
+            self.query_store = self.store
         self._robot = RobotStateStore(self.store, symbol=self.settings.robot_symbol)
         self._planner = Planner(
             self.store, timeout_s=self.settings.planner_timeout_s, robot_symbol=self.settings.robot_symbol
@@ -298,6 +307,7 @@ class LanguageServerNode(Node):
                     request_timeout_s=s.request_timeout_s,
                     robot_symbol=s.robot_symbol,
                     sessions=self._sessions,
+                    query_store=self.query_store,
                 )
                 self._llm = llm
             return self._agent
@@ -415,6 +425,8 @@ class LanguageServerNode(Node):
             if self._llm is not None:
                 self._llm.close()
             self._agent = self._llm = None
+        if self.query_store is not self.store:
+            self.query_store.close()
         self.store.close()
 
     def destroy_node(self) -> None:
