@@ -149,3 +149,26 @@ def test_a_question_back_is_printed_with_its_candidates_and_exits_3(small_store,
     out = json.loads(capsys.readouterr().out)
     assert code == 3 and out["goal"] == "" and out["clarification"] == "Which bicycle?"
     assert [c["symbol"] for c in out["candidates"]] == bicycles and out["plan"] is None
+
+
+def test_the_models_queries_go_to_the_embedded_read_replica(tmp_path, capsys):
+    """On the embedded database the Cypher tool reads from the replica; the primary is left to the mirror."""
+    from heracles_ros.graphdb.embedded import EmbeddedServer, ReadReplica
+
+    data_dir = tmp_path / "db"
+    db = ["--db", f"embedded:{data_dir}", "--graph", "heracles"]
+    assert main(["load", str(REPO / "heracles_ros" / "data" / "example_scene.json"), *db]) == 0
+    capsys.readouterr()
+    server = EmbeddedServer(data_dir)
+    try:
+        assert ReadReplica(server).running() is None  # loading the scene needs no replica
+        script = [call("MATCH (o:Object) RETURN count(o) AS n"), say("<answer>done</answer>")]
+        with ScriptedLLMServer(script) as llm:
+            assert main(["ask", "How many objects are there?", "--json", *db, *_llm(llm)]) == 0
+            counted = json.loads(llm.requests[1].tool_results()[0])[0]["n"]
+        replica = ReadReplica(server).running()
+        assert replica is not None and replica.port != server.running().port
+        assert counted > 0
+    finally:
+        server.stop()
+    assert ReadReplica(server).running() is None  # stopped with its primary
