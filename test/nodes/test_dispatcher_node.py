@@ -39,6 +39,9 @@ from heracles_ros.nodes.plan_msgs import plan_to_msg
 from heracles_ros.planning.planner import Planner
 from heracles_ros.planning.types import PlanResult
 
+# Node plumbing on FalkorDB; the Neo4j path through all three nodes is test/system/test_end_to_end.py[bolt].
+pytestmark = pytest.mark.backends("falkordb")
+
 NS = "/spot1"
 START = "P0"  # the small scene's corner place at (0, 0)
 ROOT = Path(__file__).resolve().parents[2]

@@ -38,6 +38,9 @@ from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.nodes.language_server import ANSWER_LIFT_M, NS_ANSWER, PARAMETERS, LanguageServerNode
 from heracles_ros.nodes.parameters import declare
 
+# Node plumbing on FalkorDB; the Neo4j path through all three nodes is test/system/test_end_to_end.py[bolt].
+pytestmark = pytest.mark.backends("falkordb")
+
 NS = "/spot1"
 ROBOT_PLACE = "P0"
 REPO = Path(__file__).resolve().parents[2]
