@@ -20,7 +20,6 @@ what Neo4j does instead.
 """
 from __future__ import annotations
 
-import itertools
 import os
 import uuid
 from collections.abc import Iterator
@@ -212,15 +211,11 @@ def large_store(falkordb_server: ServerInfo, large_scene: Any) -> Iterator[Graph
     _drop_graph(falkordb_server, name)
 
 
-_DOMAIN_TURN = itertools.count()
-
-
 @pytest.fixture
 def ros_domain_id() -> Iterator[int]:
-    """A DDS domain of this test's own, so parallel runs do not hear each other and a test does
-    not hear the endpoints an earlier test of the same process left in DDS discovery."""
+    """A DDS domain of this test process's own, so parallel runs do not hear each other."""
     previous = os.environ.get("ROS_DOMAIN_ID")
-    domain = 1 + (os.getpid() * 31 + next(_DOMAIN_TURN)) % 200
+    domain = 1 + os.getpid() % 200
     os.environ["ROS_DOMAIN_ID"] = str(domain)
     yield domain
     if previous is None:
