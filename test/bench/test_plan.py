@@ -24,6 +24,7 @@ GOALS = [
 ]
 
 
+@pytest.mark.backends("falkordb")  # the planner's encodings, not the database: one backend is enough
 @pytest.mark.parametrize("goal", GOALS)
 def test_compact_cost_equals_naive_cost(small_store: GraphStore, goal: str) -> None:
     planner = Planner(small_store, timeout_s=60.0)

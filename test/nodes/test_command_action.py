@@ -40,6 +40,9 @@ from heracles_ros.nodes.dispatcher import DispatcherNode
 from heracles_ros.nodes.language_server import LanguageServerNode
 from heracles_ros.nodes.qos import latched
 
+# Node plumbing on FalkorDB; the Neo4j path through all three nodes is test/system/test_end_to_end.py[bolt].
+pytestmark = pytest.mark.backends("falkordb")
+
 NS = "/spot1"
 START = "P0"
 REPO = Path(__file__).resolve().parents[2]
@@ -111,14 +114,14 @@ def robot_at_start(small_store) -> None:
 
 
 @pytest.fixture
-def rig_factory(ros_domain_id, db_uri, graph_name, small_store, robot_at_start) -> Iterator:
+def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_start) -> Iterator:
     """``start(script, dispatcher=True, sim_time_scale=..., **language_params)``."""
     stack: list[Any] = []
 
     def start(script: Any, *, dispatcher: bool = True, sim_time_scale: float = 40.0, **params: Any) -> Rig:
         server = ScriptedLLMServer(script).start()
         stack.append(server)
-        db = {"db_uri": db_uri, "graph_name": graph_name}
+        db = {"db_uri": falkordb_uri, "graph_name": graph_name}
         language = LanguageServerNode(namespace=NS, parameter_overrides=[
             Parameter(k, value=v) for k, v in {**db, "llm": "openai", "model": server.model,
                                                "base_url": server.openai_base_url, **params}.items()])

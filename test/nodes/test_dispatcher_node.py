@@ -43,6 +43,9 @@ from heracles_ros.nodes.plan_msgs import plan_to_msg
 from heracles_ros.planning.planner import Planner
 from heracles_ros.planning.types import PlanResult
 
+# Node plumbing on FalkorDB; the Neo4j path through all three nodes is test/system/test_end_to_end.py[bolt].
+pytestmark = pytest.mark.backends("falkordb")
+
 NS = "/spot1"
 START = "P0"  # the small scene's corner place at (0, 0)
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,12 +92,12 @@ class Rig:
 
 
 @pytest.fixture
-def rig_factory(ros_domain_id, db_uri, graph_name, small_store) -> Iterator:
+def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store) -> Iterator:
     """Start the node under NS with the given extra parameters, and a probe that talks to it."""
     stack = []
 
     def start(**params) -> Rig:
-        overrides = {"db_uri": db_uri, "graph_name": graph_name, "start_place": START, **params}
+        overrides = {"db_uri": falkordb_uri, "graph_name": graph_name, "start_place": START, **params}
         node = DispatcherNode(
             namespace=NS, parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()]
         )
@@ -254,8 +257,8 @@ def test_cancelling_the_goal_stops_the_robot_and_the_goal_ends_canceled(rig_fact
     cancel_goal(again)
 
 
-def test_bad_parameters_are_refused_naming_the_parameter(ros_domain_id, db_uri, graph_name, small_store):
-    base = {"db_uri": db_uri, "graph_name": graph_name}
+def test_bad_parameters_are_refused_naming_the_parameter(ros_domain_id, falkordb_uri, graph_name, small_store):
+    base = {"db_uri": falkordb_uri, "graph_name": graph_name}
     cases = [
         ({"driver": "wheelchair"}, "parameter driver must be one of sim, spot_ros2"),
         ({"sim_fail_probability": 1.5}, "parameter sim_fail_probability must be <= 1.0"),
@@ -302,7 +305,7 @@ def run_dispatcher(domain: int, *params: str) -> subprocess.Popen[str]:
 
 
 def test_ctrl_c_cancels_the_running_plan_reports_it_and_exits_cleanly(
-    ros_domain_id, db_uri, graph_name, small_store
+    ros_domain_id, falkordb_uri, graph_name, small_store
 ):
     obj, _ = far_object(small_store)
     plan = solved(small_store, f"(holding {obj})", START)
@@ -312,7 +315,7 @@ def test_ctrl_c_cancels_the_running_plan_reports_it_and_exits_cleanly(
         results = Collector(probe, DispatchResult, f"{NS}/dispatch_result", 10)
         actions = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
         process = run_dispatcher(
-            ros_domain_id, f"db_uri:={db_uri}", f"graph_name:={graph_name}", f"start_place:={START}"
+            ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}"
         )
         try:
             with spinning(probe):

@@ -39,6 +39,9 @@ from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.nodes.language_server import ANSWER_LIFT_M, NS_ANSWER, PARAMETERS, LanguageServerNode
 from heracles_ros.nodes.parameters import declare
 
+# Node plumbing on FalkorDB; the Neo4j path through all three nodes is test/system/test_end_to_end.py[bolt].
+pytestmark = pytest.mark.backends("falkordb")
+
 NS = "/spot1"
 ROBOT_PLACE = "P0"
 REPO = Path(__file__).resolve().parents[2]
@@ -92,7 +95,7 @@ def robot_position(small_store) -> tuple[float, float, float]:
 
 
 @pytest.fixture
-def rig_factory(ros_domain_id, db_uri, graph_name, small_store, robot_position) -> Iterator:
+def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_position) -> Iterator:
     """``start(script, provider=..., **params)``: the node on a scripted model, and a probe."""
     stack: list[Any] = []
 
@@ -100,7 +103,7 @@ def rig_factory(ros_domain_id, db_uri, graph_name, small_store, robot_position) 
         server = ScriptedLLMServer(script).start()
         stack.append(server)
         url = server.openai_base_url if provider == "openai" else server.ollama_host
-        overrides = {"db_uri": db_uri, "graph_name": graph_name, "llm": provider, "model": server.model,
+        overrides = {"db_uri": falkordb_uri, "graph_name": graph_name, "llm": provider, "model": server.model,
                      "base_url": url, "map_frame": "world", **params}
         node = LanguageServerNode(
             namespace=NS, parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()]
@@ -328,11 +331,11 @@ def test_a_failing_model_is_an_error_in_the_response_and_the_node_answers_the_ne
 
 
 def test_without_an_api_key_the_node_still_runs_and_says_what_is_missing(
-    ros_domain_id, db_uri, graph_name, small_store, monkeypatch
+    ros_domain_id, falkordb_uri, graph_name, small_store, monkeypatch
 ):
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    overrides = {"db_uri": db_uri, "graph_name": graph_name, "llm": "openai", "base_url": ""}
+    overrides = {"db_uri": falkordb_uri, "graph_name": graph_name, "llm": "openai", "base_url": ""}
     with ros_session(ros_domain_id):
         node = LanguageServerNode(parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
         probe = rclpy.create_node("probe")
@@ -442,12 +445,12 @@ def run_language_server(domain: int, *params: str) -> subprocess.Popen[str]:
 
 
 def test_the_entry_point_serves_over_dds_and_exits_cleanly_on_ctrl_c(
-    ros_domain_id, db_uri, graph_name, small_store
+    ros_domain_id, falkordb_uri, graph_name, small_store
 ):
     truth = len(small_store.query(BICYCLES))
     with ScriptedLLMServer(query_then(BICYCLES, lambda rows: f"<answer>{len(rows)}</answer>")) as server:
         process = run_language_server(
-            ros_domain_id, f"db_uri:={db_uri}", f"graph_name:={graph_name}", f"base_url:={server.openai_base_url}"
+            ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"base_url:={server.openai_base_url}"
         )
         try:
             with ros_session(ros_domain_id):

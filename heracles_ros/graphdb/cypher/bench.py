@@ -3,3 +3,5 @@ from __future__ import annotations
 
 #: Empties a benchmark graph (never used on a real one).
 DROP_ALL = "MATCH (n) DETACH DELETE n"
+#: Whether a Neo4j database is empty before the benchmark writes to it (Neo4j has no separate graphs).
+COUNT_ALL = "MATCH (n) RETURN count(n) AS n"
