@@ -43,8 +43,12 @@ from heracles_ros.scene.tables import (
 
 log = logging.getLogger(__name__)
 
-#: Statements per MULTI/EXEC transaction: keeps each request moderate in size.
+#: Statements per MULTI/EXEC transaction of a large diff: keeps each request moderate in size.
 _STATEMENTS_PER_TRANSACTION = 8
+#: Rows a diff may write in one transaction: readers then see the scene before or after the
+#: reconcile, never between (a 1 % change of the kilometre-scale scene is ~800 rows; a first load
+#: of it is ~100,000 and goes in phases).
+ATOMIC_ROWS = 20_000
 
 
 @dataclass
@@ -78,6 +82,8 @@ class Mirror:
     ``suspect_fraction``: a snapshot that would remove more than this share of
     the mirrored nodes (e.g. an empty graph from a restarting Hydra) raises
     SuspectSnapshot instead of being applied, unless ``allow_mass_removal``.
+    A diff of at most ``atomic_rows`` rows is written in one transaction, so
+    readers never see half of it; a larger one (a first load) in phases.
     """
 
     def __init__(
@@ -88,9 +94,11 @@ class Mirror:
         suspect_fraction: float = 0.5,
         suspect_min_nodes: int = 20,
         allow_mass_removal: bool = False,
+        atomic_rows: int = ATOMIC_ROWS,
     ):
         self.store = store
         self.batch_size = batch_size
+        self.atomic_rows = atomic_rows
         self.suspect_fraction = suspect_fraction
         self.suspect_min_nodes = suspect_min_nodes
         self.allow_mass_removal = allow_mass_removal
@@ -242,7 +250,7 @@ class Mirror:
         self._schema_ready = True
 
     def _write(self, diff: _Diff, *, empty_layers: frozenset[Layer]) -> None:
-        """Send the diff in three phases: deletions, node upserts, then edges.
+        """Send the diff as deletions, node upserts, then edges: in one transaction when it is small.
 
         Nodes added to a layer that held no mirrored node when the baseline was
         read from the database (a first load) are CREATEd rather than MERGEd.
@@ -258,7 +266,6 @@ class Mirror:
             )
         for gone_layer, symbols in _group_ids(removed, diff.old_rows).items():
             deletions += [(q.delete_nodes(gone_layer), {"symbols": chunk}) for chunk in self._chunks(symbols)]
-        self._send(deletions)
 
         upserts: list[tuple[str, Params]] = []
         changed: dict[Layer, list[list[Any]]] = defaultdict(list)
@@ -273,7 +280,6 @@ class Mirror:
         for layer, rows in added.items():
             build = q.create_nodes if layer in empty_layers else q.upsert_nodes
             upserts += self._batched(build(dialect, layer), rows)
-        self._send(upserts)
 
         edges: list[tuple[str, Params]] = []
         new_ids = diff.added_nodes
@@ -284,7 +290,12 @@ class Mirror:
                 edges += self._batched(
                     build_edges(kind.source, kind.target, kind.relation, both_ways=kind.both_ways), rows
                 )
-        self._send(edges)
+        phases = (deletions, upserts, edges)
+        if sum(_rows_in(statement) for phase in phases for statement in phase) <= self.atomic_rows:
+            self.store.write_many([*deletions, *upserts, *edges], timeout_s=120)
+            return
+        for phase in phases:
+            self._send(phase)
 
     def _send(self, statements: list[tuple[str, Params]]) -> None:
         """A few statements per transaction: moderate requests, few round trips.
@@ -302,6 +313,11 @@ class Mirror:
     def _chunks(self, rows: list[Any]) -> Iterable[list[Any]]:
         for start in range(0, len(rows), self.batch_size):
             yield rows[start : start + self.batch_size]
+
+
+def _rows_in(statement: tuple[str, Params]) -> int:
+    params = statement[1]
+    return len(params.get("rows") or params.get("symbols") or ())
 
 
 @dataclass

@@ -162,3 +162,65 @@ def test_a_database_with_one_way_connections_is_completed(store: FalkorStore) ->
     report = Mirror(store).reconcile(graph)  # reads the database: Q0-Q1 is half there, Q5 lacks its center
     assert (report.edges_added, report.nodes_changed) == (1, 1)
     assert_mirrors(store, graph)
+
+
+# What a reader sees of the objects' places: one query, so the database answers it from one state.
+_PARENTS = (
+    "MATCH (o:Object) OPTIONAL MATCH (p)-[:CONTAINS]->(o) "
+    "WITH o.nodeSymbol AS o, p.nodeSymbol AS p ORDER BY o, p RETURN o, collect(p) AS parents ORDER BY o"
+)
+
+
+def _moved_objects(scene: dsg.DynamicSceneGraph, seed: int, count: int = 4) -> dsg.DynamicSceneGraph:
+    """A copy of ``scene`` with ``count`` objects moved to another place of their parent's layer."""
+    copy = dsg.DynamicSceneGraph.from_binary(scene.to_binary(include_mesh=False))
+    rng = np.random.default_rng(seed)
+    objects = [n for n in copy.get_layer(dsg.DsgLayers.OBJECTS).nodes if n.has_parent()]
+    for index in rng.choice(len(objects), size=count, replace=False):
+        node = objects[int(index)]
+        parent = copy.get_node(node.get_parent())
+        layer = copy.get_layer(parent.layer.layer, parent.layer.partition)
+        others = [p.id.value for p in layer.nodes if p.id.value != parent.id.value]
+        target = int(others[int(rng.integers(len(others)))])
+        position = copy.get_node(target).attributes.position
+        copy.remove_edge(parent.id.value, node.id.value)
+        copy.insert_edge(target, node.id.value)
+        node.attributes.position = position + np.array([0.1, 0.1, 0.5])
+    return copy
+
+
+def test_a_concurrent_reader_sees_a_snapshot_before_or_after_never_between(store: Any, db_uri: str,
+                                                                            graph_name: str, small_scene: Any) -> None:
+    """100 reconciles that each move objects between places; a reader polling meanwhile sees whole states only."""
+    import threading
+
+    from heracles_ros.graphdb import open_store
+
+    variants = [small_scene, *(_moved_objects(small_scene, seed) for seed in range(4))]
+    mirror = Mirror(store)
+    states = set()
+    for variant in variants:  # every whole state a reader may legitimately see
+        mirror.reconcile(variant)
+        states.add(tuple((row["o"], tuple(row["parents"])) for row in store.query(_PARENTS)))
+    assert len(states) == len(variants)
+
+    seen: list[tuple[Any, ...]] = []
+    done = threading.Event()
+
+    def read() -> None:
+        with open_store(db_uri, graph=graph_name) as reader:
+            while not done.is_set():
+                seen.append(tuple((row["o"], tuple(row["parents"])) for row in reader.query(_PARENTS)))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for step in range(100):
+            report = mirror.reconcile(variants[step % len(variants)])
+            assert report.edges_removed > 0 or step == 0  # every step moves objects: edges go and come
+    finally:
+        done.set()
+        reader.join(30)
+    assert len(seen) > 20  # the reader really ran alongside
+    torn = [state for state in seen if state not in states]
+    assert not torn, f"{len(torn)} of {len(seen)} reads saw a half-applied snapshot"
