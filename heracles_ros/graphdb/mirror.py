@@ -45,9 +45,10 @@ log = logging.getLogger(__name__)
 
 #: Statements per MULTI/EXEC transaction of a large diff: keeps each request moderate in size.
 _STATEMENTS_PER_TRANSACTION = 8
-#: Rows a diff may write in one transaction: readers then see the scene before or after the
-#: reconcile, never between (a 1 % change of the kilometre-scale scene is ~800 rows; a first load
-#: of it is ~100,000 and goes in phases).
+#: Rows a diff may write in one transaction (a 1 % change of the kilometre-scale scene is ~800
+#: rows; a first load of it is ~100,000 and goes in phases). Neo4j readers then see the scene
+#: before or after the reconcile; FalkorDB's reader threads can still run between the statements
+#: of a MULTI/EXEC, far more rarely than between separate transactions.
 ATOMIC_ROWS = 20_000
 
 
@@ -82,8 +83,8 @@ class Mirror:
     ``suspect_fraction``: a snapshot that would remove more than this share of
     the mirrored nodes (e.g. an empty graph from a restarting Hydra) raises
     SuspectSnapshot instead of being applied, unless ``allow_mass_removal``.
-    A diff of at most ``atomic_rows`` rows is written in one transaction, so
-    readers never see half of it; a larger one (a first load) in phases.
+    A diff of at most ``atomic_rows`` rows is written in one transaction (see
+    ATOMIC_ROWS for what readers see); a larger one (a first load) in phases.
     """
 
     def __init__(

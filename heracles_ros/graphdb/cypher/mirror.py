@@ -45,7 +45,18 @@ def create_nodes(dialect: Dialect, layer: Layer) -> str:
 
 
 def delete_nodes(layer: Layer) -> str:
-    return f"UNWIND $symbols AS s MATCH (n:{layer.value} {{nodeSymbol: s}}) DETACH DELETE n"
+    """Delete nodes and their relationships: every relationship once, then the nodes.
+
+    A batch ``DETACH DELETE`` over the kilometre-scale scene left FalkorDB 4.16 with deleted nodes
+    in its label scans in 7 of 13 runs (their properties "undefined", returning them whole
+    segfaulted the server, and it persisted across restarts); deleting the distinct relationships
+    first did not, in 7 of 7.
+    """
+    return (
+        f"UNWIND $symbols AS s MATCH (n:{layer.value} {{nodeSymbol: s}}) WITH collect(n) AS gone "
+        "UNWIND gone AS n OPTIONAL MATCH (n)-[e]-() WITH gone, collect(DISTINCT e) AS links "
+        "FOREACH (link IN links | DELETE link) WITH gone UNWIND gone AS n DELETE n"
+    )
 
 
 #: Edge rows are [source symbol, target symbol]. Connectivity (``both_ways``) is written and
