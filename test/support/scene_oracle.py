@@ -30,7 +30,9 @@ import spark_dsg as dsg
 
 from heracles_ros.graphdb.store import GraphStore
 
-_LABELS = {(2, 0): "Object", (3, 0): "Place", (3, 1): "MeshPlace", (20, 0): "MeshPlace", (4, 0): "Room", (5, 0): "Building"}
+_LABELS = {
+    (2, 0): "Object", (3, 0): "Place", (3, 1): "MeshPlace", (20, 0): "MeshPlace", (4, 0): "Room", (5, 0): "Building",
+}  # fmt: skip
 _FALLBACK = {"Object": "object", "Place": "place", "MeshPlace": "mesh place", "Room": "room", "Building": "building"}
 _CONNECTED = {
     "Object": "OBJECT_CONNECTED",
@@ -165,6 +167,8 @@ def differences(store: GraphStore, graph: dsg.DynamicSceneGraph, classes: dict[s
     return problems
 
 
-def assert_equals_oracle(store: GraphStore, graph: dsg.DynamicSceneGraph, classes: dict[str, str] | None = None) -> None:
+def assert_equals_oracle(
+    store: GraphStore, graph: dsg.DynamicSceneGraph, classes: dict[str, str] | None = None
+) -> None:
     problems = differences(store, graph, classes)
     assert not problems, "database differs from the scene graph:\n  " + "\n  ".join(problems)
