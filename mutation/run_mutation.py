@@ -47,7 +47,7 @@ def _sample(session: Path, keep: int) -> int:
         return len(items)
 
 
-def _run_module(name: str, spec: dict, tree: Path, out: Path, sample: int) -> dict | None:
+def _run_module(name: str, spec: dict, tree: Path, out: Path, sample: int, label: str) -> dict | None:
     tests = [t for t in spec["tests"] if (tree / t).is_file()]
     if not tests:
         print(f"{name}: no tests in {tree}, skipped", flush=True)
@@ -82,7 +82,7 @@ def _run_module(name: str, spec: dict, tree: Path, out: Path, sample: int) -> di
                 survivors.append((_identity(item), result.diff or ""))
             elif result.test_outcome is TestOutcome.KILLED:
                 killed += 1
-    (out / f"{safe}.txt").write_text(
+    (out / f"{safe}{'-' + label if label else ''}.txt").write_text(
         f"{name}: {killed} killed, {len(survivors)} survived, of {total} mutants\n\n"
         + "\n".join(f"--- {ident}\n{diff}" for ident, diff in sorted(survivors))
     )
@@ -94,6 +94,7 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=25, help="mutants per module (0: all)")
     parser.add_argument("--only", action="append", default=[], help="module name from modules.toml (repeatable)")
     parser.add_argument("--tree", type=Path, default=REPO, help="source tree to mutate (a copy is mutated)")
+    parser.add_argument("--label", default="", help="added to the survivors' file names (e.g. before)")
     args = parser.parse_args()
     modules = tomllib.loads((REPO / "mutation" / "modules.toml").read_text())["modules"]
     unknown = set(args.only) - set(modules)
@@ -106,7 +107,7 @@ def main() -> int:
         tree = Path(scratch) / "tree"
         shutil.copytree(args.tree, tree, ignore=_IGNORED)
         for name in args.only or list(modules):
-            row = _run_module(name, modules[name], tree, out, args.sample)
+            row = _run_module(name, modules[name], tree, out, args.sample, args.label)
             if row is not None:
                 rows.append(row)
                 score = row["killed"] / max(1, row["killed"] + row["survived"])
