@@ -146,3 +146,51 @@ def test_oracle_sees_hydra_conventions(store: GraphStore) -> None:
     assert len(want.edges) == 2 * 8 + 2 + 8 + 2 + 2 + 2  # 8 links both ways, B>R, R>Q, R>p, p-p both ways, Q>O
     Mirror(store).reconcile(hydra_scene())
     assert_equals_oracle(store, hydra_scene())
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["one mirror", "mirror restarted"])
+def test_a_node_that_changes_layer_is_relabelled(store: GraphStore, restart: bool) -> None:
+    """Hydra reuses an id in another layer (mesh place Q7 becomes an object): the old label goes, with its edges."""
+    graph = hydra_scene()
+    mirror = Mirror(store)
+    mirror.reconcile(graph)
+    graph.remove_node(node_id("Q7"))
+    obj = dsg.ObjectNodeAttributes()
+    obj.position = np.array([7.0, 0.5, 0.5])
+    obj.semantic_label = 0
+    obj.name = "crate"
+    obj.bounding_box = dsg.BoundingBox(np.array([0.5, 0.5, 0.5]), obj.position)
+    graph.add_node(2, node_id("Q7"), obj)
+    graph.insert_edge(node_id("Q6"), node_id("Q7"))
+    if restart:
+        mirror = Mirror(store)
+    mirror.reconcile(graph)
+    assert_equals_oracle(store, graph)
+
+
+def test_a_relationship_stored_the_wrong_way_is_not_taken_for_the_right_one(store: GraphStore) -> None:
+    """A restarted mirror reads its baseline back: a reversed CONTAINS (Object > place) is not Q2 > O0."""
+    graph = hydra_scene()
+    Mirror(store).reconcile(graph)
+    store.write("MATCH (p:MeshPlace {nodeSymbol: 'Q2'})-[e:CONTAINS]->(o:Object {nodeSymbol: 'O0'}) DELETE e")
+    store.write("MATCH (p:MeshPlace {nodeSymbol: 'Q2'}), (o:Object {nodeSymbol: 'O0'}) CREATE (o)-[:CONTAINS]->(p)")
+    store.write("MATCH (a:MeshPlace {nodeSymbol: 'Q0'}), (b:MeshPlace {nodeSymbol: 'Q1'}) "
+                "MATCH (a)-[e:MESH_PLACE_CONNECTED]-(b) DELETE e")
+    store.write("MATCH (a:MeshPlace {nodeSymbol: 'Q0'}), (b:MeshPlace {nodeSymbol: 'Q1'}) "
+                "CREATE (a)-[:CONTAINS]->(b), (b)-[:CONTAINS]->(a)")
+    Mirror(store).reconcile(graph)
+    problems = differences(store, graph)
+    # What another writer put there is left alone (the mirror never deletes what it does not own) ...
+    # ... and what the scene says is written again.
+    assert sorted(problems) == [
+        "extra edge ('O0', 'Q2', 'CONTAINS')",
+        "extra edge ('Q0', 'Q1', 'CONTAINS')",
+        "extra edge ('Q1', 'Q0', 'CONTAINS')",
+    ]
+
+
+def test_stage_timings_add_up_to_the_total(store: GraphStore) -> None:
+    report = Mirror(store).reconcile(hydra_scene())
+    stages = [report.timings[k] for k in ("extract", "read_baseline", "diff", "write", "corrections")]
+    assert all(0 <= s <= report.timings["total"] for s in stages), report.timings
+    assert sum(stages) == pytest.approx(report.timings["total"], rel=1e-6), report.timings
