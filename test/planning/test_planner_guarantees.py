@@ -7,7 +7,7 @@ route that keeps out of R1 must take the corridor.
 
     P10 ---- P11 ---- P12        R3 (corridor)
      |                 |
-    P0 ---- P1 ---- P2 ---- P3   R0 | R1 (P1, P2) | R2 (P3, with O0)
+    P0 ---- P1 ---- P2 ---- P3   R0 | R1 (P1 with O1, P2) | R2 (P3 with O0)
 """
 from __future__ import annotations
 
@@ -57,12 +57,13 @@ def detour_scene() -> dsg.DynamicSceneGraph:
         graph.insert_edge(node_id(room), node_id(symbol))
     for a, b in LINKS:
         graph.insert_edge(node_id(a), node_id(b))
-    box = dsg.ObjectNodeAttributes()
-    box.position = np.array([3.0, 0.3, 0.2])
-    box.semantic_label = 0
-    box.bounding_box = dsg.BoundingBox(np.array([0.3, 0.3, 0.3]), box.position)
-    graph.add_node(2, node_id("O0"), box)
-    graph.insert_edge(node_id("P3"), node_id("O0"))
+    for obj, (place, x) in {"O0": ("P3", 3.0), "O1": ("P1", 1.0)}.items():
+        box = dsg.ObjectNodeAttributes()
+        box.position = np.array([x, 0.3, 0.2])
+        box.semantic_label = 0
+        box.bounding_box = dsg.BoundingBox(np.array([0.3, 0.3, 0.3]), box.position)
+        graph.add_node(2, node_id(obj), box)
+        graph.insert_edge(node_id(place), node_id(obj))
     return graph
 
 
@@ -92,6 +93,14 @@ def test_kept_out_of_a_room_the_free_route_provably_crosses(planner: Planner, go
     assert not set(route) & forbidden, route
     assert route[:4] == ["P0", "P10", "P11", "P12"] and route[-1] == "P3"
     assert kept_out.total_cost - free.total_cost == pytest.approx(DETOUR - STRAIGHT, abs=0.02)
+
+
+def test_an_object_is_visited_by_walking_to_it_and_avoided_by_keeping_off_its_place(planner: Planner) -> None:
+    visit = planner.plan("(visited-object O0)", from_symbol="P0")
+    assert visit.status is PlanStatus.SOLVED and walked(visit) == ["P0", "P1", "P2", "P3"], visit.reason
+    kept_off = planner.plan("(and (visited-place P3) (not (visited-object O1)))", from_symbol="P0")
+    assert kept_off.status is PlanStatus.SOLVED and kept_off.optimal, kept_off.reason
+    assert "P1" not in walked(kept_off) and walked(kept_off)[-1] == "P3", walked(kept_off)
 
 
 def test_forbidding_the_only_way_is_unsolvable(planner: Planner) -> None:
