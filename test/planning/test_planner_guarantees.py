@@ -18,6 +18,7 @@ import pytest
 import spark_dsg as dsg
 from support.tiny_scene import node_id
 
+from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.planning.planner import Planner
@@ -101,6 +102,14 @@ def test_an_object_is_visited_by_walking_to_it_and_avoided_by_keeping_off_its_pl
     kept_off = planner.plan("(and (visited-place P3) (not (visited-object O1)))", from_symbol="P0")
     assert kept_off.status is PlanStatus.SOLVED and kept_off.optimal, kept_off.reason
     assert "P1" not in walked(kept_off) and walked(kept_off)[-1] == "P3", walked(kept_off)
+
+
+def test_holding_one_object_leaves_the_others_where_they_lie(planner: Planner, store: GraphStore) -> None:
+    """The robot holds O1 (picked up earlier): O0, whose symbol sorts before it, is still at P3."""
+    RobotStateStore(store).write(RobotState((0.0, 0.0, 0.0), place="P0", holding="O1"))
+    plan = planner.plan("(and (visited-object O0) (not (visited-room R1)))")
+    assert plan.status is PlanStatus.SOLVED, plan.reason
+    assert walked(plan)[-1] == "P3" and not {"P1", "P2"} & set(walked(plan))
 
 
 def test_forbidding_the_only_way_is_unsolvable(planner: Planner) -> None:
