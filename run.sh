@@ -5,6 +5,7 @@
 #   ./run.sh setup     only set up the virtual environment
 #   ./run.sh heracles ARGS...   the heracles CLI inside the environment
 #   ./run.sh exec CMD...        run CMD inside the (already set-up) environment
+#   ./run.sh mutation [--sample N] [--only MODULE]   mutation score of the core modules (not in CI)
 # Set-up is idempotent: each step is skipped when its inputs did not change.
 # HERACLES_ROS_DISTRO=kilted (default, .venv) or jazzy (.venv-jazzy) picks the ROS 2 wheels.
 set -euo pipefail
@@ -158,5 +159,6 @@ case "$cmd" in
   demo) setup; activate; exec heracles demo "$@" ;;
   heracles) setup; activate; exec heracles "$@" ;;
   exec) activate; cd "$REPO"; exec "$@" ;;  # run a command in the environment (no set-up)
-  *) sed -n '2,9p' "$0"; exit 2 ;;
+  mutation) setup; activate; cd "$REPO"; exec python mutation/run_mutation.py "$@" ;;  # see mutation/run_mutation.py
+  *) sed -n '2,10p' "$0"; exit 2 ;;
 esac

@@ -1,4 +1,4 @@
-"""Compare what the database holds with what a scene graph says it should hold."""
+"""Compare what the database holds with what a scene graph says it should hold (through the oracle)."""
 from __future__ import annotations
 
 from typing import Any
@@ -7,7 +7,7 @@ import pytest
 import spark_dsg as dsg
 
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.scene.tables import edge_ends, extract_tables, relation_of, symbol_of
+from support.scene_oracle import assert_equals_oracle
 
 Contents = tuple[dict[str, tuple[Any, ...]], set[tuple[str, str, str]]]
 
@@ -32,42 +32,9 @@ def database_contents(store: GraphStore) -> Contents:
     return nodes, edges
 
 
-def expected_contents(graph: dsg.DynamicSceneGraph, corrections: dict[str, str] | None = None) -> Contents:
-    """What the mirror should hold for ``graph``; ``corrections`` maps symbol -> corrected class.
-
-    Connectivity edges (``*_CONNECTED``) are expected in both directions.
-    """
-    tables = extract_tables(graph)
-    nodes = {}
-    for node_id, row in tables.nodes.items():
-        symbol = symbol_of(node_id)
-        cls = (corrections or {}).get(symbol, row[1])
-        nodes[symbol] = (row[0].value, cls, row[3], row[4], row[5])
-    edges = set()
-    for key in tables.edges:
-        oriented = relation_of(*edge_ends(key), tables.nodes)
-        assert oriented is not None
-        source, target, relation = symbol_of(oriented[0]), symbol_of(oriented[1]), oriented[2]
-        edges.add((source, target, relation))
-        if relation != "CONTAINS":
-            edges.add((target, source, relation))
-    return nodes, edges
-
-
 def assert_mirrors(store: GraphStore, graph: dsg.DynamicSceneGraph, corrections: dict[str, str] | None = None) -> None:
-    """The database holds exactly ``graph`` (with corrected classes), no more, no less."""
-    actual_nodes, actual_edges = database_contents(store)
-    wanted_nodes, wanted_edges = expected_contents(graph, corrections)
-    missing, extra = set(wanted_nodes) - set(actual_nodes), set(actual_nodes) - set(wanted_nodes)
-    assert not missing and not extra, f"missing nodes {sorted(missing)}, extra nodes {sorted(extra)}"
-    # FalkorDB returns doubles with 15 significant digits: compare positions to 1e-12.
-    wrong = {
-        s: (actual_nodes[s], wanted_nodes[s])
-        for s in wanted_nodes
-        if actual_nodes[s][:2] != wanted_nodes[s][:2]
-        or actual_nodes[s][2:] != pytest.approx(wanted_nodes[s][2:], rel=1e-12, abs=1e-12)
-    }
-    assert not wrong, f"nodes differ (database, expected): {wrong}"
-    assert actual_edges == wanted_edges, (
-        f"missing edges {sorted(wanted_edges - actual_edges)}, extra {sorted(actual_edges - wanted_edges)}"
-    )
+    """The database holds exactly ``graph`` (with corrected classes), no more, no less.
+
+    Judged by the independent oracle (support/scene_oracle.py), not by the library's own extraction.
+    """
+    assert_equals_oracle(store, graph, corrections)

@@ -1,0 +1,125 @@
+"""Mutation score of the core modules with cosmic-ray: how many plausible bugs their tests catch.
+
+For each module of mutation/modules.toml: copy the source tree to a scratch
+directory (cosmic-ray edits files in place; the worktree is never touched),
+check its tests pass unmutated, let cosmic-ray list every mutant, keep a
+deterministic sample of them (the ``--sample`` with the smallest hash of
+their position and operator, the same on every run), run the module's tests
+against each, and print killed / survived per module. Survivors' diffs go to
+``out/mutation/<module>.txt`` for review.
+
+    ./run.sh mutation                       every module, 25 mutants each
+    ./run.sh mutation --sample 0            every mutant (hours on 2 cores)
+    ./run.sh mutation --only graphdb/mirror --tree /tmp/old-checkout
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import tomllib
+from cosmic_ray.work_db import WorkDB, use_db
+from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+REPO = Path(__file__).resolve().parent.parent
+_IGNORED = shutil.ignore_patterns(".venv*", ".git", "__pycache__", ".*_cache", "out", "build", "*.egg-info")
+
+
+def _identity(item: object) -> str:
+    [m] = item.mutations  # type: ignore[attr-defined]
+    return f"{m.module_path}:{m.start_pos}:{m.end_pos}:{m.operator_name}:{m.occurrence}"
+
+
+def _sample(session: Path, keep: int) -> int:
+    """Mark all but ``keep`` mutants skipped, chosen by hash (stable across runs); returns how many there were."""
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        items = sorted(db.work_items, key=lambda it: hashlib.sha256(_identity(it).encode()).hexdigest())
+        if keep > 0:
+            skipped = WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output="left out of the sample")
+            db.set_multiple_results([it.job_id for it in items[keep:]], skipped)
+        return len(items)
+
+
+def _run_module(name: str, spec: dict, tree: Path, out: Path, sample: int, label: str) -> dict | None:
+    tests = [t for t in spec["tests"] if (tree / t).is_file()]
+    if not tests:
+        print(f"{name}: no tests in {tree}, skipped", flush=True)
+        return None
+    command = f"{shlex.quote(sys.executable)} -m pytest -x -q -p no:cacheprovider -k 'not bolt' {' '.join(tests)}"
+    started = time.monotonic()
+    baseline = subprocess.run(command, shell=True, cwd=tree, capture_output=True, text=True)
+    took = time.monotonic() - started
+    if baseline.returncode != 0:
+        print(f"{name}: tests fail without any mutation, skipped\n{baseline.stdout[-2000:]}", flush=True)
+        return None
+    safe = name.replace("/", "_")
+    config = tree / f"mutation_{safe}.toml"
+    session = tree / f"mutation_{safe}.sqlite"
+    config.write_text(
+        "[cosmic-ray]\n"
+        f'module-path = "{spec["path"]}"\n'
+        f"timeout = {max(60.0, 4 * took):.0f}\n"
+        "excluded-modules = []\n"
+        f"test-command = {command!r}\n"
+        '[cosmic-ray.distributor]\nname = "local"\n'
+    )
+    subprocess.run(["cosmic-ray", "init", str(config), str(session)], cwd=tree, check=True)
+    total = _sample(session, sample)
+    subprocess.run(["cosmic-ray", "exec", str(config), str(session)], cwd=tree, check=True)
+    killed, survivors = 0, []
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        for item, result in db.completed_work_items:
+            if result.worker_outcome is not WorkerOutcome.NORMAL:
+                continue  # skipped (outside the sample) or the mutant did not run
+            if result.test_outcome is TestOutcome.SURVIVED:
+                survivors.append((_identity(item), result.diff or ""))
+            elif result.test_outcome is TestOutcome.KILLED:
+                killed += 1
+    (out / f"{safe}{'-' + label if label else ''}.txt").write_text(
+        f"{name}: {killed} killed, {len(survivors)} survived, of {total} mutants\n\n"
+        + "\n".join(f"--- {ident}\n{diff}" for ident, diff in sorted(survivors))
+    )
+    return {"module": name, "mutants": total, "killed": killed, "survived": len(survivors), "test_s": round(took, 1)}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sample", type=int, default=25, help="mutants per module (0: all)")
+    parser.add_argument("--only", action="append", default=[], help="module name from modules.toml (repeatable)")
+    parser.add_argument("--tree", type=Path, default=REPO, help="source tree to mutate (a copy is mutated)")
+    parser.add_argument("--label", default="", help="added to the survivors' file names (e.g. before)")
+    args = parser.parse_args()
+    modules = tomllib.loads((REPO / "mutation" / "modules.toml").read_text())["modules"]
+    unknown = set(args.only) - set(modules)
+    if unknown:
+        parser.error(f"unknown module(s) {sorted(unknown)}; known: {sorted(modules)}")
+    out = REPO / "out" / "mutation"
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="heracles-mutation-") as scratch:
+        tree = Path(scratch) / "tree"
+        shutil.copytree(args.tree, tree, ignore=_IGNORED)
+        for name in args.only or list(modules):
+            row = _run_module(name, modules[name], tree, out, args.sample, args.label)
+            if row is not None:
+                rows.append(row)
+                score = row["killed"] / max(1, row["killed"] + row["survived"])
+                print(f"{name}: score {score:.0%} ({row['killed']} killed, {row['survived']} survived; "
+                      f"sample {args.sample or 'all'} of {row['mutants']})", flush=True)
+    print("\nmodule                  mutants  killed  survived  score")
+    for row in rows:
+        score = row["killed"] / max(1, row["killed"] + row["survived"])
+        print(f"{row['module']:<24}{row['mutants']:>7}{row['killed']:>8}{row['survived']:>10}  {score:.0%}")
+    print(f"survivors' diffs: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
