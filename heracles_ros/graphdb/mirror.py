@@ -26,7 +26,6 @@ from heracles_ros.errors import DatabaseError, SuspectSnapshot
 from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.cypher import mirror as q
 from heracles_ros.graphdb.point_functions import ensure_point_functions
-from heracles_ros.graphdb.schema import CONNECTED_TYPES, CONTAINS, Layer, is_scene_symbol
 from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.scene.tables import (
     EdgeKey,
@@ -40,6 +39,7 @@ from heracles_ros.scene.tables import (
     relation_of,
     symbol_of,
 )
+from heracles_ros.schema import CONNECTED_TYPES, CONTAINS, Layer, is_scene_symbol
 
 log = logging.getLogger(__name__)
 

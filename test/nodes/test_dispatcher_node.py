@@ -40,8 +40,8 @@ from heracles_ros.nodes.dispatcher import PARAMETERS, DispatcherNode
 from heracles_ros.nodes.markers import NS_ROBOT, PLAN_NAMESPACES
 from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.plan_msgs import plan_to_msg
+from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
-from heracles_ros.planning.types import PlanResult
 
 NS = "/spot1"
 START = "P0"  # the small scene's corner place at (0, 0)

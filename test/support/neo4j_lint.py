@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 import heracles_ros.graphdb.cypher as cypher_package
-from heracles_ros.graphdb.schema import (
+from heracles_ros.schema import (
     AT,
     CONNECTED_TYPES,
     CONTAINS,

@@ -6,7 +6,7 @@ input text).
 """
 from __future__ import annotations
 
-from heracles_ros.graphdb.schema import (
+from heracles_ros.schema import (
     MIRROR_META_LABEL,
     Dialect,
     Layer,
