@@ -24,6 +24,7 @@ import spark_dsg as dsg
 
 from heracles_ros.errors import DatabaseError, SuspectSnapshot
 from heracles_ros.graphdb.corrections import Corrections
+from heracles_ros.graphdb.cypher import falkordb_indexes
 from heracles_ros.graphdb.cypher import mirror as q
 from heracles_ros.graphdb.point_functions import ensure_point_functions
 from heracles_ros.graphdb.store import GraphStore, Params
@@ -233,12 +234,14 @@ class Mirror:
         if self._schema_ready:
             return
         ensure_point_functions(self.store)
+        dialect = self.store.dialect
+        indexed: set[tuple[str, str]] = set()
+        if dialect.name != "neo4j":  # Neo4j's statement says IF NOT EXISTS; FalkorDB refuses a second index
+            rows = self.store.query(falkordb_indexes.INDEXES)
+            indexed = {(row["label"], prop) for row in rows for prop in row["properties"]}
         for layer in Layer:
-            try:
-                self.store.write(q.create_index(self.store.dialect, layer.value, "nodeSymbol"))
-            except DatabaseError as exc:
-                if "already indexed" not in str(exc).lower() and "already exists" not in str(exc).lower():
-                    raise
+            if (layer.value, "nodeSymbol") not in indexed:
+                self.store.write(q.create_index(dialect, layer.value, "nodeSymbol"))
         self._schema_ready = True
 
     def _write(self, diff: _Diff, *, empty_layers: frozenset[Layer]) -> None:

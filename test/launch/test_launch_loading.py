@@ -100,14 +100,19 @@ def test_launch_arguments_reach_every_node_as_typed_strings():
     assert problems(launched) == []
 
 
-def test_the_optional_parts_start_when_asked():
+def test_the_optional_parts_start_when_asked(tmp_path, monkeypatch):
+    # Hydra's visualizer is not installed here: an ament prefix of its own holds its launch file.
+    (tmp_path / "share" / "ament_index" / "resource_index" / "packages").mkdir(parents=True)
+    (tmp_path / "share" / "ament_index" / "resource_index" / "packages" / "hydra_visualizer").touch()
+    (tmp_path / "share" / "hydra_visualizer" / "launch").mkdir(parents=True)
+    monkeypatch.setenv("AMENT_PREFIX_PATH", f"{tmp_path}{os.pathsep}{os.environ['AMENT_PREFIX_PATH']}")
     launched = launch(MAIN, {"start_rviz": "true", "start_hydra_visualizer": "true", "dsg_topic": "/h/dsg"})
     rviz = [n for n in launched.nodes if n.executable == "rviz2"]
     assert len(rviz) == 1 and rviz[0].arguments == ["-d", str(SHARE / "config" / "heracles.rviz")]
     assert Path(rviz[0].arguments[1]).is_file()
     (visualizer,) = launched.includes
-    assert visualizer.path.endswith("hydra_visualizer/launch/streaming_visualizer.launch.yaml") or (
-        "streaming_visualizer.launch.yaml" in visualizer.path)
+    assert visualizer.path == str(tmp_path / "share" / "hydra_visualizer" / "launch" / "streaming_visualizer.launch.yaml")
+    assert visualizer.arguments == {"start_rviz": "false", "visualizer_ns": "hydra_visualizer"}
     assert ("hydra_visualizer/dsg", "/h/dsg") in visualizer.remaps
     assert visualizer.namespace == ""  # stays in the root namespace
 
