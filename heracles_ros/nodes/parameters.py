@@ -34,15 +34,23 @@ def declare(node: Any, specs: Sequence[Setting], *, runtime: Collection[str] = (
     unknown = set(runtime) - {spec.name for spec in specs}
     if unknown:
         raise ConfigError(f"run-time parameters {sorted(unknown)} are not declared")
+    from rcl_interfaces.msg import ParameterDescriptor
     from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 
     values: dict[str, Any] = {}
     for spec in specs:
+        full = descriptor(spec, read_only=spec.name not in runtime)
+        ranged = bool(full.integer_range or full.floating_point_range)
         try:
-            value = _declare_one(node, spec, descriptor(spec, read_only=spec.name not in runtime))
+            # A ranged one is declared without its range first, so the Setting's check (whose
+            # message names the bound) judges the start value rather than rclpy's range check.
+            value = _declare_one(node, spec, ParameterDescriptor(description=spec.description) if ranged else full)
         except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
             raise ConfigError(f"{node.get_name()} parameter {spec.name}: {exc}") from exc
         values[spec.name] = spec.check(value)
+        if ranged:
+            full.type = node.describe_parameter(spec.name).type  # as declared: rclpy checks it against the value
+            node.set_descriptor(spec.name, full)
     return values
 
 

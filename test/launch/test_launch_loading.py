@@ -111,7 +111,8 @@ def test_the_optional_parts_start_when_asked(tmp_path, monkeypatch):
     assert len(rviz) == 1 and rviz[0].arguments == ["-d", str(SHARE / "config" / "heracles.rviz")]
     assert Path(rviz[0].arguments[1]).is_file()
     (visualizer,) = launched.includes
-    assert visualizer.path == str(tmp_path / "share" / "hydra_visualizer" / "launch" / "streaming_visualizer.launch.yaml")
+    share = tmp_path / "share" / "hydra_visualizer"
+    assert visualizer.path == str(share / "launch" / "streaming_visualizer.launch.yaml")
     assert visualizer.arguments == {"start_rviz": "false", "visualizer_ns": "hydra_visualizer"}
     assert ("hydra_visualizer/dsg", "/h/dsg") in visualizer.remaps
     assert visualizer.namespace == ""  # stays in the root namespace

@@ -72,7 +72,7 @@ def test_a_start_value_outside_the_range_is_a_config_error_naming_it(ros_domain_
     with ros_session(ros_domain_id):
         node = Node("parameter_owner", parameter_overrides=[Parameter("fraction", value=2.0)])
         try:
-            with pytest.raises(ConfigError, match="parameter_owner parameter fraction"):
+            with pytest.raises(ConfigError, match=r"fraction must be <= 1.0, got 2.0"):
                 declare(node, TABLE)
         finally:
             node.destroy_node()
