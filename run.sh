@@ -153,9 +153,10 @@ case "$cmd" in
   setup) setup ;;
   test)
     setup; activate; cd "$REPO"
-    log "ruff"; ruff check heracles_ros test
+    log "ruff"; ruff check heracles_ros test launch
     log "mypy"; mypy heracles_ros
-    exec python -m pytest "$@" ;;
+    # pytest-randomly shuffles the test order; the header prints the seed, --randomly-seed=N replays it.
+    exec python -m pytest -p randomly "$@" ;;
   demo) setup; activate; exec heracles demo "$@" ;;
   heracles) setup; activate; exec heracles "$@" ;;
   exec) activate; cd "$REPO"; exec "$@" ;;  # run a command in the environment (no set-up)

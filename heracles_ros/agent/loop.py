@@ -44,7 +44,6 @@ from heracles_ros.errors import (
     describe,
 )
 from heracles_ros.graphdb.corrections import Corrections
-from heracles_ros.graphdb.schema import ROBOT_SYMBOL
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.language.goal_ast import GoalExpr, symbols
 from heracles_ros.language.goal_words import goal_in_words
@@ -59,6 +58,7 @@ from heracles_ros.language.sldp import (
     parse_sldp,
     to_sldp,
 )
+from heracles_ros.schema import ROBOT_SYMBOL
 
 log = logging.getLogger(__name__)
 

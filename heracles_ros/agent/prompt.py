@@ -20,12 +20,12 @@ from typing import Literal
 from heracles_ros.agent.llm import Message
 from heracles_ros.agent.schema_facts import FactsCache, SchemaFacts
 from heracles_ros.agent.tool import TOOL_NAME, count_tokens
+from heracles_ros.domain import TYPE_DESCRIPTIONS, Domain, load_domain
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb.cypher import introspection as q
-from heracles_ros.graphdb.schema import CORRECTABLE_PROPERTIES, Dialect, Layer
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.language.sldp import format_guidance
-from heracles_ros.planning.domain import TYPE_DESCRIPTIONS, Domain, load_domain
+from heracles_ros.schema import CORRECTABLE_PROPERTIES, Dialect, Layer
 
 TASKS = ("ask", "command", "correct")
 METHODS = ("agentic", "single", "context")

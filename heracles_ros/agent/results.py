@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from heracles_ros.planning.types import PlanResult
+from heracles_ros.plan_types import PlanResult
 
 
 @dataclass

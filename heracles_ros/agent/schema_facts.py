@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from heracles_ros.graphdb.cypher import introspection as q
 from heracles_ros.graphdb.cypher.mirror import READ_META
-from heracles_ros.graphdb.schema import CORRECTION_LABEL, MIRROR_META_LABEL
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.schema import CORRECTION_LABEL, MIRROR_META_LABEL
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,6 @@ from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.embedded import temporary_server
 from heracles_ros.graphdb.mirror import Mirror
-from heracles_ros.graphdb.schema import Layer
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.graphdb.symbols import symbol_layers
 from heracles_ros.language.goal_ast import symbols
@@ -40,6 +39,7 @@ from heracles_ros.planning.planner import Planner
 from heracles_ros.planning.problem import COST_SCALE, render_goal
 from heracles_ros.scene.synthetic import generate_scene
 from heracles_ros.scene.tables import symbol_of
+from heracles_ros.schema import Layer
 
 log = logging.getLogger(__name__)
 

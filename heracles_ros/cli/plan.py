@@ -7,8 +7,8 @@ from typing import Any
 
 from heracles_ros.cli.common import add_db_option, print_json
 from heracles_ros.graphdb import open_store
+from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
-from heracles_ros.planning.types import PlanResult
 
 
 def register(sub: argparse._SubParsersAction) -> None:

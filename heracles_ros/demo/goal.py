@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from heracles_ros.errors import SceneError
 from heracles_ros.graphdb.cypher import demo as cypher
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.planning.types import Point3
+from heracles_ros.plan_types import Point3
 
 OBJECT_CLASS = "box"
 TARGET_ROOM_CLASS = "lounge"

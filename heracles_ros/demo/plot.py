@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heracles_ros.errors import ConfigError
-from heracles_ros.graphdb.schema import CONTAINS, Layer
-from heracles_ros.planning.types import Point3
+from heracles_ros.plan_types import Point3
 from heracles_ros.scene.tables import SceneTables, edge_ends, relation_of, symbol_of
+from heracles_ros.schema import CONTAINS, Layer
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -22,7 +22,7 @@ from heracles_ros.demo.language import HOW_TO_ENABLE, LanguageChoice
 from heracles_ros.demo.plot import Overlay, Target, render_scene
 from heracles_ros.demo.session import NAMESPACE, DemoSession
 from heracles_ros.errors import ExecutionError, HeraclesError, PlanningError
-from heracles_ros.planning.types import PlanAction, PlanResult, Point3
+from heracles_ros.plan_types import PlanAction, PlanResult, Point3
 
 EXAMPLE_SCENE = Path(__file__).resolve().parents[1] / "data" / "example_scene.json"
 #: The demo's own graph: a FalkorDB server may hold the user's real scene under another name.
@@ -311,9 +311,9 @@ def _walk_length(action: PlanAction) -> float:
 
 
 def _draw(options: DemoOptions, report: DemoReport, start: Anchor) -> Path:
-    from heracles_ros.graphdb.schema import is_scene_symbol
     from heracles_ros.scene.io import load_scene
     from heracles_ros.scene.tables import extract_tables, id_of
+    from heracles_ros.schema import is_scene_symbol
 
     tables = extract_tables(load_scene(options.scene_file))
     targets = []

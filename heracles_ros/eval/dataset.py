@@ -244,8 +244,8 @@ def _scalar_text(value: Any) -> str | None:
 
 
 def _goal_problems(goal: str) -> list[str]:
+    from heracles_ros.domain import load_domain
     from heracles_ros.language.pddl_goal import parse_goal, static_problems
-    from heracles_ros.planning.domain import load_domain
 
     try:
         return static_problems(parse_goal(goal), load_domain())

@@ -30,9 +30,9 @@ from heracles_ros.execution.driver import (
     goto_path,
 )
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
-from heracles_ros.graphdb.schema import Layer, is_scene_symbol
 from heracles_ros.graphdb.symbols import symbol_layers
-from heracles_ros.planning.types import PlanAction, PlanResult, PlanStatus, Point3
+from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus, Point3
+from heracles_ros.schema import Layer, is_scene_symbol
 
 log = logging.getLogger(__name__)
 

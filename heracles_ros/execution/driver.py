@@ -1,7 +1,7 @@
 """The one interface every robot driver implements (simulator, Spot over spot_ros2).
 
 The dispatcher only ever talks to a :class:`RobotDriver`: it hands over one
-self-contained :class:`~heracles_ros.planning.types.PlanAction` at a time with a
+self-contained :class:`~heracles_ros.plan_types.PlanAction` at a time with a
 cancel token and a time limit, and gets a typed :class:`StepOutcome` back. A
 driver never raises for an ordinary failure of the robot (blocked path, missed
 grasp): those are outcomes the dispatcher recovers from by replanning.
@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
-from heracles_ros.planning.types import PlanAction, Point3
+from heracles_ros.plan_types import PlanAction, Point3
 
 #: Actions a driver must carry out (the PDDL domain's action names).
 ACTIONS: tuple[str, ...] = ("goto", "inspect", "pick", "place")

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.execution.driver import Pose, RobotDriver
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
-from heracles_ros.execution.spot_commands import FRAMES, SE2Transform
-from heracles_ros.execution.spot_ros2 import MAP_FRAME_SOURCES, SpotConfig, SpotRos2Driver
+from heracles_ros.execution.spot_config import MAP_FRAME_SOURCES, SpotConfig
+from heracles_ros.execution.spot_frames import FRAMES, SE2Transform
 from heracles_ros.settings import Setting
+
+if TYPE_CHECKING:  # the adapter imports bosdyn and grpc: only when a spot_ros2 driver is made
+    from heracles_ros.execution.spot_ros2 import SpotRos2Driver
 
 _SIM = SimConfig()
 _SPOT = SpotConfig()
@@ -121,6 +124,7 @@ def _make_sim(values: dict[str, Any]) -> SimSpotDriver:
 
 
 def _make_spot_ros2(node: Any, values: dict[str, Any]) -> SpotRos2Driver:
+    from heracles_ros.execution.spot_ros2 import SpotRos2Driver
     spot_name = values.pop("spot_name")
     holding = values.pop("holding")
     transform = _floats("spot_ros2", "map_to_frame", values["map_to_frame"], 3, 4)

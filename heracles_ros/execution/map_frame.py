@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from typing import Any
 
 from heracles_ros.errors import DriverError, ExecutionError
-from heracles_ros.execution.spot_commands import SE2Transform, yaw_from_quaternion
+from heracles_ros.execution.spot_frames import SE2Transform, yaw_from_quaternion
 
 
 class MapFrameSource(ABC):

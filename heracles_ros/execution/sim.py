@@ -33,7 +33,7 @@ from heracles_ros.execution.driver import (
     StepOutcome,
     goto_path,
 )
-from heracles_ros.planning.types import PlanAction, Point3
+from heracles_ros.plan_types import PlanAction, Point3
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ from heracles_ros.errors import (
 from heracles_ros.graphdb.cypher.falkordb_paths import undirected_connectivity
 from heracles_ros.graphdb.falkordb_stream import run_capped
 from heracles_ros.graphdb.query_guard import sanitize_read_query
-from heracles_ros.graphdb.schema import FALKORDB
 from heracles_ros.graphdb.store import CappedRows, GraphStore, Params, Row
 from heracles_ros.graphdb.values import plain
+from heracles_ros.schema import FALKORDB
 
 #: Seconds the socket waits beyond the query timeout before asking whether the server is alive.
 _SOCKET_SLACK_S = 5.0

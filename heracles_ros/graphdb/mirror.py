@@ -24,9 +24,9 @@ import spark_dsg as dsg
 
 from heracles_ros.errors import DatabaseError, SuspectSnapshot
 from heracles_ros.graphdb.corrections import Corrections
+from heracles_ros.graphdb.cypher import falkordb_indexes
 from heracles_ros.graphdb.cypher import mirror as q
 from heracles_ros.graphdb.point_functions import ensure_point_functions
-from heracles_ros.graphdb.schema import CONNECTED_TYPES, CONTAINS, Layer, is_scene_symbol
 from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.scene.tables import (
     EdgeKey,
@@ -40,6 +40,7 @@ from heracles_ros.scene.tables import (
     relation_of,
     symbol_of,
 )
+from heracles_ros.schema import CONNECTED_TYPES, CONTAINS, Layer, is_scene_symbol
 
 log = logging.getLogger(__name__)
 
@@ -242,12 +243,14 @@ class Mirror:
         if self._schema_ready:
             return
         ensure_point_functions(self.store)
+        dialect = self.store.dialect
+        indexed: set[tuple[str, str]] = set()
+        if dialect.name != "neo4j":  # Neo4j's statement says IF NOT EXISTS; FalkorDB refuses a second index
+            rows = self.store.query(falkordb_indexes.INDEXES)
+            indexed = {(row["label"], prop) for row in rows for prop in row["properties"]}
         for layer in Layer:
-            try:
-                self.store.write(q.create_index(self.store.dialect, layer.value, "nodeSymbol"))
-            except DatabaseError as exc:
-                if "already indexed" not in str(exc).lower() and "already exists" not in str(exc).lower():
-                    raise
+            if (layer.value, "nodeSymbol") not in indexed:
+                self.store.write(q.create_index(dialect, layer.value, "nodeSymbol"))
         self._schema_ready = True
 
     def _write(self, diff: _Diff, *, empty_layers: frozenset[Layer]) -> None:

@@ -22,9 +22,9 @@ from heracles_ros.errors import (
     QueryTimeout,
     ReadOnlyViolation,
 )
-from heracles_ros.graphdb.schema import NEO4J
 from heracles_ros.graphdb.store import GraphStore, Params, Row
 from heracles_ros.graphdb.values import plain
+from heracles_ros.schema import NEO4J
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from heracles_ros.graphdb.schema import Dialect
+from heracles_ros.schema import Dialect
 
 Row = dict[str, Any]
 Params = Mapping[str, Any]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from heracles_ros.graphdb.cypher import planning as cypher
-from heracles_ros.graphdb.schema import Layer, is_scene_symbol
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.schema import Layer, is_scene_symbol
 
 
 def symbol_layers(store: GraphStore, symbols: Iterable[str]) -> dict[str, Layer]:

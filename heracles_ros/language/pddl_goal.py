@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from heracles_ros.domain import TYPE_DESCRIPTIONS, TYPE_LAYERS, Domain, load_domain
 from heracles_ros.errors import GoalError
-from heracles_ros.graphdb.schema import Layer, is_scene_symbol
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.graphdb.symbols import symbol_layers
 from heracles_ros.language.goal_ast import And, Atom, GoalExpr, Not, Or, atoms
-from heracles_ros.planning.domain import TYPE_DESCRIPTIONS, TYPE_LAYERS, Domain, load_domain
+from heracles_ros.schema import Layer, is_scene_symbol
 
 _GRAMMAR = r"""
 ?start: expr

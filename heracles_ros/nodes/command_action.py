@@ -47,7 +47,7 @@ from heracles_ros.msg import Candidate as CandidateMsg
 from heracles_ros.msg import CommandRejection
 from heracles_ros.nodes.plan_msgs import plan_to_msg
 from heracles_ros.nodes.qos import latched
-from heracles_ros.planning.types import PlanResult
+from heracles_ros.plan_types import PlanResult
 from heracles_ros.srv import Confirm
 
 #: Outcomes after which the action's status is SUCCEEDED (anything else: ABORTED, or CANCELED on a cancel).

@@ -72,7 +72,7 @@ from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
 from heracles_ros.nodes.qos import reliable
 from heracles_ros.nodes.runner import run_node
-from heracles_ros.planning.types import PlanResult
+from heracles_ros.plan_types import PlanResult
 from heracles_ros.settings import Setting
 
 log = logging.getLogger(__name__)

@@ -105,7 +105,7 @@ class DsgMirrorNode(Node):
             raise
 
     def _setup(self) -> None:
-        params = declare(self, PARAMETERS)
+        params = declare(self, PARAMETERS, runtime=_RUNTIME_PARAMETERS)
         self._specs = {spec.name: spec for spec in PARAMETERS}
         self._target = parse_db_uri(params["db_uri"])  # a malformed URI fails here, naming the value
         dsg_update = _dsg_update_type()
@@ -136,10 +136,8 @@ class DsgMirrorNode(Node):
             self.create_timer(params["status_period_s"], lambda: self._publish(self._current_state()))
 
     def _on_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
-        """Suspect-snapshot policy and retry period may change at run time; the rest needs a restart."""
+        """Suspect-snapshot policy and retry period may change at run time (the rest is read-only)."""
         for change in changes:
-            if change.name not in _RUNTIME_PARAMETERS:
-                return SetParametersResult(successful=False, reason=f"{change.name} takes effect only at start")
             try:
                 self._specs[change.name].check(change.value)
             except ConfigError as exc:

@@ -69,8 +69,8 @@ from heracles_ros.nodes.markers import make_marker
 from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.qos import latched
 from heracles_ros.nodes.runner import run_node
+from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
-from heracles_ros.planning.types import PlanResult
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Ask, Command, Correct, ManageCorrections
 

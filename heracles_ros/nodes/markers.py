@@ -37,7 +37,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.execution.driver import Pose as RobotPose
 from heracles_ros.nodes.plan_msgs import point_msg
-from heracles_ros.planning.types import PlanAction, PlanResult, Point3
+from heracles_ros.plan_types import PlanAction, PlanResult, Point3
 
 NS_PATH = "heracles/path"
 NS_TARGETS = "heracles/targets"

@@ -5,38 +5,80 @@ Each node module lists its parameters as :class:`~heracles_ros.settings.Setting`
 same table lets tests check ``config/*.yaml`` and the launch files statically
 (every key set is declared, every default documented). rclpy is imported only
 when a node actually declares, so the tables can be read without ROS.
+
+A parameter a node reads only at start is declared read-only, so a run-time
+``set_parameters`` is refused with a reason instead of being accepted and
+ignored; the ones a node applies while running are named by the node
+(``runtime``) and carry the Setting's bounds as ROS ranges, so rclpy refuses an
+out-of-range value before the node sees it.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.settings import Setting
 
+#: The widest ROS IntegerRange (int64) for a bound a Setting leaves open.
+_INT64 = (-(2**63), 2**63 - 1)
 
-def declare(node: Any, specs: Sequence[Setting]) -> dict[str, Any]:
+
+def declare(node: Any, specs: Sequence[Setting], *, runtime: Collection[str] = ()) -> dict[str, Any]:
     """Declare every spec on ``node`` (an rclpy Node) and return the checked values by name.
 
-    A value of the wrong type (refused by rclpy) or out of bounds raises ConfigError naming it.
+    Parameters not named in ``runtime`` are read-only. A value of the wrong type
+    (refused by rclpy) or out of bounds raises ConfigError naming it.
     """
+    unknown = set(runtime) - {spec.name for spec in specs}
+    if unknown:
+        raise ConfigError(f"run-time parameters {sorted(unknown)} are not declared")
+    from rcl_interfaces.msg import ParameterDescriptor
     from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 
     values: dict[str, Any] = {}
     for spec in specs:
+        full = descriptor(spec, read_only=spec.name not in runtime)
+        ranged = bool(full.integer_range or full.floating_point_range)
         try:
-            value = _declare_one(node, spec)
+            # A ranged one is declared without its range first, so the Setting's check (whose
+            # message names the bound) judges the start value rather than rclpy's range check.
+            value = _declare_one(node, spec, ParameterDescriptor(description=spec.description) if ranged else full)
         except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
             raise ConfigError(f"{node.get_name()} parameter {spec.name}: {exc}") from exc
         values[spec.name] = spec.check(value)
+        if ranged:
+            full.type = node.describe_parameter(spec.name).type  # as declared: rclpy checks it against the value
+            node.set_descriptor(spec.name, full)
     return values
 
 
-def _declare_one(node: Any, spec: Setting) -> Any:
-    from rcl_interfaces.msg import ParameterDescriptor
+def descriptor(spec: Setting, *, read_only: bool) -> Any:
+    """The ROS ParameterDescriptor of ``spec``: description, read-only flag, range, allowed values."""
+    from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+
+    result = ParameterDescriptor(description=spec.description, read_only=read_only)
+    default = spec.default
+    bounded = spec.minimum is not None or spec.maximum is not None
+    if bounded and isinstance(default, int) and not isinstance(default, bool):
+        low = _INT64[0] if spec.minimum is None else math.ceil(spec.minimum)
+        high = _INT64[1] if spec.maximum is None else math.floor(spec.maximum)
+        result.integer_range = [IntegerRange(from_value=low, to_value=high, step=0)]
+    elif bounded and isinstance(default, float):
+        result.floating_point_range = [FloatingPointRange(
+            from_value=-math.inf if spec.minimum is None else float(spec.minimum),
+            to_value=math.inf if spec.maximum is None else float(spec.maximum),
+            step=0.0,
+        )]
+    if spec.choices:
+        result.additional_constraints = f"one of: {', '.join(spec.choices)}"
+    return result
+
+
+def _declare_one(node: Any, spec: Setting, descriptor: Any) -> Any:
     from rclpy.parameter import Parameter
 
-    descriptor = ParameterDescriptor(description=spec.description)
     if isinstance(spec.default, list) and not spec.default:
         # rclpy infers BYTE_ARRAY from an empty list, which then refuses any real value:
         # declare the array type instead (the value is None until a value is given).

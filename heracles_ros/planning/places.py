@@ -24,8 +24,8 @@ from scipy.sparse.csgraph import connected_components, dijkstra
 from scipy.spatial import cKDTree
 
 from heracles_ros.graphdb.cypher import planning as cypher
-from heracles_ros.graphdb.schema import Layer
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.schema import Layer
 
 log = logging.getLogger(__name__)
 

@@ -18,14 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from heracles_ros.domain import Domain, load_domain
 from heracles_ros.errors import GoalError, HeraclesError, PlanningError
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb.cypher import planning as cypher
-from heracles_ros.graphdb.schema import ROBOT_SYMBOL, Layer
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.language.goal_ast import GoalExpr, symbols
 from heracles_ros.language.pddl_goal import check_goal, checked_goal, parse_goal
-from heracles_ros.planning.domain import Domain, load_domain
+from heracles_ros.plan_types import PlanResult, PlanStatus
 from heracles_ros.planning.expand import expand_plan
 from heracles_ros.planning.fast_downward import FDResult, FDStatus, anytime_search, run_fast_downward
 from heracles_ros.planning.places import PlaceGraph, load_place_graph
@@ -42,7 +42,7 @@ from heracles_ros.planning.problem import (
     removed_places,
     symbol_places,
 )
-from heracles_ros.planning.types import PlanResult, PlanStatus
+from heracles_ros.schema import ROBOT_SYMBOL, Layer
 
 log = logging.getLogger(__name__)
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from heracles_ros.graphdb.schema import Layer
 from heracles_ros.language.goal_ast import And, Atom, GoalExpr, Not, Or, symbols
 from heracles_ros.language.pddl_goal import to_pddl_name
 from heracles_ros.planning.places import PlaceGraph
+from heracles_ros.schema import Layer
 
 #: Centimetres per metre: PDDL action costs are integers.
 COST_SCALE = 100

@@ -30,7 +30,7 @@ from typing import Any
 import spark_dsg as dsg
 
 from heracles_ros.errors import SceneDecodeError
-from heracles_ros.graphdb.schema import CONTAINS, HIERARCHY, Layer
+from heracles_ros.schema import CONTAINS, HIERARCHY, Layer
 
 #: (layer, class, name, x, y, z) and, for objects only, (bbox centre x, y, z, bbox size x, y, z) after them.
 NodeRow = tuple[Any, ...]
@@ -159,6 +159,8 @@ def extract_tables(graph: dsg.DynamicSceneGraph) -> SceneTables:
                     box = attrs.bounding_box
                     cx, cy, cz = box.world_P_center.tolist()
                     dx, dy, dz = box.dimensions.tolist()
+                    if not isfinite(cx + cy + cz + dx + dy + dz):
+                        raise SceneDecodeError(f"node {symbol_of(node.id.value)} has a non-finite bounding box")
                     nodes[node.id.value] = (layer, cls, name, x, y, z, cx, cy, cz, dx, dy, dz)
                 else:
                     nodes[node.id.value] = (layer, cls, name, x, y, z)

@@ -16,10 +16,10 @@ from heracles_ros.agent.prompt import (
 )
 from heracles_ros.agent.schema_facts import FactsCache, read_facts
 from heracles_ros.agent.tool import count_tokens
+from heracles_ros.domain import load_domain
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb.cypher.mirror import BUMP_GENERATION
-from heracles_ros.graphdb.schema import NEO4J
-from heracles_ros.planning.domain import load_domain
+from heracles_ros.schema import NEO4J
 
 
 def _classes(store, label):

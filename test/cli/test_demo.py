@@ -20,9 +20,9 @@ from heracles_ros.demo.run import EXAMPLE_SCENE, GRAPH_NAME, PICTURE_NAME
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb.embedded import EmbeddedServer
 from heracles_ros.graphdb.falkordb_store import FalkorStore
-from heracles_ros.graphdb.schema import CONTAINS
 from heracles_ros.scene.io import load_scene
 from heracles_ros.scene.tables import edge_ends, extract_tables, id_of, relation_of, symbol_of
+from heracles_ros.schema import CONTAINS
 
 LANGUAGE_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OLLAMA_HOST", "HERACLES_DB")
 PATH_RGB = (0xC2, 0x18, 0x5B)  # the plot's path colour

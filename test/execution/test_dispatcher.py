@@ -24,7 +24,7 @@ from heracles_ros.execution.driver import CancelToken, Pose
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
 from heracles_ros.graphdb.mirror import Mirror
-from heracles_ros.planning.types import PlanAction, PlanResult, PlanStatus
+from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus
 
 FAST = 100.0
 FETCH_O2 = "(holding O2)"

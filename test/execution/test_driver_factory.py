@@ -1,7 +1,10 @@
 """Building drivers by name from flat settings."""
 from __future__ import annotations
 
+import ast
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 import rclpy
@@ -11,8 +14,8 @@ from heracles_ros.errors import ConfigError, DriverError
 from heracles_ros.execution.driver import CancelToken, Pose
 from heracles_ros.execution.driver_factory import DRIVER_KINDS, SETTINGS, checked_settings, make_driver
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
-from heracles_ros.execution.spot_ros2 import SpotConfig
-from heracles_ros.planning.types import PlanAction
+from heracles_ros.execution.spot_config import SpotConfig
+from heracles_ros.plan_types import PlanAction
 
 
 def test_sim_driver_from_settings_runs_a_step():
@@ -117,3 +120,20 @@ def test_every_config_field_is_a_setting_with_the_same_default(kind, config, ext
 
 def test_kinds():
     assert DRIVER_KINDS == ("sim", "spot_ros2")
+
+
+def _heavy_modules_after(code: str) -> list[str]:
+    """bosdyn / grpc modules a fresh interpreter holds after running ``code``."""
+    probe = code + "\nimport sys\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('bosdyn', 'grpc')))\n"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    return ast.literal_eval(result.stdout.strip().splitlines()[-1])
+
+
+def test_the_sim_driver_and_the_dispatcher_node_import_neither_bosdyn_nor_grpc():
+    assert _heavy_modules_after(
+        "from heracles_ros.execution.driver_factory import make_driver\n"
+        "import heracles_ros.nodes.dispatcher\n"
+        "make_driver('sim').shutdown()\n"
+    ) == []
+    # The probe sees them when they are imported: the spot_ros2 adapter needs bosdyn.
+    assert any(m.startswith("bosdyn") for m in _heavy_modules_after("import heracles_ros.execution.spot_ros2"))

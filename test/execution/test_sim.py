@@ -10,7 +10,7 @@ import pytest
 from heracles_ros.errors import ConfigError, DriverError
 from heracles_ros.execution.driver import CancelToken, Outcome, Pose
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
-from heracles_ros.planning.types import PlanAction
+from heracles_ros.plan_types import PlanAction
 
 FAST = 200.0  # simulated seconds per wall-clock second
 

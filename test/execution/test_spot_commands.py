@@ -12,7 +12,8 @@ from bosdyn.util import duration_to_seconds
 from heracles_ros.errors import ConfigError, ExecutionError
 from heracles_ros.execution import spot_commands as sc
 from heracles_ros.execution.driver import Pose
-from heracles_ros.planning.types import PlanAction
+from heracles_ros.execution.spot_frames import yaw_from_quaternion
+from heracles_ros.plan_types import PlanAction
 
 #: The scene graph's map sits 10 m east, 5 m north and a quarter turn from Spot's odom frame.
 MAP_TO_ODOM = sc.SE2Transform(x=10.0, y=5.0, yaw=math.pi / 2, z=0.3)
@@ -54,7 +55,7 @@ def test_a_malformed_transform_is_refused(values):
 def test_yaw_of_a_quaternion_matches_bosdyn():
     for yaw in (0.0, 0.7, -2.5, math.pi - 0.01):
         q = Quat.from_yaw(yaw)
-        assert sc.yaw_from_quaternion(q.x, q.y, q.z, q.w) == pytest.approx(yaw)
+        assert yaw_from_quaternion(q.x, q.y, q.z, q.w) == pytest.approx(yaw)
 
 
 # --- walking -----------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from heracles_ros.execution.spot_ros2 import (
     robot_namespace,
     wait_future,
 )
-from heracles_ros.planning.types import PlanAction
+from heracles_ros.plan_types import PlanAction
 
 
 def test_the_module_imports_without_loading_ros():

@@ -13,7 +13,7 @@ from support.neo4j_lint import FALKORDB_ONLY_MODULES, Diagnostic, cypher_module_
 
 import heracles_ros.graphdb.cypher as cypher_package
 from heracles_ros.graphdb.cypher import planning
-from heracles_ros.graphdb.schema import Layer
+from heracles_ros.schema import Layer
 
 
 def _errors(diagnostics: list[Diagnostic]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import numpy as np
 import spark_dsg as dsg
 from support.mirror_checks import assert_mirrors, database_contents
 from support.tiny_scene import node_id, tiny_scene
@@ -115,3 +116,28 @@ def test_scene_file_in_the_worker_and_a_failing_status_callback(store: FalkorSto
     finally:
         loop.stop()
     assert_mirrors(store, tiny_scene())
+
+
+def test_a_snapshot_with_a_non_finite_value_is_skipped_and_reported(store: FalkorStore) -> None:
+    loop = MirrorLoop(Mirror(store))
+    loop.start()
+    try:
+        loop.submit(Snapshot(payload(tiny_scene()), sequence=1))
+        assert loop.wait_idle(10.0)
+        before = database_contents(store)
+        broken = without("O4")
+        attrs = broken.get_node(node_id("O1")).attributes
+        box = attrs.bounding_box
+        box.world_P_center = np.array([np.nan, 0.0, 0.0])
+        attrs.bounding_box = box
+        loop.submit(Snapshot(payload(broken), sequence=2))
+        assert loop.wait_idle(10.0)
+        assert "O1 has a non-finite bounding box" in loop.state.last_error and loop.state.sequence == 2
+        assert database_contents(store) == before
+        # The next good snapshot goes through: one bad value does not poison the ones after it.
+        loop.submit(Snapshot(payload(without("O4")), sequence=3))
+        assert loop.wait_idle(10.0)
+        assert (loop.state.last_error, loop.state.snapshots_applied) == ("", 2)
+        assert_mirrors(store, without("O4"))
+    finally:
+        loop.stop()

@@ -5,8 +5,8 @@ from support.hydra_scene import hydra_scene
 
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.mirror import Mirror
-from heracles_ros.graphdb.schema import Layer
 from heracles_ros.graphdb.symbols import symbol_layers
+from heracles_ros.schema import Layer
 
 
 def test_labels_decide_kinds(store: FalkorStore) -> None:

@@ -5,11 +5,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from heracles_ros.domain import load_domain
 from heracles_ros.errors import GoalError
-from heracles_ros.graphdb.schema import Layer
 from heracles_ros.language.goal_ast import And, Atom, Not, Or, symbols
 from heracles_ros.language.pddl_goal import from_pddl_name, parse_goal, static_problems, to_pddl_name
-from heracles_ros.planning.domain import load_domain
+from heracles_ros.schema import Layer
 
 
 def test_keywords_are_case_insensitive_and_symbols_kept_exactly() -> None:

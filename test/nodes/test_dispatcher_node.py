@@ -40,8 +40,8 @@ from heracles_ros.nodes.dispatcher import PARAMETERS, DispatcherNode
 from heracles_ros.nodes.markers import NS_ROBOT, PLAN_NAMESPACES
 from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.plan_msgs import plan_to_msg
+from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
-from heracles_ros.planning.types import PlanResult
 
 # Node plumbing on FalkorDB; the Neo4j path through all three nodes is test/system/test_end_to_end.py[bolt].
 pytestmark = pytest.mark.backends("falkordb")

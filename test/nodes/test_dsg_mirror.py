@@ -185,7 +185,7 @@ def test_bad_input_is_reported_and_the_last_good_state_kept(
             assert (status.last_error, status.suspect_held, status.nodes, status.nodes_removed) == ("", False, 0, 13)
             assert database_contents(store) == ({}, set())
             rejected = mirror.node.set_parameters([Parameter("db_uri", value="falkordb://elsewhere:1")])
-            assert not rejected[0].successful and "only at start" in rejected[0].reason
+            assert not rejected[0].successful and "read-only" in rejected[0].reason
     finally:
         loop_logger.removeHandler(caplog.handler)
 

@@ -12,7 +12,7 @@ from heracles_ros.execution.dispatcher import (
 )
 from heracles_ros.execution.robot_state import RobotState
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, plan_to_msg, progress_to_msg
-from heracles_ros.planning.types import PlanAction, PlanResult, PlanStatus
+from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus
 
 PLAN = PlanResult(
     PlanStatus.SOLVED,

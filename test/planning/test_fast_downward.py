@@ -1,7 +1,7 @@
 """The Fast Downward runner on hand-written problems over the package's domain (real planner)."""
 from __future__ import annotations
 
-from heracles_ros.planning.domain import load_domain
+from heracles_ros.domain import load_domain
 from heracles_ros.planning.fast_downward import FDStatus, anytime_search, parse_plan, run_fast_downward
 
 # Three places in a line a - b - c; o1 lies at c. The `or` goal's cheap branch needs more steps.

@@ -22,7 +22,7 @@ from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.planning.planner import Planner
-from heracles_ros.planning.types import PlanResult, PlanStatus
+from heracles_ros.plan_types import PlanResult, PlanStatus
 
 PLACES = {
     "P0": ((0.0, 0.0, 0.0), "R0"),

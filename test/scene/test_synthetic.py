@@ -9,9 +9,9 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from heracles_ros.errors import ConfigError
-from heracles_ros.graphdb.schema import Layer
 from heracles_ros.scene.synthetic import generate_scene
 from heracles_ros.scene.tables import edge_ends, extract_tables, symbol_of
+from heracles_ros.schema import Layer
 
 
 def _census(graph: dsg.DynamicSceneGraph) -> tuple[Counter[str], dict[str, set[str]]]:

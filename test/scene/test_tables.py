@@ -8,8 +8,8 @@ from support.hydra_scene import hydra_scene
 from support.tiny_scene import node_id, tiny_scene
 
 from heracles_ros.errors import SceneDecodeError
-from heracles_ros.graphdb.schema import Layer
 from heracles_ros.scene.tables import EDGE_KINDS, edge_key, extract_tables, group_edges, relation_of, symbol_of
+from heracles_ros.schema import Layer
 
 
 def _groups(graph: dsg.DynamicSceneGraph) -> dict[tuple[str, str, str], list[list[str]]]:
@@ -80,4 +80,15 @@ def test_a_non_finite_position_is_refused() -> None:
     graph = tiny_scene()
     graph.get_node(node_id("O1")).attributes.position = np.array([np.nan, 0.0, 0.0])
     with pytest.raises(SceneDecodeError, match="O1 has a non-finite position"):
+        extract_tables(graph)
+
+
+def test_a_non_finite_bounding_box_is_refused_naming_the_node() -> None:
+    graph = tiny_scene()
+    attrs = graph.get_node(node_id("O2")).attributes
+    box = attrs.bounding_box
+    box.dimensions = np.array([1.0, np.inf, 1.0])
+    attrs.bounding_box = box
+    assert not np.isfinite(graph.get_node(node_id("O2")).attributes.bounding_box.dimensions).all()
+    with pytest.raises(SceneDecodeError, match="O2 has a non-finite bounding box"):
         extract_tables(graph)

@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 import heracles_ros.graphdb.cypher as cypher_package
-from heracles_ros.graphdb.schema import (
+from heracles_ros.schema import (
     AT,
     CONNECTED_TYPES,
     CONTAINS,
@@ -55,7 +55,7 @@ PACKAGE = "@neo4j-cypher/language-support"
 #: Public functions of the cypher modules that return something other than a statement.
 NOT_STATEMENTS = {"introspection.quote"}
 #: Cypher modules that only FalkorDB ever receives (a query rewrite, a JavaScript function library).
-FALKORDB_ONLY_MODULES = {"falkordb_paths", "point_udf"}
+FALKORDB_ONLY_MODULES = {"falkordb_indexes", "falkordb_paths", "point_udf"}
 
 #: Values tried for a string parameter, by its name (labels and types cannot be parameters, so
 #: statement builders take them from the schema's closed sets).

@@ -43,12 +43,22 @@ def ros_session(domain_id: int | None = None, *, context: Context | None = None)
     if domain_id is not None:
         kwargs["domain_id"] = domain_id
     rclpy.init(**kwargs)
+    context = own if own is not None else rclpy.get_default_context()
     try:
-        yield own if own is not None else rclpy.get_default_context()
+        yield context
+        leftover = live_nodes(context)
     finally:
         # context=None also retires the default context, so the next session can init a fresh one.
         with contextlib.suppress(Exception):  # already shut down, e.g. by a node under test
             rclpy.shutdown(context=own)
+    # Shutting down destroyed them; a test that relies on that leaks them into its own later steps.
+    assert not leftover, f"nodes the test did not destroy: {', '.join(leftover)}"
+
+
+def live_nodes(context: Context) -> list[str]:
+    """Names of the nodes of ``context`` not destroyed yet (rclpy's context tracks each one)."""
+    tracked = getattr(context, "_Context__node_weak_ref_list", [])
+    return sorted(node.get_fully_qualified_name() for ref in tracked if (node := ref()) is not None)
 
 
 @contextlib.contextmanager

@@ -1,7 +1,7 @@
 """Statements behind the admin commands (``heracles db status|reset``, ``load``, ``summary``)."""
 from __future__ import annotations
 
-from heracles_ros.graphdb.schema import CORRECTION_LABEL, MIRRORED_LABELS, ROBOT_LABEL
+from heracles_ros.schema import CORRECTION_LABEL, MIRRORED_LABELS, ROBOT_LABEL
 
 _MIRRORED = " OR ".join(f"n:{label}" for label in MIRRORED_LABELS)
 

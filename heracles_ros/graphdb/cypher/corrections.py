@@ -6,7 +6,7 @@ correction, ``status`` active | retired (its node vanished) | reverted.
 """
 from __future__ import annotations
 
-from heracles_ros.graphdb.schema import CORRECTION_LABEL, Dialect, Layer
+from heracles_ros.schema import CORRECTION_LABEL, Dialect, Layer
 
 _FIELDS = (
     "c.target AS symbol, c.property AS property, c.value AS value, c.original AS original, "

@@ -1,7 +1,7 @@
 """Read-only statements ``heracles demo`` uses to pick a goal that fits the mirrored scene."""
 from __future__ import annotations
 
-from heracles_ros.graphdb.schema import CONTAINS, Layer
+from heracles_ros.schema import CONTAINS, Layer
 
 #: Objects of class ``$cls`` that stand on a mesh place, with that place's room.
 OBJECTS_OF_CLASS_WITH_ROOM = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from heracles_ros.graphdb.schema import CONTAINS, Layer
+from heracles_ros.schema import CONTAINS, Layer
 
 LABELS = "CALL db.labels() YIELD label RETURN label"
 RELATIONSHIP_TYPES = "CALL db.relationshipTypes() YIELD relationshipType RETURN relationshipType AS type"

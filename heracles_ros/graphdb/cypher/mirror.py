@@ -1,12 +1,12 @@
 """Statements the mirror and the admin commands send.
 
 Labels and relationship types cannot be query parameters, so statements that
-need them are built here from the closed sets in :mod:`..schema` (never from
+need them are built here from the closed sets in :mod:`heracles_ros.schema` (never from
 input text).
 """
 from __future__ import annotations
 
-from heracles_ros.graphdb.schema import (
+from heracles_ros.schema import (
     MIRROR_META_LABEL,
     Dialect,
     Layer,
@@ -14,6 +14,7 @@ from heracles_ros.graphdb.schema import (
 
 
 def create_index(dialect: Dialect, label: str, prop: str) -> str:
+    """Neo4j skips an existing index itself; FalkorDB refuses one: ask ``falkordb_indexes.INDEXES`` first."""
     if dialect.name == "neo4j":
         return f"CREATE INDEX {label.lower()}_{prop.lower()} IF NOT EXISTS FOR (n:{label}) ON (n.{prop})"
     return f"CREATE INDEX FOR (n:{label}) ON (n.{prop})"

@@ -7,7 +7,7 @@ in :mod:`..schema`, never from input text.
 """
 from __future__ import annotations
 
-from heracles_ros.graphdb.schema import CONTAINS, CORRECTION_LABEL, MIRROR_META_LABEL, Layer
+from heracles_ros.schema import CONTAINS, CORRECTION_LABEL, MIRROR_META_LABEL, Layer
 
 #: What decides whether a cached place graph is still the database's: the mirror's
 #: generation and the corrections overlay (which can move places without a new generation).

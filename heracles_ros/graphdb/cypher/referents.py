@@ -6,7 +6,7 @@ callers find made-up symbols.
 """
 from __future__ import annotations
 
-from heracles_ros.graphdb.schema import CONTAINS, Layer
+from heracles_ros.schema import CONTAINS, Layer
 
 #: Class and position of each node, and the rooms above it (through at most two CONTAINS hops:
 #: Room > place > Object, or Room > place).

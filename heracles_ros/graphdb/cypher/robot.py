@@ -8,7 +8,7 @@ set, never input text).
 """
 from __future__ import annotations
 
-from heracles_ros.graphdb.schema import AT, CONTAINS, HOLDING, ROBOT_LABEL, Dialect, Layer
+from heracles_ros.schema import AT, CONTAINS, HOLDING, ROBOT_LABEL, Dialect, Layer
 
 READ_ROBOT = (
     f"MATCH (r:{ROBOT_LABEL} {{nodeSymbol: $symbol}}) "

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from heracles_ros.errors import ConfigError
-from heracles_ros.graphdb.schema import Layer
+from heracles_ros.schema import Layer
 
 #: Scene layers a symbol of each PDDL type may come from.
 TYPE_LAYERS: dict[str, tuple[Layer, ...]] = {

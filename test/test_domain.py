@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from heracles_ros.domain import load_domain
 from heracles_ros.errors import ConfigError
-from heracles_ros.planning.domain import load_domain
 
 GOAL_PREDICATES = {
     "visited-place": ("place",),
