@@ -153,10 +153,11 @@ case "$cmd" in
   setup) setup ;;
   test)
     setup; activate; cd "$REPO"
-    log "ruff"; ruff check heracles_ros test launch
+    log "ruff"; ruff check heracles_ros test launch mutation
     log "mypy"; mypy heracles_ros
-    # pytest-randomly shuffles the test order; the header prints the seed, --randomly-seed=N replays it.
-    exec python -m pytest -p randomly "$@" ;;
+    # pytest-randomly shuffles the test order by HERACLES_TEST_SEED (default: a fixed shuffle, so CI
+    # runs are repeatable; 'random' for a new one, printed in the header; --randomly-seed=N wins).
+    exec python -m pytest -p randomly --randomly-seed="${HERACLES_TEST_SEED:-20261123}" "$@" ;;
   demo) setup; activate; exec heracles demo "$@" ;;
   heracles) setup; activate; exec heracles "$@" ;;
   exec) activate; cd "$REPO"; exec "$@" ;;  # run a command in the environment (no set-up)
