@@ -307,3 +307,9 @@ def read_changes(store: GraphStore, *, since: float, room: str | None = None, li
             from_class=r["from_class"], from_name=r["from_name"], room=r["room"],
         ))
     return events
+
+
+def read_clock(store: GraphStore) -> float | None:
+    """The newest snapshot's time (epoch seconds), None before the first."""
+    rows = store.query(q.READ_CLOCK)
+    return float(rows[0]["t"]) if rows and rows[0]["t"] is not None else None

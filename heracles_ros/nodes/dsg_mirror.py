@@ -5,6 +5,8 @@ Thin by design: the subscription callback copies the payload into the
 diffs and writes, and every outcome is published as ``mirror_status``. The
 ``changes`` service (heracles_ros/srv/Changes) answers what the history
 recorded since a time; each snapshot's time is its DsgUpdate header stamp.
+``history_markers`` (MarkerArray, namespace ``heracles/moved``) shows what
+moved within ``moved_markers_window_s`` of the newest snapshot.
 """
 from __future__ import annotations
 
@@ -17,14 +19,16 @@ from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
+from visualization_msgs.msg import MarkerArray
 
 from heracles_ros.errors import ConfigError, HeraclesError
 from heracles_ros.graphdb import open_store, parse_db_uri
 from heracles_ros.graphdb.embedded import EmbeddedServer
-from heracles_ros.graphdb.history import HistorySettings, read_changes
+from heracles_ros.graphdb.history import HistorySettings, read_changes, read_clock
 from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.mirror_loop import MirrorLoop, MirrorState, Snapshot
 from heracles_ros.msg import MirrorStatus
+from heracles_ros.nodes.markers import NS_MOVED, MarkerBook, moved_markers
 from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.qos import reliable
 from heracles_ros.nodes.runner import run_node
@@ -55,6 +59,9 @@ PARAMETERS: tuple[Setting, ...] = (
               minimum=0.0),
     Setting("history_max_changes", 200_000, "at most this many history events are kept (oldest pruned first); "
               "0: no count limit", minimum=0),
+    Setting("moved_markers_window_s", 600.0, "history_markers show what moved within this many seconds before the "
+              "newest snapshot (refreshed every 2 s); 0: no markers", minimum=0.0),
+    Setting("marker_frame", "map", "frame of the history markers (Hydra's map frame)"),
     Setting("status_period_s", 5.0, "republish the last status this often even without snapshots; 0: only on "
               "change", minimum=0.0, maximum=3600.0),
 )
@@ -152,6 +159,10 @@ class DsgMirrorNode(Node):
             self.loop.submit_file(params["scene_file"])
         self.create_subscription(dsg_update, params["dsg_topic"], self._on_update, dsg_qos())
         self.create_service(Changes, "changes", self._on_changes)
+        if params["moved_markers_window_s"] > 0:
+            self._markers = self.create_publisher(MarkerArray, "history_markers", 1)
+            self._marker_book = MarkerBook()
+            self.create_timer(_MARKER_PERIOD_S, self._refresh_markers)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         if params["status_period_s"] > 0:
             self.create_timer(params["status_period_s"], lambda: self._publish(self._current_state()))
@@ -213,14 +224,30 @@ class DsgMirrorNode(Node):
         if since <= 0:
             since = time.time() - (-since if since < 0 else 3600.0)
         try:
-            with open_store(self._params["db_uri"], graph=self._params["graph_name"],
-                            timeout_s=self._params["query_timeout_s"]) as store:
+            with self._reader() as store:
                 events = read_changes(store, since=since, room=request.room or None, limit=int(request.limit) or 1000)
         except HeraclesError as exc:
             response.error = str(exc)
             return response
         response.changes = [json.dumps(e.to_json()) for e in events]
         return response
+
+    def _reader(self) -> Any:
+        return open_store(self._params["db_uri"], graph=self._params["graph_name"],
+                          timeout_s=self._params["query_timeout_s"])
+
+    def _refresh_markers(self) -> None:
+        """What moved within the window before the newest snapshot; a database problem only skips a refresh."""
+        try:
+            with self._reader() as store:
+                newest = read_clock(store)
+                since = (newest or 0.0) - self._params["moved_markers_window_s"]
+                events = read_changes(store, since=since, limit=1000) if newest is not None else []
+        except HeraclesError as exc:
+            self.get_logger().debug(f"history markers not refreshed: {exc}")
+            return
+        markers = moved_markers(events, frame_id=self._params["marker_frame"], stamp=self.get_clock().now().to_msg())
+        self._markers.publish(self._marker_book.update(markers, (NS_MOVED,)))
 
     def _current_state(self) -> MirrorState:
         return self.loop.state if self.loop is not None else MirrorState()
@@ -261,6 +288,10 @@ class DsgMirrorNode(Node):
     def destroy_node(self) -> None:
         self._teardown()
         super().destroy_node()
+
+
+#: Seconds between refreshes of the history markers.
+_MARKER_PERIOD_S = 2.0
 
 
 def _stamp_seconds(stamp: Any) -> float | None:

@@ -9,6 +9,7 @@ from heracles_ros.msg import MirrorStatus
 from heracles_ros.srv import Changes
 from hydra_msgs.msg import DsgUpdate
 from rclpy.parameter import Parameter
+from visualization_msgs.msg import Marker, MarkerArray
 from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
 from support.ros import Collector, call_service, qos, ros_session, spinning, wait_for_subscribers, wait_until
 from support.tiny_scene import tiny_scene
@@ -41,6 +42,7 @@ def test_stamped_snapshots_make_history_the_changes_service_returns(
         publisher = probe.create_publisher(DsgUpdate, TOPIC, qos(1))
         status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, "/mirror_status")
         client = probe.create_client(Changes, "/changes")
+        markers: Collector[MarkerArray] = Collector(probe, MarkerArray, "/history_markers", qos(1))
         with spinning(node, probe):
             wait_for_subscribers(publisher)
             wait_until(lambda: node.count_subscribers("/mirror_status") >= 1, 10.0, "status subscriber")
@@ -53,10 +55,15 @@ def test_stamped_snapshots_make_history_the_changes_service_returns(
             reply = call_service(client, Changes.Request(since_s=float(T0 - 1)))
             room = call_service(client, Changes.Request(since_s=float(T0 - 1), room="R1"))
             recent = call_service(client, Changes.Request(since_s=-3600.0))
+            shown = markers.wait(lambda m: any(x.ns == "heracles/moved" and x.action == Marker.ADD
+                                               for x in m.markers), 10.0, what="history markers")
+    arrows = [m for m in shown.markers if m.type == Marker.ARROW]
+    assert [[(p.x, p.y, p.z) for p in m.points] for m in arrows] == [[MOVED_FROM, MOVED_TO]]
+    assert [m.text for m in shown.markers if m.type == Marker.TEXT_VIEW_FACING] == ["O0 box 3.0 m"]
     assert reply.error == ""
     events = [json.loads(text) for text in reply.changes]
-    assert [(e["kind"], e["symbol"]) for e in events] == [("appeared", "O5"), ("disappeared", "O3"), ("moved", "O0")]
-    moved = events[2]
+    assert [(e["kind"], e["symbol"]) for e in events] == [("moved", "O0"), ("disappeared", "O3"), ("appeared", "O5")]
+    moved = events[0]
     assert (moved["from_position"], moved["position"]) == (list(MOVED_FROM), list(MOVED_TO))
     assert (moved["t"], moved["seq"]) == (T0 + 60.25, 2)  # the header stamp, not the arrival time
     assert [json.loads(text)["symbol"] for text in room.changes] == ["O3"]
