@@ -9,10 +9,10 @@ from heracles_ros.msg import MirrorStatus
 from heracles_ros.srv import Changes
 from hydra_msgs.msg import DsgUpdate
 from rclpy.parameter import Parameter
-from visualization_msgs.msg import Marker, MarkerArray
 from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
 from support.ros import Collector, call_service, qos, ros_session, spinning, wait_for_subscribers, wait_until
 from support.tiny_scene import tiny_scene
+from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
