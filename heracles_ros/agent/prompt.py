@@ -21,6 +21,7 @@ from heracles_ros.agent.llm import Message
 from heracles_ros.agent.schema_facts import FactsCache, SchemaFacts
 from heracles_ros.agent.tool import TOOL_NAME, count_tokens
 from heracles_ros.errors import ConfigError
+from heracles_ros.graphdb.cypher import history as history_q
 from heracles_ros.graphdb.cypher import introspection as q
 from heracles_ros.graphdb.schema import (
     CHANGE_LABEL,
@@ -283,7 +284,10 @@ def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: in
         "Node labels (node count): properties.",
     ]
     seen_keys: list[str] = []
+    has_history = any(label.label == CHANGE_LABEL for label in facts.labels)
     for label in facts.labels:
+        if label.label in HISTORY_LABELS and not has_history:
+            continue  # nothing has changed since the history started: nothing to ask it yet
         meaning = _LABEL_MEANINGS.get(label.label, "")
         head = f"- {label.label} ({label.count}){': ' + meaning if meaning else ''}"
         lines.append(f"{head}. Properties: {', '.join(label.keys)}")
@@ -294,7 +298,7 @@ def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: in
     if facts.relationships:
         lines.append("Relationships, (source)-[:TYPE]->(target):")
         lines += [f"- (:{a})-[:{rel}]->(:{b})" for a, rel, b in facts.relationships]
-    if any(label.label == CHANGE_LABEL for label in facts.labels):
+    if has_history:
         lines += history_notes()
     lines += [
         "(a)-[:CONTAINS]->(b) means b is inside a; (a)-[:CONTAINS*]->(b) matches containment transitively. "
@@ -349,9 +353,9 @@ def history_notes() -> list[str]:
         "name scene nodes by `symbol` (equal to their nodeSymbol) and share no relationships with them. A move "
         "is recorded only beyond a threshold (0.5 m by default). Times are epoch seconds; \"now\" is the newest "
         f"snapshot, {HISTORY_CLOCK_LABEL}.t. A node still present has {SEEN_LABEL}.present = true.",
-        f"- What changed in room R2 in the last hour: MATCH (h:{HISTORY_CLOCK_LABEL}) MATCH (c:{CHANGE_LABEL}) "
-        "WHERE c.room = 'R2' AND c.t >= h.t - 3600 RETURN c.symbol AS symbol, c.kind AS kind, c.t AS t "
-        "ORDER BY c.t",
+        f"- What changed in room R2 in the last hour: {history_q.EXAMPLE_ROOM_LAST_HOUR}",
+        f"- Where was O12 before it moved, and when: {history_q.EXAMPLE_WHERE_BEFORE} "
+        "(answer with the time where asked, e.g. {position: POINT(1.5 -2 0.4), t: 1795000000.5})",
     ]
 
 
@@ -434,13 +438,6 @@ def ask_examples(dialect: Dialect) -> list[Example]:
             "<POINT(1.2 -3.4 0.1), POINT(5 2.25 0.3)>",
             "MATCH (o:Object {class: 'trash can'}) RETURN o.x AS x, o.y AS y, o.z AS z",
             '[{"x":1.2,"y":-3.4,"z":0.1},\n{"x":5,"y":2.25,"z":0.3}]',
-        ),
-        Example(
-            "Where was the bag O12 before it moved, and when did it move?",
-            "{position: POINT(1.5 -2 0.4), t: 1795000000.5}",
-            f"MATCH (c:{CHANGE_LABEL} {{symbol: 'O12', kind: 'moved'}}) "
-            "RETURN c.from_x AS x, c.from_y AS y, c.from_z AS z, c.t AS t ORDER BY c.t DESC LIMIT 1",
-            '[{"x":1.5,"y":-2,"z":0.4,"t":1795000000.5}]',
         ),
         Example(
             "Which rooms are next to the kitchen?",

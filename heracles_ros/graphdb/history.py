@@ -35,7 +35,7 @@ from heracles_ros.graphdb.cypher import history as q
 from heracles_ros.graphdb.cypher.mirror import create_index
 from heracles_ros.graphdb.schema import CONTAINS, Layer
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.scene.tables import NodeRow, SceneTables, edge_ends, id_of, relation_of, symbol_of
+from heracles_ros.scene.tables import NodeRow, SceneTables, id_of, relation_of, symbol_of
 
 Point = tuple[float, float, float]
 #: Rows per statement and statements per transaction (as the mirror's own writes).
@@ -264,33 +264,44 @@ def _seen_row(row: NodeRow) -> list[Any]:
 
 
 def _rooms(ids: set[int], old: SceneTables, new: SceneTables) -> dict[int, str]:
-    """The room that contains each node (through its place), in the snapshot it was last in."""
+    """The room that contains each node (through its place), in the snapshot it was last in.
+
+    Walks up from the few changed nodes only, one pass over the edges per level
+    (a parent map of the whole scene would cost more than the rest of a reconcile).
+    """
     rooms: dict[int, str] = {}
-    for tables in (old, new):  # new wins for nodes in both
-        parents = _parents(tables)
+    present = {i for i in ids if i in new.nodes}
+    for tables, wanted in ((new, present), (old, ids - present)):
+        if not wanted:
+            continue
         nodes = tables.nodes
-        for node_id in ids:
-            if node_id not in nodes:
-                continue
-            current, hops = node_id, 0
-            while current in parents and hops < 4 and nodes[current][0] is not Layer.ROOM:
-                current, hops = parents[current], hops + 1
-            if nodes[current][0] is Layer.ROOM and current != node_id:
-                rooms[node_id] = symbol_of(current)
-            elif node_id in rooms and tables is new:
-                del rooms[node_id]
+        # current node of each walk -> the changed nodes it started from (objects may share a place)
+        origin: dict[int, list[int]] = {i: [i] for i in wanted}
+        for _ in range(3):  # object > place > room (> building)
+            parents = _parents_of(set(origin), tables)
+            step: dict[int, list[int]] = {}
+            for child, parent in parents.items():
+                if nodes[parent][0] is Layer.ROOM:
+                    for start in origin[child]:
+                        rooms[start] = symbol_of(parent)
+                elif nodes[parent][0] is not Layer.BUILDING:
+                    step.setdefault(parent, []).extend(origin[child])
+            if not step:
+                break
+            origin = step
     return rooms
 
 
-def _parents(tables: SceneTables) -> dict[int, int]:
+def _parents_of(children: set[int], tables: SceneTables) -> dict[int, int]:
     nodes = tables.nodes
+    low64 = (1 << 64) - 1
     parents: dict[int, int] = {}
     for key in tables.edges:
-        a, b = edge_ends(key)
-        if nodes[a][0] is nodes[b][0]:
+        a, b = key >> 64, key & low64
+        if a not in children and b not in children:
             continue
         found = relation_of(a, b, nodes)
-        if found is not None and found[2] == CONTAINS:
+        if found is not None and found[2] == CONTAINS and found[1] in children:
             parents[found[1]] = found[0]
     return parents
 

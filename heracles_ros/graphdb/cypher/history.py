@@ -50,3 +50,13 @@ READ_CHANGES = (
     "c.from_class AS from_class, c.from_name AS from_name, c.room AS room, c.t AS t, c.seq AS seq "
     "ORDER BY c.t, c.seq, c.symbol LIMIT $limit"
 )
+
+# --- examples the agent's prompt shows (the history section) -------------------------------
+EXAMPLE_WHERE_BEFORE = (
+    f"MATCH (c:{CHANGE_LABEL} {{symbol: 'O12', kind: 'moved'}}) "
+    "RETURN c.from_x AS x, c.from_y AS y, c.from_z AS z, c.t AS t ORDER BY c.t DESC LIMIT 1"
+)
+EXAMPLE_ROOM_LAST_HOUR = (
+    f"MATCH (h:{HISTORY_CLOCK_LABEL}) MATCH (c:{CHANGE_LABEL}) WHERE c.room = 'R2' AND c.t >= h.t - 3600 "
+    "RETURN c.symbol AS symbol, c.kind AS kind, c.t AS t ORDER BY c.t"
+)
