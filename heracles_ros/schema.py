@@ -54,6 +54,14 @@ AT = "AT"  # (:Robot)-[:AT]->(:MeshPlace|Place)
 HOLDING = "HOLDING"  # (:Robot)-[:HOLDING]->(:Object)
 CORRECTION_LABEL = "Correction"
 MIRROR_META_LABEL = "MirrorMeta"
+# The scene's history (see graphdb/history.py): linked to nothing, keyed by ``symbol`` (not ``nodeSymbol``), so
+# present-tense queries never meet it.
+CHANGE_LABEL = "Change"
+SEEN_LABEL = "Seen"
+HISTORY_CLOCK_LABEL = "HistoryClock"
+HISTORY_LABELS: tuple[str, ...] = (CHANGE_LABEL, SEEN_LABEL, HISTORY_CLOCK_LABEL)
+#: Kinds of Change events.
+CHANGE_KINDS: tuple[str, ...] = ("appeared", "disappeared", "moved", "relabelled", "renamed")
 
 #: Properties an operator correction may change (narrow, typed).
 CORRECTABLE_PROPERTIES: dict[str, type] = {"class": str, "name": str, "x": float, "y": float, "z": float}

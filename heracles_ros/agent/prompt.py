@@ -22,10 +22,19 @@ from heracles_ros.agent.schema_facts import FactsCache, SchemaFacts
 from heracles_ros.agent.tool import TOOL_NAME, count_tokens
 from heracles_ros.domain import TYPE_DESCRIPTIONS, Domain, load_domain
 from heracles_ros.errors import ConfigError
+from heracles_ros.graphdb.cypher import history as history_q
 from heracles_ros.graphdb.cypher import introspection as q
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.language.sldp import format_guidance
-from heracles_ros.schema import CORRECTABLE_PROPERTIES, Dialect, Layer
+from heracles_ros.schema import (
+    CHANGE_LABEL,
+    CORRECTABLE_PROPERTIES,
+    HISTORY_CLOCK_LABEL,
+    HISTORY_LABELS,
+    SEEN_LABEL,
+    Dialect,
+    Layer,
+)
 
 TASKS = ("ask", "command", "correct")
 METHODS = ("agentic", "single", "context")
@@ -203,6 +212,8 @@ def classes_text(facts: SchemaFacts) -> str:
         "stored: case matters). Map the user's words, including synonyms and plurals, to these exact names.",
     ]
     for label in facts.labels:
+        if label.label in HISTORY_LABELS:
+            continue  # past classes; the present ones are listed under the scene's labels
         if not label.classes or [name for name, _ in label.classes] == [_words(label.label)]:
             continue  # no labelspace for this layer: every node got the layer's name as its class
         names = [name for name, _ in label.classes[:MAX_CLASSES]]
@@ -227,6 +238,9 @@ _LABEL_MEANINGS = {
     Layer.ROOM.value: "a room or higher-level region",
     Layer.BUILDING.value: "a building",
     "Robot": "the robot itself",
+    CHANGE_LABEL: "history: one thing that changed in the scene (linked to nothing; the node is named by symbol)",
+    SEEN_LABEL: "history: when a scene node was first and last seen (one per node ever mirrored)",
+    HISTORY_CLOCK_LABEL: "history: the time and sequence of the newest scene snapshot",
 }
 
 _KEY_MEANINGS = {
@@ -241,6 +255,23 @@ _KEY_MEANINGS = {
     "bbox_dim": "bounding-box size in metres (x, y, z), a 3D point",
     "place": "symbol of the place the robot stands at",
     "holding": "symbol of the object the robot holds ('' when none)",
+    "symbol": "the nodeSymbol of the scene node a history entry is about",
+    "kind": "what happened: appeared, disappeared, moved, relabelled or renamed",
+    "t": "time in seconds since the Unix epoch (UTC)",
+    "first_t": "time in seconds since the Unix epoch (UTC)",
+    "last_t": "time in seconds since the Unix epoch (UTC)",
+    "gone_t": "time in seconds since the Unix epoch (UTC)",
+    "seq": "snapshot sequence number",
+    "first_seq": "snapshot sequence number",
+    "last_seq": "snapshot sequence number",
+    "from_x": "position before a move, in metres",
+    "from_y": "position before a move, in metres",
+    "from_z": "position before a move, in metres",
+    "from_class": "class before a relabelling",
+    "from_name": "name before a renaming",
+    "room": "symbol of the room that held the node when it changed",
+    "layer": "the label the node has (had) in the scene",
+    "present": "true while the node is in the scene",
 }
 
 
@@ -253,7 +284,10 @@ def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: in
         "Node labels (node count): properties.",
     ]
     seen_keys: list[str] = []
+    has_history = any(label.label == CHANGE_LABEL for label in facts.labels)
     for label in facts.labels:
+        if label.label in HISTORY_LABELS and not has_history:
+            continue  # nothing has changed since the history started: nothing to ask it yet
         meaning = _LABEL_MEANINGS.get(label.label, "")
         head = f"- {label.label} ({label.count}){': ' + meaning if meaning else ''}"
         lines.append(f"{head}. Properties: {', '.join(label.keys)}")
@@ -264,6 +298,8 @@ def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: in
     if facts.relationships:
         lines.append("Relationships, (source)-[:TYPE]->(target):")
         lines += [f"- (:{a})-[:{rel}]->(:{b})" for a, rel, b in facts.relationships]
+    if has_history:
+        lines += history_notes()
     lines += [
         "(a)-[:CONTAINS]->(b) means b is inside a; (a)-[:CONTAINS*]->(b) matches containment transitively. "
         "*_CONNECTED relationships join neighbours within one layer and are stored in both directions, so "
@@ -307,6 +343,20 @@ def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: in
         "</database>",
     ]
     return "\n".join(lines)
+
+
+def history_notes() -> list[str]:
+    """How to ask the history (shown when the database holds one)."""
+    return [
+        "History: the scene labels above hold the present only. Questions about the past (where was, when, what "
+        f"changed, since when) are answered from {CHANGE_LABEL}, {SEEN_LABEL} and {HISTORY_CLOCK_LABEL}, which "
+        "name scene nodes by `symbol` (equal to their nodeSymbol) and share no relationships with them. A move "
+        "is recorded only beyond a threshold (0.5 m by default). Times are epoch seconds; \"now\" is the newest "
+        f"snapshot, {HISTORY_CLOCK_LABEL}.t. A node still present has {SEEN_LABEL}.present = true.",
+        f"- What changed in room R2 in the last hour: {history_q.EXAMPLE_ROOM_LAST_HOUR}",
+        f"- Where was O12 before it moved, and when: {history_q.EXAMPLE_WHERE_BEFORE} "
+        "(answer with the time where asked, e.g. {position: POINT(1.5 -2 0.4), t: 1795000000.5})",
+    ]
 
 
 def _glossary(keys: Iterable[str]) -> list[str]:

@@ -11,8 +11,13 @@ meaningful even where the absolute figures depend on the hardware:
   with the same batch size and client as the mirror.
 - ``full_load_s``: payload bytes to a fully mirrored empty database.
 - ``nochange_ms``: the same scene again: decode + diff, zero writes.
-- ``changed_1pct_ms``: 1 % of the nodes moved or removed (and back): decode,
-  diff, write, corrections.
+- ``changed_1pct_ms``: 1 % of the nodes moved (about 1 m, beyond the history's
+  0.5 m move threshold, so every move is a history event) or removed (and
+  back): decode, diff, write, corrections, history.
+- ``--history-snapshots N``: N further snapshots, each changing another 1 % of
+  the nodes (moved 1 m, or removed, or brought back), then the history's size
+  (``history_changes``, ``history_seen``) and the median cost of one of them
+  (``history_run_ms``, no decode: the tables are changed directly).
 """
 from __future__ import annotations
 
@@ -59,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mesh", type=int, default=0, metavar="VERTICES",
                         help="put a mesh of this many vertices (and as many triangles) into every snapshot, as Hydra "
                         "does by default (default: 0, no mesh; a real 2M-vertex mesh is ~230 MB)")
+    parser.add_argument("--history-snapshots", type=int, default=0, metavar="N",
+                        help="after the steady state, mirror N more snapshots with 1 %% of the nodes changed each "
+                        "and report the history's size (default: 0, skipped)")
     parser.add_argument("--db", default=None, metavar="URI",
                         help="database to measure on (default: a throwaway embedded FalkorDB in a temp dir); "
                         "graphs named bench_* are created and dropped")
@@ -71,6 +79,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.mesh < 0:
         raise ConfigError(f"--mesh must be >= 0 vertices, got {args.mesh}")
+    if args.history_snapshots < 0:
+        raise ConfigError(f"--history-snapshots must be >= 0, got {args.history_snapshots}")
     scene = generate_scene(args.kind, args.seed)
     changed = _changed_copy(scene, fraction=0.01, seed=args.seed)
     if args.mesh:
@@ -120,6 +130,8 @@ def _database_figures(uri: str, tables: SceneTables, payload: bytes, changed_pay
             loads.append(_timed(partial(session.apply, payload)))
             if attempt == _LOAD_RUNS - 1:
                 steady = _steady_state(session, payload, changed_payload, args.repeat)
+                if args.history_snapshots:
+                    steady.update(_history_run(session.mirror, tables, args.history_snapshots, args.seed))
     return {"db_floor_s": statistics.median(floors), "full_load_s": statistics.median(loads), **steady}
 
 
@@ -164,6 +176,33 @@ def _steady_state(session: _Session, payload: bytes, changed_payload: bytes, rep
     }
 
 
+def _history_run(mirror: Mirror, tables: SceneTables, snapshots: int, seed: int) -> dict[str, Any]:
+    """``snapshots`` reconciles, each changing 1 % of the nodes: a move of 1 m, a removal, or a return."""
+    rng = np.random.default_rng(seed + 2)
+    nodes = dict(tables.nodes)
+    removed: dict[int, tuple[Any, ...]] = {}
+    ids = sorted(nodes)
+    per_snapshot = max(1, round(0.01 * len(ids)))
+    costs: list[float] = []
+    started_t = time.time()
+    for n in range(snapshots):
+        for index in rng.choice(len(ids), size=per_snapshot, replace=False):
+            node_id = ids[index]
+            row = nodes.get(node_id)
+            if row is None:
+                nodes[node_id] = removed.pop(node_id)  # back where it was
+            elif rng.random() < 0.25 and row[0] is not Layer.BUILDING:
+                removed[node_id] = nodes.pop(node_id)
+            else:
+                nodes[node_id] = (*row[:3], row[3] + 1.0, *row[4:])
+        kept = {key for key in tables.edges if (key >> 64) in nodes and (key & ((1 << 64) - 1)) in nodes}
+        snapshot = SceneTables(nodes=dict(nodes), edges=kept)
+        costs.append(_timed(partial(mirror.reconcile, snapshot, sequence=n, force=True, stamp_s=started_t + n)))
+    size = mirror.history.size()
+    return {"history_snapshots": snapshots, "history_changes": size["changes"], "history_seen": size["seen"],
+            "history_run_ms": round(1000 * statistics.median(costs), 1)}
+
+
 def _raw_insert(store: GraphStore, tables: SceneTables, batch_size: int) -> None:
     """The floor: the same rows as plain CREATEs into an empty graph, no diff, no MERGE, no bookkeeping."""
     rows_by_layer: dict[Layer, list[list[Any]]] = defaultdict(list)
@@ -193,7 +232,7 @@ def _changed_copy(scene: dsg.DynamicSceneGraph, *, fraction: float, seed: int) -
             copy.remove_node(node_id)
         else:
             attrs = copy.get_node(node_id).attributes
-            attrs.position = attrs.position + np.array([0.25, -0.25, 0.0])
+            attrs.position = attrs.position + np.array([0.75, -0.75, 0.0])  # ~1.06 m: a history event
     return copy
 
 

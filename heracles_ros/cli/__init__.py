@@ -13,7 +13,9 @@ import sys
 from heracles_ros.errors import HeraclesError
 
 #: Sub-modules that contribute commands, in help order.
-_COMMAND_MODULES = ("db", "scene", "cypher", "corrections", "bench", "goal", "plan", "language", "eval", "demo")
+_COMMAND_MODULES = (
+    "db", "scene", "cypher", "changes", "corrections", "bench", "goal", "plan", "language", "eval", "demo"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,6 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     load.add_argument("scene", type=Path, help="scene graph file (.json, or spark_dsg binary under any other name)")
     load.add_argument("--force", action="store_true",
                       help="apply even if the scene would remove most of what the database mirrors")
+    load.add_argument("--time", default=None, metavar="TIME",
+                      help="the snapshot's time in the history: an ISO time (UTC unless it names a zone) or epoch "
+                      "seconds (default: the file's modification time)")
     summary = sub.add_parser("summary", help="print what the database mirrors: counts by layer, class and relation")
     for parser in (load, summary):
         add_db_option(parser)
@@ -56,13 +59,15 @@ def database_counts(store: GraphStore) -> dict[str, Any]:
 
 
 def _load(args: argparse.Namespace) -> int:
+    from heracles_ros.cli.changes import parse_since
     from heracles_ros.graphdb.mirror import Mirror
     from heracles_ros.scene.io import load_scene
 
     started = time.perf_counter()
     graph = load_scene(args.scene)
+    stamp = parse_since(args.time) if args.time is not None else args.scene.stat().st_mtime
     with open_store(args.db, graph=args.graph, timeout_s=120.0) as store:
-        report = Mirror(store).reconcile(graph, force=args.force)
+        report = Mirror(store).reconcile(graph, force=args.force, stamp_s=stamp)
         counts = database_counts(store)
     print_json({
         "scene": str(args.scene),
@@ -74,6 +79,7 @@ def _load(args: argparse.Namespace) -> int:
         "edges_removed": report.edges_removed,
         "corrections_reapplied": report.corrections_reapplied,
         "corrections_retired": report.corrections_retired,
+        "history_events": len(report.changes),
         "mirrored": {"nodes": report.nodes, "edges": report.edges, "relationships": report.relationships},
         **counts,
         "seconds": round(time.perf_counter() - started, 3),

@@ -26,6 +26,7 @@ from heracles_ros.errors import DatabaseError, SuspectSnapshot
 from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.cypher import falkordb_indexes
 from heracles_ros.graphdb.cypher import mirror as q
+from heracles_ros.graphdb.history import ChangeEvent, History, HistorySettings
 from heracles_ros.graphdb.point_functions import ensure_point_functions
 from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.scene.tables import (
@@ -70,7 +71,9 @@ class ReconcileReport:
     corrections_reapplied: int = 0
     corrections_retired: list[str] = field(default_factory=list)
     generation: int = 0
-    #: Seconds: extract, read_baseline, diff, write, corrections, total.
+    #: Events the history recorded for this snapshot (empty when history is off).
+    changes: list[ChangeEvent] = field(default_factory=list)
+    #: Seconds: extract, read_baseline, diff, write, corrections, history, total.
     timings: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -97,6 +100,7 @@ class Mirror:
         suspect_min_nodes: int = 20,
         allow_mass_removal: bool = False,
         atomic_rows: int = ATOMIC_ROWS,
+        history: HistorySettings | None = None,
     ):
         self.store = store
         self.batch_size = batch_size
@@ -105,6 +109,7 @@ class Mirror:
         self.suspect_min_nodes = suspect_min_nodes
         self.allow_mass_removal = allow_mass_removal
         self.corrections = Corrections(store)
+        self.history = History(store, history)
         self._baseline: SceneTables | None = None
         #: The mirror generation this instance wrote last; another writer (a second mirror, ``heracles
         #: load``) bumps it, which makes the cached baseline stale.
@@ -113,18 +118,30 @@ class Mirror:
 
     # -- public -------------------------------------------------------------
     def reconcile(
-        self, scene: dsg.DynamicSceneGraph | SceneTables, *, sequence: int = -1, force: bool = False
+        self,
+        scene: dsg.DynamicSceneGraph | SceneTables,
+        *,
+        sequence: int = -1,
+        force: bool = False,
+        stamp_s: float | None = None,
     ) -> ReconcileReport:
         """Make the database mirror ``scene``; ``force`` applies a suspect snapshot anyway.
+
+        ``stamp_s`` is the snapshot's time for the history (seconds since the
+        epoch; default: now).
 
         The cyclic garbage collector is paused meanwhile: a reconcile allocates
         tens of thousands of rows and no cycles, and the collections those
         allocations would trigger cost about 5 % of a reconcile.
         """
         with _gc_paused():
-            return self._reconcile(scene, sequence=sequence, force=force)
+            return self._reconcile(
+                scene, sequence=sequence, force=force, stamp_s=time.time() if stamp_s is None else stamp_s
+            )
 
-    def _reconcile(self, scene: dsg.DynamicSceneGraph | SceneTables, *, sequence: int, force: bool) -> ReconcileReport:
+    def _reconcile(
+        self, scene: dsg.DynamicSceneGraph | SceneTables, *, sequence: int, force: bool, stamp_s: float
+    ) -> ReconcileReport:
         started = time.perf_counter()
         report = ReconcileReport()
         tables = scene if isinstance(scene, SceneTables) else extract_tables(scene)
@@ -134,6 +151,7 @@ class Mirror:
             if self._baseline is not None and self._db_generation() != self._generation:
                 log.info("another writer changed the mirrored graph; reading it again before the diff")
                 self._baseline = None
+                self.history.forget()
             from_db = self._baseline is None
             baseline = self._baseline if self._baseline is not None else self.read_baseline()
             # Only a baseline read just now may vouch that a layer is empty (another writer could
@@ -162,12 +180,18 @@ class Mirror:
             report.corrections_reapplied, report.corrections_retired = self.corrections.after_reconcile(
                 touched=touched, removed=gone
             )
+            t_corrections = time.perf_counter()
+            report.changes = self.history.record(
+                baseline, tables, added=diff.added_nodes, changed=diff.changed_nodes, removed=diff.removed_nodes,
+                stamp_s=stamp_s, sequence=sequence,
+            )
             if diff.any or self._baseline is None:
                 rows = self.store.write(q.BUMP_GENERATION, {"sequence": sequence, "now": time.time()})
                 report.generation = int(rows[0]["generation"]) if rows else 0
                 self._generation = report.generation
         except DatabaseError:
             self._baseline = None  # re-read the truth next time: part of the diff may have landed
+            self.history.forget()
             raise
         self._baseline = tables
         report.nodes_added = len(diff.added_nodes)
@@ -184,7 +208,8 @@ class Mirror:
             "read_baseline": t_diff0 - t_extract,
             "diff": t_diff - t_diff0,
             "write": t_write - t_diff,
-            "corrections": end - t_write,
+            "corrections": t_corrections - t_write,
+            "history": end - t_corrections,
             "total": end - started,
         }
         return report
@@ -231,6 +256,7 @@ class Mirror:
         """Write to ``store`` from now on (the server moved); its contents are read again before the next diff."""
         self.store = store
         self.corrections.store = store
+        self.history.use_store(store)
         self._baseline = None
         self._schema_ready = False
 

@@ -29,6 +29,8 @@ class Snapshot:
     payload: bytes
     sequence: int = -1
     full_update: bool = True
+    #: The DsgUpdate header stamp, seconds since the epoch (None: the time it is applied).
+    stamp_s: float | None = None
     received_s: float = field(default_factory=time.monotonic)
 
 
@@ -175,7 +177,7 @@ class MirrorLoop:
 
     def _apply(self, work: Work) -> None:
         if isinstance(work, SceneFile):
-            report = self.mirror.reconcile(load_scene(work.path), force=True)
+            report = self.mirror.reconcile(load_scene(work.path), force=True, stamp_s=_file_time(work.path))
             log.info("mirrored scene file %s: %d nodes, %d edges", work.path, report.nodes, report.edges)
             self._applied(report, sequence=self.state.sequence, started=work.received_s)
             return
@@ -185,7 +187,7 @@ class MirrorLoop:
                 "snapshots (Hydra's default), so it was ignored"
             )
         graph = self._decoder.decode(work.payload)
-        report = self.mirror.reconcile(graph, sequence=work.sequence)
+        report = self.mirror.reconcile(graph, sequence=work.sequence, stamp_s=work.stamp_s)
         self._applied(report, sequence=work.sequence, started=work.received_s)
 
     def _applied(self, report: ReconcileReport, *, sequence: int, started: float) -> None:
@@ -233,6 +235,13 @@ class MirrorLoop:
             self.on_state(state)
         except Exception:  # a failing status publisher must not stop the mirror
             log.exception("status callback failed")
+
+
+def _file_time(path: str) -> float | None:
+    try:
+        return Path(path).stat().st_mtime
+    except OSError:
+        return None  # load_scene has said what is wrong with the path
 
 
 def _describe(work: Work) -> str:

@@ -2,28 +2,38 @@
 
 Thin by design: the subscription callback copies the payload into the
 :class:`MirrorLoop` mailbox and returns, the loop's worker thread decodes,
-diffs and writes, and every outcome is published as ``mirror_status``.
+diffs and writes, and every outcome is published as ``mirror_status``. The
+``changes`` service (heracles_ros/srv/Changes) answers what the history
+recorded since a time; each snapshot's time is its DsgUpdate header stamp.
+``history_markers`` (MarkerArray, namespace ``heracles/moved``) shows what
+moved within ``moved_markers_window_s`` of the newest snapshot.
 """
 from __future__ import annotations
 
+import json
 import logging
+import time
 from typing import Any
 
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
+from visualization_msgs.msg import MarkerArray
 
-from heracles_ros.errors import ConfigError
+from heracles_ros.errors import ConfigError, HeraclesError
 from heracles_ros.graphdb import open_store, parse_db_uri
 from heracles_ros.graphdb.embedded import EmbeddedServer
+from heracles_ros.graphdb.history import HistorySettings, read_changes, read_clock
 from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.mirror_loop import MirrorLoop, MirrorState, Snapshot
 from heracles_ros.msg import MirrorStatus
+from heracles_ros.nodes.markers import NS_MOVED, MarkerBook, moved_markers
 from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.qos import reliable
 from heracles_ros.nodes.runner import run_node
 from heracles_ros.settings import Setting
+from heracles_ros.srv import Changes
 
 PARAMETERS: tuple[Setting, ...] = (
     Setting("db_uri", "embedded", "graph database: embedded[:DATA_DIR], falkordb://host:port, neo4j://host:port "
@@ -41,6 +51,17 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("batch_size", 5000, "rows per database statement", minimum=1, maximum=1_000_000),
     Setting("query_timeout_s", 60.0, "per-query time limit of the database, in seconds",
               minimum=0.1, maximum=3600.0),
+    Setting("history", True, "record the scene's history (Change / Seen nodes: what appeared, disappeared, moved, "
+              "was relabelled or renamed, and when)"),
+    Setting("move_threshold_m", 0.5, "a node counts as moved only this far from where the history last recorded it "
+              "(map optimisation nudges everything a little)", minimum=0.0, maximum=1000.0),
+    Setting("history_max_age_s", 30 * 86400.0, "history events older than this are pruned; 0: no age limit",
+              minimum=0.0),
+    Setting("history_max_changes", 200_000, "at most this many history events are kept (oldest pruned first); "
+              "0: no count limit", minimum=0),
+    Setting("moved_markers_window_s", 600.0, "history_markers show what moved within this many seconds before the "
+              "newest snapshot (refreshed every 2 s); 0: no markers", minimum=0.0),
+    Setting("marker_frame", "map", "frame of the history markers (Hydra's map frame)"),
     Setting("status_period_s", 5.0, "republish the last status this often even without snapshots; 0: only on "
               "change", minimum=0.0, maximum=3600.0),
 )
@@ -118,6 +139,12 @@ class DsgMirrorNode(Node):
             suspect_fraction=params["suspect_fraction"],
             suspect_min_nodes=params["suspect_min_nodes"],
             allow_mass_removal=params["allow_mass_removal"],
+            history=HistorySettings(
+                enabled=params["history"],
+                move_threshold_m=params["move_threshold_m"],
+                max_age_s=params["history_max_age_s"],
+                max_changes=params["history_max_changes"],
+            ),
         )
         self._status = self.create_publisher(MirrorStatus, "mirror_status", 10)
         self.loop = MirrorLoop(
@@ -131,6 +158,11 @@ class DsgMirrorNode(Node):
         if params["scene_file"]:
             self.loop.submit_file(params["scene_file"])
         self.create_subscription(dsg_update, params["dsg_topic"], self._on_update, dsg_qos())
+        self.create_service(Changes, "changes", self._on_changes)
+        if params["moved_markers_window_s"] > 0:
+            self._markers = self.create_publisher(MarkerArray, "history_markers", 1)
+            self._marker_book = MarkerBook()
+            self.create_timer(_MARKER_PERIOD_S, self._refresh_markers)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         if params["status_period_s"] > 0:
             self.create_timer(params["status_period_s"], lambda: self._publish(self._current_state()))
@@ -180,8 +212,40 @@ class DsgMirrorNode(Node):
                 payload=msg.layer_contents.tobytes(),
                 sequence=int(msg.sequence_number),
                 full_update=bool(msg.full_update),
+                stamp_s=_stamp_seconds(msg.header.stamp),
             )
         )
+
+    def _on_changes(self, request: Any, response: Any) -> Any:
+        """History events since a time; a bad request or an unreachable database is answered in ``error``."""
+        since = float(request.since_s)
+        if since <= 0:
+            since = time.time() - (-since if since < 0 else 3600.0)
+        try:
+            with self._reader() as store:
+                events = read_changes(store, since=since, room=request.room or None, limit=int(request.limit) or 1000)
+        except HeraclesError as exc:
+            response.error = str(exc)
+            return response
+        response.changes = [json.dumps(e.to_json()) for e in events]
+        return response
+
+    def _reader(self) -> Any:
+        return open_store(self._params["db_uri"], graph=self._params["graph_name"],
+                          timeout_s=self._params["query_timeout_s"])
+
+    def _refresh_markers(self) -> None:
+        """What moved within the window before the newest snapshot; a database problem only skips a refresh."""
+        try:
+            with self._reader() as store:
+                newest = read_clock(store)
+                since = (newest or 0.0) - self._params["moved_markers_window_s"]
+                events = read_changes(store, since=since, limit=1000) if newest is not None else []
+        except HeraclesError as exc:
+            self.get_logger().debug(f"history markers not refreshed: {exc}")
+            return
+        markers = moved_markers(events, frame_id=self._params["marker_frame"], stamp=self.get_clock().now().to_msg())
+        self._markers.publish(self._marker_book.update(markers, (NS_MOVED,)))
 
     def _current_state(self) -> MirrorState:
         return self.loop.state if self.loop is not None else MirrorState()
@@ -222,6 +286,16 @@ class DsgMirrorNode(Node):
     def destroy_node(self) -> None:
         self._teardown()
         super().destroy_node()
+
+
+#: Seconds between refreshes of the history markers.
+_MARKER_PERIOD_S = 2.0
+
+
+def _stamp_seconds(stamp: Any) -> float | None:
+    """Header stamp -> epoch seconds; None for an unset (zero) stamp, which the mirror replaces by its clock."""
+    seconds = int(stamp.sec) + int(stamp.nanosec) * 1e-9
+    return seconds if seconds > 0 else None
 
 
 def main(args: list[str] | None = None) -> int:

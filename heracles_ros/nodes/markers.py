@@ -14,7 +14,9 @@ a place to walk to, SPHERE for an object to inspect or pick, CYLINDER for
 where an object is put down; the current step is yellow, later ones blue),
 ``heracles/labels`` (TEXT_VIEW_FACING "3/5 pick O2" above each target, stacked
 when steps share a target) and ``heracles/robot`` (an ARROW at the body pose,
-id 0, and a text naming the robot and what it holds, id 1).
+id 0, and a text naming the robot and what it holds, id 1). The dsg_mirror node
+shows what moved recently in ``heracles/moved`` (per move, an ARROW from where
+the node was to where it is, id 2k, and a text "O12 bag 3.0 m", id 2k+1).
 
 Lifetimes: plan markers have lifetime 0, i.e. they stay until replaced or
 deleted. They describe the plan, not a measurement, and a long manipulation
@@ -36,6 +38,7 @@ from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.execution.driver import Pose as RobotPose
+from heracles_ros.graphdb.history import ChangeEvent
 from heracles_ros.nodes.plan_msgs import point_msg
 from heracles_ros.plan_types import PlanAction, PlanResult, Point3
 
@@ -43,6 +46,7 @@ NS_PATH = "heracles/path"
 NS_TARGETS = "heracles/targets"
 NS_LABELS = "heracles/labels"
 NS_ROBOT = "heracles/robot"
+NS_MOVED = "heracles/moved"
 PLAN_NAMESPACES: tuple[str, ...] = (NS_PATH, NS_TARGETS, NS_LABELS)
 ALL_NAMESPACES: tuple[str, ...] = (*PLAN_NAMESPACES, NS_ROBOT)
 
@@ -142,6 +146,31 @@ def robot_markers(pose: RobotPose, *, label: str, frame_id: str, stamp: Time | N
     text = make_marker(header, NS_ROBOT, 1, Marker.TEXT_VIEW_FACING, above, (0.0, 0.0, LABEL_HEIGHT_M),
                        _ROBOT_COLOUR, text=label, lifetime_s=lifetime)  # fmt: skip
     return [arrow, text]
+
+
+_MOVED_COLOUR = (1.0, 0.4, 0.1, 0.9)
+
+
+def moved_markers(events: Iterable[ChangeEvent], *, frame_id: str, stamp: Time | None = None) -> list[Marker]:
+    """An arrow from where each moved node was to where it went, and a label; the newest move of a node wins."""
+    header = Header(frame_id=frame_id, stamp=stamp or Time())
+    latest: dict[str, ChangeEvent] = {}
+    for event in events:
+        if event.kind == "moved" and event.from_position is not None:
+            latest[event.symbol] = event
+    markers: list[Marker] = []
+    for index, event in enumerate(sorted(latest.values(), key=lambda e: e.symbol)):
+        start, end = event.from_position, event.position
+        assert start is not None
+        arrow = make_marker(header, NS_MOVED, 2 * index, Marker.ARROW, (0.0, 0.0, 0.0), (0.08, 0.2, 0.3),
+                            _MOVED_COLOUR, points=[point_msg(start), point_msg(end)])  # fmt: skip
+        metres = math.dist(start, end)
+        above = (end[0], end[1], end[2] + LABEL_LIFT_M)
+        label = make_marker(header, NS_MOVED, 2 * index + 1, Marker.TEXT_VIEW_FACING, above,
+                            (0.0, 0.0, LABEL_HEIGHT_M), _TEXT_COLOUR,
+                            text=f"{event.symbol} {event.cls} {metres:.1f} m")  # fmt: skip
+        markers += [arrow, label]
+    return markers
 
 
 def make_marker(

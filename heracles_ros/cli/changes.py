@@ -1,0 +1,84 @@
+"""``heracles changes``: what changed in the scene since a time, from the mirror's history."""
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from datetime import datetime, timezone
+
+from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.errors import ConfigError
+from heracles_ros.graphdb import open_store
+from heracles_ros.graphdb.history import read_changes
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "changes", help="list what appeared, disappeared, moved or was relabelled/renamed since a time",
+        description="Events the mirror recorded from its own diffs, oldest first. A move counts only beyond the "
+        "mirror's move_threshold_m (default 0.5 m).",
+    )
+    parser.add_argument("--since", default="1h", metavar="AGO|TIME",
+                        help="how far back: 30s, 10m, 2h, 1d, or an ISO time (2026-11-23T10:05:00, UTC unless it "
+                        "names a zone), or seconds since the epoch (default: 1h)")
+    parser.add_argument("--room", default=None, metavar="SYMBOL", help="only changes in this room, e.g. R2")
+    parser.add_argument("--limit", type=int, default=1000, metavar="N", help="at most N events (default: 1000)")
+    parser.add_argument("--json", action="store_true", help="print the events as a JSON list")
+    add_db_option(parser)
+    parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+    parser.set_defaults(func=_run)
+
+
+def parse_since(text: str, *, now: float | None = None) -> float:
+    """"10m" (ago), an ISO time or epoch seconds -> epoch seconds."""
+    now = time.time() if now is None else now
+    ago = _AGO.match(text)
+    if ago:
+        return now - float(ago.group(1)) * _UNITS[ago.group(2)]
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(
+            f"--since {text!r} is neither a duration (30s, 10m, 2h, 1d), an ISO time nor epoch seconds"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise ConfigError(f"--limit must be 1 or more, got {args.limit}")
+    since = parse_since(args.since)
+    with open_store(args.db, graph=args.graph) as store:
+        events = read_changes(store, since=since, room=args.room, limit=args.limit)
+    if args.json:
+        print_json([e.to_json() for e in events])
+        return 0
+    for e in events:
+        what = e.to_json()
+        detail = ""
+        if "from_position" in what:
+            detail = f" from {_xyz(what['from_position'])} to {_xyz(what['position'])} ({what['distance_m']} m)"
+        elif e.from_class is not None:
+            detail = f" from {e.from_class!r} to {e.cls!r}"
+        elif e.from_name is not None:
+            detail = f" from {e.from_name!r} to {e.name!r}"
+        else:
+            detail = f" at {_xyz(what['position'])}"
+        room = f" in {e.room}" if e.room else ""
+        print(f"{what['time']}  {e.kind:<11} {e.symbol} ({e.cls}){room}{detail}")
+    if not events:
+        print("no changes recorded since then")
+    return 0
+
+
+def _xyz(values: list[float]) -> str:
+    return "(" + ", ".join(f"{v:.2f}" for v in values) + ")"

@@ -1,0 +1,92 @@
+"""``heracles changes`` and time questions, after ``heracles load`` of a scene and of its changed self."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
+from support.scripted_llm import ScriptedLLMServer, call, say
+from support.tiny_scene import tiny_scene
+
+from heracles_ros.cli import main
+from heracles_ros.cli.changes import parse_since
+from heracles_ros.errors import ConfigError
+
+T0 = 1_800_000_000.0
+MOVED_QUERY = ("MATCH (c:Change {symbol: 'O0', kind: 'moved'}) "
+               "RETURN c.from_x AS x, c.from_y AS y, c.from_z AS z, c.t AS t ORDER BY c.t DESC LIMIT 1")
+
+
+@pytest.fixture
+def loaded(store, db_uri, graph_name, tmp_path: Path, capsys) -> list[str]:
+    """The tiny scene loaded at T0, then the changed one a minute later; the --db/--graph options to reach them."""
+    db = ["--db", db_uri, "--graph", graph_name]
+    for name, graph, stamp in (("before.json", tiny_scene(), T0), ("after.json", changed_scene(), T0 + 60)):
+        path = tmp_path / name
+        graph.save(str(path), include_mesh=False)
+        assert main(["load", str(path), "--time", str(stamp), *db]) == 0
+    capsys.readouterr()
+    return db
+
+
+def _json(capsys) -> object:
+    return json.loads(capsys.readouterr().out)
+
+
+def test_changes_lists_the_move_the_removal_and_the_addition_not_the_nudge(loaded, capsys) -> None:
+    assert main(["changes", "--since", str(T0 - 1), "--json", *loaded]) == 0
+    events = _json(capsys)
+    assert [(e["kind"], e["symbol"]) for e in events] == [("moved", "O0"), ("disappeared", "O3"), ("appeared", "O5")]
+    moved = events[0]
+    assert moved["from_position"] == list(MOVED_FROM) and moved["position"] == list(MOVED_TO)
+    assert moved["distance_m"] == 3.0 and moved["t"] == T0 + 60 and moved["time"] == "2027-01-15T08:01:00.000Z"
+    assert (events[2]["class"], events[2]["room"], events[1]["room"]) == ("chair", "R0", "R1")
+    # --room and --since narrow it down.
+    assert main(["changes", "--since", str(T0 - 1), "--room", "R1", "--json", *loaded]) == 0
+    assert [e["symbol"] for e in _json(capsys)] == ["O3"]
+    assert main(["changes", "--since", str(T0 + 61), "--json", *loaded]) == 0
+    assert _json(capsys) == []
+    assert main(["changes", "--since", str(T0 - 1), *loaded]) == 0
+    text = capsys.readouterr().out
+    assert "moved       O0 (box) in R0 from (0.00, 1.00, 0.50) to (3.00, 1.00, 0.50) (3.0 m)" in text
+
+
+def test_present_queries_see_the_present_and_history_answers_the_past(loaded, capsys) -> None:
+    assert main(["cypher", "MATCH (o:Object) RETURN o.nodeSymbol AS s, o.x AS x ORDER BY s", *loaded]) == 0
+    assert _json(capsys) == [{"s": "O0", "x": 3.0}, {"s": "O1", "x": 1.1}, {"s": "O2", "x": 4.0},
+                             {"s": "O4", "x": 2.5}, {"s": "O5", "x": 2.0}]
+    assert main(["cypher", MOVED_QUERY, *loaded]) == 0
+    assert _json(capsys) == [{"x": 0.0, "y": 1.0, "z": 0.5, "t": T0 + 60}]
+    assert main(["cypher", "MATCH (s:Seen {symbol: 'O3'}) RETURN s.last_t AS last, s.present AS p", *loaded]) == 0
+    assert _json(capsys) == [{"last": T0, "p": False}]
+
+
+def test_ask_answers_a_time_question_with_the_history_schema_from_the_prompt(loaded, capsys) -> None:
+    script = [call(MOVED_QUERY), say("<answer>{position: POINT(0 1 0.5), t: 1800000060}</answer>")]
+    with ScriptedLLMServer(script) as server:
+        code = main(["ask", "Where was the box O0 before it moved, and when did it move?", "--json", *loaded,
+                     "--llm", "openai", "--base-url", server.openai_base_url, "--model", "scripted"])
+        system = "\n".join(m["content"] for m in server.requests[0].body["messages"] if m["role"] == "system")
+        assert server.requests[1].tool_results() == ['[{"x":0,"y":1,"z":0.5,"t":1800000060}]']
+    assert code == 0
+    # The prompt describes the history from the live database, with an example query.
+    assert "- Change (3): history:" in system and "from_x, from_y, from_z: position before a move" in system
+    assert "MATCH (c:Change {symbol: 'O12', kind: 'moved'})" in system
+    out = _json(capsys)
+    assert out["answer"] == "{position: POINT(0 1 0.5), t: 1800000060}" and out["error"] == ""
+
+
+def test_since_accepts_durations_times_and_epochs() -> None:
+    assert parse_since("10m", now=1000.0) == 400.0
+    assert parse_since("1.5h", now=10_000.0) == 4600.0
+    assert parse_since("1800000000") == 1_800_000_000.0
+    assert parse_since("2027-01-15T08:00:00") == T0
+    assert parse_since("2027-01-15T09:00:00+01:00") == T0
+    with pytest.raises(ConfigError, match="yesterday"):
+        parse_since("yesterday")
+
+
+def test_a_bad_since_is_an_error_naming_it(capsys) -> None:
+    assert main(["changes", "--since", "soon", "--db", "falkordb://127.0.0.1:1"]) == 1
+    assert "--since 'soon'" in capsys.readouterr().err

@@ -1,0 +1,73 @@
+"""The dsg_mirror node's history over real DDS: stamped DsgUpdates in, the ``changes`` service out."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import rclpy
+from heracles_ros.msg import MirrorStatus
+from heracles_ros.srv import Changes
+from hydra_msgs.msg import DsgUpdate
+from rclpy.parameter import Parameter
+from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
+from support.ros import Collector, call_service, qos, ros_session, spinning, wait_for_subscribers, wait_until
+from support.tiny_scene import tiny_scene
+from visualization_msgs.msg import Marker, MarkerArray
+
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
+
+TOPIC = "/test/dsg_history"
+T0 = 1_700_000_000
+
+
+def _update(graph: Any, sequence: int, stamp_sec: int) -> DsgUpdate:
+    msg = DsgUpdate()
+    msg.header.frame_id = "map"
+    msg.header.stamp.sec = stamp_sec
+    msg.header.stamp.nanosec = 250_000_000
+    msg.layer_contents = graph.to_binary(include_mesh=False)
+    msg.full_update = True
+    msg.sequence_number = sequence
+    return msg
+
+
+def test_stamped_snapshots_make_history_the_changes_service_returns(
+    ros_domain_id: int, db_uri: str, graph_name: str, store: GraphStore
+) -> None:
+    params = {"db_uri": db_uri, "graph_name": graph_name, "dsg_topic": TOPIC, "status_period_s": 0.0}
+    with ros_session(ros_domain_id):
+        node = DsgMirrorNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        probe = rclpy.create_node("probe")
+        publisher = probe.create_publisher(DsgUpdate, TOPIC, qos(1))
+        status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, "/mirror_status")
+        client = probe.create_client(Changes, "/changes")
+        markers: Collector[MarkerArray] = Collector(probe, MarkerArray, "/history_markers", qos(1))
+        with spinning(node, probe):
+            wait_for_subscribers(publisher)
+            wait_until(lambda: node.count_subscribers("/mirror_status") >= 1, 10.0, "status subscriber")
+            for sequence, graph, stamp in ((1, tiny_scene(), T0), (2, changed_scene(), T0 + 60)):
+                after = status.count
+                publisher.publish(_update(graph, sequence, stamp))
+                done = status.wait(lambda s, n=sequence: s.sequence == n, 15.0, after=after, what=f"status {sequence}")
+                assert done.last_error == ""
+            assert client.wait_for_service(timeout_sec=10.0)
+            reply = call_service(client, Changes.Request(since_s=float(T0 - 1)))
+            room = call_service(client, Changes.Request(since_s=float(T0 - 1), room="R1"))
+            recent = call_service(client, Changes.Request(since_s=-3600.0))
+            shown = markers.wait(lambda m: any(x.ns == "heracles/moved" and x.action == Marker.ADD
+                                               for x in m.markers), 10.0, what="history markers")
+    arrows = [m for m in shown.markers if m.type == Marker.ARROW]
+    assert [[(p.x, p.y, p.z) for p in m.points] for m in arrows] == [[MOVED_FROM, MOVED_TO]]
+    assert [m.text for m in shown.markers if m.type == Marker.TEXT_VIEW_FACING] == ["O0 box 3.0 m"]
+    assert reply.error == ""
+    events = [json.loads(text) for text in reply.changes]
+    assert [(e["kind"], e["symbol"]) for e in events] == [("moved", "O0"), ("disappeared", "O3"), ("appeared", "O5")]
+    moved = events[0]
+    assert (moved["from_position"], moved["position"]) == (list(MOVED_FROM), list(MOVED_TO))
+    assert (moved["t"], moved["seq"]) == (T0 + 60.25, 2)  # the header stamp, not the arrival time
+    assert [json.loads(text)["symbol"] for text in room.changes] == ["O3"]
+    assert recent.changes == [] and recent.error == ""  # stamps of 2023 are not within the last hour
+    # What the database holds now is the present; the history says where O0 was.
+    assert store.query("MATCH (o:Object {nodeSymbol: 'O0'}) RETURN o.x AS x") == [{"x": 3.0}]
+    assert store.query("MATCH (c:Change {symbol: 'O0', kind: 'moved'}) RETURN c.from_x AS x") == [{"x": 0.0}]
