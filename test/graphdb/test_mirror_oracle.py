@@ -191,6 +191,6 @@ def test_a_relationship_stored_the_wrong_way_is_not_taken_for_the_right_one(stor
 
 def test_stage_timings_add_up_to_the_total(store: GraphStore) -> None:
     report = Mirror(store).reconcile(hydra_scene())
-    stages = [report.timings[k] for k in ("extract", "read_baseline", "diff", "write", "corrections")]
+    stages = [report.timings[k] for k in ("extract", "read_baseline", "diff", "write", "corrections", "history")]
     assert all(0 <= s <= report.timings["total"] for s in stages), report.timings
     assert sum(stages) == pytest.approx(report.timings["total"], rel=1e-6), report.timings
