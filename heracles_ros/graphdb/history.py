@@ -32,7 +32,7 @@ from typing import Any
 
 from heracles_ros.errors import ConfigError, DatabaseError
 from heracles_ros.graphdb.cypher import history as q
-from heracles_ros.graphdb.cypher.mirror import create_index
+from heracles_ros.graphdb.indexes import ensure_indexes
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.scene.tables import NodeRow, SceneTables, id_of, relation_of, symbol_of
 from heracles_ros.schema import CONTAINS, Layer
@@ -231,12 +231,7 @@ class History:
 
     def _ensure_loaded(self) -> None:
         if not self._schema_ready:
-            for label, prop in q.INDEXES:
-                try:
-                    self.store.write(create_index(self.store.dialect, label, prop))
-                except DatabaseError as exc:
-                    if "already indexed" not in str(exc).lower() and "already exists" not in str(exc).lower():
-                        raise
+            ensure_indexes(self.store, q.INDEXES)
             self._schema_ready = True
         if self._anchors is None:
             anchors: dict[int, Point] = {}

@@ -24,9 +24,9 @@ import spark_dsg as dsg
 
 from heracles_ros.errors import DatabaseError, SuspectSnapshot
 from heracles_ros.graphdb.corrections import Corrections
-from heracles_ros.graphdb.cypher import falkordb_indexes
 from heracles_ros.graphdb.cypher import mirror as q
 from heracles_ros.graphdb.history import ChangeEvent, History, HistorySettings
+from heracles_ros.graphdb.indexes import ensure_indexes
 from heracles_ros.graphdb.point_functions import ensure_point_functions
 from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.scene.tables import (
@@ -269,14 +269,7 @@ class Mirror:
         if self._schema_ready:
             return
         ensure_point_functions(self.store)
-        dialect = self.store.dialect
-        indexed: set[tuple[str, str]] = set()
-        if dialect.name != "neo4j":  # Neo4j's statement says IF NOT EXISTS; FalkorDB refuses a second index
-            rows = self.store.query(falkordb_indexes.INDEXES)
-            indexed = {(row["label"], prop) for row in rows for prop in row["properties"]}
-        for layer in Layer:
-            if (layer.value, "nodeSymbol") not in indexed:
-                self.store.write(q.create_index(dialect, layer.value, "nodeSymbol"))
+        ensure_indexes(self.store, [(layer.value, "nodeSymbol") for layer in Layer])
         self._schema_ready = True
 
     def _write(self, diff: _Diff, *, empty_layers: frozenset[Layer]) -> None:
