@@ -9,7 +9,9 @@ cut. One process runs at most ``HERACLES_MODEL_QUERY_SLOTS`` model queries at
 once (default 1), so concurrent asks cannot fill the server's two query
 threads and starve the mirror. Database errors become the tool's output, each
 naming the limit that was hit, so the model can repair its query; only an
-unreachable database is raised, since no query can fix that.
+unreachable database is raised, since no query can fix that. A query that
+overlapped a reconcile runs again after it (:mod:`..graphdb.snapshot_reads`),
+so the model sees the scene before or after a snapshot, never half of one.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import math
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from heracles_ros.agent.llm import ToolSpec
@@ -33,6 +35,7 @@ from heracles_ros.errors import (
     QueryTooLarge,
     ReadOnlyViolation,
 )
+from heracles_ros.graphdb.snapshot_reads import DEFAULT_WAIT_S, read_whole
 from heracles_ros.graphdb.store import CappedRows, GraphStore
 
 log = logging.getLogger(__name__)
@@ -119,9 +122,14 @@ class ToolOutput:
 class CypherTool:
     """Runs model-written Cypher on one store (read-only, with a timeout, a row cap and a token budget)."""
 
-    def __init__(self, store: GraphStore, *, timeout_s: float = 10.0, token_budget: int = 2000, float_digits: int = 3):
+    def __init__(
+        self, store: GraphStore, *, timeout_s: float = 10.0, token_budget: int = 2000, float_digits: int = 3,
+        snapshot_wait_s: float = DEFAULT_WAIT_S,
+    ):
         self.store = store
         self.timeout_s = timeout_s
+        #: How long a query waits for a reconcile in progress to end (snapshot_reads).
+        self.snapshot_wait_s = snapshot_wait_s
         self.token_budget = token_budget
         self.float_digits = float_digits
         #: Every shown row costs at least two tokens (itself and its separator): more are never read.
@@ -139,7 +147,10 @@ class CypherTool:
                 f"{self.timeout_s:g} s; try again, or ask something cheaper."
             )
         try:
-            result = self.store.query_capped(query, max_rows=self.max_rows, timeout_s=self.timeout_s)
+            read = read_whole(
+                self.store, lambda: self.store.query_capped(query, max_rows=self.max_rows, timeout_s=self.timeout_s),
+                wait_s=self.snapshot_wait_s,
+            )
         except QueryRefused as exc:
             return _error(f"the query was not sent: {exc}")
         except ReadOnlyViolation as exc:
@@ -156,7 +167,10 @@ class CypherTool:
             return _error(str(exc))
         finally:
             self._slots.release()
-        return self._format(result)
+        output = self._format(read.value)
+        if read.whole:
+            return output
+        return replace(output, text=output.text + "\n" + _MIXED_NOTE)
 
     def _format(self, result: CappedRows) -> ToolOutput:
         total = result.total
@@ -195,6 +209,12 @@ class CypherTool:
         if isinstance(value, (list, tuple)):
             return [self._compact(v) for v in value]
         return value
+
+
+_MIXED_NOTE = (
+    "(note: the mirror kept writing new snapshots of the scene while this query ran, so these rows may mix "
+    "two of them; ask again for a consistent answer)"
+)
 
 
 def _error(message: str) -> ToolOutput:

@@ -6,7 +6,10 @@ diffs each new snapshot against it, and sends batched MERGE/SET and DELETE
 statements for what changed (CREATE into a layer the database holds none of,
 as on a first load). It never wipes the database and never touches nodes it
 does not own (robot state, corrections, bookkeeping). Another writer's change
-(its bump of the mirror generation) makes it read the database again.
+(its bump of the mirror generation) makes it read the database again. A
+reconcile that changes anything is bracketed by ``writing`` on the MirrorMeta
+node and the generation bump, so readers can see the scene before or after it,
+never between (:mod:`.snapshot_reads`).
 """
 from __future__ import annotations
 
@@ -48,9 +51,9 @@ log = logging.getLogger(__name__)
 #: Statements per MULTI/EXEC transaction of a large diff: keeps each request moderate in size.
 _STATEMENTS_PER_TRANSACTION = 8
 #: Rows a diff may write in one transaction (a 1 % change of the kilometre-scale scene is ~800
-#: rows; a first load of it is ~100,000 and goes in phases). Neo4j readers then see the scene
-#: before or after the reconcile; FalkorDB's reader threads can still run between the statements
-#: of a MULTI/EXEC, far more rarely than between separate transactions.
+#: rows; a first load of it is ~100,000 and goes in phases). What readers see does not depend on
+#: it (FalkorDB's reader threads run between the statements of a MULTI/EXEC anyway): they wait
+#: for the reconcile's end through snapshot_reads; it keeps a failed small diff all-or-nothing on Neo4j.
 ATOMIC_ROWS = 20_000
 
 
@@ -173,6 +176,8 @@ class Mirror:
                     f"(more than {self.suspect_fraction:.0%}); held back. Set allow_mass_removal "
                     "(or send it again with force) if the scene really shrank."
                 )
+            if diff.any:  # readers wait from here until the generation bump (snapshot_reads)
+                self.store.write(q.BEGIN_UPDATE)
             self._write(diff, empty_layers=empty_layers)
             t_write = time.perf_counter()
             touched = {symbol_of(i) for i in diff.upserted_ids}

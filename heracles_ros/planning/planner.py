@@ -22,6 +22,7 @@ from heracles_ros.domain import Domain, load_domain
 from heracles_ros.errors import GoalError, HeraclesError, PlanningError
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb.cypher import planning as cypher
+from heracles_ros.graphdb.snapshot_reads import read_whole
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.language.goal_ast import GoalExpr, symbols
 from heracles_ros.language.pddl_goal import check_goal, checked_goal, parse_goal
@@ -96,8 +97,11 @@ class Planner:
                 old = time.monotonic() - self._loaded_at >= self.max_graph_age_s
                 stale = old or any(s not in graph.index and s not in graph.room_places for s in needed)
             if stale or graph is None:
-                graph = load_place_graph(self.store)
-                self._graph, self._stamp, self._loaded_at = graph, stamp, time.monotonic()
+                read = read_whole(self.store, lambda: load_place_graph(self.store))
+                graph = read.value
+                # A graph read while reconciles kept overlapping is used once: the next plan reads it again.
+                self._graph, self._stamp = graph, stamp if read.whole else None
+                self._loaded_at = time.monotonic() if read.whole else -self.max_graph_age_s
             return graph
 
     def preload(self) -> threading.Thread:

@@ -106,9 +106,15 @@ def read_edges(relation: str) -> str:
 
 
 # --- mirror bookkeeping ---------------------------------------------------------
+#: Set before the first statement of a reconcile that changes anything; BUMP_GENERATION clears it
+#: after the last (see :mod:`heracles_ros.graphdb.snapshot_reads`).
+BEGIN_UPDATE = f"MERGE (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) SET m.writing = true"
 BUMP_GENERATION = (
     f"MERGE (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) "
-    "SET m.generation = coalesce(m.generation, 0) + 1, m.sequence = $sequence, m.updated_s = $now "
+    "SET m.generation = coalesce(m.generation, 0) + 1, m.sequence = $sequence, m.updated_s = $now, "
+    "m.writing = false "
     "RETURN m.generation AS generation"
 )
+#: What a reader compares before and after its query: the same generation, not being written.
+READ_STAMP = f"MATCH (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) RETURN m.generation AS generation, m.writing AS writing"
 READ_META = f"MATCH (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) RETURN m.generation AS generation, m.sequence AS sequence"
