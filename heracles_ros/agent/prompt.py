@@ -239,8 +239,10 @@ _LABEL_MEANINGS = {
     Layer.BUILDING.value: "a building",
     "Robot": "the robot itself",
     CHANGE_LABEL: "history: one thing that changed in the scene (linked to nothing; the node is named by symbol)",
-    SEEN_LABEL: "history: when a scene node was first and last seen (one per node ever mirrored)",
-    HISTORY_CLOCK_LABEL: "history: the time and sequence of the newest scene snapshot",
+    SEEN_LABEL: "history: when a scene node was first and last seen (one per node that appeared, changed or "
+    "vanished since the history began)",
+    HISTORY_CLOCK_LABEL: "history: the time and sequence of the newest scene snapshot (t, seq) and of the first "
+    "(start_t, start_seq)",
 }
 
 _KEY_MEANINGS = {
@@ -352,7 +354,9 @@ def history_notes() -> list[str]:
         f"changed, since when) are answered from {CHANGE_LABEL}, {SEEN_LABEL} and {HISTORY_CLOCK_LABEL}, which "
         "name scene nodes by `symbol` (equal to their nodeSymbol) and share no relationships with them. A move "
         "is recorded only beyond a threshold (0.5 m by default). Times are epoch seconds; \"now\" is the newest "
-        f"snapshot, {HISTORY_CLOCK_LABEL}.t. A node still present has {SEEN_LABEL}.present = true.",
+        f"snapshot, {HISTORY_CLOCK_LABEL}.t. A node still present has {SEEN_LABEL}.present = true; a node "
+        f"there since the history began ({HISTORY_CLOCK_LABEL}.start_t) and never changed has no {SEEN_LABEL} "
+        "entry (it is in the scene labels): it was first seen at start_t.",
         f"- What changed in room R2 in the last hour: {history_q.EXAMPLE_ROOM_LAST_HOUR}",
         f"- Where was O12 before it moved, and when: {history_q.EXAMPLE_WHERE_BEFORE} "
         "(answer with the time where asked, e.g. {position: POINT(1.5 -2 0.4), t: 1795000000.5})",

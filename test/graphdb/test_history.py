@@ -18,13 +18,29 @@ def _kinds(events: list) -> set[tuple[str, str]]:
     return {(e.kind, e.symbol) for e in events}
 
 
-def test_the_first_snapshot_starts_the_history(store: GraphStore) -> None:
+def test_the_first_snapshot_starts_the_history_and_writes_no_entry_per_node(store: GraphStore) -> None:
     report = Mirror(store).reconcile(tiny_scene(), stamp_s=T0, sequence=1)
     assert report.changes == []  # the starting point, not news
-    rows = store.query("MATCH (s:Seen {symbol: 'O2'}) RETURN s.first_t AS f, s.present AS p, s.class AS c")
-    assert rows == [{"f": T0, "p": True, "c": "bicycle"}]
-    assert store.query("MATCH (s:Seen) RETURN count(s) AS n") == [{"n": 14}]
-    assert store.query("MATCH (h:HistoryClock) RETURN h.t AS t, h.seq AS seq") == [{"t": T0, "seq": 1}]
+    assert store.query("MATCH (s:Seen) RETURN count(s) AS n") == [{"n": 0}]  # a first load costs one statement
+    assert store.query("MATCH (h:HistoryClock) RETURN h.t AS t, h.seq AS seq, h.start_t AS s0, h.start_seq AS q0"
+                       ) == [{"t": T0, "seq": 1, "s0": T0, "q0": 1}]
+
+
+def test_first_sightings_of_nodes_there_from_the_start_and_of_new_ones(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    mirror.reconcile(tiny_scene(), stamp_s=T0, sequence=1)
+    mirror.reconcile(tiny_scene(), stamp_s=T0 + 30, sequence=2)  # nothing changed: still no entries
+    assert store.query("MATCH (s:Seen) RETURN count(s) AS n") == [{"n": 0}]
+    mirror.reconcile(changed_scene(), stamp_s=T0 + 60, sequence=3)  # O0 moves, O3 goes, O5 comes
+    rows = store.query("MATCH (s:Seen) RETURN s.symbol AS s, s.first_t AS first, s.first_seq AS q, "
+                       "s.present AS p, s.last_t AS last, s.class AS c, s.x AS x ORDER BY s")
+    assert rows == [
+        {"s": "O0", "first": T0, "q": 1, "p": True, "last": T0 + 60, "c": "box", "x": MOVED_TO[0]},
+        {"s": "O3", "first": T0, "q": 1, "p": False, "last": T0 + 30, "c": "box", "x": 5.0},
+        {"s": "O5", "first": T0 + 60, "q": 3, "p": True, "last": T0 + 60, "c": "chair", "x": 2.0},
+    ]
+    # The clock's start does not move with later snapshots.
+    assert store.query("MATCH (h:HistoryClock) RETURN h.start_t AS s0, h.t AS t") == [{"s0": T0, "t": T0 + 60}]
 
 
 def test_additions_carry_their_room(store: GraphStore) -> None:
@@ -51,8 +67,9 @@ def test_moves_beyond_the_threshold_removals_and_additions_are_recorded(store: G
     before = store.query("MATCH (c:Change {symbol: 'O0', kind: 'moved'}) WHERE c.t <= $t "
                          "RETURN c.from_x AS x, c.from_y AS y, c.from_z AS z, c.t AS t", {"t": T0 + 60})
     assert before == [{"x": 0.0, "y": 1.0, "z": 0.5, "t": T0 + 60}]
-    gone = store.query("MATCH (s:Seen {symbol: 'O3'}) RETURN s.present AS p, s.last_t AS last, s.gone_t AS gone")
-    assert gone == [{"p": False, "last": T0, "gone": T0 + 60}]
+    gone = store.query("MATCH (s:Seen {symbol: 'O3'}) RETURN s.present AS p, s.last_t AS last, s.gone_t AS gone, "
+                       "s.first_t AS first")
+    assert gone == [{"p": False, "last": T0, "gone": T0 + 60, "first": T0}]
 
 
 def test_slow_drift_is_caught_once_it_adds_up(store: GraphStore) -> None:
@@ -81,6 +98,13 @@ def test_a_restarted_mirror_keeps_the_reference_positions(store: GraphStore) -> 
     Mirror(store).reconcile(tiny_scene(), stamp_s=T0)
     events = Mirror(store).reconcile(changed_scene(), stamp_s=T0 + 5).changes
     assert ("moved", "O0") in _kinds(events) and ("moved", "O1") not in _kinds(events)
+    # After another restart O0 is measured from where its move was recorded, not from scratch.
+    graph = changed_scene()
+    graph.get_node(node_id("O0")).attributes.position = np.array([MOVED_TO[0] + 0.4, MOVED_TO[1], MOVED_TO[2]])
+    assert Mirror(store).reconcile(graph, stamp_s=T0 + 6).changes == []
+    graph.get_node(node_id("O0")).attributes.position = np.array([MOVED_TO[0] + 0.7, MOVED_TO[1], MOVED_TO[2]])
+    moved = Mirror(store).reconcile(graph, stamp_s=T0 + 7).changes
+    assert [(e.kind, e.symbol, e.from_position) for e in moved] == [("moved", "O0", MOVED_TO)]
 
 
 def test_retention_by_count_and_age(store: GraphStore) -> None:

@@ -1,7 +1,7 @@
 """Statements of the scene's history (see :mod:`heracles_ros.graphdb.history` for the schema).
 
 Event rows are lists, [symbol, kind, layer, class, name, x, y, z, from_x, from_y, from_z, from_class,
-from_name, room]; Seen rows are [symbol, layer, class, name, x, y, z].
+from_name, room]; Seen rows are [symbol, layer, class, name, x, y, z, first_t, first_seq].
 """
 from __future__ import annotations
 
@@ -16,25 +16,35 @@ CREATE_CHANGES = (
     "room: r[13], t: $t, seq: $seq})"
 )
 
-#: A node seen (again): first_t stays as it was when it was seen before.
+#: A node with an event: created at its first event (first_t: r[7], the history's start for a node there
+#: since then, the snapshot's time for one that appeared), updated at later ones.
 SEEN_PRESENT = (
     f"UNWIND $rows AS r MERGE (s:{SEEN_LABEL} {{symbol: r[0]}}) "
-    "ON CREATE SET s.first_t = $t, s.first_seq = $seq "
+    "ON CREATE SET s.first_t = r[7], s.first_seq = r[8] "
     "SET s.present = true, s.layer = r[1], s.class = r[2], s.name = r[3], s.x = r[4], s.y = r[5], s.z = r[6], "
     "s.last_t = $t, s.last_seq = $seq"
 )
 
-#: Nodes gone from the scene: last seen in the snapshot before this one.
+#: Nodes gone from the scene: last seen in the snapshot before this one (rows as SEEN_PRESENT's; a node
+#: without an entry yet gets one, with where it was last).
 SEEN_GONE = (
-    f"UNWIND $symbols AS sym MATCH (s:{SEEN_LABEL} {{symbol: sym}}) "
+    f"UNWIND $rows AS r MERGE (s:{SEEN_LABEL} {{symbol: r[0]}}) "
+    "ON CREATE SET s.first_t = r[7], s.first_seq = r[8], s.layer = r[1], s.class = r[2], s.name = r[3], "
+    "s.x = r[4], s.y = r[5], s.z = r[6] "
     "SET s.present = false, s.last_t = $last_t, s.last_seq = $last_seq, s.gone_t = $t"
 )
 
 #: Where each node was recorded last (the reference a move is measured from).
 READ_SEEN = f"MATCH (s:{SEEN_LABEL}) WHERE s.present = true RETURN s.symbol AS s, s.x AS x, s.y AS y, s.z AS z"
 
-SET_CLOCK = f"MERGE (h:{HISTORY_CLOCK_LABEL} {{id: 'history'}}) SET h.t = $t, h.seq = $seq"
-READ_CLOCK = f"MATCH (h:{HISTORY_CLOCK_LABEL} {{id: 'history'}}) RETURN h.t AS t, h.seq AS seq"
+SET_CLOCK = (
+    f"MERGE (h:{HISTORY_CLOCK_LABEL} {{id: 'history'}}) ON CREATE SET h.start_t = $t, h.start_seq = $seq "
+    "SET h.t = $t, h.seq = $seq"
+)
+READ_CLOCK = (
+    f"MATCH (h:{HISTORY_CLOCK_LABEL} {{id: 'history'}}) "
+    "RETURN h.t AS t, h.seq AS seq, coalesce(h.start_t, h.t) AS start_t, coalesce(h.start_seq, h.seq) AS start_seq"
+)
 
 COUNT_CHANGES = f"MATCH (c:{CHANGE_LABEL}) RETURN count(c) AS n"
 PRUNE_CHANGES_BEFORE = f"MATCH (c:{CHANGE_LABEL}) WHERE c.t < $cutoff DELETE c"
