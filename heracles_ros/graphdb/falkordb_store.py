@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from heracles_ros.errors import (
@@ -130,14 +131,43 @@ class FalkorStore(GraphStore):
         Redis transactions do not roll back a failed command; callers that need
         all-or-nothing (the mirror) re-read their baseline after an error.
         """
-        if not statements:
-            return
-        db, graph = self._connect()
-        pipe = db.connection.pipeline(transaction=True)
+        if statements:
+            self._execute(self._commands(statements, self._timeout_ms(timeout_s)))
+
+    def write_batches(
+        self, batches: Iterable[Sequence[tuple[str, Params]]], *, timeout_s: float | None = None
+    ) -> None:
+        """One MULTI/EXEC per batch; the next is built and encoded while the server runs the one before.
+
+        One transaction is in flight at a time, so the order is kept. On a first
+        load this hides the client's share (building the edge rows, spelling
+        every row as Cypher parameter text) behind the server's inserts.
+        """
         ms = self._timeout_ms(timeout_s)
-        for cypher, params in statements:
-            text = graph._build_params_header(dict(params)) + cypher
-            pipe.execute_command("GRAPH.QUERY", self._graph_name, text, "--compact", "timeout", ms)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="falkordb-writes") as sender:
+            pending: Future[None] | None = None
+            for batch in batches:
+                if not batch:
+                    continue
+                commands = self._commands(batch, ms)
+                if pending is not None:
+                    pending.result()  # a failed transaction stops the rest
+                pending = sender.submit(self._execute, commands)
+            if pending is not None:
+                pending.result()
+
+    def _commands(self, statements: Sequence[tuple[str, Params]], ms: int) -> list[tuple[str | int, ...]]:
+        graph = self._connect()[1]
+        return [
+            ("GRAPH.QUERY", self._graph_name, graph._build_params_header(dict(params)) + cypher, "--compact",
+             "timeout", ms)
+            for cypher, params in statements
+        ]
+
+    def _execute(self, commands: list[tuple[str | int, ...]]) -> None:
+        pipe = self._connect()[0].connection.pipeline(transaction=True)
+        for command in commands:
+            pipe.execute_command(*command)
         try:
             replies = pipe.execute(raise_on_error=False)
         except Exception as exc:

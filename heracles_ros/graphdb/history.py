@@ -256,9 +256,9 @@ class History:
                     anchors[id_of(symbol)] = (float(row["x"]), float(row["y"]), float(row["z"]))
             self._anchors = anchors
             clock = self.store.query(q.READ_CLOCK)
-            row = clock[0] if clock and clock[0]["t"] is not None else None
-            self._clock = (float(row["t"]), int(row["seq"])) if row else None
-            self._start = (float(row["start_t"]), int(row["start_seq"])) if row else (0.0, 0)
+            newest = clock[0] if clock and clock[0]["t"] is not None else None
+            self._clock = (float(newest["t"]), int(newest["seq"])) if newest else None
+            self._start = (float(newest["start_t"]), int(newest["start_seq"])) if newest else (0.0, 0)
             counted = self.store.query(q.COUNT_CHANGES)
             self._count = int(counted[0]["n"]) if counted else 0
 

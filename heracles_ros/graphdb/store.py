@@ -8,7 +8,7 @@ the server, not by inspecting the text.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +61,17 @@ class GraphStore(ABC):
     @abstractmethod
     def write_many(self, statements: Sequence[tuple[str, Params]], *, timeout_s: float | None = None) -> None:
         """Run several writing statements, in one transaction where the backend has them."""
+
+    def write_batches(
+        self, batches: Iterable[Sequence[tuple[str, Params]]], *, timeout_s: float | None = None
+    ) -> None:
+        """Several ``write_many`` transactions in order, stopping at the first that fails.
+
+        ``batches`` may be a generator: backends that can (FalkorDB) build the
+        next transaction while the server runs the one before.
+        """
+        for batch in batches:
+            self.write_many(batch, timeout_s=timeout_s)
 
     @abstractmethod
     def ping(self) -> None:
