@@ -79,6 +79,28 @@ def test_write_many_reports_a_failing_statement(store: FalkorStore) -> None:
         store.write_many([("CREATE (:Object {nodeSymbol: 'O1'})", {}), ("THIS IS NOT CYPHER", {})])
 
 
+def test_write_batches_keep_their_order_and_stop_at_the_first_failure(store: FalkorStore) -> None:
+    sent: list[int] = []
+
+    def batches():  # a generator, as the mirror's first load hands them over
+        for n, text in enumerate([
+            "CREATE (:Object {nodeSymbol: 'O1'})",
+            "MATCH (a:Object {nodeSymbol: 'O1'}) CREATE (a)-[:OBJECT_CONNECTED]->(:Object {nodeSymbol: 'O2'})",
+            "THIS IS NOT CYPHER",
+            "CREATE (:Object {nodeSymbol: 'O3'})",
+            "CREATE (:Object {nodeSymbol: 'O4'})",
+        ]):
+            sent.append(n)
+            yield [(text, {})]
+
+    with pytest.raises(QueryError, match="database rejected the query"):
+        store.write_batches(batches())
+    assert store.query("MATCH (a)-[:OBJECT_CONNECTED]->(b) RETURN a.nodeSymbol AS a, b.nodeSymbol AS b") == [
+        {"a": "O1", "b": "O2"}]  # the second ran after the first
+    assert store.query("MATCH (n:Object) RETURN n.nodeSymbol AS s ORDER BY s") == [{"s": "O1"}, {"s": "O2"}]
+    assert sent == [0, 1, 2, 3]  # the batch after the failing one was built, never sent; the next not built
+
+
 def test_unreachable_server_is_reported() -> None:
     dead = FalkorStore("127.0.0.1", 9, timeout_s=1.0)
     with pytest.raises(DatabaseUnavailable, match=r"127\.0\.0\.1:9"):
