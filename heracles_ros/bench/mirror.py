@@ -14,6 +14,9 @@ meaningful even where the absolute figures depend on the hardware:
 - ``changed_1pct_ms``: 1 % of the nodes moved (about 1 m, beyond the history's
   0.5 m move threshold, so every move is a history event) or removed (and
   back): decode, diff, write, corrections, history.
+- ``--read-replica``: the same with the embedded database's read replica attached
+  (the isolation the model's queries run behind), so the primary also streams
+  every write to it.
 - ``--history-snapshots N``: N further snapshots, each changing another 1 % of
   the nodes (moved 1 m, or removed, or brought back), then the history's size
   (``history_changes``, ``history_seen``) and the median cost of one of them
@@ -67,6 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--history-snapshots", type=int, default=0, metavar="N",
                         help="after the steady state, mirror N more snapshots with 1 %% of the nodes changed each "
                         "and report the history's size (default: 0, skipped)")
+    parser.add_argument("--read-replica", action="store_true",
+                        help="attach the embedded database's read replica first, as the language_server does: the "
+                        "primary then streams every write to it (embedded databases only)")
     parser.add_argument("--db", default=None, metavar="URI",
                         help="database to measure on (default: a throwaway embedded FalkorDB in a temp dir); "
                         "graphs named bench_* are created and dropped")
@@ -99,6 +105,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "payload_mb": round(len(payload) / 1e6, 2),
     }
     with _database(args.db) as uri:
+        if args.read_replica:
+            if not uri.startswith("embedded"):
+                raise ConfigError(f"--read-replica needs an embedded database, not {uri}")
+            open_store(uri, read_replica=True).close()  # started, in sync, following every write from now on
+        figures["read_replica"] = args.read_replica
         figures.update(_database_figures(uri, tables, payload, changed_payload, args))
     figures["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     ratios = {
