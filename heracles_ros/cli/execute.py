@@ -29,6 +29,9 @@ DEFAULT_NAMESPACE = "/spot"
 EXIT_OK, EXIT_FAILED, EXIT_CLARIFY = 0, 1, 3
 #: Seconds to wait for the reason of a rejected goal on command_rejections.
 REJECTION_WAIT_S = 3.0
+#: After the result: feedback still arriving within this quiet spell is shown, for at most the max.
+LATE_FEEDBACK_QUIET_S = 0.3
+LATE_FEEDBACK_MAX_S = 2.0
 _RESULT_FIELDS = (
     "outcome", "reason", "command_id", "goal", "goal_text", "plan_summary", "clarification", "steps_completed",
     "replans", "robot_place", "holding", "tool_calls", "input_tokens", "output_tokens", "latency_s",
@@ -152,8 +155,21 @@ class _Follower:
                 cancelled = True
                 _err("cancelling (Ctrl-C again to leave without waiting)")
                 handle.cancel_goal_async()
+        self._show_late_feedback(goal.command_id)
         result = finished.result().result
         return self._report(result, as_json)
+
+    def _show_late_feedback(self, command_id: str) -> None:
+        """Feedback sent before the result can arrive after it (a topic and a service reply are not
+        ordered): show what comes within a short quiet spell, so the last step's lines are not lost."""
+        deadline = time.monotonic() + LATE_FEEDBACK_MAX_S
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                event = self.events.get(timeout=min(LATE_FEEDBACK_QUIET_S, left))
+            except queue.Empty:
+                return
+            if event is not None:
+                self._show(event, command_id)
 
     def _rejected(self, goal: Any, as_json: bool) -> int:
         deadline = time.monotonic() + REJECTION_WAIT_S
