@@ -9,7 +9,7 @@ reconcile and cleared by the generation bump after the last. A reader reads
 that stamp before and after its query; equal stamps, not writing, mean no
 reconcile statement ran in between (each statement is atomic for readers on
 both backends), so the query saw one snapshot. Otherwise it runs again once
-the reconcile is over, for at most ``wait_s``; then its rows come back marked
+the reconcile is over (looking every 5 to 20 ms), for at most ``wait_s``; then its rows come back marked
 as possibly mixed (a full load of a large scene takes longer than that).
 """
 from __future__ import annotations
@@ -27,6 +27,9 @@ T = TypeVar("T")
 #: Seconds a read waits for a reconcile in progress by default: a 1 % change of the
 #: kilometre-scale scene takes ~0.3 s, a first load of it ~1.5 s.
 DEFAULT_WAIT_S = 3.0
+#: Longest pause between two looks at the stamp: short, so a reader catches the gap between two
+#: reconciles (a stamp read costs well under a millisecond).
+POLL_MAX_S = 0.02
 
 
 @dataclass(frozen=True)
@@ -71,4 +74,4 @@ def read_whole(store: GraphStore, read: Callable[[], T], *, wait_s: float = DEFA
                 last = (read(),)
             return WholeRead(last[0], False, attempts)
         time.sleep(delay)
-        delay = min(2 * delay, 0.1)
+        delay = min(2 * delay, POLL_MAX_S)

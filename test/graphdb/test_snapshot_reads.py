@@ -75,7 +75,7 @@ def test_a_reader_during_100_reconciles_never_sees_a_mix(tmp_path: Path) -> None
                 for k in range(1, len(scenes)):
                     report = mirror.reconcile(scenes[k], sequence=k, stamp_s=1000.0 + k, force=True)
                     assert report.writes > 0
-                    time.sleep(0.02)  # Hydra sends about one snapshot a second; leave readers a gap
+                    time.sleep(0.05)  # Hydra sends about one snapshot a second; leave readers a gap
             except BaseException as exc:  # reported by the test's thread
                 failures.append(exc)
             finally:
