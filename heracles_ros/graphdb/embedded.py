@@ -13,11 +13,11 @@ proportional to the data, not to its history (replaying Cypher writes is about
 100x slower than running them). Writes are flushed to the file before they are
 acknowledged and fsynced every second.
 
-Size: FalkorDB writes each matrix with the arrays as allocated, slack from
-incremental updates included, so a graph that has seen many changes snapshots
-~40 % larger than the same graph loaded once (then flattens). ``compact(rebuild=True)``
-(``heracles db compact``) replaces each graph by a ``GRAPH.COPY`` of itself, which
-is as small as a fresh load; see :meth:`EmbeddedServer.compact`.
+Size: FalkorDB writes each matrix's arrays as allocated, slack from updates
+included, so a graph that has seen many changes snapshots up to ~40 % larger
+than the same graph loaded once (flattening). :meth:`EmbeddedServer.rebuild_graphs`
+(``heracles db compact``) replaces each graph by a ``GRAPH.COPY`` of itself,
+which holds them tight.
 
 A loading server answers ``LOADING``, and ANY command it reads while it
 replays a MULTI/EXEC block aborts it (redis asserts ``!server.in_exec`` at the
@@ -297,9 +297,10 @@ class EmbeddedServer:
     def _rebuild(self, client: Any) -> dict[str, str]:
         """Replace each graph by a ``GRAPH.COPY`` of itself, renamed over it under ``WATCH``.
 
-        Why: the copy is encoded and decoded afresh, so its snapshot drops the
-        slack incremental updates left in the matrices (2.9 MB -> 2.35 MB for the
-        kilometre-scale scene after 100 changing loads; a fresh load is 2.22 MB).
+        Why: FalkorDB writes each matrix's arrays as allocated; the copy, encoded
+        and decoded afresh, holds them without the slack that updates (and a bulk
+        load) leave: 2.90 MB -> 2.35 MB for the kilometre-scale scene after 100
+        changing loads, where loading it once gives 2.22 MB (README, Limits).
         Safe: a write to the graph between the copy and the rename aborts the
         rename (the copy is dropped, the graph left as it was, retried twice);
         a write still running on the old graph at the rename fails with an error
@@ -337,6 +338,12 @@ class EmbeddedServer:
                     return "rebuilt"
                 except redis.WatchError:
                     client.delete(spare)
+                except (redis.TimeoutError, redis.ConnectionError) as exc:
+                    raise DatabaseUnavailable(
+                        f"the embedded FalkorDB in {self.data_dir} stopped answering while copying graph {graph!r} "
+                        f"({exc}); 'heracles db stop' then 'heracles db start' recovers it (acknowledged writes are "
+                        "in its append-only file)"
+                    ) from exc
         return f"left as it was: written to during each of {attempts} attempts (the mirror was busy)"
 
     # -- internals -----------------------------------------------------------
