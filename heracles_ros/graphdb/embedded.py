@@ -58,6 +58,8 @@ DEFAULT_START_TIMEOUT_S = 120.0
 MIN_FREE_BYTES = 64 * 2**20
 #: Append-only tail (bytes of Cypher writes) above which a start or a stop compacts it.
 COMPACT_TAIL_BYTES = 64 * 1024
+#: Server settings a rebuild holds off for its duration (see ``_forks_held_off``), as the server runs them.
+FORK_SETTINGS = {"auto-aof-rewrite-percentage": "10", "repl-diskless-sync-delay": "0"}
 #: Server arguments that decide what survives a crash and what a restart loads.
 PERSISTENCE_ARGS = (
     "--appendonly", "yes",
@@ -66,7 +68,7 @@ PERSISTENCE_ARGS = (
     # Rewrite once the tail reaches 10 % of the base (at least 64 KB), within 0.1 s of the
     # write: replaying a bulk load from the tail is ~100x slower than running it (2 MB took
     # 250-450 s), while the base of the kilometre-scale scene (1.6 MB) loads in 0.16 s.
-    "--auto-aof-rewrite-percentage", "10",
+    "--auto-aof-rewrite-percentage", FORK_SETTINGS["auto-aof-rewrite-percentage"],
     "--auto-aof-rewrite-min-size", "64kb",
     # A tail cut by a crash mid-write loads up to the cut (the last command is dropped).
     "--aof-load-truncated", "yes",
@@ -76,7 +78,7 @@ PERSISTENCE_ARGS = (
 
 #: Name suffix of the copy a graph is rebuilt through; a key with it is only ever such a copy.
 REBUILD_SUFFIX = ".heracles-rebuild"
-#: How long a rebuild waits for the server's fork children (snapshot writers) to finish.
+#: How long a rebuild waits for the server's fork children (snapshot writers) to finish, and for a copy.
 REBUILD_WAIT_S = 30.0
 
 #: Sub-directory of the primary's data directory where its read replica keeps its state and log.
@@ -253,6 +255,8 @@ class EmbeddedServer:
         writes, untouched; it is restarted on next use. It keeps no files.
         """
         primary = self.ensure_started()
+        with self._lock(_COMPACT_LOCK):  # waits for a rebuild, and undoes what a killed one held off
+            _restore_fork_settings(_client(primary))
         replica = ReadReplica(self)
         info = replica.ensure_started()
         replica.follow(primary)
@@ -269,6 +273,7 @@ class EmbeddedServer:
             return False
         client = _client(info)
         with self._lock(_COMPACT_LOCK):
+            _restore_fork_settings(client)
             try:
                 client.bgrewriteaof()
             except Exception as exc:
@@ -292,15 +297,14 @@ class EmbeddedServer:
         if info is None:
             return {}
         with self._lock(_COMPACT_LOCK):
-            return self._rebuild(_client(info))
+            return self._rebuild(_client(info, timeout_s=REBUILD_WAIT_S))
 
     def _rebuild(self, client: Any) -> dict[str, str]:
         """Replace each graph by a ``GRAPH.COPY`` of itself, renamed over it under ``WATCH``.
 
         Why: FalkorDB writes each matrix's arrays as allocated; the copy, encoded
         and decoded afresh, holds them without the slack that updates (and a bulk
-        load) leave: 2.90 MB -> 2.35 MB for the kilometre-scale scene after 100
-        changing loads, where loading it once gives 2.22 MB (README, Limits).
+        load) leave (figures: README, "The embedded database").
         Safe: a write to the graph between the copy and the rename aborts the
         rename (the copy is dropped, the graph left as it was, retried twice);
         a write still running on the old graph at the rename fails with an error
@@ -457,7 +461,7 @@ class EmbeddedServer:
 
     def _role_args(self) -> tuple[str, ...]:
         # A replica's first sync starts at once rather than after redis' 5 s wait for more replicas.
-        return (*PERSISTENCE_ARGS, "--repl-diskless-sync-delay", "0")
+        return (*PERSISTENCE_ARGS, "--repl-diskless-sync-delay", FORK_SETTINGS["repl-diskless-sync-delay"])
 
     def _module_args(self) -> tuple[str, ...]:
         return PRIMARY_MODULE_ARGS
@@ -603,26 +607,31 @@ _COMPACT_LOCK = ".compact.lock"
 @contextlib.contextmanager
 def _forks_held_off(client: Any) -> Iterator[None]:
     """No automatic append-only rewrite and no replica sync starts a fork child meanwhile (settings restored)."""
-    names = ("auto-aof-rewrite-percentage", "repl-diskless-sync-delay")
-    saved = {name: client.config_get(name)[name] for name in names}
     client.config_set("auto-aof-rewrite-percentage", 0)
     client.config_set("repl-diskless-sync-delay", 3600)  # a replica asking meanwhile waits, then syncs
     try:
         yield
     finally:
-        for name, value in saved.items():
+        _restore_fork_settings(client)
+
+
+def _restore_fork_settings(client: Any) -> None:
+    """Put back what a rebuild held off (also after one that was killed: replicas would wait an hour to sync)."""
+    for name, value in FORK_SETTINGS.items():
+        if client.config_get(name).get(name) != value:
             client.config_set(name, value)
 
 
 def _wait_no_fork_child(client: Any, wait_s: float) -> bool:
-    """True once the server runs no fork child (rewrite, snapshot, module fork) and none is due."""
+    """True once the server runs no fork child (rewrite, snapshot or replica sync, module fork) and none is due.
+
+    A replica waiting for its sync forks only after ``repl-diskless-sync-delay``, held off meanwhile.
+    """
     deadline = time.monotonic() + wait_s
     while True:
         persistence = client.info("persistence")
-        replicas = client.info("replication")
         busy = any(persistence.get(key) for key in (
             "aof_rewrite_in_progress", "aof_rewrite_scheduled", "rdb_bgsave_in_progress", "module_fork_in_progress"))
-        busy = busy or any(isinstance(v, dict) and v.get("state") == "wait_bgsave" for v in replicas.values())
         if not busy:
             return True
         if time.monotonic() >= deadline:
@@ -655,10 +664,11 @@ def _fd_position(pid: int, fd: str) -> int:
     return 0
 
 
-def _client(info: ServerInfo) -> Any:
+def _client(info: ServerInfo, timeout_s: float = 10.0) -> Any:
     import redis
 
-    return redis.Redis(host=info.host, port=info.port, socket_timeout=10, password=os.environ.get("FALKORDB_PASSWORD"))
+    return redis.Redis(host=info.host, port=info.port, socket_timeout=timeout_s,
+                       password=os.environ.get("FALKORDB_PASSWORD"))
 
 
 def _pid_alive(pid: int) -> bool:

@@ -356,6 +356,12 @@ def test_rebuild_shrinks_the_snapshot_keeping_data_indexes_and_the_replica(tmp_p
         assert _shape(read) == shape  # the replica received the copy and the rename
         store.write("CREATE (:Object {nodeSymbol: 'O9999', k: 9999})")  # the rebuilt graph takes writes
         assert store.query("MATCH (n:Object {nodeSymbol: 'O9999'}) RETURN n.k AS k") == [{"k": 9999}]
+        # A rebuild killed midway leaves the settings held off; the next replica start puts them back.
+        client.config_set("auto-aof-rewrite-percentage", 0)
+        client.config_set("repl-diskless-sync-delay", 3600)
+        server.ensure_read_replica()
+        assert (client.config_get("auto-aof-rewrite-percentage"), client.config_get("repl-diskless-sync-delay")) \
+            == settings
     finally:
         read.close()
         store.close()
