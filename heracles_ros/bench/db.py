@@ -1,18 +1,25 @@
-"""``heracles bench db``: what a restart of the embedded database costs after many loads.
+"""``heracles bench db``: what a restart of the embedded database costs after many loads, and its size.
 
 Runs on a throwaway data directory (or ``--data-dir``) with the kilometre-scale
-scene, through the same calls as ``heracles load`` and ``heracles db stop|start``:
+scene, through the same calls as ``heracles load`` and ``heracles db stop|start|compact``:
 
 - ``restart_after_3_loads_s``: the scene mirrored, changed, mirrored again, then
   a clean stop and a start, timed until the server answers; node counts before
   and after must be equal.
-- ``disk_mb_after_N_loads``: the persistence files' size as ``--loads`` changing
-  snapshots (1 % of the nodes moved or removed, a different 1 % each time) are
-  mirrored (``snapshot_mb_*``: the part that is the snapshot); it must not grow
-  with the number of loads (FalkorDB itself keeps some space of deleted entities
-  in its snapshot: README "Limits and known issues").
+- ``snapshot_mb_after_N_loads`` / ``disk_mb_after_N_loads``: as ``--loads``
+  changing snapshots (1 % of the nodes moved or removed, a different 1 % each
+  time) are mirrored, the snapshot after a rewrite at N = 10, 25, 50, 100, 200,
+  400, ... loads (and the persistence files then). ``fresh_snapshot_mb``: the
+  same graph (the last snapshot) loaded once into an empty directory. With the
+  history on (the default; ``--no-history`` turns it off) the snapshot also
+  holds its Change events (``history_changes_after_N_loads``), bounded by its
+  limits; with it off the snapshot grows by FalkorDB's matrix slack, flattening
+  (README "Limits and known issues").
 - ``restart_after_N_loads_s`` (clean stop) and ``kill9_restart_s`` (kill -9, so
   the start replays whatever tail the server had not yet compacted).
+- ``rebuild_s`` and ``snapshot_mb_after_rebuild``: ``heracles db compact`` (each
+  graph replaced by a copy of itself, then the file rewritten), with the node
+  count before and after (``nodes_equal_after_rebuild``).
 """
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.cypher import admin as q
 from heracles_ros.graphdb.embedded import EmbeddedServer
+from heracles_ros.graphdb.history import HistorySettings
 from heracles_ros.graphdb.mirror import Mirror
 
 
@@ -36,6 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loads", type=int, default=100, help="changing snapshots to mirror (default: 100)")
     parser.add_argument("--seed", type=int, default=0, help="scene seed (default: 0)")
     parser.add_argument("--scale", type=float, default=1.0, help="size factor of the kilometre-scale scene")
+    parser.add_argument("--no-history", action="store_true",
+                        help="mirror with the history off, to tell its share of the size from FalkorDB's own")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="empty directory to use (default: a temporary one, deleted afterwards)")
 
@@ -55,12 +65,13 @@ def _measure(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
     from heracles_ros.scene.synthetic import generate_scene
 
     scene = generate_scene("large", args.seed, scale=args.scale)
+    history = HistorySettings(enabled=not args.no_history)
     server = EmbeddedServer(data_dir)
     uri = f"embedded:{data_dir}"
-    figures: dict[str, Any] = {"scene": f"large seed {args.seed} scale {args.scale:g}"}
+    figures: dict[str, Any] = {"scene": f"large seed {args.seed} scale {args.scale:g}", "history": history.enabled}
     try:
         store = open_store(uri, timeout_s=120.0)
-        mirror = Mirror(store)
+        mirror = Mirror(store, history=history)
         # The Must-show sequence: mirrored, changed, mirrored again; then stop and start.
         for graph in (scene, _changed_copy(scene, fraction=0.01, seed=args.seed), scene):
             mirror.reconcile(graph, force=True)
@@ -70,19 +81,23 @@ def _measure(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
         figures["restart_after_3_loads_s"], after = _restart(server, uri)
         figures["nodes_equal_after_restart"] = after == before
         store = open_store(uri, timeout_s=120.0)
-        mirror = Mirror(store)
-        sizes: dict[int, tuple[float, float]] = {}
+        mirror = Mirror(store, history=history)
+        checkpoints = _checkpoints(args.loads)
         largest_tail = 0
+        last = scene
         for load in range(3, args.loads + 1):
-            mirror.reconcile(_changed_copy(scene, fraction=0.01, seed=args.seed + load), force=True)
+            last = _changed_copy(scene, fraction=0.01, seed=args.seed + load)
+            mirror.reconcile(last, force=True)
             largest_tail = max(largest_tail, server.aof_tail_bytes())
-            if load in (10, args.loads // 2, args.loads) or load % 25 == 0:
-                sizes[load] = (_disk_mb(server), round(server.files()["snapshot_bytes"] / 1e6, 2))
+            if load in checkpoints:
+                figures[f"disk_mb_after_{load}_loads"] = _disk_mb(server)  # as the server left it
+                server.compact(wait_s=120.0, min_tail_bytes=-1)  # the snapshot of the graph as it is now
+                figures[f"snapshot_mb_after_{load}_loads"] = _snapshot_mb(server)
+                if history.enabled:
+                    figures[f"history_changes_after_{load}_loads"] = mirror.history.size()["changes"]
         store.close()
-        for load, (size, snapshot) in sorted(sizes.items()):
-            figures[f"disk_mb_after_{load}_loads"] = size
-            figures[f"snapshot_mb_after_{load}_loads"] = snapshot
         figures["largest_tail_kb"] = round(largest_tail / 1024, 1)
+        figures["fresh_snapshot_mb"] = _fresh_snapshot_mb(last, history)
         figures[f"restart_after_{args.loads}_loads_s"], after = _restart(server, uri)
         figures["nodes_after_restart"] = after
         info = server.running()
@@ -95,10 +110,44 @@ def _measure(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
         server.ensure_started()
         figures["kill9_restart_s"] = round(time.perf_counter() - started, 3)
         figures["disk_mb_final"] = _disk_mb(server)
+        # `heracles db compact`: each graph replaced by a copy of itself, then the file rewritten.
+        with open_store(uri) as store:
+            before = _count(store)
+        started = time.perf_counter()
+        rebuilt = server.rebuild_graphs()
+        server.compact(wait_s=120.0, min_tail_bytes=-1)
+        figures["rebuild_s"] = round(time.perf_counter() - started, 3)
+        figures["rebuilt"] = rebuilt
+        figures["snapshot_mb_after_rebuild"] = _snapshot_mb(server)
+        with open_store(uri) as store:
+            figures["nodes_equal_after_rebuild"] = _count(store) == before
         figures["log_kb_final"] = round((data_dir / "falkordb.log").stat().st_size / 1024, 1)
     finally:
         server.stop()
     return figures
+
+
+def _checkpoints(loads: int) -> set[int]:
+    """10, 25, 50, 100, 200, 400, ... up to ``loads``, and ``loads`` itself."""
+    points = {10, 25, 50}
+    point = 100
+    while point <= loads:
+        points.add(point)
+        point *= 2
+    return {p for p in points if 3 < p <= loads} | {loads}
+
+
+def _fresh_snapshot_mb(graph: Any, history: HistorySettings) -> float:
+    """The snapshot of ``graph`` mirrored once into an empty directory: what the size would be without churn."""
+    with tempfile.TemporaryDirectory(prefix="heracles-bench-db-fresh-") as tmp:
+        server = EmbeddedServer(Path(tmp))
+        try:
+            with open_store(f"embedded:{tmp}", timeout_s=120.0) as store:
+                Mirror(store, history=history).reconcile(graph, force=True)
+            server.compact(wait_s=120.0, min_tail_bytes=-1)
+            return _snapshot_mb(server)
+        finally:
+            server.stop()
 
 
 def _restart(server: EmbeddedServer, uri: str) -> tuple[float, int]:
@@ -119,3 +168,7 @@ def _disk_mb(server: EmbeddedServer) -> float:
     """The persistence files (snapshot and tail); the log, a few lines per compaction, is reported apart."""
     files = server.files()
     return round((files["snapshot_bytes"] + files["tail_bytes"]) / 1e6, 2)
+
+
+def _snapshot_mb(server: EmbeddedServer) -> float:
+    return round(server.files()["snapshot_bytes"] / 1e6, 3)

