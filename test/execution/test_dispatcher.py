@@ -194,12 +194,17 @@ def test_without_a_replanner_a_failure_ends_the_plan(tiny_store):
 
 
 def test_a_step_timeout_is_a_failure_named_as_such(tiny_store):
-    rig = make_dispatcher(
-        tiny_store, SimConfig(time_scale=FAST, pick_s=120.0), config=DispatchConfig(step_timeout_s=5.0, max_replans=0)
-    )
+    # The pick (120 s) can never finish within its 5 s limit. The walk before it (4 m, 4 s) gets 4000 s more for
+    # its metres: at 100x a 5 + 2 s/m limit was only 90 ms of wall time of slack, which a loaded machine stalled
+    # through, timing out the walk instead of the pick.
+    config = DispatchConfig(step_timeout_s=5.0, timeout_per_metre_s=1000.0, max_replans=0)
+    rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST, pick_s=120.0), config=config)
     outcome = rig.dispatcher.run(LinePlanner(tiny_store).plan(FETCH_O2, "P0"))
     assert outcome.status is DispatchStatus.FAILED
-    assert "step 1 (pick O2) timeout" in outcome.reason
+    assert outcome.reason == "step 1 (pick O2) timeout: step exceeded its 5.0 s limit"
+    assert outcome.steps_completed == 1
+    assert trace(rig.events)[-1] == ("failed", 1, "O2")
+    assert rig.states.read() == RobotState((4.0, 0.0, 0.0), place="P4", holding="")
 
 
 def test_cancel_stops_the_robot_and_records_where_it_stopped(tiny_store):
