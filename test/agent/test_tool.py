@@ -2,9 +2,12 @@
 from __future__ import annotations
 
 import json
+import sys
+from typing import Any
 
 import pytest
 
+from heracles_ros.agent import tool as tool_module
 from heracles_ros.agent.tool import CypherTool, count_tokens, token_counting_exact
 
 COUNT_ALL = "MATCH (n) RETURN count(n) AS n"
@@ -24,6 +27,7 @@ def test_rows_come_back_as_compact_json(small_store):
 def test_empty_result_says_so(small_store):
     out = CypherTool(small_store).run("MATCH (o:Object {class: 'unicorn'}) RETURN o.nodeSymbol AS s")
     assert out.text.startswith("[]") and "matched nothing" in out.text
+    assert (out.rows, out.rows_shown, out.error, out.trimmed) == (0, 0, "", False)
 
 
 def test_oversized_result_is_trimmed_with_a_note(small_store):
@@ -92,6 +96,43 @@ def test_millions_of_rows_are_cut_before_they_are_read(small_store):
     assert (out.rows, out.error) == (3_000_000, "") and 0 < out.rows_shown <= tool.max_rows
     assert f"{3_000_000 - out.rows_shown} of 3000000 rows cut" in out.text
     assert json.loads(out.text.split("\n(note:")[0]) == [{"x": i} for i in range(1, out.rows_shown + 1)]
+
+
+class FetchLog:
+    """The real store, noting how many rows each capped query asked for and got."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.fetches: list[tuple[int, int]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def query_capped(self, query: str, *, max_rows: int, **kwargs: Any) -> Any:
+        result = self.store.query_capped(query, max_rows=max_rows, **kwargs)
+        self.fetches.append((max_rows, len(result.rows)))
+        return result
+
+
+@pytest.mark.parametrize(("budget", "rows_read"), [(300, 150), (1, 1)])
+def test_no_more_rows_are_read_than_the_budget_could_show(small_store, budget, rows_read):
+    # Every shown row costs at least two tokens (itself and a separator).
+    log = FetchLog(small_store)
+    out = CypherTool(log, token_budget=budget).run("UNWIND range(1, 5000) AS x RETURN x")
+    assert log.fetches == [(rows_read, rows_read)]
+    assert (out.rows, out.error) == (5000, "") and out.rows_shown <= rows_read
+
+
+def test_without_the_encoding_tokens_are_estimated_at_four_characters(monkeypatch):
+    tool_module._encoder.cache_clear()
+    monkeypatch.setitem(sys.modules, "tiktoken", None)  # the package missing: import fails
+    try:
+        assert not token_counting_exact()
+        assert [count_tokens("x" * n) for n in (0, 1, 4, 5, 40, 41)] == [0, 1, 1, 2, 10, 11]
+    finally:
+        tool_module._encoder.cache_clear()
+    monkeypatch.undo()
+    assert token_counting_exact() and count_tokens("hello world") == 2
 
 
 def test_a_comment_in_a_procedure_name_is_answered_not_fatal(small_store):

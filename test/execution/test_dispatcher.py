@@ -7,6 +7,7 @@ the planner does, so replanning sees the state the dispatcher recorded.
 """
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 
@@ -54,7 +55,10 @@ class LinePlanner:
 
     def obj(self, name: str, o: str, p: str) -> PlanAction:
         target = self.states.position_of(p if name == "place" else o)
-        return PlanAction(name, (o, p), o, target)
+        # Names and arguments are words of a plan step's text, as planning/expand.py reads Fast Downward's
+        # plan: parsed strings, not the interned literals an 'is' comparison would get away with.
+        name, *args = f"({name} {o} {p})".strip("()").split()
+        return PlanAction(name, tuple(args), o, target)
 
     def plan(self, goal: str, start: str | None) -> PlanResult:
         state = self.states.read()
@@ -116,6 +120,9 @@ def test_a_plan_runs_in_order_and_the_database_records_the_result(tiny_store):
         ("started", 3, "O2"), ("succeeded", 3, "O2"),
     ]  # fmt: skip
     assert all(e.plan_id == "p1" and e.step_count == 4 for e in rig.events)
+    assert [e.message for e in rig.events if e.state is StepState.STARTED] == [
+        "walking to P4 via 5 places", "picking up O2", "walking to P0 via 5 places", "placing O2 at P0"
+    ]  # fmt: skip
     assert rig.states.read() == RobotState((0.0, 0.0, 0.0), place="P0", holding="")
     placed = tiny_store.query("MATCH (p)-[:CONTAINS]->(:Object {nodeSymbol: 'O2'}) RETURN p.nodeSymbol AS p")
     assert placed == [{"p": "P0"}]
@@ -130,6 +137,31 @@ def test_holding_is_recorded_after_a_pick(tiny_store):
     assert rig.states.read() == outcome.robot
     held = tiny_store.query("MATCH (:Robot)-[:HOLDING]->(o) RETURN o.nodeSymbol AS o")
     assert held == [{"o": "O2"}] and rig.driver.holding == "O2"
+
+
+def test_a_walk_straight_to_its_target_and_a_place_naming_no_place(tiny_store):
+    planner = LinePlanner(tiny_store)
+    rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST))
+    put_down = PlanAction("place", ("O2",), "O2", planner.states.position_of("P1"))  # the robot's place is meant
+    steps = [planner.goto("P4", "P4"), planner.obj("pick", "O2", "P4"), planner.goto("P4", "P1"), put_down]
+    outcome = rig.dispatcher.run(PlanResult(PlanStatus.SOLVED, BRING_O2_TO_P0, "P0", steps))
+
+    assert outcome.success, outcome.reason
+    assert [e.message for e in rig.events if e.state is StepState.STARTED] == [
+        "walking to P4", "picking up O2", "walking to P1 via 4 places", "placing O2"
+    ]  # fmt: skip
+    placed = tiny_store.query("MATCH (p)-[:CONTAINS]->(:Object {nodeSymbol: 'O2'}) RETURN p.nodeSymbol AS p")
+    assert placed == [{"p": "P1"}]
+    assert rig.states.read() == RobotState((1.0, 0.0, 0.0), place="P1", holding="")
+
+
+def test_without_a_listener_no_event_is_sent_anywhere(tiny_store, caplog):
+    rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST))
+    rig.dispatcher.on_progress = None
+    with caplog.at_level(logging.WARNING, logger="heracles_ros.execution.dispatcher"):
+        outcome = rig.dispatcher.run(LinePlanner(tiny_store).plan(FETCH_O2, "P0"))
+    assert outcome.success and rig.events == []
+    assert caplog.records == []  # not one "progress listener failed"
 
 
 def test_a_blocked_walk_is_replanned_from_where_the_robot_got_to(tiny_store):
@@ -194,12 +226,17 @@ def test_without_a_replanner_a_failure_ends_the_plan(tiny_store):
 
 
 def test_a_step_timeout_is_a_failure_named_as_such(tiny_store):
-    rig = make_dispatcher(
-        tiny_store, SimConfig(time_scale=FAST, pick_s=120.0), config=DispatchConfig(step_timeout_s=5.0, max_replans=0)
-    )
+    # The pick (120 s) can never finish within its 5 s limit. The walk before it (4 m, 4 s) gets 4000 s more for
+    # its metres: at 100x a 5 + 2 s/m limit was only 90 ms of wall time of slack, which a loaded machine stalled
+    # through, timing out the walk instead of the pick.
+    config = DispatchConfig(step_timeout_s=5.0, timeout_per_metre_s=1000.0, max_replans=0)
+    rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST, pick_s=120.0), config=config)
     outcome = rig.dispatcher.run(LinePlanner(tiny_store).plan(FETCH_O2, "P0"))
     assert outcome.status is DispatchStatus.FAILED
-    assert "step 1 (pick O2) timeout" in outcome.reason
+    assert outcome.reason == "step 1 (pick O2) timeout: step exceeded its 5.0 s limit"
+    assert outcome.steps_completed == 1
+    assert trace(rig.events)[-1] == ("failed", 1, "O2")
+    assert rig.states.read() == RobotState((4.0, 0.0, 0.0), place="P4", holding="")
 
 
 def test_cancel_stops_the_robot_and_records_where_it_stopped(tiny_store):
@@ -231,6 +268,7 @@ def test_malformed_plans_are_rejected_before_the_robot_moves(tiny_store):
             PlanAction("fly", ("P0", "P4"), "P4", (4.0, 0.0, 0.0)),
             PlanAction("goto", ("P0", "O1"), "O1", (1.0, 0.0, 0.0)),
             PlanAction("goto", ("P0", "P1"), "P1", (1.0, 0.0, 0.0), ((0.0, 0.0, 0.0),), ("P0", "P1")),
+            PlanAction("pick", ("bag", "P4"), "bag", (4.0, 1.0, 0.5)),  # the place is no object to pick
         ],
     )
     outcome = rig.dispatcher.run(bad)
@@ -238,6 +276,7 @@ def test_malformed_plans_are_rejected_before_the_robot_moves(tiny_store):
     assert "step 0 (fly P4): unknown action 'fly'" in outcome.reason
     assert "goto target 'O1' is not a place symbol" in outcome.reason
     assert "2 waypoint symbols for 1 waypoints" in outcome.reason
+    assert "step 3 (pick bag): names no object symbol" in outcome.reason
     assert rig.events == [] and rig.driver.steps_executed == 0
 
 

@@ -101,3 +101,58 @@ def test_revert_of_a_retired_correction_is_refused(store: FalkorStore) -> None:
     with pytest.raises(CorrectionError, match=r"O1\.class is retired \(its node vanished\)"):
         corrections.revert("O1.class")
     assert corrections.counts() == {"retired": 1}
+
+
+def test_a_change_that_is_not_a_triple_is_named_by_its_position(store: FalkorStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    with pytest.raises(CorrectionError) as caught:
+        Corrections(store).apply([("O1", "class", "box"), ("O1", "class")])  # type: ignore[list-item]
+    assert str(caught.value) == "change 2 is not a (symbol, property, value) triple: ('O1', 'class')"
+    assert object_class(store, "O1") == "bag"
+
+
+def test_text_values_are_bounded_and_the_request_is_kept_in_part(store: FalkorStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    corrections = Corrections(store)
+    with pytest.raises(CorrectionError, match=r"O1\.name: expected a non-empty text of at most 80 characters"):
+        corrections.apply([("O1", "name", "x" * 81)])
+    corrections.apply([("O1", "name", "y" * 80)], request="r" * 600)
+    [record] = corrections.active()
+    assert (record.value, record.request) == ("y" * 80, "r" * 500)
+
+
+def test_revert_gives_back_the_value_hydra_gave_and_keeps_the_record(store: FalkorStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    corrections = Corrections(store)
+    corrections.apply([("O2", "class", "bag")])
+    corrections.apply([("O2", "class", "box")])
+    change = corrections.revert(" O2.class ")
+    assert (change.symbol, change.property, change.old, change.new) == ("O2", "class", "box", "bicycle")
+    assert object_class(store, "O2") == "bicycle"
+    assert corrections.active() == [] and [r.status for r in corrections.all()] == ["reverted"]
+    with pytest.raises(CorrectionError, match=r"O2\.class is reverted \(it was reverted before\)"):
+        corrections.revert("O2.class")
+    with pytest.raises(CorrectionError, match=r"there is no correction 'O3\.class'"):
+        corrections.revert("O3.class")
+    assert object_class(store, "O2") == "bicycle"
+
+
+def test_manage_lists_reverts_and_clears_by_name(store: FalkorStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    corrections = Corrections(store)
+    corrections.apply([("O1", "class", "box"), ("O2", "class", "bag")])
+    listed, changes = corrections.manage(" List ")
+    assert sorted(c.id for c in listed) == ["O1.class", "O2.class"] and changes == []
+
+    listed, [change] = corrections.manage("revert", "O1.class")
+    assert listed == [] and (change.symbol, change.old, change.new) == ("O1", "box", "bag")
+    assert [c.id for c in corrections.manage("list", active_only=True)[0]] == ["O2.class"]
+    assert len(corrections.manage("list")[0]) == 2  # the reverted record stays
+
+    listed, [change] = corrections.manage("CLEAR")
+    assert listed == [] and (change.symbol, change.old, change.new) == ("O2", "bag", "bicycle")
+    assert corrections.all() == [] and object_class(store, "O2") == "bicycle"
+    with pytest.raises(CorrectionError, match="revert needs the id of a correction"):
+        corrections.manage("revert", " ")
+    with pytest.raises(CorrectionError, match="unknown corrections action 'undo'"):
+        corrections.manage("undo")

@@ -12,7 +12,8 @@ from support.tiny_scene import add_object, node_id, tiny_scene
 
 from heracles_ros.errors import DatabaseUnavailable, SuspectSnapshot
 from heracles_ros.graphdb.falkordb_store import FalkorStore
-from heracles_ros.graphdb.mirror import Mirror
+from heracles_ros.graphdb.history import HistorySettings
+from heracles_ros.graphdb.mirror import _STATEMENTS_PER_TRANSACTION, Mirror
 
 
 def test_first_reconcile_writes_the_schema(store: FalkorStore) -> None:
@@ -28,6 +29,57 @@ def test_first_reconcile_writes_the_schema(store: FalkorStore) -> None:
     # O4 has no place; it is mirrored anyway, with no parent.
     assert store.query("MATCH (o:Object {nodeSymbol: 'O4'}) OPTIONAL MATCH (p)-[:CONTAINS]->(o) "
                        "RETURN count(p) AS parents") == [{"parents": 0}]
+
+
+class TransactionLog:
+    """The real store, noting the statements of every transaction the mirror sends."""
+
+    def __init__(self, store: FalkorStore) -> None:
+        self.store = store
+        self.transactions: list[list[tuple[str, Any]]] = []
+        self.streamed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def write_many(self, statements: Any, **kwargs: Any) -> None:
+        if statements:  # an empty one sends nothing
+            self.transactions.append(list(statements))
+        self.store.write_many(statements, **kwargs)
+
+    def write_batches(self, batches: Any, **kwargs: Any) -> None:
+        def noted() -> Any:
+            for batch in batches:
+                self.transactions.append(list(batch))
+                yield batch
+
+        self.streamed = True
+        self.store.write_batches(noted(), **kwargs)
+
+
+def test_a_diff_over_atomic_rows_streams_the_same_statements(store: FalkorStore) -> None:
+    graph = tiny_scene()
+    no_history = HistorySettings(enabled=False)  # the diff's statements are then the only multi-statement writes
+
+    def first_load(atomic_rows: int) -> TransactionLog:
+        store.write("MATCH (n) DETACH DELETE n")
+        log = TransactionLog(store)
+        Mirror(log, atomic_rows=atomic_rows, history=no_history).reconcile(graph)  # type: ignore[arg-type]
+        assert_mirrors(store, graph)
+        return log
+
+    atomic = TransactionLog(store)
+    report = Mirror(atomic, history=no_history).reconcile(graph)  # type: ignore[arg-type]
+    rows = report.nodes_added + report.edges_added  # a first load writes each node and edge once
+    assert not atomic.streamed and len(atomic.transactions) == 1
+    assert not first_load(atomic_rows=rows).streamed  # the limit itself is still one transaction
+
+    streamed = first_load(atomic_rows=rows - 1)
+    sizes = [len(t) for t in streamed.transactions]
+    assert streamed.streamed and len(sizes) > 1
+    assert all(size == _STATEMENTS_PER_TRANSACTION for size in sizes[:-1]), sizes
+    assert 0 < sizes[-1] <= _STATEMENTS_PER_TRANSACTION, sizes
+    assert [s for t in streamed.transactions for s in t] == atomic.transactions[0]
 
 
 def test_unchanged_snapshot_writes_nothing(store: FalkorStore) -> None:

@@ -1,6 +1,9 @@
 """The PDDL goal grammar and name mapping, without a database."""
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -45,7 +48,8 @@ def test_predicate_named_like_a_keyword_prefix_is_an_atom() -> None:
     ("text", "fragment"),
     [
         ("", "empty goal"),
-        ("(visited-place P1", "missing ')'"),
+        ("(visited-place P1", "goal ends early at column 18: missing ')'"),
+        ("(and (safe O1) (  \n", "goal ends early at column 17: missing ')'"),
         ("(visited-place P1))", "unexpected ')' at column 19"),
         ("(holding O$1)", "unexpected character '$' at column 11"),
         ("()", "unexpected ')' at column 2"),
@@ -81,7 +85,7 @@ def test_static_problems_report_everything_at_once() -> None:
     problems = static_problems(expr, load_domain(), kinds)
     assert len(problems) == 5
     assert "unknown predicate 'fly'" in problems[0]
-    assert "wrong arity in (holding O1 O2)" in problems[1] and "takes 1 argument" in problems[1]
+    assert problems[1] == "wrong arity in (holding O1 O2): holding takes 1 argument (holding ?o - item), got 2"
     assert "wrong kind in (holding P3)" in problems[2] and "mesh place 'P3'" in problems[2]
     assert "argument 2 of object-in-place" in problems[3] and "room 'R2'" in problems[3]
     assert "'bag1' in (safe bag1) is not a scene symbol" in problems[4]
@@ -103,6 +107,41 @@ def test_limits_give_one_line_errors_not_recursion_errors() -> None:
         parse_goal(many)
     with pytest.raises(GoalError, match="goal too long"):
         parse_goal("(safe O1)" + " " * MAX_GOAL_CHARS)
+
+
+def test_wrong_arity_names_the_arguments_in_the_plural() -> None:
+    [problem] = static_problems(parse_goal("(object-in-place O1)"), load_domain())
+    assert problem == (
+        "wrong arity in (object-in-place O1): object-in-place takes 2 arguments "
+        "(object-in-place ?o - item ?p - place), got 1"
+    )
+
+
+def test_the_goal_limits_the_readme_documents_are_enforced() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    row = re.search(r"^\| goal text \| ([\d,]+) characters, (\d+) levels of parentheses, (\d+) atoms \|", readme, re.M)
+    assert row, "README's Bounded input table has no goal text row"
+    chars, depth, atom_count = (int(number.replace(",", "")) for number in row.groups())
+
+    goal = "(safe O1)"
+    assert parse_goal(goal + " " * (chars - len(goal))) == Atom("safe", ("O1",))
+    with pytest.raises(GoalError) as caught:
+        parse_goal(goal + " " * (chars + 1 - len(goal)))
+    assert str(caught.value) == f"goal too long: {chars + 1:,} characters, at most {chars:,} are accepted"
+
+    assert symbols(parse_goal("(and " * (depth - 1) + goal + ")" * (depth - 1))) == ["O1"]
+    with pytest.raises(GoalError) as caught:
+        parse_goal("(" * (depth + 1))
+    assert str(caught.value).startswith(
+        f"goal nested too deep: more than {depth} levels of parentheses at column {depth + 1}; write it flatter"
+    )
+
+    def visits(n: int) -> str:
+        return "(and " + " ".join(f"(visited-place P{i})" for i in range(n)) + ")"
+
+    assert len(symbols(parse_goal(visits(atom_count)))) == atom_count
+    with pytest.raises(GoalError, match=f"goal too large: {atom_count + 1} atoms, at most {atom_count} are planned"):
+        parse_goal(visits(atom_count + 1))
 
 
 _GOAL_PIECES = st.sampled_from(

@@ -146,6 +146,13 @@ def test_starts_from_the_recorded_robot_state(planner: Planner, small_store: Gra
     assert planner.plan("(object-in-place O3 P50)", from_symbol="P51").actions[0].waypoint_symbols == ("P51", "P50")
 
 
+def test_an_object_already_where_the_goal_wants_it_needs_no_step(planner: Planner) -> None:
+    stay = planner.plan("(object-in-place O3 P53)", from_symbol="P0")  # O3 lies in P53
+    assert stay.ok and stay.actions == [], stay.reason
+    away = planner.plan("(not (object-in-place O3 P53))", from_symbol="P0")
+    assert away.ok and [a.name for a in away.actions][:2] == ["goto", "pick"]
+
+
 def test_without_robot_state_starts_near_the_origin(planner: Planner) -> None:
     plan = planner.plan("(visited-place P2)")
     assert plan.ok and plan.start_symbol == "P0"
