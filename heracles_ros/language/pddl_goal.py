@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from heracles_ros.domain import TYPE_DESCRIPTIONS, TYPE_LAYERS, Domain, load_domain
 from heracles_ros.errors import GoalError
@@ -121,8 +121,7 @@ def _check_depth(text: str) -> None:
 
 def _syntax_message(text: str, exc: UnexpectedInput) -> str:
     where = f"line {exc.line}, column {exc.column}" if text.count("\n") else f"column {exc.column}"
-    if isinstance(exc, UnexpectedEOF):
-        return f"goal ends early at column {len(text.rstrip()) + 1}: missing ')'"
+    # LALR reports an early end as UnexpectedToken $END (lark raises UnexpectedEOF from Earley only).
     if isinstance(exc, UnexpectedCharacters):
         char = text[exc.pos_in_stream] if exc.pos_in_stream is not None else "?"
         return f"unexpected character {char!r} at {where}: symbols are letters, digits, '-' and '_'"
