@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from heracles_ros.bench.mirror import _changed_copy
+from heracles_ros.bench.mirror import changed_copy
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.cypher import admin as q
@@ -73,7 +73,7 @@ def _measure(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
         store = open_store(uri, timeout_s=120.0)
         mirror = Mirror(store, history=history)
         # The Must-show sequence: mirrored, changed, mirrored again; then stop and start.
-        for graph in (scene, _changed_copy(scene, fraction=0.01, seed=args.seed), scene):
+        for graph in (scene, changed_copy(scene, fraction=0.01, seed=args.seed), scene):
             mirror.reconcile(graph, force=True)
         before = _count(store)
         store.close()
@@ -86,7 +86,7 @@ def _measure(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
         largest_tail = 0
         last = scene
         for load in range(3, args.loads + 1):
-            last = _changed_copy(scene, fraction=0.01, seed=args.seed + load)
+            last = changed_copy(scene, fraction=0.01, seed=args.seed + load)
             mirror.reconcile(last, force=True)
             largest_tail = max(largest_tail, server.aof_tail_bytes())
             if load in checkpoints:

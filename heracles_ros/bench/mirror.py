@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.history_snapshots < 0:
         raise ConfigError(f"--history-snapshots must be >= 0, got {args.history_snapshots}")
     scene = generate_scene(args.kind, args.seed)
-    changed = _changed_copy(scene, fraction=0.01, seed=args.seed)
+    changed = changed_copy(scene, fraction=0.01, seed=args.seed)
     if args.mesh:
         mesh = _synthetic_mesh(args.mesh, args.seed)
         scene.mesh = mesh
@@ -231,7 +231,7 @@ def _raw_insert(store: GraphStore, tables: SceneTables, batch_size: int) -> None
         store.write(statement, params, timeout_s=300.0)
 
 
-def _changed_copy(scene: dsg.DynamicSceneGraph, *, fraction: float, seed: int) -> dsg.DynamicSceneGraph:
+def changed_copy(scene: dsg.DynamicSceneGraph, *, fraction: float, seed: int) -> dsg.DynamicSceneGraph:
     """The scene with ``fraction`` of its mirrored nodes changed: three in four moved, one in four removed."""
     copy = dsg.DynamicSceneGraph.from_binary(scene.to_binary(include_mesh=False))
     ids = sorted(extract_tables(copy).nodes)
