@@ -45,6 +45,7 @@ from typing import Any
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.duration import Duration
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
@@ -85,6 +86,8 @@ MARKER_PERIOD_S = 0.2
 
 #: How long the node waits for the robot's real pose at start before keeping the recorded one.
 REAL_POSE_WAIT_S = 5.0
+#: Seconds a shutting-down node waits for its last dispatch_result to be acknowledged.
+RESULT_ACK_WAIT_S = 2.0
 
 #: Driver settings the node fills in itself (from the robot's recorded state), not parameters.
 _FROM_STATE = {"start_pose", "holding"}
@@ -474,6 +477,12 @@ class DispatcherNode(Node):
         self._worker.join(timeout=60.0)
         if self._worker.is_alive():
             self.get_logger().error("the worker did not stop within 60 s; the robot may not have been shut down")
+        # The cancelled plan's result must reach its subscribers before the process exits, which
+        # can otherwise take a just-published message with it (seen once in a loaded test run).
+        if not self._result_pub.wait_for_all_acked(Duration(seconds=RESULT_ACK_WAIT_S)):
+            self.get_logger().warning(
+                f"dispatch_result not acknowledged by every subscriber within {RESULT_ACK_WAIT_S:g} s"
+            )
         self.store.close()
 
     def destroy_node(self) -> None:

@@ -325,7 +325,11 @@ def test_ctrl_c_cancels_the_running_plan_reports_it_and_exits_cleanly(
                 progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
                 time.sleep(0.3)
                 process.send_signal(signal.SIGINT)
-                result = results.wait(lambda r: r.plan_id == "long-walk", 10.0, what="the result after Ctrl-C")
+                try:
+                    result = results.wait(lambda r: r.plan_id == "long-walk", 10.0, what="the result after Ctrl-C")
+                except AssertionError as exc:
+                    process.kill()
+                    raise AssertionError(f"{exc}\ndispatcher output:\n{process.communicate()[0]}") from exc
                 output, _ = process.communicate(timeout=15.0)
         finally:
             if process.poll() is None:
