@@ -25,8 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "last save); exit 1 if down")
     reset = actions.add_parser("reset", help="delete everything the database holds (corrections too, unless kept)")
     compact = actions.add_parser(
-        "compact", help="replace each graph by a fresh copy of itself (drops the space churn left in FalkorDB's "
-        "matrices), then rewrite the append-only file into a snapshot")
+        "compact", help="rewrite the append-only file into a snapshot now (a stop does it too); --rebuild also "
+        "replaces each graph by a fresh copy of itself first")
     for action, func in ((start, _start), (stop, _stop), (status, _status), (reset, _reset), (compact, _compact)):
         add_db_option(action)
         action.set_defaults(func=func)
@@ -35,8 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="graph to reset on an external server (the embedded one resets all its graphs)")
     reset.add_argument("--keep-corrections", action="store_true",
                        help="keep the operator corrections; they apply again when their nodes are mirrored")
-    compact.add_argument("--no-rebuild", action="store_true",
-                         help="only rewrite the append-only file (what a stop does), leave the graphs as they are")
+    compact.add_argument("--rebuild", action="store_true",
+                         help="also replace each graph by a fresh copy of itself first (drops the space churn left in "
+                         "FalkorDB's matrices); stop the mirror first: FalkorDB 4.16.3 can hang in the copy while the "
+                         "graph is written to")
 
 
 def _embedded_server(uri: str, action: str) -> Any:
@@ -74,7 +76,7 @@ def _compact(args: argparse.Namespace) -> int:
     server.ensure_started()
     before = server.files()
     started = time.perf_counter()
-    graphs = {} if args.no_rebuild else server.rebuild_graphs()
+    graphs = server.rebuild_graphs() if args.rebuild else {}
     server.compact(wait_s=120.0, min_tail_bytes=-1)
     after = server.files()
     print_json({"data_dir": str(server.data_dir), "graphs": graphs, "seconds": round(time.perf_counter() - started, 3),

@@ -75,13 +75,13 @@ def test_compact_rebuilds_the_graphs_then_rewrites_the_file(capsys: pytest.Captu
         Mirror(store).reconcile(tiny_scene())
         Corrections(store).apply([("O1", "class", "chair")])
         nodes = store.query("MATCH (n) RETURN count(n) AS n")
-        status, out, _ = heracles(capsys, "db", "compact", "--db", uri)
+        status, out, _ = heracles(capsys, "db", "compact", "--rebuild", "--db", uri)
         assert status == 0 and out["graphs"] == {"heracles": "rebuilt"}
         assert out["bytes_after"] > 0 and EmbeddedServer(tmp_path).aof_tail_bytes() == 0
         assert store.query("MATCH (n) RETURN count(n) AS n") == nodes
         assert store.query("MATCH (o:Object {nodeSymbol: 'O1'}) RETURN o.class AS c") == [{"c": "chair"}]
         Mirror(store).reconcile(tiny_scene())  # the mirror carries on on the rebuilt graph
-        status, out, _ = heracles(capsys, "db", "compact", "--no-rebuild", "--db", uri)
+        status, out, _ = heracles(capsys, "db", "compact", "--db", uri)
         assert status == 0 and out["graphs"] == {}
     finally:
         store.close()
