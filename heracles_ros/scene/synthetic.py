@@ -60,6 +60,18 @@ _RESERVED_PREFIXES = frozenset("OpRBfa")
 AGENT_PREFIX = "a"
 
 
+def fill_uninitialised(attrs: dsg.NodeAttributes) -> None:
+    """Set the fields spark_dsg's constructors leave as raw memory and Hydra always fills: a NaN
+    there is written to JSON as null, and spark_dsg then refuses to load its own file."""
+    if isinstance(attrs, dsg.AgentNodeAttributes):
+        attrs.world_R_body = dsg.Quaternion(1.0, 0.0, 0.0, 0.0)
+        attrs.external_key = 0
+    elif isinstance(attrs, dsg.Place2dNodeAttributes):
+        attrs.ellipse_centroid = np.asarray(attrs.position, dtype=float)
+        attrs.ellipse_matrix_compress = np.eye(2)
+        attrs.ellipse_matrix_expand = np.eye(2)
+
+
 def _sym(prefix: str, index: int) -> int:
     return int(dsg.NodeSymbol(prefix, index).value)
 
@@ -194,6 +206,7 @@ class _SceneBuilder:
     def _mesh_place(self, index: int, position: np.ndarray, *, room: int) -> None:
         attrs = dsg.Place2dNodeAttributes()
         attrs.position = position
+        fill_uninitialised(attrs)
         self.graph.add_node(3, _sym(self.mesh_prefix, index), attrs, 1)
         self.graph.insert_edge(_sym("R", room), _sym(self.mesh_prefix, index))
         self.mesh_positions.append(position)
@@ -226,6 +239,7 @@ class _SceneBuilder:
         for k, place in enumerate(places):
             attrs = dsg.AgentNodeAttributes()
             attrs.position = self.mesh_positions[place] + np.array([0.0, 0.0, 0.5])
+            fill_uninitialised(attrs)
             self.graph.add_node(2, _sym(AGENT_PREFIX, k), attrs, partition)
             if k:
                 self.graph.insert_edge(_sym(AGENT_PREFIX, k - 1), _sym(AGENT_PREFIX, k))

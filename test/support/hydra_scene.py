@@ -16,6 +16,8 @@ from __future__ import annotations
 import numpy as np
 import spark_dsg as dsg
 
+from heracles_ros.scene.synthetic import fill_uninitialised
+
 OBJECT_LABELSPACE = [[0, "Box"], [1, "Door"]]
 ROOM_NAMES = ["kitchen", "lounge"]
 AGENT_PARTITION = ord("a")
@@ -42,6 +44,7 @@ def hydra_scene() -> dsg.DynamicSceneGraph:
     for q in range(8):
         place = dsg.Place2dNodeAttributes()
         place.position = np.array([float(q), 0.0, 0.0])
+        fill_uninitialised(place)
         graph.add_node(3, _id("Q", q), place, 1)
         graph.insert_edge(_id("R", q // 4), _id("Q", q))
         if q:
@@ -70,6 +73,7 @@ def hydra_scene() -> dsg.DynamicSceneGraph:
     for k in range(3):
         pose = dsg.AgentNodeAttributes()
         pose.position = np.array([float(k), 0.0, 0.5])
+        fill_uninitialised(pose)
         graph.add_node(2, _id("a", k), pose, AGENT_PARTITION)
         if k:
             graph.insert_edge(_id("a", k - 1), _id("a", k))

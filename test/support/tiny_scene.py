@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 import spark_dsg as dsg
 
+from heracles_ros.scene.synthetic import fill_uninitialised
+
 OBJECT_CLASSES = [[0, "box"], [1, "bag"], [2, "bicycle"], [3, "chair"]]
 ROOM_CLASSES = [[0, "kitchen"], [1, "lounge"], [2, "hallway"]]
 
@@ -29,6 +31,7 @@ def tiny_scene() -> dsg.DynamicSceneGraph:
     for p in range(6):
         place = dsg.Place2dNodeAttributes()
         place.position = np.array([float(p), 0.0, 0.0])
+        fill_uninitialised(place)
         graph.add_node(3, _id("P", p), place, 1)
         graph.insert_edge(_id("R", p // 3), _id("P", p))
         if p:
