@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -116,11 +117,11 @@ def robot_at_start(small_store) -> None:
 @pytest.fixture
 def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_start) -> Iterator:
     """``start(script, dispatcher=True, sim_time_scale=..., **language_params)``."""
-    stack: list[Any] = []
+    stack = ExitStack()  # closed in reverse: spinning nodes first, then the model servers
 
     def start(script: Any, *, dispatcher: bool = True, sim_time_scale: float = 40.0, **params: Any) -> Rig:
         server = ScriptedLLMServer(script).start()
-        stack.append(server)
+        stack.callback(server.stop)
         db = {"db_uri": falkordb_uri, "graph_name": graph_name}
         language = LanguageServerNode(namespace=NS, parameter_overrides=[
             Parameter(k, value=v) for k, v in {**db, "llm": "openai", "model": server.model,
@@ -142,9 +143,7 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_s
             Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100),
             robot,
         )
-        context = spinning(*nodes, probe, num_threads=8)
-        context.__enter__()
-        stack.append(context)
+        stack.enter_context(spinning(*nodes, probe, num_threads=8))
         assert rig.commands.wait_for_server(timeout_sec=10.0)
         if dispatcher:
             wait_until(lambda: language.commands.plans.server_is_ready(), 10.0, "the dispatcher's execute_plan")
@@ -152,13 +151,8 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_s
                    "the probe on command_rejections")
         return rig
 
-    with ros_session(ros_domain_id):
+    with ros_session(ros_domain_id), stack:
         yield start
-        for item in reversed(stack):
-            if isinstance(item, ScriptedLLMServer):
-                item.stop()
-            else:
-                item.__exit__(None, None, None)
 
 
 def stages(feedback: FeedbackLog) -> list[str]:

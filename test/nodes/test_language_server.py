@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,11 +98,11 @@ def robot_position(small_store) -> tuple[float, float, float]:
 @pytest.fixture
 def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_position) -> Iterator:
     """``start(script, provider=..., **params)``: the node on a scripted model, and a probe."""
-    stack: list[Any] = []
+    stack = ExitStack()  # closed in reverse: spinning nodes first, then the model servers
 
     def start(script: Any, *, provider: str = "openai", **params: Any) -> Rig:
         server = ScriptedLLMServer(script).start()
-        stack.append(server)
+        stack.callback(server.stop)
         url = server.openai_base_url if provider == "openai" else server.ollama_host
         overrides = {"db_uri": falkordb_uri, "graph_name": graph_name, "llm": provider, "model": server.model,
                      "base_url": url, "map_frame": "world", **params}
@@ -117,20 +118,13 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_posi
             Collector(probe, String, f"{NS}/last_answer", qos(10, transient_local=True)),
             Collector(probe, MarkerArray, f"{NS}/answer_marker", qos(10, transient_local=True)),
         )
-        context = spinning(node, probe, num_threads=6)
-        context.__enter__()
-        stack.append(context)
+        stack.enter_context(spinning(node, probe, num_threads=6))
         for client in (rig.ask, rig.command, rig.correct):
             assert client.wait_for_service(timeout_sec=10.0), client.srv_name
         return rig
 
-    with ros_session(ros_domain_id):
+    with ros_session(ros_domain_id), stack:
         yield start
-        for item in reversed(stack):
-            if isinstance(item, ScriptedLLMServer):
-                item.stop()
-            else:
-                item.__exit__(None, None, None)
 
 
 def only_marker(array: MarkerArray) -> Marker:
