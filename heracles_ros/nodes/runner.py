@@ -15,6 +15,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from rclpy.executors import Executor, MultiThreadedExecutor
@@ -45,6 +46,11 @@ class BackgroundSpinner:
         self._stop.set()
         if self._thread.is_alive():
             self.finished.wait(timeout_s)
+        # rclpy's Executor.shutdown destroys its guard condition before the pool has run what was
+        # handed to it, and a callback starting after that fails on it; let the pool drain first.
+        pool = getattr(self.executor, "_executor", None)
+        if self.finished.is_set() and isinstance(pool, ThreadPoolExecutor):
+            pool.shutdown(wait=True)
         self.executor.shutdown(timeout_sec=timeout_s)
 
     def _spin(self) -> None:

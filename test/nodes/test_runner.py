@@ -1,6 +1,7 @@
 """Nodes start and stop the same way on every ROS 2 distro (run with HERACLES_ROS_DISTRO=jazzy too)."""
 from __future__ import annotations
 
+import gc
 import os
 import queue
 import signal
@@ -10,9 +11,13 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 import rclpy
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import MultiThreadedExecutor
 
 from heracles_ros.nodes.rclpy_compat import ros_initialized
+from heracles_ros.nodes.runner import BackgroundSpinner
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENE = ROOT / "heracles_ros" / "data" / "example_scene.json"
@@ -61,3 +66,31 @@ def test_a_node_mirrors_its_scene_and_exits_cleanly_on_ctrl_c(ros_domain_id, tmp
     output = "".join(seen)
     assert "159 nodes, 349 edges" in output
     assert "Traceback" not in output and "terminate called" not in output, output
+
+
+@pytest.mark.filterwarnings("ignore:MultiThreadedExecutor is used with a single thread")
+def test_stopping_the_spinner_lets_dispatched_callbacks_finish_cleanly(ros_domain_id, capfd):
+    """rclpy's Executor.shutdown destroys its guard condition before the thread pool has run the
+    callbacks already handed to it: one that started after that printed 'The following exception was
+    never retrieved: cannot use Destroyable ...' (seen at the end of CI runs)."""
+    context = rclpy.context.Context()
+    entered = threading.Event()
+
+    def slow() -> None:  # holds the pool's one thread, so the fast timer's callback waits in its queue
+        entered.set()
+        time.sleep(0.3)
+
+    with ros_initialized(None, context=context, domain_id=ros_domain_id):
+        node = rclpy.create_node("spinner_probe", context=context)
+        node.create_timer(0.01, slow, callback_group=MutuallyExclusiveCallbackGroup())
+        node.create_timer(0.01, lambda: None, callback_group=MutuallyExclusiveCallbackGroup())
+        executor = MultiThreadedExecutor(num_threads=1, context=context)
+        executor.add_node(node)
+        spinner = BackgroundSpinner(executor, name="probe").start()
+        assert entered.wait(5.0)
+        time.sleep(0.05)
+        spinner.stop()
+        node.destroy_node()
+        del executor, spinner
+        gc.collect()
+    assert "never retrieved" not in capfd.readouterr().err
