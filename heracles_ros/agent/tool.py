@@ -174,6 +174,8 @@ class CypherTool:
 
     def _format(self, result: CappedRows) -> ToolOutput:
         total = result.total
+        if result.graph_missing:
+            return ToolOutput("[] (the graph is empty: nothing has been mirrored into it yet)", 0, 0)
         if total == 0:
             return ToolOutput("[] (the query matched nothing)", 0, 0)
         lines = [

@@ -39,6 +39,9 @@ def _run(args: argparse.Namespace) -> int:
     with open_store(args.db, graph=args.graph, timeout_s=args.timeout) as store:
         result = store.query_capped(args.query, max_rows=args.max_rows, timeout_s=args.timeout)
     print_json(result.rows)
+    if result.graph_missing:
+        print(f"note: {store.description} does not exist yet: nothing has been mirrored into it "
+              "(--graph names another)", file=sys.stderr)
     if not result.complete:
         why = result.cut_by_size or f"--max-rows {args.max_rows}"
         print(f"note: {len(result.rows)} of {result.total} rows printed ({why})", file=sys.stderr)

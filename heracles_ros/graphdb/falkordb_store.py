@@ -111,7 +111,7 @@ class FalkorStore(GraphStore):
             )
         except Exception as exc:
             if str(exc).startswith(_EMPTY_KEY):
-                return CappedRows([], 0)
+                return CappedRows([], 0, graph_missing=True)
             raise self._translate(exc) from exc
         from falkordb.query_result import QueryResult
 

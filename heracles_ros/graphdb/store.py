@@ -26,6 +26,8 @@ class CappedRows:
     total: int
     #: Why fewer than ``total`` rows came back beyond the row cap: "" or the byte limit that cut them.
     cut_by_size: str = ""
+    #: The graph does not exist yet (FalkorDB: nothing was ever written to it), so nothing matched.
+    graph_missing: bool = False
 
     @property
     def complete(self) -> bool:

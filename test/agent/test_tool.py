@@ -9,6 +9,7 @@ import pytest
 
 from heracles_ros.agent import tool as tool_module
 from heracles_ros.agent.tool import CypherTool, count_tokens, token_counting_exact
+from heracles_ros.graphdb import open_store
 
 COUNT_ALL = "MATCH (n) RETURN count(n) AS n"
 
@@ -28,6 +29,13 @@ def test_empty_result_says_so(small_store):
     out = CypherTool(small_store).run("MATCH (o:Object {class: 'unicorn'}) RETURN o.nodeSymbol AS s")
     assert out.text.startswith("[]") and "matched nothing" in out.text
     assert (out.rows, out.rows_shown, out.error, out.trimmed) == (0, 0, "", False)
+
+
+def test_a_graph_never_mirrored_is_told_apart_from_an_empty_match(falkordb_uri, graph_name):
+    with open_store(falkordb_uri, graph=graph_name) as store:  # never written: FalkorDB has no such graph
+        out = CypherTool(store).run(COUNT_ALL)
+    assert out.text.startswith("[]") and "nothing has been mirrored into it yet" in out.text
+    assert (out.rows, out.error) == (0, "")
 
 
 def test_oversized_result_is_trimmed_with_a_note(small_store):

@@ -8,6 +8,7 @@ from support.cli import heracles
 from support.mirror_checks import assert_mirrors
 from support.tiny_scene import tiny_scene
 
+from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.scene.io import load_scene
 
@@ -135,3 +136,21 @@ def test_cypher_prints_at_most_max_rows_and_says_how_many_there_were(
     assert "3 of 3000000 rows printed (--max-rows 3)" in err
     status, rows, _ = heracles(capsys, "cypher", "CALL db./**/labels()", *db)
     assert (status, rows) == (0, [{"label": "Object"}])
+
+
+def test_cypher_on_a_graph_never_written_says_so(
+    capsys: pytest.CaptureFixture[str], falkordb_uri: str, graph_name: str
+) -> None:
+    """FalkorDB answers a query on a missing graph with an error we turn into no rows; without a note a
+    count printed [] and the operator could not tell a wrong --graph from an empty scene."""
+    db = ("--db", falkordb_uri, "--graph", graph_name)
+    status, rows, err = heracles(capsys, "cypher", "MATCH (n) RETURN count(n) AS n", *db)
+    assert (status, rows) == (0, [])
+    assert f"graph '{graph_name}' does not exist yet" in err
+    with open_store(falkordb_uri, graph=graph_name) as store:
+        store.write("CREATE (:Object {nodeSymbol: 'O1'})")
+        try:
+            status, rows, err = heracles(capsys, "cypher", "MATCH (n) RETURN count(n) AS n", *db)
+            assert (status, rows, err) == (0, [{"n": 1}], "")
+        finally:
+            store.write("MATCH (n) DETACH DELETE n")
