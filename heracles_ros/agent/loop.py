@@ -44,6 +44,7 @@ from heracles_ros.errors import (
     describe,
 )
 from heracles_ros.graphdb.corrections import Corrections
+from heracles_ros.graphdb.snapshot_reads import DEFAULT_WAIT_S
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.language.goal_ast import GoalExpr, symbols
 from heracles_ros.language.goal_words import goal_in_words
@@ -113,6 +114,7 @@ class Agent:
         max_correction_retries: int = 1,
         correction_max_nodes: int = 10,
         query_timeout_s: float = 10.0,
+        snapshot_wait_s: float = DEFAULT_WAIT_S,
         result_token_budget: int = 2000,
         request_timeout_s: float | None = None,
         prompts: PromptBuilder | None = None,
@@ -130,7 +132,10 @@ class Agent:
         self.retries = {"answer": max_answer_retries, "goal": max_goal_retries, "correction": max_correction_retries}
         self.correction_max_nodes = correction_max_nodes
         self.request_timeout_s = request_timeout_s
-        self.tool = CypherTool(query_store or store, timeout_s=query_timeout_s, token_budget=result_token_budget)
+        self.tool = CypherTool(
+            query_store or store, timeout_s=query_timeout_s, token_budget=result_token_budget,
+            snapshot_wait_s=snapshot_wait_s,
+        )
         self.prompts = prompts or PromptBuilder(
             store, max_tool_calls=self.max_tool_calls, result_token_budget=result_token_budget
         )

@@ -69,7 +69,7 @@ from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import DispatchProgress, DispatchResult
 from heracles_ros.nodes.markers import MarkerBook, plan_markers, robot_markers
-from heracles_ros.nodes.parameters import declare
+from heracles_ros.nodes.parameters import SNAPSHOT_WAIT, declare
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
 from heracles_ros.nodes.qos import reliable
 from heracles_ros.nodes.runner import run_node
@@ -128,6 +128,7 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("timeout_per_metre_s", 2.0, "Extra time a walk gets per metre of path, seconds", minimum=0.0),
     Setting("max_replans", 2, "Replans allowed after failed steps before a plan fails", minimum=0, maximum=20),
     Setting("planner_timeout_s", 10.0, "Time limit of one replan (Fast Downward included), seconds", minimum=0.1),
+    SNAPSHOT_WAIT,
     *(
         _driver_spec(kind, setting)
         for kind, table in DRIVER_SETTINGS.items()
@@ -149,6 +150,7 @@ class DispatcherSettings:
     start_place: str
     start_robot_at_launch: bool
     planner_timeout_s: float
+    snapshot_wait_s: float
     dispatch: DispatchConfig
     #: Checked settings of every driver kind, by kind (robot-state settings not included).
     drivers: dict[str, dict[str, Any]]
@@ -173,6 +175,7 @@ class DispatcherSettings:
             start_place=v["start_place"],
             start_robot_at_launch=v["start_robot_at_launch"],
             planner_timeout_s=v["planner_timeout_s"],
+            snapshot_wait_s=v["snapshot_wait_s"],
             dispatch=DispatchConfig(
                 step_timeout_s=v["step_timeout_s"],
                 timeout_per_metre_s=v["timeout_per_metre_s"],
@@ -291,7 +294,8 @@ class DispatcherNode(Node):
         from heracles_ros.planning.planner import Planner
 
         planner = Planner(
-            self.store, timeout_s=self.settings.planner_timeout_s, robot_symbol=self.settings.robot_symbol
+            self.store, timeout_s=self.settings.planner_timeout_s, robot_symbol=self.settings.robot_symbol,
+            snapshot_wait_s=self.settings.snapshot_wait_s,
         )
         planner.preload()  # a replan must not wait seconds for a kilometre-scale place graph
         return lambda goal, start: planner.plan(goal, from_symbol=start)

@@ -66,7 +66,7 @@ from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.nodes.command_action import CommandAction, candidate_msgs
 from heracles_ros.nodes.markers import make_marker
-from heracles_ros.nodes.parameters import declare
+from heracles_ros.nodes.parameters import SNAPSHOT_WAIT, declare
 from heracles_ros.nodes.qos import latched
 from heracles_ros.nodes.runner import run_node
 from heracles_ros.plan_types import PlanResult
@@ -113,6 +113,7 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("max_goal_retries", 2, "Times a rejected goal goes back to the model with the checker's problems",
               minimum=0, maximum=10),
     Setting("query_timeout_s", 10.0, "Time limit of each Cypher query the model runs, seconds", minimum=0.1),
+    SNAPSHOT_WAIT,
     Setting("result_token_budget", 2000, "Tokens of query results the model gets per call (the rest is cut)",
               minimum=50, maximum=1_000_000),
     Setting(
@@ -142,6 +143,7 @@ class LanguageSettings:
     method: str
     max_goal_retries: int
     query_timeout_s: float
+    snapshot_wait_s: float
     result_token_budget: int
     request_timeout_s: float
     planner_timeout_s: float
@@ -174,6 +176,7 @@ class LanguageSettings:
             method=v["method"],
             max_goal_retries=v["max_goal_retries"],
             query_timeout_s=v["query_timeout_s"],
+            snapshot_wait_s=v["snapshot_wait_s"],
             result_token_budget=v["result_token_budget"],
             request_timeout_s=v["request_timeout_s"],
             planner_timeout_s=v["planner_timeout_s"],
@@ -254,7 +257,8 @@ class LanguageServerNode(Node):
             self.query_store = self.store
         self._robot = RobotStateStore(self.store, symbol=self.settings.robot_symbol)
         self._planner = Planner(
-            self.store, timeout_s=self.settings.planner_timeout_s, robot_symbol=self.settings.robot_symbol
+            self.store, timeout_s=self.settings.planner_timeout_s, robot_symbol=self.settings.robot_symbol,
+            snapshot_wait_s=self.settings.snapshot_wait_s,
         )
         self._planner.preload()  # the first command must not wait seconds for a kilometre-scale place graph
         self._agent_lock = threading.Lock()
@@ -303,6 +307,7 @@ class LanguageServerNode(Node):
                     method=s.method,
                     max_goal_retries=s.max_goal_retries,
                     query_timeout_s=s.query_timeout_s,
+                    snapshot_wait_s=s.snapshot_wait_s,
                     result_token_budget=s.result_token_budget,
                     request_timeout_s=s.request_timeout_s,
                     robot_symbol=s.robot_symbol,

@@ -19,10 +19,18 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from heracles_ros.errors import ConfigError
+from heracles_ros.graphdb.snapshot_reads import DEFAULT_WAIT_S
 from heracles_ros.settings import Setting
 
 #: The widest ROS IntegerRange (int64) for a bound a Setting leaves open.
 _INT64 = (-(2**63), 2**63 - 1)
+
+#: Shared by the nodes that read the scene (the language server's model and planner, the dispatcher's replans).
+SNAPSHOT_WAIT = Setting(
+    "snapshot_wait_s", DEFAULT_WAIT_S,
+    "How long a read waits for a mirror update in progress to end; past it the rows may mix two snapshots "
+    "(the model is told), seconds", minimum=0.0, maximum=600.0,
+)
 
 
 def declare(node: Any, specs: Sequence[Setting], *, runtime: Collection[str] = ()) -> dict[str, Any]:

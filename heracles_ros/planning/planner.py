@@ -22,7 +22,7 @@ from heracles_ros.domain import Domain, load_domain
 from heracles_ros.errors import GoalError, HeraclesError, PlanningError
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb.cypher import planning as cypher
-from heracles_ros.graphdb.snapshot_reads import read_whole
+from heracles_ros.graphdb.snapshot_reads import DEFAULT_WAIT_S, read_whole
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.language.goal_ast import GoalExpr, symbols
 from heracles_ros.language.pddl_goal import check_goal, checked_goal, parse_goal
@@ -60,6 +60,7 @@ class Planner:
         robot_symbol: str = ROBOT_SYMBOL,
         prove_s: float = 1.0,
         max_graph_age_s: float = 30.0,
+        snapshot_wait_s: float = DEFAULT_WAIT_S,
     ):
         self.store = store
         self.domain: Domain = load_domain(domain_path)
@@ -73,6 +74,8 @@ class Planner:
         #: second; reloading a kilometre-scale graph per plan would cost seconds), or at once when
         #: a goal names a place or room the cache lacks.
         self.max_graph_age_s = max_graph_age_s
+        #: How long a graph read waits for a mirror update in progress (see snapshot_reads).
+        self.snapshot_wait_s = snapshot_wait_s
         self._graph: PlaceGraph | None = None
         self._stamp: tuple[Any, ...] | None = None
         self._loaded_at = 0.0
@@ -97,7 +100,7 @@ class Planner:
                 old = time.monotonic() - self._loaded_at >= self.max_graph_age_s
                 stale = old or any(s not in graph.index and s not in graph.room_places for s in needed)
             if stale or graph is None:
-                read = read_whole(self.store, lambda: load_place_graph(self.store))
+                read = read_whole(self.store, lambda: load_place_graph(self.store), wait_s=self.snapshot_wait_s)
                 graph = read.value
                 # A graph read while reconciles kept overlapping is used once: the next plan reads it again.
                 self._graph, self._stamp = graph, stamp if read.whole else None

@@ -15,8 +15,9 @@ from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.cypher import mirror as mirror_q
 from heracles_ros.graphdb.embedded import EmbeddedServer
 from heracles_ros.graphdb.mirror import Mirror
-from heracles_ros.graphdb.snapshot_reads import read_stamp, read_whole
+from heracles_ros.graphdb.snapshot_reads import DEFAULT_WAIT_S, read_stamp, read_whole
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.planning.planner import Planner
 from heracles_ros.scene.synthetic import generate_scene
 from heracles_ros.scene.tables import SceneTables, extract_tables
 from heracles_ros.schema import Layer
@@ -150,6 +151,15 @@ def test_the_tool_says_when_rows_may_mix_two_snapshots(small_store: GraphStore) 
     output = CypherTool(small_store, snapshot_wait_s=0.1).run("MATCH (o:Object) RETURN count(o) AS n")
     assert not output.error
     assert "may mix" in output.text and output.rows == 1
+
+
+def test_the_planner_waits_for_a_mirror_update_only_as_long_as_it_is_told(small_store: GraphStore) -> None:
+    small_store.write(mirror_q.BEGIN_UPDATE)  # a mirror stopped between its first and last statement
+    planner = Planner(small_store, snapshot_wait_s=0.2)
+    for _read in range(2):  # a graph read while a reconcile overlapped is not cached: both reads wait
+        started = time.monotonic()
+        graph = planner.place_graph()
+        assert 0.2 <= time.monotonic() - started < DEFAULT_WAIT_S and graph.index
 
 
 def test_an_empty_database_reads_at_once(store: GraphStore) -> None:

@@ -37,6 +37,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from heracles_ros.errors import ConfigError
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.graphdb.corrections import Corrections
+from heracles_ros.graphdb.cypher import mirror as mirror_q
 from heracles_ros.nodes.language_server import ANSWER_LIFT_M, NS_ANSWER, PARAMETERS, LanguageServerNode
 from heracles_ros.nodes.parameters import declare
 
@@ -303,6 +304,16 @@ def test_corrections_service_lists_reverts_and_clears(rig_factory, small_store):
     wrong = rig.call(client, ManageCorrections.Request(action="undo"))
     assert wrong.error == "CorrectionError: unknown corrections action 'undo'; use list, revert or clear"
     assert rig.server.requests == []  # no model involved
+
+
+def test_snapshot_wait_s_bounds_how_long_the_model_s_query_waits_for_a_mirror_update(rig_factory, small_store):
+    small_store.write(mirror_q.BEGIN_UPDATE)  # a mirror stopped between its first and last statement
+    rig = rig_factory([call(BICYCLES), say("<answer>0</answer>")], snapshot_wait_s=0.2)
+    started = time.monotonic()
+    reply = rig.call(rig.ask, Ask.Request(question="How many bicycles?"))
+    assert reply.error == "" and time.monotonic() - started < 3.0  # the parameter, not the 3 s default
+    (result,) = rig.server.requests[-1].tool_results()
+    assert "may mix two of them" in result, result
 
 
 def test_a_failing_model_is_an_error_in_the_response_and_the_node_answers_the_next_request(rig_factory, small_store):
