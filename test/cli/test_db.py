@@ -1,6 +1,7 @@
 """``heracles db status|reset`` on the embedded server: what the directory holds, and starting over."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,34 +12,46 @@ from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.embedded import AOF_DIR, EmbeddedServer
 from heracles_ros.graphdb.mirror import Mirror
+from heracles_ros.graphdb.store import GraphStore
 
 
-def test_status_then_reset_keeping_corrections_then_all(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+@pytest.fixture
+def corrected(tmp_path: Path) -> Iterator[tuple[str, GraphStore]]:
+    """``(uri, store)``: the tiny scene mirrored into an embedded server in ``tmp_path``, O1 corrected to a chair."""
     uri = f"embedded:{tmp_path}"
     store = open_store(uri)
     try:
         Mirror(store).reconcile(tiny_scene())
         Corrections(store).apply([("O1", "class", "chair")])
-        status, out, _ = heracles(capsys, "db", "status", "--db", uri)
-        assert status == 0 and out["running"] and out["format"] == 1 and out["disk_bytes"] > 0
-        assert out["graphs"]["heracles"]["corrections"] == {"active": 1}
-        # + mirror bookkeeping, the correction, and the history's clock (no Seen entry before a change)
-        assert out["graphs"]["heracles"]["nodes"] == out["nodes"] + 2 + 1
-        assert out["last_write"] and out["last_snapshot"] and out["tail_bytes"] >= 0
-
-        status, out, _ = heracles(capsys, "db", "reset", "--keep-corrections", "--db", uri)
-        assert status == 0 and out["kept_corrections"]
-        assert store.query("MATCH (n) RETURN labels(n)[0] AS l") == [{"l": "Correction"}]
-        Mirror(store).reconcile(tiny_scene())  # the kept correction applies again when its node is back
-        assert store.query("MATCH (o:Object {nodeSymbol: 'O1'}) RETURN o.class AS c") == [{"c": "chair"}]
-
-        status, out, _ = heracles(capsys, "db", "reset", "--db", uri)
-        assert status == 0 and out["nodes_removed"]["heracles"] > 0
-        assert store.query("MATCH (n) RETURN count(n) AS n") == [{"n": 0}]
-        assert EmbeddedServer(tmp_path).aof_tail_bytes() == 0  # compacted at once
+        yield uri, store
     finally:
         store.close()
         EmbeddedServer(tmp_path).stop()
+
+
+def test_status_then_reset_keeping_corrections_then_all(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, corrected: tuple[str, GraphStore]
+) -> None:
+    uri, store = corrected
+    status, out, _ = heracles(capsys, "db", "status", "--db", uri)
+    assert status == 0 and out["running"] and out["format"] == 1 and out["disk_bytes"] > 0
+    assert out["graphs"]["heracles"]["corrections"] == {"active": 1}
+    # + mirror bookkeeping, the correction, and the history's clock (no Seen entry before a change)
+    assert out["graphs"]["heracles"]["nodes"] == out["nodes"] + 2 + 1
+    assert out["last_write"] and out["last_snapshot"] and out["tail_bytes"] >= 0
+
+    status, out, _ = heracles(capsys, "db", "reset", "--keep-corrections", "--db", uri)
+    assert status == 0 and out["kept_corrections"]
+    assert store.query("MATCH (n) RETURN labels(n)[0] AS l") == [{"l": "Correction"}]
+    Mirror(store).reconcile(tiny_scene())  # the kept correction applies again when its node is back
+    assert store.query("MATCH (o:Object {nodeSymbol: 'O1'}) RETURN o.class AS c") == [{"c": "chair"}]
+
+    status, out, _ = heracles(capsys, "db", "reset", "--db", uri)
+    assert status == 0 and out["nodes_removed"]["heracles"] > 0
+    assert store.query("MATCH (n) RETURN count(n) AS n") == [{"n": 0}]
+    assert EmbeddedServer(tmp_path).aof_tail_bytes() == 0  # compacted at once
+    store.close()  # stopped here so that status can be asked of the stopped server
+    EmbeddedServer(tmp_path).stop()
     status, out, _ = heracles(capsys, "db", "status", "--db", uri)
     assert status == 1 and not out["running"] and not out["loading"] and out["disk_bytes"] > 0
 
@@ -68,21 +81,16 @@ def test_reset_sets_unreadable_files_aside(capsys: pytest.CaptureFixture[str], t
         server.stop()
 
 
-def test_compact_rebuilds_the_graphs_then_rewrites_the_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    uri = f"embedded:{tmp_path}"
-    store = open_store(uri)
-    try:
-        Mirror(store).reconcile(tiny_scene())
-        Corrections(store).apply([("O1", "class", "chair")])
-        nodes = store.query("MATCH (n) RETURN count(n) AS n")
-        status, out, _ = heracles(capsys, "db", "compact", "--rebuild", "--db", uri)
-        assert status == 0 and out["graphs"] == {"heracles": "rebuilt"}
-        assert out["bytes_after"] > 0 and EmbeddedServer(tmp_path).aof_tail_bytes() == 0
-        assert store.query("MATCH (n) RETURN count(n) AS n") == nodes
-        assert store.query("MATCH (o:Object {nodeSymbol: 'O1'}) RETURN o.class AS c") == [{"c": "chair"}]
-        Mirror(store).reconcile(tiny_scene())  # the mirror carries on on the rebuilt graph
-        status, out, _ = heracles(capsys, "db", "compact", "--db", uri)
-        assert status == 0 and out["graphs"] == {}
-    finally:
-        store.close()
-        EmbeddedServer(tmp_path).stop()
+def test_compact_rebuilds_the_graphs_then_rewrites_the_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, corrected: tuple[str, GraphStore]
+) -> None:
+    uri, store = corrected
+    nodes = store.query("MATCH (n) RETURN count(n) AS n")
+    status, out, _ = heracles(capsys, "db", "compact", "--rebuild", "--db", uri)
+    assert status == 0 and out["graphs"] == {"heracles": "rebuilt"}
+    assert out["bytes_after"] > 0 and EmbeddedServer(tmp_path).aof_tail_bytes() == 0
+    assert store.query("MATCH (n) RETURN count(n) AS n") == nodes
+    assert store.query("MATCH (o:Object {nodeSymbol: 'O1'}) RETURN o.class AS c") == [{"c": "chair"}]
+    Mirror(store).reconcile(tiny_scene())  # the mirror carries on on the rebuilt graph
+    status, out, _ = heracles(capsys, "db", "compact", "--db", uri)
+    assert status == 0 and out["graphs"] == {}
