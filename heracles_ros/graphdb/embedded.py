@@ -279,12 +279,7 @@ class EmbeddedServer:
             except Exception as exc:
                 if "already in progress" not in str(exc):
                     raise
-            deadline = time.monotonic() + wait_s
-            while time.monotonic() < deadline:
-                persistence = client.info("persistence")
-                if not persistence.get("aof_rewrite_in_progress") and not persistence.get("aof_rewrite_scheduled"):
-                    break
-                time.sleep(0.05)
+            _wait_persistence_idle(client, _REWRITE_KEYS, wait_s)
         return True
 
     def rebuild_graphs(self) -> dict[str, str]:
@@ -316,8 +311,9 @@ class EmbeddedServer:
         only once the server reports no child.
         """
         outcome: dict[str, str] = {}
-        graphs = [g for g in self.graphs() if not g.endswith(REBUILD_SUFFIX)]
-        for stale in (g for g in self.graphs() if g.endswith(REBUILD_SUFFIX)):
+        names = self.graphs()
+        graphs = [g for g in names if not g.endswith(REBUILD_SUFFIX)]
+        for stale in (g for g in names if g.endswith(REBUILD_SUFFIX)):
             if stale[: -len(REBUILD_SUFFIX)] in graphs:  # a copy left by an interrupted rebuild
                 client.delete(stale)
         with _forks_held_off(client):
@@ -330,7 +326,7 @@ class EmbeddedServer:
 
         spare = f"{graph}{REBUILD_SUFFIX}"
         for _attempt in range(attempts):
-            if not _wait_no_fork_child(client, REBUILD_WAIT_S):
+            if not _wait_persistence_idle(client, _FORK_KEYS, REBUILD_WAIT_S):
                 return f"left as it was: the server kept a snapshot writer running for {REBUILD_WAIT_S:g} s"
             with client.pipeline(transaction=True) as pipe:
                 try:
@@ -622,17 +618,19 @@ def _restore_fork_settings(client: Any) -> None:
             client.config_set(name, value)
 
 
-def _wait_no_fork_child(client: Any, wait_s: float) -> bool:
-    """True once the server runs no fork child (rewrite, snapshot or replica sync, module fork) and none is due.
+#: ``INFO persistence`` flags of an append-only rewrite running or due.
+_REWRITE_KEYS = ("aof_rewrite_in_progress", "aof_rewrite_scheduled")
+#: ... of any fork child running or due: rewrite, snapshot or replica sync, module fork. (A replica
+#: waiting for its sync forks only after ``repl-diskless-sync-delay``, held off by a rebuild.)
+_FORK_KEYS = (*_REWRITE_KEYS, "rdb_bgsave_in_progress", "module_fork_in_progress")
 
-    A replica waiting for its sync forks only after ``repl-diskless-sync-delay``, held off meanwhile.
-    """
+
+def _wait_persistence_idle(client: Any, keys: tuple[str, ...], wait_s: float) -> bool:
+    """True once none of ``keys`` is set in the server's ``INFO persistence``; False if ``wait_s`` ran out."""
     deadline = time.monotonic() + wait_s
     while True:
         persistence = client.info("persistence")
-        busy = any(persistence.get(key) for key in (
-            "aof_rewrite_in_progress", "aof_rewrite_scheduled", "rdb_bgsave_in_progress", "module_fork_in_progress"))
-        if not busy:
+        if not any(persistence.get(key) for key in keys):
             return True
         if time.monotonic() >= deadline:
             return False
