@@ -125,6 +125,13 @@ class RobotDriver(ABC):
         """Stop motion and release what :meth:`start` acquired; safe to call twice."""
 
     @abstractmethod
+    def stop(self, *, hard: bool = False) -> None:
+        """Stop all motion now, whatever runs; bounded, callable from any thread, safe to call twice.
+
+        ``hard``: the robot's gentle e-stop where it has one (settles, then cuts motor power).
+        """
+
+    @abstractmethod
     def pose(self) -> Pose:
         """Latest known body pose in the map frame."""
 

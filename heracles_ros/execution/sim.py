@@ -140,6 +140,8 @@ class SimSpotDriver(RobotDriver):
         self._steps = 0
         self._rng = random.Random(self.config.seed)
         self._started = False
+        #: The step running now, so that stop() can end it from any thread.
+        self._running: CancelToken | None = None
 
     # -- RobotDriver -------------------------------------------------------------
     def start(self) -> None:
@@ -148,7 +150,13 @@ class SimSpotDriver(RobotDriver):
         self._started = True
 
     def shutdown(self) -> None:
+        self.stop()
         self._started = False
+
+    def stop(self, *, hard: bool = False) -> None:
+        running = self._running
+        if running is not None:
+            running.cancel("stopped" + (" (hard)" if hard else ""))
 
     def pose(self) -> Pose:
         with self._lock:
@@ -178,7 +186,13 @@ class SimSpotDriver(RobotDriver):
         inject = step in self.config.fail_steps
         if self.config.fail_probability > 0 and self._rng.random() < self.config.fail_probability:
             inject = True
-        run = _Run(self, cancel, timeout_s, feedback, inject)
+        self._running = cancel
+        try:
+            return self._execute(_Run(self, cancel, timeout_s, feedback, inject), action)
+        finally:
+            self._running = None
+
+    def _execute(self, run: _Run, action: PlanAction) -> StepOutcome:
         if action.name == "goto":
             return run.walk(action)
         if action.name == "inspect":

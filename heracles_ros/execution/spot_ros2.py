@@ -87,6 +87,7 @@ TRIGGER_SERVICES: tuple[str, ...] = (
     "stand",
     "sit",
     "stop",
+    "estop/gentle",
     "arm_stow",
     "arm_carry",
     "open_gripper",
@@ -346,6 +347,13 @@ class SpotRos2Driver(RobotDriver):
             if not reply.ok:
                 log.warning("spot_ros2 %s at shutdown failed: %s", service, reply.message)
         self._claimed = False
+
+    def stop(self, *, hard: bool = False) -> None:
+        """spot_ros2's ``stop`` service (``hard``: its gentle e-stop ``estop/gentle`` after it)."""
+        for service in ["stop", *(["estop/gentle"] if hard else [])]:
+            reply = self._services.call(service, self.config.service_timeout_s)
+            if not reply.ok:
+                log.warning("spot_ros2 %s failed: %s", service, reply.message)
 
     def pose(self) -> Pose:
         """Odometry in the map frame (latest map->odom); the last such pose while the transform is missing."""
