@@ -4,21 +4,19 @@
     ros2 service call /spot/command heracles_ros/srv/Command \
         "{instruction: 'bring a box from the office to the lounge', execute: true}"
 
-It is heracles.launch.py with driver:=sim and scene_file:= the example scene
-shipped in the Python package (heracles_ros/data/example_scene.json); every
-other argument passes through.
+It is heracles.launch.py (beside this file) with driver:=sim and scene_file:= the
+example scene shipped in the Python package (heracles_ros/data/example_scene.json);
+every other argument passes through. Without rviz2 installed, RViz is skipped
+with a warning.
 """
 import os
 
-from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 
 import heracles_ros
-
-PACKAGE = "heracles_ros"
 
 
 def generate_launch_description():
@@ -32,8 +30,7 @@ def generate_launch_description():
             description="start RViz with the operator console"),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(
-                os.path.join(get_package_share_directory(PACKAGE), "launch", "heracles.launch.py")
-            ),
+                os.path.join(os.path.dirname(os.path.abspath(__file__)), "heracles.launch.py")),
             launch_arguments={
                 "driver": "sim",
                 "scene_file": LaunchConfiguration("scene_file"),
