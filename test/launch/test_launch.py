@@ -94,7 +94,10 @@ def test_the_simulation_launch_comes_up_configured_and_ctrl_c_ends_everything(
 
 
 def test_the_robot_launch_defaults_to_spot_ros2_and_confirmation(domain: int, tmp_path: Path) -> None:
-    """Forgetting driver:= never runs the simulator on a robot: here, without spot_ros2, it says so."""
+    """Forgetting driver:= never runs the simulator on a robot: here, without spot_ros2, it says so.
+
+    It also ends with SIGTERM to ``ros2 launch`` (a service stop, a closed terminal): no node survives it.
+    """
     with launched(REPO / "launch" / "heracles.launch.py",
                   [f"robot_name:={NAMESPACE}_robot", f"db_uri:=embedded:{tmp_path / 'db'}", "llm:=ollama",
                    "base_url:=http://127.0.0.1:9"],
@@ -106,11 +109,18 @@ def test_the_robot_launch_defaults_to_spot_ros2_and_confirmation(domain: int, tm
         while "dispatcher cannot start" not in launch.output() and time.monotonic() < deadline:
             time.sleep(0.5)
         assert "the spot_ros2 driver cannot be used" in launch.output(), launch.output()[-3000:]
+        # SIGTERM (or SIGHUP, a closed terminal): launch exits at once without stopping its processes;
+        # the nodes must end all the same.
         started = launch.processes()
-        launch.interrupt(STOP_S)
+        nodes = [p for p in started if "lib/heracles_ros/" in " ".join(p.cmdline())]
+        assert len(nodes) == 2, [p.cmdline() for p in started]  # the dispatcher has already exited
+        launch.process.terminate()
+        launch.process.wait(STOP_S)
+        _, alive = psutil.wait_procs(nodes, timeout=STOP_S)
+        assert not alive, f"left running after SIGTERM to ros2 launch: {[' '.join(p.cmdline()) for p in alive]}"
         stop_database(tmp_path / "db")
         _, alive = psutil.wait_procs(started, timeout=STOP_S)
-        assert not alive, f"left running after Ctrl-C: {[' '.join(p.cmdline()) for p in alive]}"
+        assert not alive, f"left running after `heracles db stop`: {[' '.join(p.cmdline()) for p in alive]}"
 
 
 def test_confirmation_on_the_robot_can_be_turned_off(domain: int) -> None:
