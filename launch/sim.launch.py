@@ -1,8 +1,10 @@
 """The whole system without a robot or Hydra: the simulated Spot on the bundled example scene, with RViz.
 
     ros2 launch heracles_ros sim.launch.py
-    ros2 service call /spot/command heracles_ros/srv/Command \
+    ros2 action send_goal --feedback /spot/execute_command heracles_ros/action/ExecuteCommand \
         "{instruction: 'bring a box from the office to the lounge', execute: true}"
+
+(the README's `ros2` lines, run by test/test_readme_ros2.py, show the rest).
 
 It is heracles.launch.py (beside this file) with driver:=sim and scene_file:= the
 example scene shipped in the Python package (heracles_ros/data/example_scene.json);
