@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support.ros2_cli import REPO, launched, require_ros2, retry_ros2, ros2, stop_daemon
+from support.ros2_cli import REPO, launched, require_ros2, retry_ros2, ros2, ros2_env, stop_daemon
 from support.run_guard import pick_domain
 
 NAMESPACE = "launch_test_spot"
@@ -127,3 +127,16 @@ def test_confirmation_on_the_robot_can_be_turned_off(domain: int) -> None:
     out = ros2(["launch", str(REPO / "launch" / "heracles.launch.py"), "--show-args"], domain, timeout_s=60.0)
     assert re.search(r"'driver':.*?\(default: 'spot_ros2'\)", out, re.S), out
     assert re.search(r"'require_confirmation':.*?Valid choices are: \['true', 'false'\]", out, re.S), out
+
+
+def test_launch_testing_sees_the_nodes_up_and_every_exit_clean(domain: int, tmp_path: Path) -> None:
+    """launch_testing's runner on launch_testing_sim.py: the nodes come up, and exit 0 when launch stops them."""
+    result = subprocess.run(
+        ["launch_test", str(REPO / "test" / "launch" / "launch_testing_sim.py"),
+         f"robot_name:={NAMESPACE}_lt", f"db_uri:=embedded:{tmp_path / 'db'}"],
+        env=ros2_env(domain), capture_output=True, text=True, timeout=UP_S + 2 * STOP_S)
+    stop_database(tmp_path / "db")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert "test_every_process_exited_with_status_0" in output and "test_each_node_reports_what_it_serves" in output
+    assert output.count("\nOK") == 2, output[-4000:]
