@@ -167,9 +167,11 @@ ensure_ros2_tools() {
     ! -path '*/__pycache__/*' ! -path '*/test/*' -print0 | sort -z | xargs -0 cat | sha256sum | cut -c1-16)
   stamp_ok test_ros2_tools "$h" && return
   log "installing ROS 2's command line, launch and launch_testing from $tools (test tools)"
-  local package dirs=()
-  for package in "${ROS2_TOOL_PACKAGES[@]}"; do dirs+=("$tools/$package"); done
-  local pip_log="$VENV/.build/ros2-tools-pip.log"; mkdir -p "$VENV/.build"
+  # pip builds in the source folder: build a copy, never writing into shared/.
+  local src="$VENV/.build/ros2-tools-src" package dirs=()
+  rm -rf "$src"; mkdir -p "$src"; cp -r "$tools"/. "$src"/; chmod -R u+w "$src"
+  for package in "${ROS2_TOOL_PACKAGES[@]}"; do dirs+=("$src/$package"); done
+  local pip_log="$VENV/.build/ros2-tools-pip.log"
   { "$VENV/bin/python" -m pip install osrf-pycommon argcomplete &&
     "$VENV/bin/python" -m pip install --no-deps --no-build-isolation "${dirs[@]}"; } >"$pip_log" 2>&1 ||
     { log "installing the ROS 2 tools failed, see $pip_log"; tail -30 "$pip_log" >&2; exit 1; }
@@ -180,8 +182,8 @@ ensure_ros2_tools() {
     sed -i '/^\[pytest11\]/,/^$/d' "$entry_points"
   done
   # launch_ros imports composition_interfaces at module level.
-  build_interfaces test_composition_interfaces "$tools/rcl_interfaces/composition_interfaces" \
-    "$tools/rcl_interfaces/composition_interfaces"
+  build_interfaces test_composition_interfaces "$src/rcl_interfaces/composition_interfaces" \
+    "$src/rcl_interfaces/composition_interfaces"
   stamp_set test_ros2_tools "$h"
 }
 

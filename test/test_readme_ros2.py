@@ -12,14 +12,16 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.ros2_cli import REPO, launched, require_ros2, retry_ros2, ros2_env, stop_daemon
+from support.ros2_cli import REPO, launched, require_ros2, require_service_call, retry_ros2, ros2_env, stop_daemon
 from support.run_guard import pick_domain
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
 
@@ -60,6 +62,8 @@ def model(request: RecordedRequest) -> Turn:
 @pytest.fixture(scope="module")
 def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     require_ros2()
+    if shutil.which("ros2", path=os.path.dirname(sys.executable)):  # the copy from ../shared/ros2-tools
+        require_service_call()
     domain = pick_domain(os.getpid() + 1, os.environ.get("ROS_DOMAIN_ID"))
     tmp = tmp_path_factory.mktemp("readme_ros2")
     with ScriptedLLMServer(model) as llm, launched(

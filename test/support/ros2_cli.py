@@ -34,6 +34,16 @@ def require_ros2() -> str:
     return ros2
 
 
+def require_service_call() -> None:
+    """``ros2 service call`` of these ros2cli sources (rolling, Dec 2024) needs Kilted's rclpy or newer."""
+    from importlib.metadata import version
+
+    major = int(version("rclpy").split(".")[0])
+    if major < 8:
+        pytest.skip(f"ros2 service call from ../shared/ros2-tools needs rclpy >= 8 (`with rclpy.init()`), "
+                    f"this is rclpy {version('rclpy')} (Jazzy)")
+
+
 def ros2_env(domain: int) -> dict[str, str]:
     """The environment of a ``ros2`` command or launch: this worktree's code, the test's domain."""
     env = dict(os.environ)
