@@ -132,11 +132,12 @@ def test_confirmation_on_the_robot_can_be_turned_off(domain: int) -> None:
 def test_launch_testing_sees_the_nodes_up_and_every_exit_clean(domain: int, tmp_path: Path) -> None:
     """launch_testing's runner on launch_testing_sim.py: the nodes come up, and exit 0 when launch stops them."""
     result = subprocess.run(
-        ["launch_test", str(REPO / "test" / "launch" / "launch_testing_sim.py"),
-         f"robot_name:={NAMESPACE}_lt", f"db_uri:=embedded:{tmp_path / 'db'}"],
+        ["launch_test", str(REPO / "test" / "launch" / "launch_testing_sim.py"), f"db_uri:=embedded:{tmp_path / 'db'}"],
         env=ros2_env(domain), capture_output=True, text=True, timeout=UP_S + 2 * STOP_S)
     stop_database(tmp_path / "db")
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-4000:]
-    assert "test_every_process_exited_with_status_0" in output and "test_each_node_reports_what_it_serves" in output
+    for test in ("test_each_node_reports_what_it_serves", "test_each_node_answers_a_request",
+                 "test_every_process_exited_with_status_0", "test_no_node_ended_with_a_traceback"):
+        assert f"{test} " in output, output[-4000:]
     assert output.count("\nOK") == 2, output[-4000:]
