@@ -19,6 +19,7 @@ import psutil
 import pytest
 from support.ros2_cli import REPO, launched, require_ros2, retry_ros2, ros2, ros2_env, stop_daemon
 from support.run_guard import pick_domain
+from support.rviz_console import HYDRA_GRAPH_TOPIC, marker_displays
 
 NAMESPACE = "launch_test_spot"
 NODES = ("dsg_mirror", "language_server", "dispatcher")
@@ -76,8 +77,12 @@ def test_the_simulation_launch_comes_up_configured_and_ctrl_c_ends_everything(
             assert f"{ns}/{name}" in services, services
         actions = retry_ros2(["action", "list"], domain, 30.0, expect=f"{ns}/execute_command").split()
         assert f"{ns}/execute_plan" in actions, actions
-        topics = retry_ros2(["topic", "list"], domain, 30.0, expect=f"{ns}/command_rejections").split()
-        assert f"{ns}/mirror_status" in topics, topics
+        topics = retry_ros2(["topic", "list", "-t"], domain, 30.0, expect=f"{ns}/command_rejections")
+        assert f"{ns}/mirror_status [heracles_ros/msg/MirrorStatus]" in topics, topics
+        # What the RViz console shows is published here (Hydra's graph comes from Hydra's visualizer).
+        for topic in marker_displays():
+            if topic != HYDRA_GRAPH_TOPIC:
+                assert f"{ns}/{topic} [visualization_msgs/msg/MarkerArray]" in topics, (topic, topics)
 
         # Ctrl-C ends every node the launch started. The embedded database server (and its read
         # replica) outlive the nodes by design; `heracles db stop`, as the README says, ends them.
