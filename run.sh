@@ -140,6 +140,53 @@ setup() {
   ensure_package
 }
 
+# ROS 2's own command line (`ros2 ...`), launch and launch_testing for the tests that run the launch
+# files and the README's `ros2` lines. They are not on PyPI: a checkout of shared/ beside the
+# repository holds their upstream sources (../shared/ros2-tools, see its README). Test tools only:
+# `./run.sh test` installs them, `./run.sh demo` never does. A ROS install's own `ros2` wins;
+# with neither, those tests are skipped with the reason.
+ROS2_TOOLS="${HERACLES_ROS2_TOOLS:-$REPO/../shared/ros2-tools}"  # the override: a checkout elsewhere
+ROS2_TOOL_PACKAGES=(
+  rosidl_runtime_py
+  launch/launch launch/launch_xml launch/launch_yaml launch/launch_testing
+  launch_ros/launch_ros launch_ros/ros2launch launch_ros/launch_testing_ros
+  ros2cli/ros2cli ros2cli/ros2action ros2cli/ros2service ros2cli/ros2topic ros2cli/ros2node
+  ros2cli/ros2param ros2cli/ros2interface ros2cli/ros2pkg ros2cli/ros2run
+)
+ensure_ros2_tools() {
+  local outside; outside=$(PATH="${PATH//$VENV\/bin:/}" command -v ros2 || true)
+  if [[ -n "$outside" && "$outside" != "$VENV"/* ]]; then
+    log "using the ROS install's ros2 ($outside)"; return
+  fi
+  if [[ ! -d "$ROS2_TOOLS" ]]; then
+    log "no ROS 2 command line (no ROS install, no ../shared/ros2-tools): the launch and ros2 tests will be skipped"
+    return
+  fi
+  local tools; tools=$(cd "$ROS2_TOOLS" && pwd)
+  local h; h=$(cd "$tools" && find "${ROS2_TOOL_PACKAGES[@]}" rcl_interfaces/composition_interfaces -type f \
+    ! -path '*/__pycache__/*' ! -path '*/test/*' -print0 | sort -z | xargs -0 cat | sha256sum | cut -c1-16)
+  stamp_ok test_ros2_tools "$h" && return
+  log "installing ROS 2's command line, launch and launch_testing from $tools (test tools)"
+  # pip builds in the source folder: build a copy, never writing into shared/.
+  local src="$VENV/.build/ros2-tools-src" package dirs=()
+  rm -rf "$src"; mkdir -p "$src"; cp -r "$tools"/. "$src"/; chmod -R u+w "$src"
+  for package in "${ROS2_TOOL_PACKAGES[@]}"; do dirs+=("$src/$package"); done
+  local pip_log="$VENV/.build/ros2-tools-pip.log"
+  { "$VENV/bin/python" -m pip install osrf-pycommon argcomplete &&
+    "$VENV/bin/python" -m pip install --no-deps --no-build-isolation "${dirs[@]}"; } >"$pip_log" 2>&1 ||
+    { log "installing the ROS 2 tools failed, see $pip_log"; tail -30 "$pip_log" >&2; exit 1; }
+  # launch_testing's and launch_testing_ros's pytest plugins (entry points pytest11) use hook arguments pytest 9 removed and
+  # would stop every pytest run in the environment: drop the entry point; `launch_test` runs its tests.
+  local entry_points
+  for entry_points in "$VENV"/lib/python3*/site-packages/launch_testing*.dist-info/entry_points.txt; do
+    sed -i '/^\[pytest11\]/,/^$/d' "$entry_points"
+  done
+  # launch_ros imports composition_interfaces at module level.
+  build_interfaces test_composition_interfaces "$src/rcl_interfaces/composition_interfaces" \
+    "$src/rcl_interfaces/composition_interfaces"
+  stamp_set test_ros2_tools "$h"
+}
+
 activate() {
   # lib/heracles_ros holds the node executables (what `ros2 run heracles_ros NODE` would start).
   export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$VENV/lib/heracles_ros:$PATH"
@@ -152,7 +199,7 @@ cmd="${1:-help}"; shift || true
 case "$cmd" in
   setup) setup ;;
   test)
-    setup; activate; cd "$REPO"
+    setup; ensure_ros2_tools; activate; cd "$REPO"
     log "ruff"; ruff check heracles_ros test launch mutation
     log "mypy"; mypy heracles_ros
     # pytest-randomly shuffles the test order by HERACLES_TEST_SEED (default: a fixed shuffle, so CI

@@ -18,22 +18,29 @@ instructs) and publishes the scene as a MarkerArray on
 ``/hydra_visualizer/graph``. It stays in the root namespace, where Hydra's
 documentation and our RViz config expect it.
 
-Nothing here decides anything at run time beyond the conditions on the two
-optional parts; tests check this file statically (test/launch).
+On the robot the driver is spot_ros2 unless named otherwise, and commands wait for
+the operator's confirmation (``require_confirmation`` true) unless
+``require_confirmation:=false``; with ``driver:=sim`` they do not wait.
+
+An optional part whose package is not installed (rviz2, hydra_visualizer) is
+skipped with a warning; the nodes run without it. Tests: test/launch.
 """
 import os
+import shutil
 
-from ament_index_python.packages import get_package_share_directory
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription
+from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, LogInfo, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.launch_description_sources import AnyLaunchDescriptionSource
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
+from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
 from launch_ros.actions import Node, PushRosNamespace, SetRemap
 from launch_ros.parameter_descriptions import ParameterValue
 from launch_ros.substitutions import FindPackageShare
 
 PACKAGE = "heracles_ros"
+# config/ beside launch/, in the source tree as in the installed share directory.
+CONFIG = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "config")
 
 
 def _text(name):
@@ -41,9 +48,33 @@ def _text(name):
     return ParameterValue(LaunchConfiguration(name), value_type=str)
 
 
+def _installed(package):
+    try:
+        get_package_prefix(package)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+def _if_installed(package, part, actions):
+    """``actions`` when ``package`` is installed; else a warning, so a missing option never fails the launch."""
+    def choose(context):
+        if _installed(package):
+            return actions
+        return [LogInfo(msg=f"WARNING: {part} not started: package '{package}' is not installed "
+                            "(the heracles nodes run without it)")]
+    return OpaqueFunction(function=choose)
+
+
+# Our nodes get SIGTERM when the launch process dies however it dies: launch forwards SIGINT to its
+# processes, but on SIGTERM, SIGQUIT or SIGHUP (a closed terminal) it exits at once and leaves them
+# running, and a robot's nodes must never outlive their launch.
+_SETPRIV = shutil.which("setpriv")
+NODE_PREFIX = f"{_SETPRIV} --pdeathsig TERM" if _SETPRIV else None
+
+
 def generate_launch_description():
-    share = get_package_share_directory(PACKAGE)
-    config = os.path.join(share, "config")
+    config = CONFIG
 
     arguments = [
         DeclareLaunchArgument(
@@ -68,8 +99,15 @@ def generate_launch_description():
             "dsg_topic", default_value="/hydra/backend/dsg",
             description="Hydra's hydra_msgs/msg/DsgUpdate topic with full scene-graph snapshots"),
         DeclareLaunchArgument(
-            "driver", default_value="sim", choices=["sim", "spot_ros2"],
-            description="robot driver of the dispatcher: sim (kinematic Spot simulator) or spot_ros2"),
+            "driver", default_value="spot_ros2", choices=["sim", "spot_ros2"],
+            description="robot driver of the dispatcher: spot_ros2 (the robot) or sim (kinematic Spot simulator)"),
+        DeclareLaunchArgument(
+            "require_confirmation",
+            default_value=PythonExpression(
+                ["'true' if '", LaunchConfiguration("driver"), "' == 'spot_ros2' else 'false'"]),
+            choices=["true", "false"],
+            description="commands wait for the operator's confirm before the robot moves "
+            "(default: true with driver spot_ros2, false with sim)"),
         DeclareLaunchArgument(
             "spot_name", default_value=LaunchConfiguration("robot_name"),
             description="namespace of the spot_ros2 driver (driver:=spot_ros2); defaults to robot_name"),
@@ -89,7 +127,9 @@ def generate_launch_description():
         Node(
             package=PACKAGE,
             executable="dsg_mirror",
+            exec_name="dsg_mirror",
             output="screen",
+            prefix=NODE_PREFIX,
             parameters=[
                 os.path.join(config, "dsg_mirror.yaml"),
                 {
@@ -102,7 +142,9 @@ def generate_launch_description():
         Node(
             package=PACKAGE,
             executable="language_server",
+            exec_name="language_server",
             output="screen",
+            prefix=NODE_PREFIX,
             parameters=[
                 os.path.join(config, "language_server.yaml"),
                 {
@@ -110,13 +152,17 @@ def generate_launch_description():
                     "llm": _text("llm"),
                     "model": _text("model"),
                     "base_url": _text("base_url"),
+                    "require_confirmation": ParameterValue(
+                        LaunchConfiguration("require_confirmation"), value_type=bool),
                 },
             ],
         ),
         Node(
             package=PACKAGE,
             executable="dispatcher",
+            exec_name="dispatcher",
             output="screen",
+            prefix=NODE_PREFIX,
             parameters=[
                 os.path.join(config, "dispatcher.yaml"),
                 {
@@ -127,17 +173,19 @@ def generate_launch_description():
             ],
         ),
         # The operator console; its topics are relative, so it runs in the robot's namespace too.
-        Node(
-            package="rviz2",
-            executable="rviz2",
-            name="heracles_rviz",
-            arguments=["-d", os.path.join(config, "heracles.rviz")],
+        GroupAction(
+            [_if_installed("rviz2", "RViz (start_rviz)", [Node(
+                package="rviz2",
+                executable="rviz2",
+                name="heracles_rviz",
+                arguments=["-d", os.path.join(config, "heracles.rviz")],
+            )])],
             condition=IfCondition(LaunchConfiguration("start_rviz")),
         ),
     ])
 
     hydra_visualizer = GroupAction(
-        [
+        [_if_installed("hydra_visualizer", "Hydra's visualizer (start_hydra_visualizer)", [
             SetRemap(src="hydra_visualizer/dsg", dst=LaunchConfiguration("dsg_topic")),
             IncludeLaunchDescription(
                 AnyLaunchDescriptionSource(
@@ -147,7 +195,7 @@ def generate_launch_description():
                 ),
                 launch_arguments={"start_rviz": "false", "visualizer_ns": "hydra_visualizer"}.items(),
             ),
-        ],
+        ])],
         condition=IfCondition(LaunchConfiguration("start_hydra_visualizer")),
     )
 

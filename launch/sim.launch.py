@@ -1,24 +1,24 @@
 """The whole system without a robot or Hydra: the simulated Spot on the bundled example scene, with RViz.
 
     ros2 launch heracles_ros sim.launch.py
-    ros2 service call /spot/command heracles_ros/srv/Command \
+    ros2 action send_goal --feedback /spot/execute_command heracles_ros/action/ExecuteCommand \
         "{instruction: 'bring a box from the office to the lounge', execute: true}"
 
-It is heracles.launch.py with driver:=sim and scene_file:= the example scene
-shipped in the Python package (heracles_ros/data/example_scene.json); every
-other argument passes through.
+(the README's `ros2` lines, run by test/test_readme_ros2.py, show the rest).
+
+It is heracles.launch.py (beside this file) with driver:=sim and scene_file:= the
+example scene shipped in the Python package (heracles_ros/data/example_scene.json);
+every other argument passes through. Without rviz2 installed, RViz is skipped
+with a warning.
 """
 import os
 
-from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
 
 import heracles_ros
-
-PACKAGE = "heracles_ros"
 
 
 def generate_launch_description():
@@ -32,8 +32,7 @@ def generate_launch_description():
             description="start RViz with the operator console"),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(
-                os.path.join(get_package_share_directory(PACKAGE), "launch", "heracles.launch.py")
-            ),
+                os.path.join(os.path.dirname(os.path.abspath(__file__)), "heracles.launch.py")),
             launch_arguments={
                 "driver": "sim",
                 "scene_file": LaunchConfiguration("scene_file"),

@@ -37,6 +37,10 @@ from heracles_ros.graphdb.store import GraphStore
 
 BACKENDS = ("falkordb", "bolt")
 
+# Timeouts that also cover a failed test's teardown, localhost-only ROS 2 discovery, the
+# ``ros_domain_id`` fixture, and no process left behind (see support/run_guard.py).
+pytest_plugins = ["support.run_guard"]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     # Child processes take Ctrl-C as in a terminal even when the suite runs in a background job: a
@@ -215,16 +219,3 @@ def large_store(falkordb_server: ServerInfo, large_scene: Any) -> Iterator[Graph
     yield graph
     graph.close()
     _drop_graph(falkordb_server, name)
-
-
-@pytest.fixture
-def ros_domain_id() -> Iterator[int]:
-    """A DDS domain of this test process's own, so parallel runs do not hear each other."""
-    previous = os.environ.get("ROS_DOMAIN_ID")
-    domain = 1 + os.getpid() % 200
-    os.environ["ROS_DOMAIN_ID"] = str(domain)
-    yield domain
-    if previous is None:
-        os.environ.pop("ROS_DOMAIN_ID", None)
-    else:
-        os.environ["ROS_DOMAIN_ID"] = previous
