@@ -111,6 +111,8 @@ def test_a_malformed_spot_name_is_refused(spot_name):
         ({"arrival_tolerance_m": -1.0}, "arrival_tolerance_m"),
         ({"pick_timeout_s": "long"}, "pick_timeout_s"),
         ({"min_reach_m": 1.5, "max_reach_m": 1.0}, "min_reach_m"),
+        ({"walk_margin_s": math.inf}, "walk_margin_s must be a finite number"),
+        ({"service_timeout_s": math.nan}, "service_timeout_s must be a finite number"),
     ],
 )
 def test_bad_config_is_refused_naming_the_setting(changes, named):
@@ -229,6 +231,8 @@ def test_wait_future_sees_completion_timeout_and_cancel():
 MAP_T_ODOM = Planar.at(10.0, 5.0, math.pi / 2)
 #: ...until a loop closure moves it.
 CORRECTED = Planar.at(10.4, 4.7, math.pi / 2 + 0.05)
+#: Spot's vision frame drifted from odom: a goal read in the wrong one of the two lands elsewhere.
+ODOM_T_VISION = Planar.at(-3.0, 2.0, 0.7)
 #: The same transform as the adapter's configuration spells it (only for the fixed map frame source).
 MAP_TO_ODOM = sc.SE2Transform(x=10.0, y=5.0, yaw=math.pi / 2)
 
@@ -268,7 +272,7 @@ class Rig:
 
 @contextlib.contextmanager
 def rig(ros_domain_id: int, *, max_age_s: float = 5.0, start: Planar = IDENTITY, map_T_odom: Planar = MAP_T_ODOM,
-        odom_T_vision: Planar = IDENTITY, odom_frame: str = "odom", actions: bool = True,
+        odom_T_vision: Planar = ODOM_T_VISION, odom_frame: str = "odom", actions: bool = True,
         **config: Any) -> Iterator[Rig]:
     settings = {"service_timeout_s": 3.0, "accept_timeout_s": 3.0, "pose_timeout_s": 3.0, "tick_s": 0.02,
                 "walk_margin_s": 5.0, "expected_speed_mps": 2.0, **config}
@@ -292,13 +296,10 @@ def started(r: Rig) -> Rig:
     return r
 
 
-@pytest.mark.parametrize(("odom_frame", "odom_T_vision"), [("odom", IDENTITY), ("vision", Planar.at(-3.0, 2.0, 0.7))])
-def test_a_goto_is_one_trajectory_goal_that_brings_the_robot_to_the_plans_map_targets(
-    ros_domain_id, odom_frame, odom_T_vision
-):
+@pytest.mark.parametrize("odom_frame", ["odom", "vision"])
+def test_a_goto_is_one_trajectory_goal_that_brings_the_robot_to_the_plans_map_targets(ros_domain_id, odom_frame):
     # Spot starts at odom's origin facing odom's x: in the map at (10, 5) facing north.
-    with rig(ros_domain_id, odom_frame=odom_frame, odom_T_vision=odom_T_vision, frame=odom_frame,
-             max_speed_mps=0.8) as r:
+    with rig(ros_domain_id, odom_frame=odom_frame, frame=odom_frame, max_speed_mps=0.8) as r:
         started(r)
         assert r.fake.calls == ["claim", "power_on", "stand"]
         path = [(10.0, 5.0), (10.0, 7.0), (12.0, 7.0), (12.0, 9.0)]  # starts where the robot stands
@@ -395,7 +396,7 @@ def test_a_missing_or_stale_map_to_odom_fails_the_step_and_sends_nothing(ros_dom
 
 def test_odometry_in_another_frame_than_the_goals_refuses_to_start(ros_domain_id):
     # spot_ros2's preferred_odom_frame is vision, the adapter would send goals in odom.
-    with rig(ros_domain_id, odom_frame="vision", odom_T_vision=Planar.at(-3.0, 2.0, 0.7), frame="odom") as r:
+    with rig(ros_domain_id, odom_frame="vision", frame="odom") as r:
         r.loop_closure(MAP_T_ODOM)
         with pytest.raises(DriverError, match="preferred_odom_frame"):
             r.driver.start()
