@@ -273,12 +273,12 @@ class Rig:
 @contextlib.contextmanager
 def rig(ros_domain_id: int, *, max_age_s: float = 5.0, start: Planar = IDENTITY, map_T_odom: Planar = MAP_T_ODOM,
         odom_T_vision: Planar = ODOM_T_VISION, odom_frame: str = "odom", actions: bool = True,
-        **config: Any) -> Iterator[Rig]:
+        broadcast_map: bool = True, **config: Any) -> Iterator[Rig]:
     settings = {"service_timeout_s": 3.0, "accept_timeout_s": 3.0, "pose_timeout_s": 3.0, "tick_s": 0.02,
                 "walk_margin_s": 5.0, "expected_speed_mps": 2.0, **config}
     with ros_session(ros_domain_id):
         fake = FakeSpotDriver("spot", start=start, map_T_odom=map_T_odom, odom_T_vision=odom_T_vision,
-                              odom_frame=odom_frame, actions=actions)
+                              odom_frame=odom_frame, actions=actions, broadcast_map=broadcast_map)
         adapter = rclpy.create_node("heracles_adapter")
         source = TopicMapFrame(adapter, TRANSFORM_TOPIC, max_age_s=max_age_s)
         driver = SpotRos2Driver(adapter, spot_name="spot", config=SpotConfig(**settings), map_frame=source,
@@ -367,8 +367,7 @@ def test_every_goal_is_the_map_target_under_the_current_map_to_odom_for_any_tran
 
 
 def test_a_missing_or_stale_map_to_odom_fails_the_step_and_sends_nothing(ros_domain_id):
-    with rig(ros_domain_id, max_age_s=1.0) as r:
-        r.fake.broadcast_map = False
+    with rig(ros_domain_id, max_age_s=1.0, broadcast_map=False) as r:
         r.driver.start()  # odometry is there; map->odom is not
         # Never a transform: no map pose to report at all, so the driver itself cannot work.
         with pytest.raises(DriverError, match=r"no map->odom transform received"):

@@ -220,7 +220,7 @@ class FakeSpotDriver(Node):
 
     def __init__(self, spot_name: str = "spot", *, start: Planar = IDENTITY, map_T_odom: Planar = IDENTITY,
                  odom_T_vision: Planar = IDENTITY, odom_frame: str = "odom", period_s: float = 0.05,
-                 actions: bool = True):
+                 actions: bool = True, broadcast_map: bool = True):
         super().__init__("fake_spot_driver", namespace=spot_name)
         self.spot_name = spot_name
         self._lock = threading.Lock()
@@ -253,7 +253,7 @@ class FakeSpotDriver(Node):
         self._held: Odometry | None = None
         self.published = 0
         #: Hydra's side: False stops broadcasting map->odom.
-        self.broadcast_map = True
+        self.broadcast_map = broadcast_map
         group = ReentrantCallbackGroup()
         for service in SERVICES:
             self.create_service(Trigger, service, self._trigger(service), callback_group=group)
