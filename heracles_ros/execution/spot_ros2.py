@@ -42,6 +42,7 @@ import math
 import re
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -188,10 +189,14 @@ class PoseTracker:
     a fresh pose.
     """
 
+    #: How many recent poses :meth:`since` can give back (seconds of odometry at Spot's rates).
+    RECENT = 512
+
     def __init__(self, frame: str):
         self.frame = frame
         self._changed = threading.Condition()
         self._pose: Pose | None = None
+        self._recent: deque[tuple[int, Pose]] = deque(maxlen=self.RECENT)
         self._stamp_s = -math.inf
         self._count = 0
         self.frame_error = ""
@@ -209,6 +214,7 @@ class PoseTracker:
                 return
             self._pose, self._stamp_s = Pose(x, y, z, yaw), stamp_s
             self._count += 1
+            self._recent.append((self._count, self._pose))
             self._changed.notify_all()
 
     @property
@@ -219,6 +225,11 @@ class PoseTracker:
     def latest(self) -> Pose | None:
         with self._changed:
             return self._pose
+
+    def since(self, count: int) -> tuple[list[Pose], int]:
+        """Every pose received after the first ``count`` (the last :attr:`RECENT` at most), and the new count."""
+        with self._changed:
+            return [pose for number, pose in self._recent if number > count], self._count
 
     def wait_newer(self, count: int, timeout_s: float) -> Pose | None:
         """The pose once more than ``count`` messages have arrived; None after ``timeout_s``."""
@@ -566,6 +577,8 @@ class _Step:
                     Outcome.FAILED, f"{what} did not finish within {budget_s:.1f} s (blocked?){self._stop(handle)}"
                 )
             done.wait(self.cfg.tick_s)
+        if on_tick is not None:
+            on_tick()  # what happened between the last tick and the result
         response = result.result()
         reply = response.result
         if response.status == self.d._goal_status.STATUS_SUCCEEDED and reply.success:
@@ -608,13 +621,20 @@ class _Step:
         )
         passed = iter(path)
         ahead = next(passed, None)
+        seen = self.d.odometry.count
 
         def track_waypoints() -> None:
-            nonlocal ahead
-            pose = self.d.pose()
-            while ahead is not None and pose.distance_to(ahead.target) <= cfg.waypoint_tolerance_m:
-                self.reached = ahead.symbol or self.reached
-                ahead = next(passed, None)
+            """Mark the waypoints passed, from every odometry pose since the last look (none is skipped)."""
+            nonlocal ahead, seen
+            poses, seen = self.d.odometry.since(seen)
+            for odom in poses:
+                try:
+                    pose = self.d.to_map(odom)
+                except ExecutionError:
+                    return  # no map->odom now: the arrival check says so if it lasts
+                while ahead is not None and pose.distance_to(ahead.target) <= cfg.waypoint_tolerance_m:
+                    self.reached = ahead.symbol or self.reached
+                    ahead = next(passed, None)
 
         failed = self.run_goal(
             self.d._robot_command,

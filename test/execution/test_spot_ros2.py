@@ -153,6 +153,22 @@ def test_pose_tracker_waits_for_a_fresh_message():
     assert pose is not None and (pose.x, pose.y, pose.yaw) == pytest.approx((3.0, 4.0, 1.0))
 
 
+def test_pose_tracker_gives_back_every_pose_since_a_count_so_no_waypoint_passed_is_missed():
+    tracker = PoseTracker("odom")
+    tracker.update("spot/odom", 0.0, 0.0, 0.0, 0.0, 1.0)
+    poses, seen = tracker.since(0)
+    assert [p.x for p in poses] == [0.0] and seen == 1
+    for i in range(1, 4):
+        tracker.update("spot/odom", float(i), 0.0, 0.0, 0.0, 1.0 + i)
+    poses, seen = tracker.since(seen)
+    assert [p.x for p in poses] == [1.0, 2.0, 3.0] and seen == 4
+    assert tracker.since(seen) == ([], 4)
+    for i in range(PoseTracker.RECENT + 10):  # far more than a tick ever sees: the oldest are dropped
+        tracker.update("spot/odom", 100.0 + i, 0.0, 0.0, 0.0, 10.0 + i)
+    poses, _ = tracker.since(seen)
+    assert len(poses) == PoseTracker.RECENT and poses[-1].x == 100.0 + PoseTracker.RECENT + 9
+
+
 def test_pose_tracker_takes_no_repeated_or_reordered_message_for_a_fresh_one():
     tracker = PoseTracker("odom")
     tracker.update("spot/odom", 1.0, 0.0, 0.0, 0.0, 20.0)

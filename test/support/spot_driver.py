@@ -410,6 +410,7 @@ class FakeSpotDriver(Node):
                 result.success, result.message = False, "Failed to complete command"
                 return result
             self.move_to(target)
+            self._wait_published(2)  # every point passed shows in odometry (the 2nd message began after the move)
             time.sleep(self.step_s)
         if walk is Walk.SLIP and targets:
             self._wait_published(3)  # the pose at the goal is out
