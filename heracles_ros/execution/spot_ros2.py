@@ -18,7 +18,9 @@ Hydra, or a fixed transform when configured); a missing or stale transform
 fails the step. Arrival is checked, not assumed: after the driver reports a
 walk done, a fresh odometry pose must lie within tolerance of the goal (a
 blocked Spot can report success near, not at, its goal). Cancel, a step timeout
-or a walk overrunning its time budget cancel the goal *and* call ``stop``.
+or a walk overrunning its time budget cancel the goal *and* call ``stop``;
+:meth:`SpotRos2Driver.stop` (from any thread) ends the running step the same way,
+whether or not the driver ever answers the cancelled goal.
 
 Power and lease: :meth:`start` claims the lease, powers on and stands (the
 dispatcher calls it when the first plan starts, or at launch if configured);
@@ -627,11 +629,12 @@ class _Step:
             """Mark the waypoints passed, from every odometry pose since the last look (none is skipped)."""
             nonlocal ahead, seen
             poses, seen = self.d.odometry.since(seen)
+            try:
+                map_to_frame = self.d.map_frame.current()
+            except ExecutionError:
+                return  # no map->odom now: the arrival check says so if it lasts
             for odom in poses:
-                try:
-                    pose = self.d.to_map(odom)
-                except ExecutionError:
-                    return  # no map->odom now: the arrival check says so if it lasts
+                pose = map_to_frame.pose_to_map(odom.x, odom.y, odom.z, odom.yaw)
                 while ahead is not None and pose.distance_to(ahead.target) <= cfg.waypoint_tolerance_m:
                     self.reached = ahead.symbol or self.reached
                     ahead = next(passed, None)
