@@ -92,8 +92,23 @@ def walk_path(
     return path, here
 
 
+#: Longest trajectory time a goal can carry: spot_ros2's goal holds it in a ROS Duration (int32 seconds).
+MAX_TRAJECTORY_S = float(2**31 - 1)
+
+
 def walk_time_budget(trajectory_s: float, margin_s: float) -> float:
-    """Seconds a walk may take before it counts as stuck: the trajectory's own time plus a margin."""
+    """Seconds a walk may take before it counts as stuck: the trajectory's own time plus a margin.
+
+    ExecutionError for a trajectory time that is not a finite number or too long
+    for the goal to carry (a path through a NaN or an absurdly far point): such a
+    walk would never count as stuck.
+    """
+    if not (math.isfinite(trajectory_s) and math.isfinite(margin_s)) or trajectory_s > MAX_TRAJECTORY_S:
+        raise ExecutionError(
+            f"the walk's time budget cannot be set: trajectory time {trajectory_s} s, margin {margin_s} s "
+            f"(both must be finite, the trajectory at most {MAX_TRAJECTORY_S:.0f} s); is a waypoint not a finite "
+            "position?"
+        )
     return max(0.0, trajectory_s) + max(0.0, margin_s)
 
 

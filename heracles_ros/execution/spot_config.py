@@ -5,6 +5,7 @@ without importing the adapter, which pulls in bosdyn and grpc.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 from heracles_ros.errors import ConfigError
@@ -83,6 +84,8 @@ class SpotConfig:
                 raise ConfigError(f"spot_ros2 {f.name} must be a number, got {value!r}")
             allow_zero = f.name in ("max_speed_mps", "inspect_dwell_s", "release_pause_s", "walk_margin_s",
                                     "hand_height_m", "min_reach_m", "ray_back_m", "map_frame_max_age_s")
+            if not math.isfinite(value):
+                raise ConfigError(f"spot_ros2 {f.name} must be a finite number, got {value}")
             if value < 0 or (value == 0 and not allow_zero):
                 raise ConfigError(f"spot_ros2 {f.name} must be {'>= 0' if allow_zero else '> 0'}, got {value}")
         if self.min_reach_m > self.max_reach_m:

@@ -18,7 +18,9 @@ Hydra, or a fixed transform when configured); a missing or stale transform
 fails the step. Arrival is checked, not assumed: after the driver reports a
 walk done, a fresh odometry pose must lie within tolerance of the goal (a
 blocked Spot can report success near, not at, its goal). Cancel, a step timeout
-or a walk overrunning its time budget cancel the goal *and* call ``stop``.
+or a walk overrunning its time budget cancel the goal *and* call ``stop``;
+:meth:`SpotRos2Driver.stop` (from any thread) ends the running step the same way,
+whether or not the driver ever answers the cancelled goal.
 
 Power and lease: :meth:`start` claims the lease, powers on and stands (the
 dispatcher calls it when the first plan starts, or at launch if configured);
@@ -38,9 +40,11 @@ from __future__ import annotations
 
 import importlib
 import logging
+import math
 import re
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -180,17 +184,27 @@ class TriggerServices:
 
 # --- odometry -----------------------------------------------------------------------------
 class PoseTracker:
-    """Latest body pose from odometry, in Spot's command frame; waits for a message newer than a count."""
+    """Latest body pose from odometry, in Spot's command frame; waits for a message newer than a count.
+
+    Only a message stamped later than the latest one counts: a repeated or
+    reordered old message (DDS delivers topics independently) never passes for
+    a fresh pose.
+    """
+
+    #: How many recent poses :meth:`since` can give back (seconds of odometry at Spot's rates).
+    RECENT = 512
 
     def __init__(self, frame: str):
         self.frame = frame
         self._changed = threading.Condition()
         self._pose: Pose | None = None
+        self._recent: deque[tuple[int, Pose]] = deque(maxlen=self.RECENT)
+        self._stamp_s = -math.inf
         self._count = 0
         self.frame_error = ""
 
-    def update(self, frame_id: str, x: float, y: float, z: float, yaw: float) -> None:
-        """One odometry message (pose in ``frame_id``, e.g. "spot/odom"); other frames are refused."""
+    def update(self, frame_id: str, x: float, y: float, z: float, yaw: float, stamp_s: float) -> None:
+        """One odometry message (pose in ``frame_id``, e.g. "spot/odom"); other frames and old stamps are refused."""
         with self._changed:
             if frame_id.rsplit("/", 1)[-1] != self.frame:
                 self.frame_error = (
@@ -198,8 +212,11 @@ class PoseTracker:
                     f"driver's preferred_odom_frame and this adapter's frame to the same frame"
                 )
                 return
-            self._pose = Pose(x, y, z, yaw)
+            if stamp_s <= self._stamp_s:
+                return
+            self._pose, self._stamp_s = Pose(x, y, z, yaw), stamp_s
             self._count += 1
+            self._recent.append((self._count, self._pose))
             self._changed.notify_all()
 
     @property
@@ -210,6 +227,11 @@ class PoseTracker:
     def latest(self) -> Pose | None:
         with self._changed:
             return self._pose
+
+    def since(self, count: int) -> tuple[list[Pose], int]:
+        """Every pose received after the first ``count`` (the last :attr:`RECENT` at most), and the new count."""
+        with self._changed:
+            return [pose for number, pose in self._recent if number > count], self._count
 
     def wait_newer(self, count: int, timeout_s: float) -> Pose | None:
         """The pose once more than ``count`` messages have arrived; None after ``timeout_s``."""
@@ -275,6 +297,8 @@ class SpotRos2Driver(RobotDriver):
         #: True while this adapter holds a lease it claimed itself (the only one it ever releases).
         self._claimed = False
         self._last_map_pose: Pose | None = None
+        #: The execute() call running now, so that stop() can end it from any thread.
+        self._running: _Step | None = None
 
     def _default_map_frame(self, node: Any) -> MapFrameSource:
         cfg = self.config
@@ -289,7 +313,9 @@ class SpotRos2Driver(RobotDriver):
     def _on_odometry(self, msg: Any) -> None:
         position, q = msg.pose.pose.position, msg.pose.pose.orientation
         yaw = yaw_from_quaternion(q.x, q.y, q.z, q.w)
-        self.odometry.update(msg.header.frame_id, position.x, position.y, position.z, yaw)
+        stamp = msg.header.stamp
+        stamp_s = float(stamp.sec) + float(stamp.nanosec) * 1e-9
+        self.odometry.update(msg.header.frame_id, position.x, position.y, position.z, yaw, stamp_s)
 
     @property
     def holding(self) -> str:
@@ -337,11 +363,16 @@ class SpotRos2Driver(RobotDriver):
         self._claimed = False
 
     def shutdown(self) -> None:
-        """Stop, sit (if configured) and release the lease this adapter claimed; failures are logged."""
+        """Stop (ending any running step), sit (if configured), then release the lease this adapter claimed.
+
+        Each call is bounded by ``service_timeout_s``; failures are logged and the
+        next call is still made, so a dead driver delays shutdown but never blocks it.
+        """
         if not self._started:
             return
         self._started = False
-        services = ["stop", *(["sit"] if self.config.sit_on_shutdown else []), *(["release"] if self._claimed else [])]
+        self.stop()
+        services = [*(["sit"] if self.config.sit_on_shutdown else []), *(["release"] if self._claimed else [])]
         for service in services:
             reply = self._services.call(service, self.config.service_timeout_s)
             if not reply.ok:
@@ -349,7 +380,15 @@ class SpotRos2Driver(RobotDriver):
         self._claimed = False
 
     def stop(self, *, hard: bool = False) -> None:
-        """spot_ros2's ``stop`` service (``hard``: its gentle e-stop ``estop/gentle`` after it)."""
+        """End the running step, then spot_ros2's ``stop`` (``hard``: its gentle e-stop ``estop/gentle`` after it).
+
+        The running step cancels its goal and returns CANCELLED at its next tick
+        whatever the driver does; each service call is bounded by ``service_timeout_s``
+        and a failed ``stop`` does not keep the e-stop from being tried.
+        """
+        running = self._running
+        if running is not None:
+            running.halt("stopped" + (" (hard)" if hard else ""))
         for service in ["stop", *(["estop/gentle"] if hard else [])]:
             reply = self._services.call(service, self.config.service_timeout_s)
             if not reply.ok:
@@ -409,7 +448,11 @@ class SpotRos2Driver(RobotDriver):
         handler = handlers.get(action.name)
         if handler is None:
             return step.end(Outcome.FAILED, f"spot_ros2 driver cannot execute unknown action {action.name!r}")
-        return handler(action)
+        self._running = step
+        try:
+            return handler(action)
+        finally:
+            self._running = None
 
     # -- used by _Step ---------------------------------------------------------------------
     def _command_goal(self, command: Any) -> Any:
@@ -443,6 +486,13 @@ class _Step:
         self.feedback = feedback
         self.reached = ""
         self._reported = driver.odometry.count
+        #: Set by the driver's stop(), which calls spot_ros2's ``stop`` itself.
+        self._halted = False
+
+    def halt(self, reason: str) -> None:
+        """End this step at its next tick (from any thread); the caller stops the robot."""
+        self._halted = True
+        self.cancel.cancel(reason)
 
     def end(self, outcome: Outcome, reason: str = "") -> StepOutcome:
         self._report()
@@ -468,6 +518,8 @@ class _Step:
         """Cancel a running goal and stop the robot; a note for the reason if ``stop`` failed."""
         if handle is not None:
             handle.cancel_goal_async()
+        if self._halted:
+            return ""
         reply = self.d._services.call("stop", min(self.cfg.service_timeout_s, 3.0))
         if reply.ok:
             return ""
@@ -527,6 +579,8 @@ class _Step:
                     Outcome.FAILED, f"{what} did not finish within {budget_s:.1f} s (blocked?){self._stop(handle)}"
                 )
             done.wait(self.cfg.tick_s)
+        if on_tick is not None:
+            on_tick()  # what happened between the last tick and the result
         response = result.result()
         reply = response.result
         if response.status == self.d._goal_status.STATUS_SUCCEEDED and reply.success:
@@ -560,24 +614,36 @@ class _Step:
         path, self.reached = sc.walk_path(
             self.d.pose(), action, skip_within_m=cfg.waypoint_tolerance_m, speed_mps=cfg.expected_speed_mps
         )
+        try:
+            budget_s = sc.walk_time_budget(path[-1].time_s, cfg.walk_margin_s)
+        except ExecutionError as exc:
+            return self.end(Outcome.FAILED, f"walk to {where}: {exc}")
         command = sc.trajectory_command(
             path, frame=cfg.frame, map_to_frame=transform, max_speed_mps=cfg.max_speed_mps
         )
         passed = iter(path)
         ahead = next(passed, None)
+        seen = self.d.odometry.count
 
         def track_waypoints() -> None:
-            nonlocal ahead
-            pose = self.d.pose()
-            while ahead is not None and pose.distance_to(ahead.target) <= cfg.waypoint_tolerance_m:
-                self.reached = ahead.symbol or self.reached
-                ahead = next(passed, None)
+            """Mark the waypoints passed, from every odometry pose since the last look (none is skipped)."""
+            nonlocal ahead, seen
+            poses, seen = self.d.odometry.since(seen)
+            try:
+                map_to_frame = self.d.map_frame.current()
+            except ExecutionError:
+                return  # no map->odom now: the arrival check says so if it lasts
+            for odom in poses:
+                pose = map_to_frame.pose_to_map(odom.x, odom.y, odom.z, odom.yaw)
+                while ahead is not None and pose.distance_to(ahead.target) <= cfg.waypoint_tolerance_m:
+                    self.reached = ahead.symbol or self.reached
+                    ahead = next(passed, None)
 
         failed = self.run_goal(
             self.d._robot_command,
             self.d._command_goal(command),
             f"walk to {where}",
-            sc.walk_time_budget(path[-1].time_s, cfg.walk_margin_s),
+            budget_s,
             track_waypoints,
         )
         if failed is not None:

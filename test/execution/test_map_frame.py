@@ -4,7 +4,10 @@ from __future__ import annotations
 import math
 
 import pytest
+from bosdyn.client.math_helpers import Quat, SE3Pose
 from geometry_msgs.msg import Transform
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from heracles_ros.errors import ExecutionError
 from heracles_ros.execution import spot_commands as sc
@@ -26,6 +29,25 @@ def test_a_transform_message_becomes_the_pose_of_odom_in_the_map():
     assert (transform.x, transform.y, transform.yaw, transform.z) == pytest.approx((10.0, 5.0, math.pi / 2, 0.3))
     # A point 4 m ahead of odom's origin along odom's x lies 4 m north of (10, 5) in the map.
     assert transform.to_map((4.0, 0.0, 0.0)) == pytest.approx((10.0, 9.0, 0.3))
+
+
+@settings(deadline=None)
+@given(
+    translation=st.tuples(st.floats(-1e3, 1e3), st.floats(-1e3, 1e3), st.floats(-10.0, 10.0)),
+    yaw=st.floats(-math.pi, math.pi),
+    point=st.tuples(st.floats(-1e3, 1e3), st.floats(-1e3, 1e3), st.floats(-10.0, 10.0)),
+)
+def test_any_map_to_odom_message_takes_odom_points_where_bosdyn_puts_them(translation, yaw, point):
+    # bosdyn's SE3Pose (its own quaternion arithmetic) is the reference for the TF convention:
+    # map->odom is the pose of odom in the map, and takes a point given in odom into the map.
+    quat = Quat.from_yaw(yaw)
+    msg = Transform()
+    msg.translation.x, msg.translation.y, msg.translation.z = translation
+    msg.rotation.x, msg.rotation.y, msg.rotation.z, msg.rotation.w = quat.x, quat.y, quat.z, quat.w
+    transform = transform_from_msg(msg)
+    expected = SE3Pose(*translation, quat).transform_point(*point)
+    assert transform.to_map(point) == pytest.approx(expected, abs=1e-6)
+    assert transform.to_frame(expected) == pytest.approx(point, abs=1e-6)
 
 
 def test_a_transform_older_than_the_limit_is_stale():

@@ -8,6 +8,8 @@ from bosdyn.api import manipulation_api_pb2, robot_command_pb2
 from bosdyn.api.spot import robot_command_pb2 as spot_command_pb2
 from bosdyn.client.math_helpers import Quat, SE2Pose
 from bosdyn.util import duration_to_seconds
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from heracles_ros.errors import ConfigError, ExecutionError
 from heracles_ros.execution import spot_commands as sc
@@ -38,6 +40,28 @@ def test_map_points_go_into_the_command_frame_as_bosdyn_computes_it():
     assert (x, y) == pytest.approx((4.0, -2.0))
     assert z == pytest.approx(0.7)
     assert MAP_TO_ODOM.to_map((x, y, z)) == pytest.approx(point)
+
+
+transforms = st.builds(
+    sc.SE2Transform, st.floats(-1e3, 1e3), st.floats(-1e3, 1e3), st.floats(-math.pi, math.pi), st.floats(-5.0, 5.0)
+)
+
+
+@settings(deadline=None)
+@given(transform=transforms, target=st.tuples(st.floats(-1e3, 1e3), st.floats(-1e3, 1e3)))
+def test_a_walk_goal_put_back_by_bosdyns_own_arithmetic_is_the_map_target(transform, target):
+    # bosdyn's SE2Pose (its own implementation) takes each goal point from the command frame into the map.
+    here = Pose(target[0] + 2.0, target[1] - 1.0)
+    path, _ = sc.walk_path(here, goto([(target[0], target[1], 0.0)], ["P1"]), skip_within_m=0.0, speed_mps=1.0)
+    command = sc.trajectory_command(path, frame="odom", map_to_frame=transform)
+    (point,) = se2_request(command).trajectory.points
+    in_map = SE2Pose(transform.x, transform.y, transform.yaw) * SE2Pose(
+        point.pose.position.x, point.pose.position.y, point.pose.angle
+    )
+    assert (in_map.x, in_map.y) == pytest.approx(target, abs=1e-6)
+    assert math.remainder(in_map.angle - path[0].heading, 2 * math.pi) == pytest.approx(0.0, abs=1e-9)
+    odom = transform.to_frame((target[0], target[1], 0.0))
+    assert transform.pose_to_map(odom[0], odom[1], 0.0, 0.3).position[:2] == pytest.approx(target, abs=1e-6)
 
 
 def test_odometry_poses_come_back_into_the_map_frame():
@@ -133,6 +157,43 @@ def test_walk_goal_in_an_unknown_frame_or_without_points_is_refused():
 def test_walk_time_budget_is_the_trajectory_time_plus_margin():
     assert sc.walk_time_budget(24.0, 10.0) == pytest.approx(34.0)
     assert sc.walk_time_budget(0.0, 10.0) == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize(
+    ("trajectory_s", "margin_s"), [(math.inf, 10.0), (math.nan, 10.0), (24.0, math.inf), (24.0, math.nan), (1e300, 0.0)]
+)
+def test_a_walk_time_that_is_not_finite_or_too_long_for_a_goal_is_refused(trajectory_s, margin_s):
+    with pytest.raises(ExecutionError, match="time budget cannot be set"):
+        sc.walk_time_budget(trajectory_s, margin_s)
+
+
+coordinates = st.floats(-1e4, 1e4)
+points = st.tuples(coordinates, coordinates).map(lambda p: (p[0], p[1], 0.0))
+
+
+@settings(deadline=None)
+@given(
+    start=st.tuples(coordinates, coordinates, st.floats(-math.pi, math.pi)),
+    waypoints=st.lists(points, min_size=1, max_size=6),
+    extra=points,
+    speed=st.floats(0.1, 3.0),
+    margin=st.floats(0.0, 60.0),
+)
+def test_a_walks_budget_covers_its_length_and_grows_with_it(start, waypoints, extra, speed, margin):
+    here = Pose(start[0], start[1], 0.0, start[2])
+
+    def budget(path_points):
+        action = goto(path_points, [f"P{i}" for i in range(len(path_points))])
+        path, _ = sc.walk_path(here, action, skip_within_m=0.0, speed_mps=speed)
+        return path[-1].distance, sc.walk_time_budget(path[-1].time_s, margin)
+
+    length, short = budget(waypoints)
+    assert math.isfinite(short)
+    assert short >= length / speed + margin - 1e-6
+    longer_length, longer = budget([*waypoints, extra])
+    assert longer_length >= length
+    if longer_length > length + 1e-3:  # the extra point is a real step further
+        assert longer > short
 
 
 def test_arrival_is_judged_by_distance_and_heading():

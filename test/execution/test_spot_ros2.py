@@ -14,22 +14,24 @@ from typing import Any
 import pytest
 import rclpy
 from bosdyn.api.spot import robot_command_pb2 as spot_command_pb2
-from geometry_msgs.msg import TransformStamped
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.task import Future
 from std_srvs.srv import Trigger
-from support.ros import ros_session, spinning, wait_for_subscribers, wait_until
+from support.ros import ros_session, spinning, wait_until
 from support.spot_driver import (
-    ORIGIN,
+    IDENTITY,
+    TRANSFORM_TOPIC,
     FakeSpotDriver,
+    Planar,
     TopicMapFrame,
     Walk,
     proto_to_ros,
     trajectory_points,
-    transform_msg,
 )
 
-from heracles_ros.errors import ConfigError, DriverError
+from heracles_ros.errors import ConfigError, DriverError, ExecutionError
 from heracles_ros.execution import spot_commands as sc
 from heracles_ros.execution.driver import CancelToken, Outcome, Pose
 from heracles_ros.execution.spot_ros2 import (
@@ -109,6 +111,8 @@ def test_a_malformed_spot_name_is_refused(spot_name):
         ({"arrival_tolerance_m": -1.0}, "arrival_tolerance_m"),
         ({"pick_timeout_s": "long"}, "pick_timeout_s"),
         ({"min_reach_m": 1.5, "max_reach_m": 1.0}, "min_reach_m"),
+        ({"walk_margin_s": math.inf}, "walk_margin_s must be a finite number"),
+        ({"service_timeout_s": math.nan}, "service_timeout_s must be a finite number"),
     ],
 )
 def test_bad_config_is_refused_naming_the_setting(changes, named):
@@ -120,7 +124,7 @@ def test_bad_config_is_refused_naming_the_setting(changes, named):
 def test_pose_tracker_keeps_odometry_in_the_command_frame():
     tracker = PoseTracker("odom")
     assert tracker.latest() is None
-    tracker.update("spot/odom", 4.0, -2.0, 0.1, 0.5)
+    tracker.update("spot/odom", 4.0, -2.0, 0.1, 0.5, 10.0)
     pose = tracker.latest()
     assert pose is not None
     assert (pose.x, pose.y, pose.z, pose.yaw) == pytest.approx((4.0, -2.0, 0.1, 0.5))
@@ -129,7 +133,7 @@ def test_pose_tracker_keeps_odometry_in_the_command_frame():
 
 def test_pose_tracker_refuses_odometry_in_another_frame():
     tracker = PoseTracker("odom")
-    tracker.update("spot/vision", 1.0, 2.0, 0.0, 0.0)
+    tracker.update("spot/vision", 1.0, 2.0, 0.0, 0.0, 10.0)
     assert tracker.latest() is None
     assert "preferred_odom_frame" in tracker.frame_error
     assert "'spot/vision'" in tracker.frame_error
@@ -137,16 +141,44 @@ def test_pose_tracker_refuses_odometry_in_another_frame():
 
 def test_pose_tracker_waits_for_a_fresh_message():
     tracker = PoseTracker("vision")
-    tracker.update("vision", 0.0, 0.0, 0.0, 0.0)
+    tracker.update("vision", 0.0, 0.0, 0.0, 0.0, 10.0)
     seen = tracker.count
     started = time.monotonic()
     assert tracker.wait_newer(seen, 0.1) is None
     assert time.monotonic() - started >= 0.09
-    timer = threading.Timer(0.05, tracker.update, args=("vision", 3.0, 4.0, 0.0, 1.0))
+    timer = threading.Timer(0.05, tracker.update, args=("vision", 3.0, 4.0, 0.0, 1.0, 10.5))
     timer.start()
     pose = tracker.wait_newer(seen, 5.0)
     timer.join()
     assert pose is not None and (pose.x, pose.y, pose.yaw) == pytest.approx((3.0, 4.0, 1.0))
+
+
+def test_pose_tracker_gives_back_every_pose_since_a_count_so_no_waypoint_passed_is_missed():
+    tracker = PoseTracker("odom")
+    tracker.update("spot/odom", 0.0, 0.0, 0.0, 0.0, 1.0)
+    poses, seen = tracker.since(0)
+    assert [p.x for p in poses] == [0.0] and seen == 1
+    for i in range(1, 4):
+        tracker.update("spot/odom", float(i), 0.0, 0.0, 0.0, 1.0 + i)
+    poses, seen = tracker.since(seen)
+    assert [p.x for p in poses] == [1.0, 2.0, 3.0] and seen == 4
+    assert tracker.since(seen) == ([], 4)
+    for i in range(PoseTracker.RECENT + 10):  # far more than a tick ever sees: the oldest are dropped
+        tracker.update("spot/odom", 100.0 + i, 0.0, 0.0, 0.0, 10.0 + i)
+    poses, _ = tracker.since(seen)
+    assert len(poses) == PoseTracker.RECENT and poses[-1].x == 100.0 + PoseTracker.RECENT + 9
+
+
+def test_pose_tracker_takes_no_repeated_or_reordered_message_for_a_fresh_one():
+    tracker = PoseTracker("odom")
+    tracker.update("spot/odom", 1.0, 0.0, 0.0, 0.0, 20.0)
+    seen = tracker.count
+    tracker.update("spot/odom", 9.0, 0.0, 0.0, 0.0, 19.5)  # published earlier, delivered late
+    tracker.update("spot/odom", 9.0, 0.0, 0.0, 0.0, 20.0)  # the same stamp again
+    assert tracker.count == seen
+    assert tracker.wait_newer(seen, 0.05) is None
+    latest = tracker.latest()
+    assert latest is not None and latest.x == 1.0
 
 
 # --- Trigger services over real DDS -----------------------------------------------------------
@@ -210,12 +242,15 @@ def test_wait_future_sees_completion_timeout_and_cancel():
     assert time.monotonic() - started < 0.5
 
 
-# --- the adapter's action loops against a driver over real DDS ----------------------------------
+# --- the adapter against the stand-in over real DDS; the stand-in judges where the robot ends -----
 #: Hydra's map sits 10 m east, 5 m north and a quarter turn from Spot's odom frame...
-MAP_TO_ODOM = sc.SE2Transform(x=10.0, y=5.0, yaw=math.pi / 2)
+MAP_T_ODOM = Planar.at(10.0, 5.0, math.pi / 2)
 #: ...until a loop closure moves it.
-CORRECTED = sc.SE2Transform(x=10.4, y=4.7, yaw=math.pi / 2 + 0.05)
-TRANSFORM_TOPIC = "/test/map_to_odom"
+CORRECTED = Planar.at(10.4, 4.7, math.pi / 2 + 0.05)
+#: Spot's vision frame drifted from odom: a goal read in the wrong one of the two lands elsewhere.
+ODOM_T_VISION = Planar.at(-3.0, 2.0, 0.7)
+#: The same transform as the adapter's configuration spells it (only for the fixed map frame source).
+MAP_TO_ODOM = sc.SE2Transform(x=10.0, y=5.0, yaw=math.pi / 2)
 
 
 def goto(symbols: list[str], points: list[tuple[float, float]]) -> PlanAction:
@@ -223,52 +258,64 @@ def goto(symbols: list[str], points: list[tuple[float, float]]) -> PlanAction:
     return PlanAction("goto", (symbols[0], symbols[-1]), symbols[-1], waypoints[-1], waypoints, tuple(symbols))
 
 
+def at(pose: Planar) -> tuple[float, float]:
+    return pose.x, pose.y
+
+
 class Rig:
-    """The fake spot_ros2 driver, a publisher of map->odom, and the real adapter, all spinning."""
+    """The stand-in spot_ros2 driver (and Hydra's map->odom) and the real adapter, all spinning."""
 
-    def __init__(self, fake: FakeSpotDriver, adapter: Any, hydra: Any, driver: SpotRos2Driver):
-        self.fake, self.adapter, self.hydra, self.driver = fake, adapter, hydra, driver
-        self._tf = hydra.create_publisher(TransformStamped, TRANSFORM_TOPIC, 10)
+    def __init__(self, fake: FakeSpotDriver, adapter: Any, driver: SpotRos2Driver):
+        self.fake, self.adapter, self.driver = fake, adapter, driver
 
-    def publish_map_to_odom(self, transform: sc.SE2Transform, *, age_s: float = 0.0) -> None:
-        wait_for_subscribers(self._tf)
-        self._tf.publish(transform_msg(self.hydra, transform, age_s=age_s))
-        wait_until(lambda: self._received(transform), 5.0, f"map->odom {transform}")
+    def loop_closure(self, transform: Planar) -> None:
+        """Hydra moves map->odom; returns once the adapter has received the new transform."""
+        self.fake.set_map_T_odom(transform)
+        wait_until(lambda: self._adapter_has(transform), 5.0, f"map->odom {transform}")
 
-    def _received(self, transform: sc.SE2Transform) -> bool:
-        latest = self.driver.map_frame._latest  # type: ignore[attr-defined]
-        return latest is not None and latest.transform.translation.x == pytest.approx(transform.x)
+    def _adapter_has(self, transform: Planar) -> bool:
+        latest = self.driver.map_frame.latest()  # type: ignore[attr-defined]
+        if latest is None:
+            return False
+        expected = transform @ self.fake.frame_in_odom(self.fake.odom_frame)
+        t, q = latest.transform.translation, latest.transform.rotation
+        heading = complex(q.w, q.z) ** 2  # the quaternion's turn about z, as a unit complex number
+        return abs(complex(t.x, t.y) - expected.origin) < 1e-9 and abs(heading - expected.heading) < 1e-9
 
     def execute(self, action: PlanAction, timeout_s: float = 10.0, cancel: CancelToken | None = None):
         return self.driver.execute(action, cancel=cancel or CancelToken(), timeout_s=timeout_s)
 
 
 @contextlib.contextmanager
-def rig(ros_domain_id: int, *, max_age_s: float = 5.0, start: Pose = ORIGIN, actions: bool = True,
-        **config: Any) -> Iterator[Rig]:
+def rig(ros_domain_id: int, *, max_age_s: float = 5.0, start: Planar = IDENTITY, map_T_odom: Planar = MAP_T_ODOM,
+        odom_T_vision: Planar = ODOM_T_VISION, odom_frame: str = "odom", actions: bool = True,
+        broadcast_map: bool = True, **config: Any) -> Iterator[Rig]:
     settings = {"service_timeout_s": 3.0, "accept_timeout_s": 3.0, "pose_timeout_s": 3.0, "tick_s": 0.02,
                 "walk_margin_s": 5.0, "expected_speed_mps": 2.0, **config}
     with ros_session(ros_domain_id):
-        fake = FakeSpotDriver("spot", start=start, actions=actions)
+        fake = FakeSpotDriver("spot", start=start, map_T_odom=map_T_odom, odom_T_vision=odom_T_vision,
+                              odom_frame=odom_frame, actions=actions, broadcast_map=broadcast_map)
         adapter = rclpy.create_node("heracles_adapter")
-        hydra = rclpy.create_node("hydra_backend")
         source = TopicMapFrame(adapter, TRANSFORM_TOPIC, max_age_s=max_age_s)
         driver = SpotRos2Driver(adapter, spot_name="spot", config=SpotConfig(**settings), map_frame=source,
                                 convert=proto_to_ros)
-        with spinning(fake, adapter, hydra, num_threads=6):
-            yield Rig(fake, adapter, hydra, driver)
+        with spinning(fake, adapter, num_threads=6):
+            try:
+                yield Rig(fake, adapter, driver)
+            finally:
+                fake.close()
 
 
 def started(r: Rig) -> Rig:
-    r.publish_map_to_odom(MAP_TO_ODOM)
+    r.loop_closure(r.fake.map_T_odom)
     r.driver.start()
     return r
 
 
-def test_each_goto_is_one_trajectory_goal_with_every_waypoint_in_the_odom_frame_of_the_latest_transform(
-    ros_domain_id,
-):
-    with rig(ros_domain_id, max_speed_mps=0.8) as r:
+@pytest.mark.parametrize("odom_frame", ["odom", "vision"])
+def test_a_goto_is_one_trajectory_goal_that_brings_the_robot_to_the_plans_map_targets(ros_domain_id, odom_frame):
+    # Spot starts at odom's origin facing odom's x: in the map at (10, 5) facing north.
+    with rig(ros_domain_id, odom_frame=odom_frame, frame=odom_frame, max_speed_mps=0.8) as r:
         started(r)
         assert r.fake.calls == ["claim", "power_on", "stand"]
         path = [(10.0, 5.0), (10.0, 7.0), (12.0, 7.0), (12.0, 9.0)]  # starts where the robot stands
@@ -278,11 +325,13 @@ def test_each_goto_is_one_trajectory_goal_with_every_waypoint_in_the_odom_frame_
         assert len(r.fake.commands) == 1  # one motion: no goal per waypoint
         command = r.fake.commands[0]
         request = command.synchronized_command.mobility_command.se2_trajectory_request
-        assert request.se2_frame_name == "odom"
-        points = trajectory_points(command)
-        expected = [c for x, y in path[1:] for c in MAP_TO_ODOM.to_frame((x, y, 0.0))[:2]]
-        assert [c for p in points for c in p[:2]] == pytest.approx(expected)
-        times = [p[3] for p in points]
+        assert request.se2_frame_name == odom_frame
+        # Each point of the goal, read as Spot reads it, lies on the plan's map path.
+        passed = [r.fake.map_T_odom @ goal for goal in r.fake.goals_in_odom[0]]
+        assert [at(p) for p in passed] == [pytest.approx(p, abs=1e-6) for p in path[1:]]
+        assert at(r.fake.map_pose()) == pytest.approx((12.0, 9.0), abs=1e-6)
+        assert r.fake.map_pose().yaw == pytest.approx(math.pi / 2, abs=1e-6)  # facing along the last segment
+        times = [p[3] for p in trajectory_points(command)]
         assert times == sorted(times) and times[0] > 0
         params = spot_command_pb2.MobilityParams()
         assert command.synchronized_command.mobility_command.params.Unpack(params)
@@ -290,32 +339,83 @@ def test_each_goto_is_one_trajectory_goal_with_every_waypoint_in_the_odom_frame_
         assert params.vel_limit.min_vel.linear.x == pytest.approx(-0.8)
         assert (outcome.pose.x, outcome.pose.y) == pytest.approx((12.0, 9.0), abs=1e-6)
 
-        # A loop closure moves map->odom: the next walk's goal follows it.
-        r.publish_map_to_odom(CORRECTED)
-        outcome = r.execute(goto(["p4", "p5", "p6"], [(12.0, 9.0), (14.0, 9.0), (14.0, 11.0)]))
-        assert len(r.fake.commands) == 2
-        points = trajectory_points(r.fake.commands[1])
-        expected = [c for x, y in [(14.0, 9.0), (14.0, 11.0)] for c in CORRECTED.to_frame((x, y, 0.0))[:2]]
-        assert [c for p in points for c in p[:2]] == pytest.approx(expected)
+        # A loop closure moves map->odom: the next walk still ends at the plan's map target.
+        r.loop_closure(CORRECTED)
+        here = r.driver.pose()
+        outcome = r.execute(goto(["p4", "p5", "p6"], [(here.x, here.y), (14.0, 9.0), (14.0, 11.0)]))
         assert outcome.ok, outcome.reason
+        assert at(r.fake.map_pose()) == pytest.approx((14.0, 11.0), abs=1e-6)
         assert (outcome.pose.x, outcome.pose.y) == pytest.approx((14.0, 11.0), abs=1e-6)
 
 
+#: Loop closures Hydra may make: anywhere, any heading, but never (nearly) the identity.
+transforms = st.builds(
+    Planar.at,
+    st.floats(-200.0, 200.0),
+    st.floats(-200.0, 200.0),
+    st.floats(-math.pi, math.pi),
+).filter(lambda t: abs(t.origin) > 0.5 and abs(t.yaw) > 0.05)
+#: A walk from where the robot stands: 0.5-8 m in any direction.
+offsets = st.tuples(st.floats(-8.0, 8.0), st.floats(-8.0, 8.0)).filter(lambda d: math.hypot(*d) > 0.5)
+
+
+def test_every_goal_is_the_map_target_under_the_current_map_to_odom_for_any_transform(ros_domain_id):
+    with rig(ros_domain_id) as r:
+        started(r)
+
+        @settings(deadline=None, max_examples=12, derandomize=True,
+                  suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+        @given(transform=transforms, offset=offsets)
+        def walk_after_a_loop_closure(transform: Planar, offset: tuple[float, float]) -> None:
+            r.loop_closure(transform)  # changes between walks, as Hydra's loop closures do
+            here = r.fake.map_pose()
+            target = (here.x + offset[0], here.y + offset[1])
+            goals = len(r.fake.goals_in_odom)
+            outcome = r.execute(goto(["here", "there"], [target]))
+            assert outcome.ok, outcome.reason
+            # The goal Spot got is the map target taken into odom by the CURRENT map->odom...
+            (goal,) = r.fake.goals_in_odom[goals]
+            assert at(goal) == pytest.approx(at(transform.inverse() @ Planar.at(*target)), abs=1e-6)
+            # ...so the robot ends at the target in the map frame.
+            assert at(r.fake.map_pose()) == pytest.approx(target, abs=1e-6)
+
+        walk_after_a_loop_closure()
+
+
 def test_a_missing_or_stale_map_to_odom_fails_the_step_and_sends_nothing(ros_domain_id):
-    with rig(ros_domain_id, max_age_s=2.0) as r:
+    with rig(ros_domain_id, max_age_s=1.0, broadcast_map=False) as r:
         r.driver.start()  # odometry is there; map->odom is not
         # Never a transform: no map pose to report at all, so the driver itself cannot work.
         with pytest.raises(DriverError, match=r"no map->odom transform received"):
             r.execute(goto(["p1", "p2"], [(0.0, 0.0), (3.0, 0.0)]))
-        r.publish_map_to_odom(MAP_TO_ODOM)
+        r.fake.broadcast_map = True
+        r.loop_closure(MAP_T_ODOM)
         known = r.driver.pose()
-        r.publish_map_to_odom(CORRECTED, age_s=30.0)  # Hydra's backend stopped publishing long ago
+        r.fake.broadcast_map = False  # Hydra's backend stopped publishing
+
+        def stale() -> bool:
+            try:
+                r.driver.map_frame.current()
+            except ExecutionError:
+                return True
+            return False
+
+        wait_until(stale, 5.0, "the last map->odom to grow stale")
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (13.0, 5.0)]))
         assert outcome.outcome is Outcome.FAILED
         assert "walk to p2: the map->odom transform is stale" in outcome.reason
-        assert "(limit 2 s)" in outcome.reason
+        assert "(limit 1 s)" in outcome.reason
         assert outcome.pose == known  # the last pose known in the map frame
         assert r.fake.commands == []
+
+
+def test_odometry_in_another_frame_than_the_goals_refuses_to_start(ros_domain_id):
+    # spot_ros2's preferred_odom_frame is vision, the adapter would send goals in odom.
+    with rig(ros_domain_id, odom_frame="vision", frame="odom") as r:
+        r.loop_closure(MAP_T_ODOM)
+        with pytest.raises(DriverError, match="preferred_odom_frame"):
+            r.driver.start()
+        assert r.fake.calls == ["claim", "power_on", "stand", "sit", "release"]
 
 
 def test_a_walk_reported_done_short_of_its_goal_fails_the_arrival_check(ros_domain_id):
@@ -326,7 +426,28 @@ def test_a_walk_reported_done_short_of_its_goal_fails_the_arrival_check(ros_doma
         assert outcome.outcome is Outcome.FAILED
         assert "walk to p3 reported done, but robot is 2.00 m from the goal" in outcome.reason
         assert outcome.reached_symbol == "p2"  # passed on the way
+        assert r.fake.map_pose().y == pytest.approx(10.0, abs=1e-6)
         assert outcome.pose.y == pytest.approx(10.0, abs=1e-6)
+
+
+@pytest.mark.parametrize("replay_stale", [False, True], ids=["fresh", "stale-replayed-first"])
+def test_arrival_is_judged_on_odometry_newer_than_the_drivers_done(ros_domain_id, monkeypatch, replay_stale):
+    # The robot reaches the goal (odometry says so), slips 1 m, and the driver reports done before any
+    # odometry shows the slip. The pose at the goal is stale: only a message stamped after it may count.
+    with rig(ros_domain_id) as r:
+        started(r)
+        waiting = r.driver.odometry.wait_newer
+
+        def resume_when_the_adapter_waits(count: int, timeout_s: float) -> Pose | None:
+            r.fake.resume_odometry(replay_stale=replay_stale)
+            return waiting(count, timeout_s)
+
+        monkeypatch.setattr(r.driver.odometry, "wait_newer", resume_when_the_adapter_waits)
+        r.fake.walks.append(Walk.SLIP)
+        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]))
+        assert outcome.outcome is Outcome.FAILED
+        assert "walk to p2 reported done, but robot is 1.00 m from the goal" in outcome.reason
+        assert at(r.fake.map_pose()) == pytest.approx((10.0, 9.0), abs=1e-6)
 
 
 def test_an_aborted_walk_fails_with_the_drivers_message(ros_domain_id):
@@ -350,21 +471,21 @@ def test_cancel_stops_the_robot(ros_domain_id):
         wait_until(lambda: r.fake.cancelled == 1, 5.0, "the driver to see the goal cancelled")
 
 
-def test_a_step_timeout_and_a_walk_over_its_budget_stop_the_robot(ros_domain_id):
+def test_a_step_timeout_and_a_walk_whose_result_never_comes_stop_the_robot(ros_domain_id):
     with rig(ros_domain_id, walk_margin_s=0.5) as r:
         started(r)
-        r.fake.walks.extend([Walk.HANG, Walk.HANG])
+        r.fake.walks.extend([Walk.HANG, Walk.DEAF])
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=0.8)
         assert outcome.outcome is Outcome.TIMEOUT
         assert r.fake.called("stop") == 1
-        # 3 m at 2 m/s plus a 0.5 s margin: the walk's own budget runs out long before the step's limit.
+        # The action has no timeout of its own and this driver never ends the goal, not even on cancel:
+        # 3 m at 2 m/s plus a 0.5 s margin, and the walk gives up long before the step's limit.
         started_at = time.monotonic()
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=30.0)
         assert outcome.outcome is Outcome.FAILED
         assert "walk to p2 did not finish within 2.0 s (blocked?)" in outcome.reason
         assert time.monotonic() - started_at < 10.0
         assert r.fake.called("stop") == 2
-        wait_until(lambda: r.fake.cancelled == 2, 5.0, "both goals cancelled at the driver")
 
 
 def test_a_driver_without_its_action_server_fails_the_step(ros_domain_id):
@@ -391,6 +512,105 @@ def test_a_driver_that_never_answers_a_goal_fails_the_step_and_stops_the_robot(r
         wait_until(lambda: r.fake.cancelled == 1, 10.0, "the late goal cancelled at the driver")
 
 
+def test_a_walk_whose_time_is_not_finite_is_refused_before_anything_moves(ros_domain_id):
+    with rig(ros_domain_id) as r:
+        started(r)
+        for far in (math.inf, math.nan, 1e300):
+            outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (far, 8.0)]))
+            assert outcome.outcome is Outcome.FAILED
+            assert "walk to p2: the walk's time budget cannot be set" in outcome.reason
+        assert r.fake.commands == []
+
+
+# --- stop, hard stop and shutdown ---------------------------------------------------------------
+def test_stop_calls_the_drivers_stop_and_hard_stop_then_its_gentle_estop(ros_domain_id):
+    with rig(ros_domain_id) as r:
+        started(r)
+        r.fake.log.clear()
+        r.driver.stop()
+        assert r.fake.calls == ["stop"]
+        r.driver.stop(hard=True)
+        assert r.fake.calls == ["stop", "stop", "estop/gentle"]
+        times = [t for t, _ in r.fake.log]
+        assert times == sorted(times)
+
+
+def test_a_dead_driver_never_blocks_a_stop(ros_domain_id):
+    with rig(ros_domain_id, service_timeout_s=0.5) as r:
+        started(r)
+        r.fake.log.clear()
+        r.fake.delay_s["stop"] = 30.0  # the driver takes the call and never answers
+        started_at = time.monotonic()
+        r.driver.stop(hard=True)
+        assert time.monotonic() - started_at < 3.0
+        wait_until(lambda: r.fake.calls == ["stop", "estop/gentle"], 5.0, "the e-stop tried after all")
+
+
+def test_shutdown_stops_sits_and_then_returns_the_lease(ros_domain_id):
+    with rig(ros_domain_id) as r:
+        started(r)
+        r.fake.log.clear()
+        r.driver.shutdown()
+        assert r.fake.calls == ["stop", "sit", "release"]
+        times = [t for t, _ in r.fake.log]
+        assert times == sorted(times)
+        r.driver.shutdown()  # twice: nothing more
+        assert r.fake.calls == ["stop", "sit", "release"]
+
+
+def test_a_shutdown_with_a_dead_driver_is_bounded_and_still_returns_the_lease(ros_domain_id):
+    with rig(ros_domain_id, service_timeout_s=0.5) as r:
+        started(r)
+        r.fake.log.clear()
+        r.fake.delay_s.update({"stop": 30.0, "sit": 30.0})
+        started_at = time.monotonic()
+        r.driver.shutdown()
+        assert time.monotonic() - started_at < 4.0
+        wait_until(lambda: r.fake.calls == ["stop", "sit", "release"], 5.0, "the lease returned after all")
+
+
+@pytest.mark.parametrize("hard", [False, True], ids=["stop", "hard-stop"])
+def test_stop_during_a_walk_ends_it_promptly_whatever_the_driver_does(ros_domain_id, hard):
+    # The driver never ends this goal, not even when cancelled; the walk's own budget is a minute.
+    with rig(ros_domain_id, walk_margin_s=60.0) as r:
+        started(r)
+        r.fake.log.clear()
+        r.fake.walks.append(Walk.DEAF)
+        ended: list[Any] = []
+        walking = threading.Thread(
+            target=lambda: ended.append(r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=120.0))
+        )
+        walking.start()
+        wait_until(lambda: r.fake.commands, 5.0, "the walk goal at the driver")
+        stopped_at = time.monotonic()
+        r.driver.stop(hard=hard)
+        walking.join(5.0)
+        assert not walking.is_alive(), "the walk went on after stop()"
+        assert time.monotonic() - stopped_at < 3.0
+        (outcome,) = ended
+        assert outcome.outcome is Outcome.CANCELLED
+        assert outcome.reason == ("stopped (hard)" if hard else "stopped")
+        assert r.fake.calls == (["stop", "estop/gentle"] if hard else ["stop"])
+
+
+def test_shutdown_during_a_walk_ends_it_and_returns_the_lease(ros_domain_id):
+    with rig(ros_domain_id, walk_margin_s=60.0) as r:
+        started(r)
+        r.fake.log.clear()
+        r.fake.walks.append(Walk.DEAF)
+        ended: list[Any] = []
+        walking = threading.Thread(
+            target=lambda: ended.append(r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=120.0))
+        )
+        walking.start()
+        wait_until(lambda: r.fake.commands, 5.0, "the walk goal at the driver")
+        r.driver.shutdown()
+        walking.join(5.0)
+        assert not walking.is_alive(), "the walk went on after shutdown()"
+        assert ended[0].outcome is Outcome.CANCELLED
+        assert r.fake.calls == ["stop", "sit", "release"]
+
+
 def test_a_failed_start_releases_the_lease_it_claimed_and_only_that(ros_domain_id):
     with rig(ros_domain_id) as r:
         r.fake.failing["stand"] = "motor fault"
@@ -401,24 +621,26 @@ def test_a_failed_start_releases_the_lease_it_claimed_and_only_that(ros_domain_i
 
         del r.fake.failing["stand"]
         r.fake.failing["claim"] = "lease held by the tablet"
-        r.fake.calls.clear()
+        r.fake.log.clear()
         with pytest.raises(DriverError, match="claim failed: lease held by the tablet"):
             r.driver.start()
         assert r.fake.calls == ["claim"]  # someone else's lease is never released
 
         del r.fake.failing["claim"]
-        r.fake.calls.clear()
+        r.fake.log.clear()
         r.driver.start()
         r.driver.shutdown()
         assert r.fake.calls == ["claim", "power_on", "stand", "stop", "sit", "release"]
 
 
 def test_the_real_pose_is_known_before_the_robot_is_claimed(ros_domain_id):
-    with rig(ros_domain_id, start=Pose(2.0, 1.0)) as r:
-        r.publish_map_to_odom(MAP_TO_ODOM)
+    with rig(ros_domain_id, start=Planar.at(2.0, 1.0)) as r:
+        r.loop_closure(MAP_T_ODOM)
         pose = r.driver.wait_pose(5.0)
         assert pose is not None
-        assert (pose.x, pose.y, pose.yaw) == pytest.approx((9.0, 7.0, math.pi / 2), abs=1e-3)
+        truth = r.fake.map_pose()
+        assert (pose.x, pose.y, pose.yaw) == pytest.approx((truth.x, truth.y, truth.yaw), abs=1e-6)
+        assert (truth.x, truth.y) == pytest.approx((9.0, 7.0))  # 2 m along odom's x is 2 m north
         assert r.fake.calls == []
 
 
@@ -431,8 +653,8 @@ def test_grasp_gaze_and_place_run_through_the_drivers_actions_and_services(ros_d
         assert r.driver.holding == "o1"
         ray = r.fake.manipulations[0].pick_object_ray_in_world
         assert ray.frame_name == "odom"
-        start = MAP_TO_ODOM.to_map((ray.ray_start_rt_frame.x, ray.ray_start_rt_frame.y, ray.ray_start_rt_frame.z))
-        assert start[:2] == pytest.approx((10.0, 5.3))
+        start = MAP_T_ODOM.apply(ray.ray_start_rt_frame.x, ray.ray_start_rt_frame.y)
+        assert start == pytest.approx((10.0, 5.3))
 
         look = r.execute(PlanAction("inspect", ("o1",), "o1", cup))
         assert look.ok, look.reason
