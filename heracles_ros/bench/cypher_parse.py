@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         try:
             for name in names:
                 curve = measure(server, CONSTRUCTS[name], _depths(name), args.cap_s)
-                figures[name] = " ".join(t.brief() for t in curve)
+                figures[name] = ", ".join(t.brief() for t in curve)
                 worst = _deepest_admitted(CONSTRUCTS[name])
                 timing = server.time(CONSTRUCTS[name](worst), worst) if worst else None
                 figures[f"{name}_admitted"] = (f"{timing.brief()} ({len(CONSTRUCTS[name](worst))} chars)"
