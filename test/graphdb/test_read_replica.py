@@ -176,3 +176,51 @@ def test_a_replica_that_dies_mid_reply_is_a_tool_error_and_comes_back(
     assert replica.running().pid != info.pid  # type: ignore[union-attr]
     assert _answers_at_once(mirror_store) < 1.0
     read.close()
+
+
+# --- without a replica (falkordb://, or the embedded replica could not start) --------------------------
+def test_on_a_shared_server_hostile_model_queries_delay_the_mirrors_writes_at_most_their_limit(
+    primary: tuple[EmbeddedServer, GraphStore], eight_slots: None
+) -> None:
+    """Two processes' worth of model queries (one each: the slot cap) on the server the mirror writes to.
+
+    The guard bounds their parsing and the server their running time (1 s here), so the mirror's
+    writes go through, each delayed by at most about one query limit. Without the guard the nested
+    questions take both of FalkorDB's query threads for hours and the writes never complete.
+    """
+    _, mirror_store = primary
+    limit_s = 1.0
+    tools = [CypherTool(mirror_store, timeout_s=limit_s) for _ in range(2)]
+    hostile = [
+        "MATCH (a), (b), (c), (d), (e) RETURN count(*) AS n",  # runs until the server stops it
+        _nested(26),  # hours in the parser, if it were sent
+        "RETURN " + "CASE WHEN true THEN " * MODEL_QUERY_LIMITS.max_depth + "1"
+        + " END" * MODEL_QUERY_LIMITS.max_depth + " AS x",  # the slowest parse the limits admit
+    ]
+    stop = threading.Event()
+    outputs: list[Any] = []
+
+    def ask(tool: CypherTool) -> None:
+        while not stop.is_set():
+            for query in hostile:
+                outputs.append(tool.run(query))
+
+    askers = [threading.Thread(target=ask, args=(tool,), daemon=True) for tool in tools]
+    for asker in askers:
+        asker.start()
+    latencies = []
+    try:
+        time.sleep(0.5)
+        for i in range(15):
+            started = time.monotonic()
+            mirror_store.write("CREATE (:Written {i: $i})", {"i": i}, timeout_s=10.0)
+            latencies.append(time.monotonic() - started)
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        for asker in askers:
+            asker.join(timeout=30)
+    assert mirror_store.query("MATCH (w:Written) RETURN count(w) AS n") == [{"n": 15}]
+    assert max(latencies) < limit_s + 1.5, sorted(latencies)[-5:]
+    assert any(o.text.startswith("ERROR: time limit") for o in outputs)
+    assert any(o.text.startswith("ERROR: the query was not sent: nesting depth 26") for o in outputs)
