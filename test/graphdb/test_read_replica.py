@@ -224,3 +224,65 @@ def test_on_a_shared_server_hostile_model_queries_delay_the_mirrors_writes_at_mo
     assert max(latencies) < limit_s + 1.5, sorted(latencies)[-5:]
     assert any(o.text.startswith("ERROR: time limit") for o in outputs)
     assert any(o.text.startswith("ERROR: the query was not sent: nesting depth 26") for o in outputs)
+
+
+# --- the same through the agent: questions from a (scripted) model, the real tool and replica ----------
+@pytest.mark.parametrize("guard", ["real limits", "limit raised, 1 s query limit"])
+def test_eight_nested_questions_through_the_agent_end_within_a_minute(
+    tmp_path: Path, primary: tuple[EmbeddedServer, GraphStore], eight_slots: None, guard: str
+) -> None:
+    """Must-show: eight questions whose model writes ``RETURN ((((...(1)...))))`` 28 deep, at once.
+
+    Each ends within a minute with the model told why; an ordinary question afterwards is answered
+    right, and the primary answers at once throughout.
+    """
+    from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, adapter, call, say
+
+    from heracles_ros.agent.loop import Agent
+
+    _, mirror_store = primary
+
+    def model(request: RecordedRequest) -> Turn:
+        results = request.tool_results()
+        hostile = "nested" in str(request.messages[1].get("content"))
+        if not results:
+            return call(_nested(28) if hostile else COUNT)
+        if hostile:
+            return say(f"The database said: {results[0][:300]}\n<answer>0</answer>")
+        return say(f"<answer>{json.loads(results[0])[0]['n']}</answer>")
+
+    limit_s = 10.0 if guard == "real limits" else 1.0
+    read = open_read_store(tmp_path, timeout_s=limit_s)
+    with ScriptedLLMServer(model) as llm_server:
+        agents = [Agent(mirror_store, adapter(llm_server), query_store=read, query_timeout_s=limit_s)
+                  for _ in range(8)]
+        if guard != "real limits":
+            for agent in agents:
+                agent.tool.limits = QueryLimits(max_depth=100)  # the query reaches the replica and overruns
+        results: list[Any] = [None] * 8
+        primary_latencies: list[float] = []
+
+        def ask(i: int) -> None:
+            results[i] = agents[i].ask("How deep is this nested expression?", answer_type="number")
+
+        threads = [threading.Thread(target=ask, args=(i,), daemon=True) for i in range(8)]
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        while any(t.is_alive() for t in threads) and time.monotonic() - started < 90:
+            primary_latencies.append(_answers_at_once(mirror_store))
+            time.sleep(0.2)
+        took = time.monotonic() - started
+        assert took < 60, took
+        for result in results:
+            assert result is not None and result.ok, result
+            seen = result.explanation
+            if guard == "real limits":
+                assert "not sent: nesting depth 28 exceeds the limit of 12" in seen, seen
+            else:
+                assert "time limit" in seen or "database stopped while running the query" in seen, seen
+        answer = agents[0].ask("How many objects are there?", answer_type="number")
+        assert answer.ok and answer.answer == str(OBJECTS), answer
+    assert max(primary_latencies) < 1.0, primary_latencies
+    assert _answers_at_once(mirror_store) < 1.0
+    read.close()
