@@ -646,6 +646,8 @@ def open_read_store(data_dir: Path, *, graph: str = "heracles", timeout_s: float
                     "exponentially with nesting), so the read replica was restarted to free it"
                 ) from exc
             except DatabaseUnavailable as exc:
+                if isinstance(exc.__cause__, (TimeoutError, redis.exceptions.TimeoutError)):
+                    replica.kill(pid)  # no reply and no PING either: hung, it would never be replaced
                 self._conn = None  # the next query starts a fresh replica (or says why it cannot)
                 raise QueryAborted(
                     f"the read replica went away while running this query ({exc}): it crashed on a query, or "

@@ -7,6 +7,7 @@ error, never an exception that ends the request; the primary (the mirror's serve
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -20,9 +21,9 @@ import pytest
 
 from heracles_ros.agent import tool as tool_module
 from heracles_ros.agent.tool import SLOTS_ENV, CypherTool
-from heracles_ros.errors import QueryTimeout
+from heracles_ros.errors import QueryAborted, QueryTimeout
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.embedded import EmbeddedServer, ReadReplica, open_read_store
+from heracles_ros.graphdb.embedded import EmbeddedServer, ReadReplica, _pid_alive, open_read_store
 from heracles_ros.graphdb.query_guard import MODEL_QUERY_LIMITS, QueryLimits
 from heracles_ros.graphdb.store import GraphStore
 
@@ -284,5 +285,28 @@ def test_eight_nested_questions_through_the_agent_end_within_a_minute(
         answer = agents[0].ask("How many objects are there?", answer_type="number")
         assert answer.ok and answer.answer == str(OBJECTS), answer
     assert max(primary_latencies) < 1.0, primary_latencies
+    assert _answers_at_once(mirror_store) < 1.0
+    read.close()
+
+
+def test_a_hung_replica_is_replaced_not_waited_for(tmp_path: Path, primary: tuple[EmbeddedServer, GraphStore]) -> None:
+    """A replica that answers neither the query nor PING (stopped here with SIGSTOP) is killed and replaced."""
+    server, mirror_store = primary
+    read = open_read_store(tmp_path, timeout_s=1.0)
+    replica = ReadReplica(server)
+    info = replica.running()
+    assert info is not None
+    tool = CypherTool(read, timeout_s=1.0)
+    assert json.loads(tool.run(COUNT).text) == [{"n": OBJECTS}]
+    os.kill(info.pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(QueryAborted, match="read replica went away"):
+            read.query_capped(COUNT, max_rows=5, timeout_s=1.0)
+        assert not _pid_alive(info.pid)  # killed at once, not left to be waited for
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(info.pid, signal.SIGCONT)
+    assert json.loads(tool.run(COUNT).text) == [{"n": OBJECTS}]  # a fresh replica answers
+    assert replica.running().pid != info.pid  # type: ignore[union-attr]
     assert _answers_at_once(mirror_store) < 1.0
     read.close()
