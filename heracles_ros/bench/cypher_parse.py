@@ -36,6 +36,8 @@ CONSTRUCTS: dict[str, Callable[[int], str]] = {
     "plus": lambda d: "RETURN 1" + "+1" * d + " AS x",
     "minus": lambda d: "RETURN " + "- " * d + "1 AS x",
     "not-parentheses": lambda d: "RETURN " + "NOT (" * (d // 2) + "true" + ")" * (d // 2) + " AS x",
+    "not-calls": lambda d: "RETURN " + "NOT toBoolean(" * (d // 2) + "true" + ")" * (d // 2) + " AS x",
+    "sign-calls": lambda d: "RETURN " + "- abs(" * (d // 2) + "1" + ")" * (d // 2) + " AS x",
     "subscripts": lambda d: "WITH [1] AS l RETURN l" + "[0]" * d + " AS x",
     "properties": lambda d: "WITH {a: 1} AS m RETURN m" + ".a" * d + " AS x",
     "and": lambda d: "RETURN true" + " AND true" * d + " AS x",
@@ -103,7 +105,7 @@ def measure(server: _Server, build: Callable[[int], str], depths: tuple[int, ...
 
 
 def _depths(name: str) -> tuple[int, ...]:
-    return PAREN_DEPTHS if name in ("parentheses", "calls", "mixed", "not-parentheses") else GROWING_DEPTHS
+    return PAREN_DEPTHS if name in ("parentheses", "calls", "mixed") or "-" in name else GROWING_DEPTHS
 
 
 def _deepest_admitted(build: Callable[[int], str], ceiling: int = 1 << 22) -> int:

@@ -77,13 +77,18 @@ def check_model_query(text: str, limits: QueryLimits = MODEL_QUERY_LIMITS) -> No
 
     Both backends. FalkorDB's parser backtracks: its time doubles with each
     level of expression nesting, outside the query time limit, and long or
-    deep expressions exhaust its stack; no model question needs either. A
-    level is a bracket ``( [ {`` (closed by its own kind), a ``CASE`` (counted
-    until its enclosing bracket closes: ``end`` may also be a variable's
-    name, so ``END`` is not trusted to close it), or a prefix operator (``NOT``,
-    ``-``, ``+``) not yet followed by an operand: ``NOT (NOT (true))`` is four
-    levels, ``1 - 1 - 1`` one. Measured, these cost the same per level. Over-
-    counting is the safe side: only under-counting would let a slow query by.
+    deep expressions exhaust its stack; no model question needs either.
+    Measured, each of these is one level and they add up: a bracket ``( [ {``
+    (closed by its own kind), a ``NOT``, a sign ``-``/``+``, a ``CASE``.
+    ``NOT toBoolean(NOT toBoolean(true))`` is four levels: a prefix operator's
+    scope runs on through the call, subscript or bracket that follows it. So
+    a ``NOT`` counts until ``AND``, ``OR``, ``XOR`` or ``,`` (it binds looser
+    than comparisons and arithmetic), a sign until the next other operator
+    (it binds tighter; a ``-`` after a number, string or closing bracket is
+    that operator, after a name it counts), both across brackets; a ``CASE`` until its enclosing
+    bracket closes (``end`` may also be a variable's name, so ``END`` is not
+    trusted to close it). Over-counting is the safe side: only an under-count
+    would let a slow query by.
     """
     if len(text) > limits.max_length:
         raise QueryRefused(
@@ -91,8 +96,9 @@ def check_model_query(text: str, limits: QueryLimits = MODEL_QUERY_LIMITS) -> No
             "ask for less at once (several shorter queries, or a list parameter with UNWIND)"
         )
     frames: list[_Frame] = [_Frame("", 0)]
-    pending = deepest = deepest_at = tokens = 0
+    nots = signs = deepest = deepest_at = tokens = 0
     word: list[str] = []
+    after_value = False  # the last token was a number, a string or a closing bracket: a sign is binary
     for kind, piece, column in _positioned(text + " "):
         if kind == _CODE and (piece.isalnum() or piece in "_$"):
             word.append(piece)
@@ -100,28 +106,36 @@ def check_model_query(text: str, limits: QueryLimits = MODEL_QUERY_LIMITS) -> No
         if word:  # a word just ended
             tokens += 1
             name, word = "".join(word).upper(), []
+            after_value = name[0].isdigit()  # after a name (or a keyword) a sign still counts
             if name == "NOT":
-                pending += 1
-            elif name == "CASE":
-                frames[-1].levels += pending + 1
-                pending = 0
-            else:
-                pending = 0
-            deepest, deepest_at = _deeper(frames[-1].levels + pending, column, deepest, deepest_at)
-        if kind == _COMMENT or piece.isspace():
+                nots += 1
+            elif name in _ENDS_NOT:
+                nots = signs = 0
+            elif name == "CASE":  # the prefixes before it stay counted as long as the CASE
+                frames[-1].levels += nots + signs + 1
+                nots = signs = 0
+        elif kind == _COMMENT or piece.isspace():
             continue
-        tokens += 1
-        if kind != _CODE:
-            pending = 0
-        elif piece in "-+":
-            pending += 1
-        elif piece in _OPENERS:
-            frames.append(_Frame(_CLOSERS[_OPENERS.index(piece)], frames[-1].levels + pending + 1))
-            pending = 0
-        elif piece == frames[-1].closer:
-            frames.pop()
-            pending = 0
-        deepest, deepest_at = _deeper(frames[-1].levels + pending, column, deepest, deepest_at)
+        if kind == _CODE and not piece.isspace():
+            tokens += 1
+            value, after_value = after_value, piece in _CLOSERS
+            if piece in "-+":
+                signs = 0 if value else signs + 1  # ``1 - -1``: the first ends an operand, the second nests
+            elif piece in _OPENERS:
+                frames.append(_Frame(_CLOSERS[_OPENERS.index(piece)], frames[-1].levels + nots + signs + 1,
+                                     nots, signs))
+                nots = signs = 0
+            elif piece == frames[-1].closer:
+                closed = frames.pop()
+                nots, signs = closed.nots, closed.signs  # ``NOT f(x)[0]``: the prefixes go on after it
+            elif piece == ",":
+                nots = signs = 0
+            elif piece not in ".:":
+                signs = 0  # another operator: a sign's operand ended (NOT's goes on)
+        elif kind != _CODE and kind != _COMMENT:
+            tokens += 1
+            after_value = True
+        deepest, deepest_at = _deeper(frames[-1].levels + nots + signs, column, deepest, deepest_at)
     if tokens > limits.max_tokens:
         raise QueryRefused(
             f"the query has {tokens:,} tokens, over the limit of {limits.max_tokens:,}; "
@@ -129,11 +143,15 @@ def check_model_query(text: str, limits: QueryLimits = MODEL_QUERY_LIMITS) -> No
         )
     if deepest > limits.max_depth:
         raise QueryRefused(
-            f"nesting depth {deepest} exceeds the limit of {limits.max_depth} (brackets, CASE and NOT/minus "
-            f"signs open at once; the deepest at column {deepest_at}): the database's parser slows down "
+            f"nesting depth {deepest} exceeds the limit of {limits.max_depth} (brackets, CASE, NOT and signs "
+            f"open at once; the deepest at column {deepest_at}): the database's parser slows down "
             "exponentially with nesting. Flatten the expression: drop redundant brackets and signs, or compute "
             "parts in WITH steps"
         )
+
+
+#: Words that end the operand of a NOT (it binds tighter than they do).
+_ENDS_NOT = frozenset({"AND", "OR", "XOR"})
 
 
 def _deeper(level: int, column: int, deepest: int, deepest_at: int) -> tuple[int, int]:
@@ -142,10 +160,12 @@ def _deeper(level: int, column: int, deepest: int, deepest_at: int) -> tuple[int
 
 @dataclass
 class _Frame:
-    """An open bracket: the character that closes it, and the levels open inside it so far."""
+    """An open bracket: the character that closes it, the levels open inside it, the prefixes before it."""
 
     closer: str
     levels: int
+    nots: int = 0
+    signs: int = 0
 
 
 _CODE, _STRING, _NAME, _COMMENT = "code", "string", "name", "comment"

@@ -172,9 +172,14 @@ def test_unterminated_literals_are_refused_by_the_check_too() -> None:
         ("RETURN " + "- " * 5 + "1 AS x", 5),  # so does a chain of signs
         ("RETURN " + "NOT (" * 3 + "true" + ")" * 3 + " AS x", 6),  # and they add up with brackets
         ("RETURN " + "CASE WHEN true THEN " * 5 + "1" + " END" * 5 + " AS x", 5),
-        ("RETURN 1 - 1 - 1 - 1 - 1 - 1 AS x", 1),  # binary operators do not nest
+        ("RETURN -1 - 1 - 1 - 1 - 1 - 1 AS x", 1),  # binary operators do not nest, the leading sign does
+        ("RETURN " + "NOT toBoolean(" * 3 + "true" + ")" * 3 + " AS x", 6),  # a NOT's scope runs into the call
+        ("RETURN " + "- abs(" * 3 + "1" + ")" * 3 + " AS x", 6),  # a sign's too
+        ("RETURN " + "NOT (true)[" * 3 + "0" + "]" * 3 + " AS x", 6),  # and on after a bracket it closed
+        ("RETURN " + "NOT 1 = NOT 1 = " * 2 + "(((1))) AS x", 7),  # comparisons stay in a NOT's scope
+        ("RETURN " + "CASE WHEN true THEN -" * 3 + "1" + " END" * 3 + " AS x", 6),
         ("MATCH (a) WHERE NOT a.x AND NOT a.y AND NOT a.z RETURN a", 1),
-        ("MATCH (a)-[:R]->(b)-[:R]->(c) RETURN c", 2),  # a pattern's arrow counts one sign at most
+        ("MATCH (a)-[:R]->(b)<-[:R]-(c) RETURN c", 2),  # an arrow after a node is no sign; ``<-`` counts one
     ],
 )
 def test_prefix_operators_and_case_are_levels_too(text: str, levels: int) -> None:

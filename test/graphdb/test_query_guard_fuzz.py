@@ -25,7 +25,8 @@ LIMIT = MODEL_QUERY_LIMITS.max_depth
 #: What a query the guard admits may take, parse included (measured worst: ~0.1 s; see bench cypher-parse).
 BOUND_S = 2.0
 
-_OPEN = {"(": ")", "[": "]", "{a: ": "}", "abs(": ")", "CASE WHEN true THEN ": " END", "NOT ": "", "- ": ""}
+_OPEN = {"(": ")", "[": "]", "{a: ": "}", "abs(": ")", "CASE WHEN true THEN ": " END", "NOT ": "", "- ": "",
+         "NOT toBoolean(": ")"}
 #: Pieces that one lexer could read as a literal or comment and the other as code.
 _TRICKS = [
     "'a'", "'it\\'s'", "'\\\\'", "'\\\\' + '('", '"say \\"(\\""', "\"'\"", "'\"'", "'//'", "'/*'", "'*/'",
@@ -67,6 +68,19 @@ def smuggled_queries(draw: st.DrawFn) -> str:
     return f"RETURN [{first}, {inner}, {last}] AS x"
 
 
+#: Prefix operators before a call, subscript or bracket: two levels each for the parser.
+_PREFIXED = ["NOT toBoolean(", "- abs(", "NOT (", "NOT [", "- (", "NOT NOT (", "CASE WHEN true THEN -abs("]
+
+
+@st.composite
+def prefixed_queries(draw: st.DrawFn) -> str:
+    """Chains of prefix operators each followed by a call or bracket, up to the limit counted in pairs."""
+    pairs = draw(st.integers(LIMIT // 2 - 1, LIMIT))
+    openers = draw(st.lists(st.sampled_from(_PREFIXED), min_size=pairs, max_size=pairs))
+    closers = [(" END" if o.startswith("CASE") else "") + ("]" if o.endswith("[") else ")") for o in openers]
+    return "RETURN " + "".join(openers) + "1" + "".join(reversed(closers)) + " AS x"
+
+
 @pytest.fixture(scope="module")
 def parser_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[EmbeddedServer, ServerInfo]]:
     server = EmbeddedServer(tmp_path_factory.mktemp("guardfuzz"))
@@ -79,9 +93,9 @@ def parser_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Em
 
 
 # No shrinking: every attempt at a query the guard wrongly admits would itself take seconds to hours.
-@settings(max_examples=150, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
+@settings(max_examples=200, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate],
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(query=st.one_of(nested_queries(), smuggled_queries()))
+@given(query=st.one_of(nested_queries(), smuggled_queries(), prefixed_queries()))
 def test_what_the_guard_admits_the_server_parses_within_the_bound(
     parser_server: tuple[EmbeddedServer, ServerInfo], query: str
 ) -> None:
