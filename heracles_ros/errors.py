@@ -43,6 +43,13 @@ class QueryTimeout(DatabaseError):
     """A query ran longer than its timeout."""
 
 
+class QueryAborted(QueryError):
+    """The server went away while running the query (it crashed on it, or was restarted to free it).
+
+    A query error, not an unreachable database: the next query finds a fresh server.
+    """
+
+
 class DataDirError(DatabaseError):
     """The embedded database's files cannot be used as they are (corrupt, another version, full disk).
 

@@ -7,7 +7,10 @@ budget could ever show are never read or converted (a model that asked for
 as compact JSON, trimmed to the token budget with a note saying how many were
 cut. One process runs at most ``HERACLES_MODEL_QUERY_SLOTS`` model queries at
 once (default 1), so concurrent asks cannot fill the server's two query
-threads and starve the mirror. Database errors become the tool's output, each
+threads and starve the mirror. A query longer, with more tokens, or nested
+deeper than :class:`..graphdb.query_guard.QueryLimits` allows is refused
+before it reaches any server (FalkorDB's parser takes time exponential in the
+nesting, outside the query time limit). Database errors become the tool's output, each
 naming the limit that was hit, so the model can repair its query; only an
 unreachable database is raised, since no query can fix that. A query that
 overlapped a reconcile runs again after it (:mod:`..graphdb.snapshot_reads`),
@@ -29,12 +32,14 @@ from heracles_ros.agent.llm import ToolSpec
 from heracles_ros.errors import (
     ConfigError,
     DatabaseBusy,
+    QueryAborted,
     QueryError,
     QueryRefused,
     QueryTimeout,
     QueryTooLarge,
     ReadOnlyViolation,
 )
+from heracles_ros.graphdb.query_guard import MODEL_QUERY_LIMITS, QueryLimits, check_model_query
 from heracles_ros.graphdb.snapshot_reads import DEFAULT_WAIT_S, read_whole
 from heracles_ros.graphdb.store import CappedRows, GraphStore
 
@@ -124,9 +129,11 @@ class CypherTool:
 
     def __init__(
         self, store: GraphStore, *, timeout_s: float = 10.0, token_budget: int = 2000, float_digits: int = 3,
-        snapshot_wait_s: float = DEFAULT_WAIT_S,
+        snapshot_wait_s: float = DEFAULT_WAIT_S, limits: QueryLimits = MODEL_QUERY_LIMITS,
     ):
         self.store = store
+        #: Size and nesting a query may have before it is sent to any server (query_guard).
+        self.limits = limits
         self.timeout_s = timeout_s
         #: How long a query waits for a reconcile in progress to end (snapshot_reads).
         self.snapshot_wait_s = snapshot_wait_s
@@ -139,6 +146,10 @@ class CypherTool:
     def run(self, query: Any) -> ToolOutput:
         if not isinstance(query, str) or not query.strip():
             return _error("the tool takes one argument, 'query': a non-empty Cypher string.")
+        try:
+            check_model_query(query, self.limits)
+        except QueryRefused as exc:
+            return _error(f"the query was not sent: {exc}")
         # A query waits at most its own time limit for a slot.
         if not self._slots.acquire(timeout=self.timeout_s):
             return _error(
@@ -159,6 +170,8 @@ class CypherTool:
             return _error(
                 f"time limit: the query ran longer than {self.timeout_s:g} s and was stopped; narrow it down. {exc}"
             )
+        except QueryAborted as exc:
+            return _error(f"the database stopped while running the query; ask again. {exc}")
         except QueryTooLarge as exc:
             return _error(f"memory limit: the query needed too much memory and was stopped; narrow it down. {exc}")
         except DatabaseBusy as exc:

@@ -574,25 +574,95 @@ class ReadReplica(EmbeddedServer):
     def _after_start(self) -> None:
         """Nothing to stamp or compact."""
 
+    def kill(self, pid: int, wait_s: float = 5.0) -> None:
+        """End replica ``pid`` at once, if it still runs here (it keeps no files: nothing is lost).
+
+        Frees the threads of queries it would never finish; the next
+        :meth:`EmbeddedServer.ensure_read_replica` starts a fresh one.
+        """
+        state = self._live_state()
+        if state is None or state.info.pid != pid:
+            return  # already gone, or replaced by another process's restart: leave the new one be
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + wait_s
+        while _pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+#: Seconds past twice its time limit after which a model query on the read replica counts as overrun
+#: (stuck in the parser, which the limit does not cover): the replica is then restarted.
+OVERRUN_SLACK_S = 5.0
+
 
 def open_read_store(data_dir: Path, *, graph: str = "heracles", timeout_s: float = 10.0) -> GraphStore:
     """A store on the read replica of the embedded database in ``data_dir``.
 
     A replica that crashed is restarted (the primary untouched) by the next query after the failed one.
+    A model query that overruns its limit (FalkorDB's time limit does not cover parsing, whose cost
+    grows exponentially with nesting) would hold a replica thread for good: the replica is killed
+    and started again, and the caller gets the time-limit error. A replica that goes away while a
+    model query runs gives :class:`QueryAborted`, an error the model can act on.
     """
+    import redis
+
+    from heracles_ros.errors import QueryAborted, QueryTimeout
     from heracles_ros.graphdb.falkordb_store import FalkorStore
+    from heracles_ros.graphdb.store import CappedRows, Row
 
     server = EmbeddedServer(data_dir)
+    replica = ReadReplica(server)
 
     class ReplicaStore(FalkorStore):
+        #: The replica process this store talks to (the one a runaway query is stuck in).
+        _pid = 0
+
         def _connect(self) -> tuple[Any, Any]:
             if self._conn is None:  # first use, or the replica went away: make sure one is up and in sync
                 info = server.ensure_read_replica()
-                self._host, self._port = info.host, info.port
+                self._host, self._port, self._pid = info.host, info.port, info.pid
             return super()._connect()
+
+        def query(self, cypher: str, params: Any = None, *, timeout_s: float | None = None) -> list[Row]:
+            """Trusted reads (snapshot stamps): run once more on a fresh replica if it went away under them."""
+            try:
+                return super().query(cypher, params, timeout_s=timeout_s)
+            except DatabaseUnavailable:
+                return super().query(cypher, params, timeout_s=timeout_s)  # _connect restarts the replica
+
+        def query_capped(
+            self, cypher: str, params: Any = None, *, max_rows: int, timeout_s: float | None = None
+        ) -> CappedRows:
+            self._connect()  # an unreachable replica that cannot be restarted stays DatabaseUnavailable
+            pid = self._pid
+            try:
+                return super().query_capped(cypher, params, max_rows=max_rows, timeout_s=timeout_s)
+            except QueryTimeout as exc:
+                if not isinstance(exc.__cause__, (TimeoutError, redis.exceptions.TimeoutError)):
+                    raise  # the server stopped it at its limit: nothing holds a thread
+                replica.kill(pid)
+                raise QueryTimeout(
+                    f"{exc}. It overran its limit (FalkorDB's limit does not cover parsing, which grows "
+                    "exponentially with nesting), so the read replica was restarted to free it"
+                ) from exc
+            except DatabaseUnavailable as exc:
+                if isinstance(exc.__cause__, (TimeoutError, redis.exceptions.TimeoutError)):
+                    replica.kill(pid)  # no reply and no PING either: hung, it would never be replaced
+                self._conn = None  # the next query starts a fresh replica (or says why it cannot)
+                raise QueryAborted(
+                    f"the read replica went away while running this query ({exc}): it crashed on a query, or "
+                    "was restarted to stop one that overran its limit. It is started again for the next query; "
+                    "if this query keeps failing so, simplify it"
+                ) from exc
+
+        def _reply_wait_s(self, limit_s: float) -> float:
+            """A reply may wait one limit behind a replicated write (itself waiting for running queries),
+            then take one limit to run; past that plus the slack the query overran and holds a thread."""
+            return 2 * limit_s + OVERRUN_SLACK_S
 
     info = server.ensure_read_replica()
     store = ReplicaStore(info.host, info.port, graph=graph, timeout_s=timeout_s)
+    store._pid = info.pid
     store.description = f"read replica of embedded FalkorDB ({data_dir}) graph {graph!r}"
     return store
 

@@ -106,7 +106,7 @@ class FalkorStore(GraphStore):
         try:
             raw = run_capped(
                 (self._host, self._port), command, password=os.environ.get("FALKORDB_PASSWORD") or None,
-                timeout_s=max(ms / 1000, self.timeout_s) + _SOCKET_SLACK_S,  # as the pooled connection waits
+                timeout_s=self._reply_wait_s(ms / 1000),
                 max_rows=max_rows, max_bytes=CAPPED_REPLY_BYTES,
             )
         except Exception as exc:
@@ -197,6 +197,10 @@ class FalkorStore(GraphStore):
                 conn[0].connection.close()
 
     # -- internals --------------------------------------------------------------
+    def _reply_wait_s(self, limit_s: float) -> float:
+        """How long a capped query waits for its reply (as the pooled connection waits)."""
+        return max(limit_s, self.timeout_s) + _SOCKET_SLACK_S
+
     def _timeout_ms(self, timeout_s: float | None) -> int:
         return max(1, int(1000 * (self.timeout_s if timeout_s is None else timeout_s)))
 

@@ -16,6 +16,8 @@ comments, whitespace, backticks and case taken out.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 from heracles_ros.errors import QueryRefused
 
@@ -25,6 +27,11 @@ _HANGING_PROCEDURES = re.compile(r"algo\.s[ps]paths", re.IGNORECASE)
 
 _QUOTES = "'\"`"
 
+#: Limits of a model-written query (see QueryLimits); chosen from ``heracles bench cypher-parse``.
+MAX_LENGTH = 8000
+MAX_TOKENS = 2000
+MAX_DEPTH = 12
+
 
 def sanitize_read_query(text: str) -> str:
     """``text`` without comments; QueryRefused for what the server cannot safely take."""
@@ -32,6 +39,151 @@ def sanitize_read_query(text: str) -> str:
         raise QueryRefused("the query contains a NUL character; remove it")
     kept: list[str] = []
     skeleton: list[str] = []  # code outside literals, for the procedure check
+    for kind, piece in _segments(text):
+        if kind == _COMMENT:
+            kept.append(" " if piece.startswith("/*") else "")
+            continue
+        kept.append(piece)
+        if kind == _NAME:
+            skeleton.append(piece[1:-1])
+        elif kind == _CODE and not piece.isspace():
+            skeleton.append(piece)
+    if _HANGING_PROCEDURES.search("".join(skeleton)):
+        raise QueryRefused(
+            "algo.SPpaths / algo.SSpaths are not allowed: on FalkorDB they can run forever, ignoring the timeout. "
+            "Use a bounded variable-length match instead."
+        )
+    return "".join(kept)
+
+
+@dataclass(frozen=True)
+class QueryLimits:
+    """How large a model-written query may be (defaults: measured, see ``heracles bench cypher-parse``)."""
+
+    #: Characters of query text.
+    max_length: int = MAX_LENGTH
+    #: Tokens: words, numbers, literals, and each other character outside literals and comments.
+    max_tokens: int = MAX_TOKENS
+    #: Expression levels open at once (see :func:`check_model_query`).
+    max_depth: int = MAX_DEPTH
+
+
+#: The limits model-written queries get unless a caller names others.
+MODEL_QUERY_LIMITS = QueryLimits()
+
+
+def check_model_query(text: str, limits: QueryLimits = MODEL_QUERY_LIMITS) -> None:
+    """QueryRefused, naming the limit and the value, for a query too large or too deep to send to a server.
+
+    Both backends. FalkorDB's parser backtracks: its time doubles with each
+    level of expression nesting, outside the query time limit, and long or
+    deep expressions exhaust its stack; no model question needs either.
+    Measured, each of these is one level and they add up: a bracket ``( [ {``
+    (closed by its own kind), a ``NOT``, a sign ``-``/``+``, a ``CASE``.
+    ``NOT toBoolean(NOT toBoolean(true))`` is four levels: a prefix operator's
+    scope runs on through the call, subscript or bracket that follows it. So
+    a ``NOT`` counts until ``AND``, ``OR``, ``XOR`` or ``,`` (it binds looser
+    than comparisons and arithmetic), a sign until the next other operator
+    (it binds tighter; a ``-`` after a number, string or closing bracket is
+    that operator, after a name it counts), both across brackets; a ``CASE`` until its enclosing
+    bracket closes (``end`` may also be a variable's name, so ``END`` is not
+    trusted to close it). Over-counting is the safe side: only an under-count
+    would let a slow query by.
+    """
+    if len(text) > limits.max_length:
+        raise QueryRefused(
+            f"the query is {len(text):,} characters long, over the limit of {limits.max_length:,}; "
+            "ask for less at once (several shorter queries, or a list parameter with UNWIND)"
+        )
+    frames: list[_Frame] = [_Frame("", 0)]
+    nots = signs = deepest = deepest_at = tokens = 0
+    word: list[str] = []
+    after_value = False  # the last token was a number, a string or a closing bracket: a sign is binary
+    for kind, piece, column in _positioned(text + " "):
+        if kind == _CODE and (piece.isalnum() or piece in "_$"):
+            word.append(piece)
+            continue
+        if word:  # a word just ended
+            tokens += 1
+            name, word = "".join(word).upper(), []
+            after_value = name[0].isdigit()  # after a name (or a keyword) a sign still counts
+            if name == "NOT":
+                nots += 1
+            elif name in _ENDS_NOT:
+                nots = signs = 0
+            elif name == "CASE":  # the prefixes before it stay counted as long as the CASE
+                frames[-1].levels += nots + signs + 1
+                nots = signs = 0
+        elif kind == _COMMENT or piece.isspace():
+            continue
+        if kind == _CODE and not piece.isspace():
+            tokens += 1
+            value, after_value = after_value, piece in _CLOSERS
+            if piece in "-+":
+                signs = 0 if value else signs + 1  # ``1 - -1``: the first ends an operand, the second nests
+            elif piece in _OPENERS:
+                frames.append(_Frame(_CLOSERS[_OPENERS.index(piece)], frames[-1].levels + nots + signs + 1,
+                                     nots, signs))
+                nots = signs = 0
+            elif piece == frames[-1].closer:
+                closed = frames.pop()
+                nots, signs = closed.nots, closed.signs  # ``NOT f(x)[0]``: the prefixes go on after it
+            elif piece == ",":
+                nots = signs = 0
+            elif piece not in ".:":
+                signs = 0  # another operator: a sign's operand ended (NOT's goes on)
+        elif kind != _CODE and kind != _COMMENT:
+            tokens += 1
+            after_value = True
+        deepest, deepest_at = _deeper(frames[-1].levels + nots + signs, column, deepest, deepest_at)
+    if tokens > limits.max_tokens:
+        raise QueryRefused(
+            f"the query has {tokens:,} tokens, over the limit of {limits.max_tokens:,}; "
+            "ask for less at once (several shorter queries, or a list parameter with UNWIND)"
+        )
+    if deepest > limits.max_depth:
+        raise QueryRefused(
+            f"nesting depth {deepest} exceeds the limit of {limits.max_depth} (brackets, CASE, NOT and signs "
+            f"open at once; the deepest at column {deepest_at}): the database's parser slows down "
+            "exponentially with nesting. Flatten the expression: drop redundant brackets and signs, or compute "
+            "parts in WITH steps"
+        )
+
+
+#: Words that end the operand of a NOT (it binds tighter than they do).
+_ENDS_NOT = frozenset({"AND", "OR", "XOR"})
+
+
+def _deeper(level: int, column: int, deepest: int, deepest_at: int) -> tuple[int, int]:
+    return (level, column) if level > deepest else (deepest, deepest_at)
+
+
+@dataclass
+class _Frame:
+    """An open bracket: the character that closes it, the levels open inside it, the prefixes before it."""
+
+    closer: str
+    levels: int
+    nots: int = 0
+    signs: int = 0
+
+
+_CODE, _STRING, _NAME, _COMMENT = "code", "string", "name", "comment"
+_OPENERS = "([{"
+_CLOSERS = ")]}"
+
+
+def _segments(text: str) -> Iterator[tuple[str, str]]:
+    """``(kind, text)`` pieces: one code character, a whole string, backtick name or comment."""
+    for kind, piece, _column in _positioned(text):
+        yield kind, piece
+
+
+def _positioned(text: str) -> Iterator[tuple[str, str, int]]:
+    """Lexes like FalkorDB's parser: backslash escapes in quotes, a backtick name ends at the next backtick.
+
+    Raises QueryRefused for an unterminated string, name or block comment (the lexers could disagree).
+    """
     i, n = 0, len(text)
     while i < n:
         char = text[i]
@@ -40,30 +192,22 @@ def sanitize_read_query(text: str) -> str:
             if end < 0:
                 what = "name" if char == "`" else "string"
                 raise QueryRefused(f"unterminated {what} starting at column {i + 1}: add the closing {char}")
-            kept.append(text[i:end])
-            if char == "`":
-                skeleton.append(text[i + 1 : end - 1])
+            yield (_NAME if char == "`" else _STRING), text[i:end], i + 1
             i = end
         elif text.startswith("/*", i):
             end = text.find("*/", i + 2)
             if end < 0:
                 raise QueryRefused(f"unterminated /* comment starting at column {i + 1}: add */ or remove it")
-            kept.append(" ")
+            yield _COMMENT, text[i : end + 2], i + 1
             i = end + 2
         elif text.startswith("//", i):
             end = text.find("\n", i)
-            i = n if end < 0 else end
+            end = n if end < 0 else end
+            yield _COMMENT, text[i:end], i + 1
+            i = end
         else:
-            kept.append(char)
-            if not char.isspace():
-                skeleton.append(char)
+            yield _CODE, char, i + 1
             i += 1
-    if _HANGING_PROCEDURES.search("".join(skeleton)):
-        raise QueryRefused(
-            "algo.SPpaths / algo.SSpaths are not allowed: on FalkorDB they can run forever, ignoring the timeout. "
-            "Use a bounded variable-length match instead."
-        )
-    return "".join(kept)
 
 
 def _literal_end(text: str, start: int) -> int:

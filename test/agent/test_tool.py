@@ -10,6 +10,7 @@ import pytest
 from heracles_ros.agent import tool as tool_module
 from heracles_ros.agent.tool import CypherTool, count_tokens, token_counting_exact
 from heracles_ros.graphdb import open_store
+from heracles_ros.graphdb.query_guard import MODEL_QUERY_LIMITS
 
 COUNT_ALL = "MATCH (n) RETURN count(n) AS n"
 
@@ -196,3 +197,62 @@ def test_concurrent_model_queries_run_one_at_a_time(small_store):
     for thread in threads:
         thread.join()
     assert peak == 1 and len(outputs) == 4 and all(o.error == "" for o in outputs)
+
+
+# --- queries too large or too deep for the server's parser are refused before any server ----------
+def _nested(depth: int) -> str:
+    return "RETURN " + "(" * depth + "1" + ")" * depth + " AS x"
+
+
+def _refused(out: Any, reason: str) -> None:
+    assert out.text.startswith("ERROR: the query was not sent: " + reason), out.text
+    assert out.rows == 0
+
+
+def test_a_query_nested_past_the_limit_is_refused_naming_the_limit(small_store):
+    limit = MODEL_QUERY_LIMITS.max_depth
+    tool = CypherTool(small_store)
+    assert json.loads(tool.run(_nested(limit)).text) == [{"x": 1}]
+    _refused(tool.run(_nested(limit + 1)), f"nesting depth {limit + 1} exceeds the limit of {limit} ")
+    _refused(tool.run("RETURN " + "NOT " * (limit + 1) + "true AS x"), f"nesting depth {limit + 1} exceeds")
+
+
+def test_a_query_past_the_length_limit_is_refused(small_store):
+    limit = MODEL_QUERY_LIMITS.max_length
+    text = "RETURN '" + "x" * limit + "' AS x"
+    _refused(CypherTool(small_store).run(text), f"the query is {len(text):,} characters long, over the limit")
+
+
+def test_a_query_past_the_token_limit_is_refused(small_store):
+    limit = MODEL_QUERY_LIMITS.max_tokens
+    text = "RETURN 0" + "+1" * limit + " AS x"  # short enough in characters
+    assert len(text) < MODEL_QUERY_LIMITS.max_length
+    _refused(CypherTool(small_store).run(text), f"the query has {2 * limit + 4:,} tokens, over the limit")
+
+
+def test_a_refused_query_is_repaired_by_flattening_it(small_store):
+    tool = CypherTool(small_store)
+    assert tool.run(_nested(40)).error
+    assert json.loads(tool.run("RETURN 1 AS x").text) == [{"x": 1}]
+
+
+#: The deepest query of each construct the real limits admit: each must parse quickly on FalkorDB.
+_WORST_ADMITTED = {
+    "parentheses": _nested(MODEL_QUERY_LIMITS.max_depth),
+    "case": "RETURN " + "CASE WHEN true THEN " * MODEL_QUERY_LIMITS.max_depth + "1"
+    + " END" * MODEL_QUERY_LIMITS.max_depth + " AS x",
+    "not": "RETURN " + "NOT " * MODEL_QUERY_LIMITS.max_depth + "true AS x",
+    "lists": "RETURN " + "[" * MODEL_QUERY_LIMITS.max_depth + "1" + "]" * MODEL_QUERY_LIMITS.max_depth + " AS x",
+    "plus": "RETURN 0" + "+1" * (MODEL_QUERY_LIMITS.max_tokens // 2 - 3) + " AS x",
+}
+
+
+@pytest.mark.backends("falkordb")
+@pytest.mark.parametrize("construct", sorted(_WORST_ADMITTED))
+def test_the_worst_query_the_limits_admit_parses_at_once(small_store, construct):
+    import time
+
+    started = time.monotonic()
+    out = CypherTool(small_store, timeout_s=10.0).run(_WORST_ADMITTED[construct])
+    assert out.error == "", out.text
+    assert time.monotonic() - started < 2.0  # measured: under 0.1 s (heracles bench cypher-parse)

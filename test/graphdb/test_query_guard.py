@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heracles_ros.errors import QueryError, QueryRefused
-from heracles_ros.graphdb.query_guard import sanitize_read_query
+from heracles_ros.graphdb.query_guard import QueryLimits, check_model_query, sanitize_read_query
 
 
 @pytest.mark.parametrize(
@@ -88,3 +88,114 @@ def test_what_is_sent_has_no_comment_outside_literals(text: str) -> None:
         assert str(exc)
         return
     assert sanitize_read_query(sent) == sent
+
+
+# --- size and nesting of a model-written query -------------------------------------------------
+def _nested(depth: int, opener: str = "(", closer: str = ")") -> str:
+    return "RETURN " + opener * depth + "1" + closer * depth + " AS x"
+
+
+def test_the_deepest_nesting_allowed_passes_and_one_more_level_is_refused() -> None:
+    limit = QueryLimits().max_depth
+    check_model_query(_nested(limit))
+    with pytest.raises(QueryRefused, match=rf"nesting depth {limit + 1} exceeds the limit of {limit} ") as caught:
+        check_model_query(_nested(limit + 1))
+    assert "column" in str(caught.value) and "Flatten" in str(caught.value)
+
+
+@pytest.mark.parametrize(("opener", "closer"), [("(", ")"), ("[", "]"), ("{a:", "}")])
+def test_every_kind_of_bracket_counts_and_mixed_kinds_add_up(opener: str, closer: str) -> None:
+    limits = QueryLimits(max_depth=4)
+    with pytest.raises(QueryRefused, match="nesting depth 5 exceeds the limit of 4"):
+        check_model_query(_nested(5, opener, closer), limits)
+    with pytest.raises(QueryRefused, match="nesting depth 5 exceeds the limit of 4"):
+        check_model_query("RETURN ([{a: " + opener * 2 + "1" + closer * 2 + "}]) AS x", limits)
+
+
+@pytest.mark.parametrize(
+    "inside",
+    [
+        "'((((((((('",  # a string
+        '"[[[[[[[[[ \\" ((((("',  # an escaped quote does not end it
+        "'it\\'s (((((((((('",
+        "`(((((((((`",  # a backtick name
+        "/* (((((((((( */ 1",  # a block comment
+        "1 // ((((((((((\n",  # a line comment
+    ],
+)
+def test_brackets_inside_literals_and_comments_do_not_count(inside: str) -> None:
+    check_model_query(f"RETURN (({inside})) AS x", QueryLimits(max_depth=2))
+
+
+def test_closing_brackets_inside_literals_do_not_hide_real_nesting() -> None:
+    text = "RETURN " + "(')'," * 5 + "1" + ")" * 5 + " AS x"  # each ')' in a string closes nothing
+    with pytest.raises(QueryRefused, match="nesting depth 5 exceeds the limit of 4"):
+        check_model_query(text, QueryLimits(max_depth=4))
+
+
+def test_length_is_limited_before_anything_else_is_read() -> None:
+    limit = QueryLimits().max_length
+    check_model_query("RETURN '" + "x" * (limit - 14) + "' AS x")
+    text = "RETURN '" + "x" * (limit - 13) + "' AS x"
+    with pytest.raises(QueryRefused, match=rf"is {len(text):,} characters long, over the limit of {limit:,}"):
+        check_model_query(text)
+    # An unterminated string past the limit is refused for its length, without lexing megabytes.
+    with pytest.raises(QueryRefused, match="characters long"):
+        check_model_query("RETURN '" + "(" * 10_000_000)
+
+
+def test_tokens_are_limited_literals_counting_once() -> None:
+    limit = QueryLimits().max_tokens
+    ok = "RETURN 1" + "+1" * ((limit - 4) // 2) + " AS x"  # RETURN, 1, then + and 1 per term, AS, x
+    check_model_query(ok)
+    with pytest.raises(QueryRefused, match=rf"has {limit + 2:,} tokens, over the limit of {limit:,}"):
+        check_model_query(ok + "+1")
+    check_model_query("RETURN '" + "+1" * (limit // 2) + "' AS x")  # one string literal: one token
+
+
+def test_words_and_numbers_are_one_token_each() -> None:
+    text = "MATCH (abc:Object) RETURN abc.nodeSymbol AS s"  # MATCH ( abc : Object ) RETURN abc . nodeSymbol AS s
+    check_model_query(text, QueryLimits(max_tokens=12))
+    with pytest.raises(QueryRefused, match="has 12 tokens, over the limit of 11"):
+        check_model_query(text, QueryLimits(max_tokens=11))
+
+
+def test_unterminated_literals_are_refused_by_the_check_too() -> None:
+    with pytest.raises(QueryRefused, match="unterminated string"):
+        check_model_query("RETURN 'abc")
+
+
+@pytest.mark.parametrize(
+    ("text", "levels"),
+    [
+        ("RETURN " + "NOT " * 5 + "true AS x", 5),  # a NOT chain nests
+        ("RETURN " + "- " * 5 + "1 AS x", 5),  # so does a chain of signs
+        ("RETURN " + "NOT (" * 3 + "true" + ")" * 3 + " AS x", 6),  # and they add up with brackets
+        ("RETURN " + "CASE WHEN true THEN " * 5 + "1" + " END" * 5 + " AS x", 5),
+        ("RETURN -1 - 1 - 1 - 1 - 1 - 1 AS x", 1),  # binary operators do not nest, the leading sign does
+        ("RETURN " + "NOT toBoolean(" * 3 + "true" + ")" * 3 + " AS x", 6),  # a NOT's scope runs into the call
+        ("RETURN " + "- abs(" * 3 + "1" + ")" * 3 + " AS x", 6),  # a sign's too
+        ("RETURN " + "NOT (true)[" * 3 + "0" + "]" * 3 + " AS x", 6),  # and on after a bracket it closed
+        ("RETURN " + "NOT 1 = NOT 1 = " * 2 + "(((1))) AS x", 7),  # comparisons stay in a NOT's scope
+        ("RETURN " + "CASE WHEN true THEN -" * 3 + "1" + " END" * 3 + " AS x", 6),
+        ("MATCH (a) WHERE NOT a.x AND NOT a.y AND NOT a.z RETURN a", 1),
+        ("MATCH (a)-[:R]->(b)<-[:R]-(c) RETURN c", 2),  # an arrow after a node is no sign; ``<-`` counts one
+    ],
+)
+def test_prefix_operators_and_case_are_levels_too(text: str, levels: int) -> None:
+    check_model_query(text, QueryLimits(max_depth=levels))
+    with pytest.raises(QueryRefused, match=f"nesting depth {levels} exceeds the limit of {levels - 1}"):
+        check_model_query(text, QueryLimits(max_depth=levels - 1))
+
+
+def test_a_variable_named_end_does_not_close_a_case() -> None:
+    """FalkorDB reads ``end`` where an expression is expected as a variable, so END never lowers the count."""
+    text = "WITH 1 AS end RETURN " + "CASE WHEN end THEN " * 5 + "1" + " END" * 5 + " AS x"
+    with pytest.raises(QueryRefused, match="nesting depth 5 exceeds the limit of 4"):
+        check_model_query(text, QueryLimits(max_depth=4))
+
+
+def test_a_closing_bracket_of_another_kind_closes_nothing() -> None:
+    text = "RETURN " + "(]" * 5 + "1" + ")" * 5 + " AS x"
+    with pytest.raises(QueryRefused, match="nesting depth 5 exceeds the limit of 4"):
+        check_model_query(text, QueryLimits(max_depth=4))

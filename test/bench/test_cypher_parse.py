@@ -1,0 +1,26 @@
+"""``heracles bench cypher-parse`` on its own throwaway server (two constructs, a short cap)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from heracles_ros.cli import main
+from heracles_ros.graphdb.query_guard import MODEL_QUERY_LIMITS
+
+
+def test_the_curve_stops_past_the_cap_and_the_admitted_worst_case_is_quick(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "cypher-parse", "--json", "--cap-s", "0.5", "--constructs", "parentheses,not"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    points = figures["parentheses"].split(", ")
+    last_depth, last = points[-1].split(":", 1)
+    # The time doubles per level, so a curve capped at 0.5 s ends between the admitted depth and 30.
+    assert MODEL_QUERY_LIMITS.max_depth < int(last_depth) < 30 and "(over cap)" in last
+    assert all("(" not in p for p in points[:MODEL_QUERY_LIMITS.max_depth])  # quick answers up to the limit
+    depth, seconds = figures["not_admitted"].split()[0].split(":")
+    assert int(depth) == MODEL_QUERY_LIMITS.max_depth and float(seconds) < 0.5
+
+
+def test_unknown_constructs_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "cypher-parse", "--constructs", "parentheses,loops"]) != 0
+    assert "unknown construct(s) loops; choose from parentheses" in capsys.readouterr().err
