@@ -1,6 +1,8 @@
 """Operator corrections: narrow updates only, re-applied after snapshots, retired with their node."""
 from __future__ import annotations
 
+import math
+
 import pytest
 from support.tiny_scene import node_id, tiny_scene
 
@@ -8,6 +10,9 @@ from heracles_ros.errors import CorrectionError
 from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.mirror import Mirror
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.plan_types import PlanStatus
+from heracles_ros.planning.planner import Planner
 
 
 def object_class(store: FalkorStore, symbol: str) -> str:
@@ -88,7 +93,7 @@ def test_an_infinite_or_missing_number_is_refused_by_the_checker(store: FalkorSt
     assert store.query("MATCH (c:Correction) RETURN count(c) AS n") == [{"n": 0}]
 
 
-def test_revert_of_a_retired_correction_is_refused(store: FalkorStore) -> None:
+def test_a_reverted_retired_correction_does_not_return_with_its_node(store: FalkorStore) -> None:
     mirror = Mirror(store)
     graph = tiny_scene()
     mirror.reconcile(graph)
@@ -98,9 +103,11 @@ def test_revert_of_a_retired_correction_is_refused(store: FalkorStore) -> None:
     mirror.reconcile(graph)
     [record] = corrections.all()
     assert (record.id, record.status, record.author, record.request) == ("O1.class", "retired", "carol", "O1 is a box")
-    with pytest.raises(CorrectionError, match=r"O1\.class is retired \(its node vanished\)"):
-        corrections.revert("O1.class")
-    assert corrections.counts() == {"retired": 1}
+    change = corrections.revert("O1.class")
+    assert (change.old, change.new) == ("box", None)  # nothing to set: the node is gone
+    assert corrections.counts() == {"reverted": 1}
+    mirror.reconcile(tiny_scene())  # O1 is back, with Hydra's class
+    assert object_class(store, "O1") == "bag" and corrections.counts() == {"reverted": 1}
 
 
 def test_a_change_that_is_not_a_triple_is_named_by_its_position(store: FalkorStore) -> None:
@@ -156,3 +163,97 @@ def test_manage_lists_reverts_and_clears_by_name(store: FalkorStore) -> None:
         corrections.manage("revert", " ")
     with pytest.raises(CorrectionError, match="unknown corrections action 'undo'"):
         corrections.manage("undo")
+
+
+# -- coordinates: ``center`` follows x, y, z (issue 21) --------------------------------------------
+
+
+def center(store: GraphStore, symbol: str) -> list[float]:
+    """The point the model's ``point.distance`` queries use, as [x, y, z] on both backends."""
+    [row] = store.query("MATCH (n {nodeSymbol: $s}) RETURN n.center AS c", {"s": symbol})
+    return [float(v) for v in row["c"]]
+
+
+def position(store: GraphStore, symbol: str) -> list[float]:
+    [row] = store.query("MATCH (n {nodeSymbol: $s}) RETURN n.x AS x, n.y AS y, n.z AS z", {"s": symbol})
+    return [float(row["x"]), float(row["y"]), float(row["z"])]
+
+
+def model_distance(store: GraphStore, a: str, b: str) -> float:
+    """What the model's distance query answers (both backends have ``point.distance``)."""
+    [row] = store.query(
+        "MATCH (a {nodeSymbol: $a}) MATCH (b {nodeSymbol: $b}) RETURN point.distance(a.center, b.center) AS d",
+        {"a": a, "b": b},
+    )
+    return float(row["d"])
+
+
+def test_a_coordinate_correction_moves_center_and_a_revert_moves_it_back(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph)
+    corrections = Corrections(store)
+    corrections.apply([("O1", "x", 7.5)])
+    assert position(store, "O1") == center(store, "O1") == [7.5, 1.0, 0.5]
+    assert model_distance(store, "O1", "O0") == pytest.approx(7.5)
+
+    corrections.apply([("O2", "y", 3.0)])
+    corrections.apply([("O2", "z", 2.0)])
+    assert center(store, "O2") == [4.0, 3.0, 2.0]
+    corrections.apply([("O4", "x", -1.0), ("O4", "y", -2.0), ("O4", "z", -3.0)])  # one request, one node
+    assert center(store, "O4") == [-1.0, -2.0, -3.0]
+
+    corrections.revert("O1.x")
+    assert position(store, "O1") == center(store, "O1") == [1.0, 1.0, 0.5]
+    assert model_distance(store, "O1", "O0") == pytest.approx(1.0)
+    corrections.revert("O2.z")
+    assert center(store, "O2") == [4.0, 3.0, 0.5]
+
+
+def test_a_coordinate_correction_holds_center_through_later_snapshots(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph)
+    corrections = Corrections(store)
+    corrections.apply([("O2", "y", 3.0), ("P5", "x", 9.0)])
+
+    # A snapshot that changes something else leaves them alone.
+    graph.get_node(node_id("O0")).attributes.position = [0.0, 1.0, 2.5]
+    mirror.reconcile(graph)
+    assert center(store, "O2") == [4.0, 3.0, 0.5] and center(store, "P5") == [9.0, 0.0, 0.0]
+
+    # Hydra moves both (x and z of O2, y of P5): the mirror rewrites them, the corrected axis stays.
+    graph.get_node(node_id("O2")).attributes.position = [4.5, 1.0, 0.75]
+    graph.get_node(node_id("P5")).attributes.position = [5.0, 0.25, 0.0]
+    report = mirror.reconcile(graph)
+    assert report.corrections_reapplied == 2
+    assert position(store, "O2") == center(store, "O2") == [4.5, 3.0, 0.75]
+    assert position(store, "P5") == center(store, "P5") == [9.0, 0.25, 0.0]
+    assert model_distance(store, "P5", "P4") == pytest.approx(math.hypot(5.0, 0.25))
+
+    # Reverted, the node takes the position Hydra gives now (not the one it gave before the correction).
+    corrections.revert("O2.y")
+    assert position(store, "O2") == center(store, "O2") == [4.5, 1.0, 0.75]
+    mirror.reconcile(graph)
+    assert center(store, "O2") == [4.5, 1.0, 0.75]
+
+
+def test_the_planner_sees_a_corrected_place_and_object_at_once(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    mirror.reconcile(tiny_scene())
+    planner = Planner(store, timeout_s=30.0)  # one planner: its cached place graph must notice the correction
+    before = planner.plan("(at-place P5)", from_symbol="P0")
+    assert before.status is PlanStatus.SOLVED and before.total_cost == pytest.approx(5.0, abs=0.01)
+
+    Corrections(store).apply([("P5", "x", 9.0), ("O4", "x", 5.5), ("O4", "y", 0.25)])
+    graph = planner.place_graph()
+    assert graph.positions[graph.index["P5"]].tolist() == [9.0, 0.0, 0.0]
+    after = planner.plan("(at-place P5)", from_symbol="P0")
+    assert after.total_cost == pytest.approx(9.0, abs=0.01)  # P4 to P5 is now 5 m
+    assert after.actions[-1].target == pytest.approx((9.0, 0.0, 0.0))
+
+    # O4 (in no place) is reached from the place nearest where it is now: P4, and picked up at its corrected spot.
+    pick = planner.plan("(holding O4)", from_symbol="P0")
+    assert pick.status is PlanStatus.SOLVED, pick.reason
+    assert pick.actions[-1].name == "pick" and pick.actions[-1].args == ("O4", "P4")
+    assert pick.actions[-1].target == pytest.approx((5.5, 0.25, 0.5))
