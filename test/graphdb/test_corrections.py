@@ -14,6 +14,9 @@ from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.plan_types import PlanStatus
 from heracles_ros.planning.planner import Planner
 
+#: A snapshot time (2027-01-15T08:00:00Z).
+T0 = 1_800_000_000.0
+
 
 def object_class(store: FalkorStore, symbol: str) -> str:
     rows = store.query("MATCH (o:Object {nodeSymbol: $s}) RETURN o.class AS c", {"s": symbol})
@@ -52,16 +55,68 @@ def test_a_second_correction_keeps_the_value_hydra_gave(store: FalkorStore) -> N
     assert object_class(store, "O2") == "box"
 
 
-def test_correction_of_a_vanished_node_is_retired_and_reported(store: FalkorStore) -> None:
+def test_correction_of_a_vanished_node_is_retired_and_returns_with_it(store: GraphStore) -> None:
+    """One missed detection must not undo what the operator said (issue 22 item 7)."""
     mirror = Mirror(store)
     graph = tiny_scene()
-    mirror.reconcile(graph)
-    Corrections(store).apply([("O1", "name", "blue bag"), ("O1", "x", 1.25)])
+    mirror.reconcile(graph, sequence=1, stamp_s=T0)
+    corrections = Corrections(store)
+    corrections.apply([("O1", "name", "blue bag"), ("O1", "x", 1.25)])
     graph.remove_node(node_id("O1"))
-    report = mirror.reconcile(graph)
+    report = mirror.reconcile(graph, sequence=2, stamp_s=T0 + 1)
     assert report.corrections_retired == ["O1"]
-    assert Corrections(store).active() == []
-    assert store.query("MATCH (c:Correction {target: 'O1'}) RETURN DISTINCT c.status AS s") == [{"s": "retired"}]
+    assert corrections.active() == [] and corrections.counts() == {"retired": 2}
+    for record in corrections.all():
+        assert (record.status, record.retired_s, record.times_retired) == ("retired", T0 + 1, 1)
+        assert record.retired_why == "O1 was not in Hydra's snapshot 2 of 2027-01-15T08:00:01+00:00"
+        assert record.as_dict()["retired"] == "2027-01-15T08:00:01+00:00"
+
+    mirror.reconcile(graph, sequence=3, stamp_s=T0 + 2)  # still gone: nothing changes
+    assert corrections.counts() == {"retired": 2}
+    mirror.reconcile(tiny_scene(), sequence=4, stamp_s=T0 + 3)  # Hydra sees it again
+    assert corrections.counts() == {"active": 2}
+    assert store.query("MATCH (o:Object {nodeSymbol: 'O1'}) RETURN o.name AS n", {}) == [{"n": "blue bag"}]
+    assert position(store, "O1") == center(store, "O1") == [1.25, 1.0, 0.5]
+    for record in corrections.all():
+        assert (record.returned_s, record.times_retired, record.retired_s) == (T0 + 3, 1, T0 + 1)
+        assert record.as_dict()["returned"] == "2027-01-15T08:00:03+00:00"
+
+    # It stays through snapshots that rewrite the node, and a revert gives back what Hydra says now.
+    graph = tiny_scene()
+    graph.get_node(node_id("O1")).attributes.position = [1.0, 2.0, 0.5]
+    mirror.reconcile(graph, sequence=5, stamp_s=T0 + 4)
+    assert position(store, "O1") == center(store, "O1") == [1.25, 2.0, 0.5]
+    corrections.revert("O1.x")
+    assert position(store, "O1") == center(store, "O1") == [1.0, 2.0, 0.5]
+
+    # A second miss counts.
+    graph.remove_node(node_id("O1"))
+    mirror.reconcile(graph, sequence=6, stamp_s=T0 + 5)
+    assert {(r.id, r.status, r.times_retired) for r in corrections.all()} == {
+        ("O1.name", "retired", 2), ("O1.x", "reverted", 1)
+    }
+
+
+def test_correction_ids_are_matched_exactly(store: GraphStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    corrections = Corrections(store)
+    corrections.apply([("O1", "class", "box"), ("O1", "name", "red box"), ("O4", "class", "bag")])
+    for cut in ("O1.class\x00junk", "O1\x00.class", "O14\x00.class", "O1\n.class", "O1.cla\u200bss"):
+        with pytest.raises(CorrectionError, match="contains a control character"):
+            corrections.revert(cut)
+    for wrong in ("O1.clas", "O1.classes", "O1", "O.class", "O1.class.x", "O1 .class", ".class"):
+        with pytest.raises(CorrectionError, match="is not a correction id: expected SYMBOL.PROPERTY"):
+            corrections.revert(wrong)
+    with pytest.raises(CorrectionError, match="there is no correction 'O14.class'"):
+        corrections.revert("O14.class")
+    with pytest.raises(CorrectionError, match="contains a control character"):
+        corrections.manage("revert", "O4.class\x00")
+    assert corrections.counts() == {"active": 3}
+    assert object_class(store, "O1") == "box" and object_class(store, "O4") == "bag"
+    # Text values are checked the same way (a NUL would cut the stored text short on FalkorDB).
+    with pytest.raises(CorrectionError, match=r"O2\.class: the text 'bag\\x00box' contains a control character"):
+        corrections.apply([("O2", "class", "bag\x00box")])
+    assert object_class(store, "O2") == "bicycle"
 
 
 def test_invalid_corrections_report_every_problem_and_change_nothing(store: FalkorStore) -> None:
