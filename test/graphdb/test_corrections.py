@@ -2,9 +2,14 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import pytest
-from support.tiny_scene import node_id, tiny_scene
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from support.tiny_scene import OBJECT_CLASSES, node_id, tiny_scene
 
 from heracles_ros.errors import CorrectionError
 from heracles_ros.graphdb.corrections import Corrections
@@ -312,3 +317,156 @@ def test_the_planner_sees_a_corrected_place_and_object_at_once(store: GraphStore
     assert pick.status is PlanStatus.SOLVED, pick.reason
     assert pick.actions[-1].name == "pick" and pick.actions[-1].args == ("O4", "P4")
     assert pick.actions[-1].target == pytest.approx((5.5, 0.25, 0.5))
+
+
+# -- corrections over time, against an oracle written from the operator's point of view --------------
+#
+# The oracle knows only what Hydra says (present or not, where, which class and name) and what the
+# operator did; it says what the database must hold: a node Hydra has, with the operator's value where
+# an active correction says so and Hydra's value otherwise, ``center`` at its x, y, z; and each
+# record's state: active until reverted; retired while Hydra lacks its node, active again when the
+# node is back; reverted for good.
+
+#: Few nodes and values, so random sequences often hit the same record again.
+TRACKED = {"O1": ("class", "name", "x", "y"), "O2": ("class", "name", "x", "y"), "P3": ("x", "y")}
+CLASSES = [name for _, name in OBJECT_CLASSES]
+
+
+@dataclass
+class HydraNode:
+    present: bool
+    x: float
+    y: float
+    z: float
+    label: int = 0
+    name: str = ""
+
+    def value(self, prop: str) -> Any:
+        return {"class": CLASSES[self.label], "name": self.name, "x": self.x, "y": self.y}[prop]
+
+
+@dataclass
+class Oracle:
+    hydra: dict[str, HydraNode] = field(default_factory=lambda: {
+        "O1": HydraNode(True, 1.0, 1.0, 0.5, 1, "bag 1"),
+        "O2": HydraNode(True, 4.0, 1.0, 0.5, 2, "bicycle 2"), "P3": HydraNode(True, 3.0, 0.0, 0.0),
+    })
+    #: (symbol, property) -> [status, value]
+    records: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+
+    def expected(self, symbol: str, prop: str) -> Any:
+        record = self.records.get((symbol, prop))
+        return record[1] if record and record[0] == "active" else self.hydra[symbol].value(prop)
+
+    def snapshot(self, presence: dict[str, bool]) -> None:
+        for (symbol, _), record in self.records.items():
+            if record[0] == "active" and not presence[symbol]:
+                record[0] = "retired"
+            elif record[0] == "retired" and presence[symbol]:
+                record[0] = "active"
+
+
+def hydra_scene(oracle: Oracle) -> Any:
+    graph = tiny_scene()
+    for symbol, node in oracle.hydra.items():
+        if not node.present:
+            graph.remove_node(node_id(symbol))
+            continue
+        attributes = graph.get_node(node_id(symbol)).attributes
+        attributes.position = np.array([node.x, node.y, node.z])
+        if symbol.startswith("O"):
+            attributes.semantic_label = node.label
+            attributes.name = node.name
+    return graph
+
+
+coordinate = st.sampled_from([0.5, 6.0])
+correction_ops = st.one_of(
+    st.tuples(st.just("correct"), st.sampled_from(["O1", "O2"]), st.sampled_from(["class", "name"]),
+              st.sampled_from(["chair", "lamp"])),
+    st.tuples(st.just("correct"), st.sampled_from(sorted(TRACKED)), st.sampled_from(["x", "y"]), coordinate),
+    st.tuples(st.just("revert"), st.sampled_from(sorted(TRACKED)), st.sampled_from(["class", "x", "y"])),
+    st.tuples(st.just("snapshot"), st.sampled_from(sorted(TRACKED)),
+              st.sampled_from(["vanish", "return", "move", "relabel", "rename"]), coordinate),
+    st.tuples(st.just("restart")),
+    st.tuples(st.just("clear")),
+)
+
+
+def check_against(store: GraphStore, oracle: Oracle, history: list[Any]) -> None:
+    rows = {r["s"]: r for r in store.query(
+        "MATCH (n) WHERE n.nodeSymbol IN $symbols "
+        "RETURN n.nodeSymbol AS s, n.class AS class, n.name AS name, n.x AS x, n.y AS y, n.z AS z, n.center AS c",
+        {"symbols": sorted(TRACKED)},
+    )}
+    for symbol, props in TRACKED.items():
+        node = oracle.hydra[symbol]
+        assert (symbol in rows) == node.present, (symbol, history)
+        if not node.present:
+            continue
+        row = rows[symbol]
+        for prop in props:
+            assert row[prop] == oracle.expected(symbol, prop), (symbol, prop, history)
+        assert [float(v) for v in row["c"]] == [row["x"], row["y"], row["z"]], (symbol, history)
+    statuses = {(str(r["s"]), str(r["p"])): r["status"] for r in store.query(
+        "MATCH (c:Correction) RETURN c.target AS s, c.property AS p, c.status AS status"
+    )}
+    assert statuses == {key: record[0] for key, record in oracle.records.items()}, history
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(correction_ops, min_size=1, max_size=14))
+# The stories random sequences must not be left to find by luck:
+@example(ops=[("correct", "O1", "x", 6.0), ("snapshot", "O1", "vanish", 0.5), ("snapshot", "O1", "return", 0.5)])
+@example(ops=[("correct", "O1", "class", "lamp"), ("snapshot", "O1", "relabel", 0.5), ("revert", "O1", "class")])
+@example(ops=[("correct", "P3", "x", 6.0), ("revert", "P3", "x"), ("snapshot", "P3", "move", 0.5),
+              ("snapshot", "P3", "vanish", 0.5), ("snapshot", "P3", "return", 0.5)])
+@example(ops=[("correct", "O2", "y", 6.0), ("snapshot", "O2", "vanish", 0.5), ("restart",),
+              ("snapshot", "O2", "return", 0.5), ("snapshot", "O2", "move", 6.0), ("revert", "O2", "y")])
+def test_corrections_over_snapshots_reverts_and_restarts_follow_the_oracle(store: GraphStore, ops: list[Any]) -> None:
+    store.write("MATCH (n) DETACH DELETE n")
+    oracle = Oracle()
+    mirror = Mirror(store)
+    mirror.reconcile(hydra_scene(oracle))
+    corrections = Corrections(store)
+    history: list[Any] = []
+    for op in ops:
+        history.append(op)
+        if op[0] == "correct":
+            _, symbol, prop, value = op
+            if oracle.hydra[symbol].present:
+                corrections.apply([(symbol, prop, value)])
+                oracle.records[(symbol, prop)] = ["active", value]
+            else:
+                with pytest.raises(CorrectionError, match="does not exist"):
+                    corrections.apply([(symbol, prop, value)])
+        elif op[0] == "revert":
+            _, symbol, prop = op
+            record = oracle.records.get((symbol, prop))
+            if record is None or record[0] == "reverted":
+                with pytest.raises(CorrectionError):
+                    corrections.revert(f"{symbol}.{prop}")
+            else:
+                corrections.revert(f"{symbol}.{prop}")
+                record[0] = "reverted"
+        elif op[0] == "snapshot":
+            _, symbol, change, value = op
+            node = oracle.hydra[symbol]
+            if change in ("vanish", "return"):
+                node.present = change == "return"
+            elif change == "move":
+                node.x, node.y = node.y + value, node.x  # a move on both axes
+            elif change == "relabel" and symbol.startswith("O"):
+                node.label = (node.label + 1) % len(CLASSES)
+            elif change == "rename" and symbol.startswith("O"):
+                node.name = f"{node.name}'"
+            mirror.reconcile(hydra_scene(oracle))
+            oracle.snapshot({s: n.present for s, n in oracle.hydra.items()})
+        elif op[0] == "restart":  # a new mirror process: its baseline is what the database holds
+            mirror = Mirror(store)
+            mirror.reconcile(hydra_scene(oracle))
+            oracle.snapshot({s: n.present for s, n in oracle.hydra.items()})
+        else:
+            corrections.clear()
+            oracle.records.clear()
+        check_against(store, oracle, history)
