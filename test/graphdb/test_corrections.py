@@ -110,9 +110,9 @@ def test_correction_ids_are_matched_exactly(store: GraphStore) -> None:
         with pytest.raises(CorrectionError, match="contains a control character"):
             corrections.revert(cut)
     for wrong in ("O1.clas", "O1.classes", "O1", "O.class", "O1.class.x", "O1 .class", ".class"):
-        with pytest.raises(CorrectionError, match="is not a correction id: expected SYMBOL.PROPERTY"):
+        with pytest.raises(CorrectionError, match=r"is not a correction id: expected SYMBOL\.PROPERTY"):
             corrections.revert(wrong)
-    with pytest.raises(CorrectionError, match="there is no correction 'O14.class'"):
+    with pytest.raises(CorrectionError, match=r"there is no correction 'O14\.class'"):
         corrections.revert("O14.class")
     with pytest.raises(CorrectionError, match="contains a control character"):
         corrections.manage("revert", "O4.class\x00")
