@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import time
 from datetime import datetime, timezone
@@ -33,15 +34,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def parse_since(text: str, *, now: float | None = None) -> float:
-    """"10m" (ago), an ISO time or epoch seconds -> epoch seconds."""
+    """"10m" (ago), an ISO time or epoch seconds -> epoch seconds.
+
+    An ISO time without a zone is UTC (as every time this command prints), never the machine's zone.
+    """
     now = time.time() if now is None else now
     ago = _AGO.match(text)
     if ago:
         return now - float(ago.group(1)) * _UNITS[ago.group(2)]
     try:
-        return float(text)
+        seconds = float(text)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(seconds):
+            raise ConfigError(f"--since {text!r}: epoch seconds must be a finite number")
+        return seconds
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:

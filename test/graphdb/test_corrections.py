@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from support.tiny_scene import OBJECT_CLASSES, node_id, tiny_scene
+from support.zone import local_zone
 
 from heracles_ros.errors import CorrectionError
 from heracles_ros.graphdb.corrections import Corrections
@@ -60,7 +62,14 @@ def test_a_second_correction_keeps_the_value_hydra_gave(store: FalkorStore) -> N
     assert object_class(store, "O2") == "box"
 
 
-def test_correction_of_a_vanished_node_is_retired_and_returns_with_it(store: GraphStore) -> None:
+@pytest.fixture
+def non_utc_zone() -> Iterator[None]:
+    """The record's times must read the same on a robot whose zone is not UTC."""
+    with local_zone():
+        yield
+
+
+def test_correction_of_a_vanished_node_is_retired_and_returns_with_it(store: GraphStore, non_utc_zone: None) -> None:
     """One missed detection must not undo what the operator said (issue 22 item 7)."""
     mirror = Mirror(store)
     graph = tiny_scene()
