@@ -116,7 +116,8 @@ def test_since_and_printed_times_are_utc_in_any_zone(loaded, capsys) -> None:
 def test_the_command_in_a_non_utc_zone_reads_and_prints_utc(loaded) -> None:
     """The real process, started with TZ set as a robot's shell may have it."""
     root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "TZ": "Asia/Kolkata", "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "TZ": "Asia/Kolkata", "PYTHONPATH": path}
 
     def changes(*args: str) -> str:
         done = subprocess.run([sys.executable, "-m", "heracles_ros.cli", "changes", *args, *loaded], env=env,
