@@ -27,6 +27,7 @@ from typing import Any
 
 from heracles_ros.errors import CorrectionError
 from heracles_ros.graphdb.cypher import corrections as q
+from heracles_ros.graphdb.history import iso_time
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.graphdb.symbols import symbol_layers
 from heracles_ros.schema import CORRECTABLE_PROPERTIES, Layer, is_scene_symbol
@@ -81,6 +82,28 @@ class Correction:
                 "created": _iso(self.created_s), "updated": _iso(self.updated_s), "retired": _iso(self.retired_s),
                 "retired_why": self.retired_why, "times_retired": self.times_retired,
                 "returned": _iso(self.returned_s)}
+
+
+@dataclass(frozen=True)
+class CorrectionEvent:
+    """A correction's node left the scene (``retired``) or came back (``returned``), for the scene's history."""
+
+    kind: str
+    correction: Correction
+    t: float
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"kind": f"correction {self.kind}", "symbol": self.correction.symbol, "correction": self.correction.id,
+               "value": self.correction.value, "status": self.correction.status, "t": self.t, "time": iso_time(self.t)}
+        if self.kind == "retired":
+            out["why"] = self.correction.retired_why
+        return out
+
+    def __str__(self) -> str:
+        c = self.correction
+        if self.kind == "retired":
+            return f"correction {c.id} = {c.value!r} retired: {c.retired_why}"
+        return f"correction {c.id} = {c.value!r} returned with its node"
 
 
 class Corrections:
@@ -139,6 +162,16 @@ class Corrections:
         """Every record, active, retired and reverted, oldest first."""
         return [_record(r) for r in self.store.query(q.ALL_CORRECTIONS)]
 
+    def events(self, *, since: float) -> list[CorrectionEvent]:
+        """The last retirement and return of each record at or after ``since``, oldest first."""
+        found = []
+        for record in self.all():
+            if record.retired_s and record.retired_s >= since:
+                found.append(CorrectionEvent("retired", record, record.retired_s))
+            if record.returned_s and record.returned_s >= since:
+                found.append(CorrectionEvent("returned", record, record.returned_s))
+        return sorted(found, key=lambda event: event.t)
+
     def counts(self) -> dict[str, int]:
         """Records per status."""
         return {str(r["status"]): int(r["n"]) for r in self.store.query(q.COUNT_BY_STATUS)}
@@ -190,10 +223,10 @@ class Corrections:
         if removed:
             number = f" {sequence}" if sequence >= 0 else ""
             snapshot = f"Hydra's snapshot{number} of {_iso(stamp)}"
-            rows = self.store.write(
+            gone = self.store.write(
                 q.RETIRE_CORRECTIONS, {"symbols": removed, "now": now, "stamp": stamp, "snapshot": snapshot}
             )
-            retired = sorted(str(r["symbol"]) for r in rows)
+            retired = sorted(str(r["symbol"]) for r in gone)
         if not touched:
             return 0, retired
         due: dict[str, list[str]] = defaultdict(list)
