@@ -41,7 +41,8 @@ _MAX_REQUEST = 500
 
 @dataclass(frozen=True)
 class Change:
-    """One property update as applied: ``old`` is what the node held before."""
+    """One property update as applied: ``old`` is what the node held before; ``new`` None when nothing was set
+    (a retired correction withdrawn while its node is gone)."""
 
     symbol: str
     property: str
