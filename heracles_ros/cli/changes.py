@@ -78,7 +78,7 @@ def _run(args: argparse.Namespace) -> int:
         corrections = [] if args.room else Corrections(store).events(since=since)
     timeline: list[tuple[float, ChangeEvent | CorrectionEvent]] = sorted(
         [(e.t, e) for e in events] + [(c.t, c) for c in corrections], key=lambda item: item[0]
-    )
+    )[: args.limit]
     if args.json:
         print_json([event.to_json() for _, event in timeline])
         return 0

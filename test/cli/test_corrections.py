@@ -81,6 +81,8 @@ def test_a_retired_correction_is_shown_where_the_operator_looks(
         assert (events[1]["correction"], events[1]["value"], events[1]["time"]) == (
             "O1.class", "box", "2027-01-15T08:01:00.000Z"
         )
+        status, events, _ = heracles(capsys, "changes", "--since", str(T0 - 1), "--limit", "1", "--json", *db)
+        assert [(e["kind"], e["symbol"]) for e in events] == [("disappeared", "O1")]  # at most N, oldest first
         mirror.reconcile(tiny_scene(), sequence=3, stamp_s=T0 + 120)  # Hydra sees O1 again
         status, text, _ = heracles(capsys, "changes", "--since", str(T0 + 61), *db)
         assert text.splitlines() == [
