@@ -76,9 +76,9 @@ def _run(args: argparse.Namespace) -> int:
         events = read_changes(store, since=since, room=args.room, limit=args.limit)
         # A correction has no room: with --room only the scene's own events are asked for.
         corrections = [] if args.room else Corrections(store).events(since=since)
-    timeline: list[tuple[float, ChangeEvent | CorrectionEvent]] = sorted(
-        [(e.t, e) for e in events] + [(c.t, c) for c in corrections], key=lambda item: item[0]
-    )[: args.limit]
+    merged: list[tuple[float, ChangeEvent | CorrectionEvent]] = [(e.t, e) for e in events]
+    merged += [(c.t, c) for c in corrections]
+    timeline = sorted(merged, key=lambda item: item[0])[: args.limit]
     if args.json:
         print_json([event.to_json() for _, event in timeline])
         return 0
