@@ -1,7 +1,13 @@
-"""``heracles changes``: what changed in the scene since a time, from the mirror's history."""
+"""``heracles changes``: what changed in the scene since a time, from the mirror's history.
+
+Corrections whose node left the scene (retired) or came back (returned) are
+listed with the scene's events: an operator's correction that stopped holding
+must not pass unnoticed.
+"""
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import time
 from datetime import datetime, timezone
@@ -9,7 +15,8 @@ from datetime import datetime, timezone
 from heracles_ros.cli.common import add_db_option, print_json
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.history import read_changes
+from heracles_ros.graphdb.corrections import CorrectionEvent, Corrections
+from heracles_ros.graphdb.history import ChangeEvent, read_changes
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
@@ -19,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
         "changes", help="list what appeared, disappeared, moved or was relabelled/renamed since a time",
         description="Events the mirror recorded from its own diffs, oldest first. A move counts only beyond the "
-        "mirror's move_threshold_m (default 0.5 m).",
+        "mirror's move_threshold_m (default 0.5 m). Corrections retired with their node or returned with it are "
+        "listed too (the last of each per correction; not with --room).",
     )
     parser.add_argument("--since", default="1h", metavar="AGO|TIME",
                         help="how far back: 30s, 10m, 2h, 1d, or an ISO time (2026-11-23T10:05:00, UTC unless it "
@@ -33,15 +41,22 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def parse_since(text: str, *, now: float | None = None) -> float:
-    """"10m" (ago), an ISO time or epoch seconds -> epoch seconds."""
+    """"10m" (ago), an ISO time or epoch seconds -> epoch seconds.
+
+    An ISO time without a zone is UTC (as every time this command prints), never the machine's zone.
+    """
     now = time.time() if now is None else now
     ago = _AGO.match(text)
     if ago:
         return now - float(ago.group(1)) * _UNITS[ago.group(2)]
     try:
-        return float(text)
+        seconds = float(text)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(seconds):
+            raise ConfigError(f"--since {text!r}: epoch seconds must be a finite number")
+        return seconds
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
@@ -59,25 +74,35 @@ def _run(args: argparse.Namespace) -> int:
     since = parse_since(args.since)
     with open_store(args.db, graph=args.graph) as store:
         events = read_changes(store, since=since, room=args.room, limit=args.limit)
+        # A correction has no room: with --room only the scene's own events are asked for.
+        corrections = [] if args.room else Corrections(store).events(since=since)
+    merged: list[tuple[float, ChangeEvent | CorrectionEvent]] = [(e.t, e) for e in events]
+    merged += [(c.t, c) for c in corrections]
+    timeline = sorted(merged, key=lambda item: item[0])[: args.limit]
     if args.json:
-        print_json([e.to_json() for e in events])
+        print_json([event.to_json() for _, event in timeline])
         return 0
-    for e in events:
-        what = e.to_json()
-        detail = ""
-        if "from_position" in what:
-            detail = f" from {_xyz(what['from_position'])} to {_xyz(what['position'])} ({what['distance_m']} m)"
-        elif e.from_class is not None:
-            detail = f" from {e.from_class!r} to {e.cls!r}"
-        elif e.from_name is not None:
-            detail = f" from {e.from_name!r} to {e.name!r}"
-        else:
-            detail = f" at {_xyz(what['position'])}"
-        room = f" in {e.room}" if e.room else ""
-        print(f"{what['time']}  {e.kind:<11} {e.symbol} ({e.cls}){room}{detail}")
-    if not events:
+    for _, event in timeline:
+        print(_line(event))
+    if not timeline:
         print("no changes recorded since then")
     return 0
+
+
+def _line(e: ChangeEvent | CorrectionEvent) -> str:
+    what = e.to_json()
+    if isinstance(e, CorrectionEvent):
+        return f"{what['time']}  {e.correction.symbol}: {e}"
+    if "from_position" in what:
+        detail = f" from {_xyz(what['from_position'])} to {_xyz(what['position'])} ({what['distance_m']} m)"
+    elif e.from_class is not None:
+        detail = f" from {e.from_class!r} to {e.cls!r}"
+    elif e.from_name is not None:
+        detail = f" from {e.from_name!r} to {e.name!r}"
+    else:
+        detail = f" at {_xyz(what['position'])}"
+    room = f" in {e.room}" if e.room else ""
+    return f"{what['time']}  {e.kind:<11} {e.symbol} ({e.cls}){room}{detail}"
 
 
 def _xyz(values: list[float]) -> str:

@@ -33,7 +33,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--method", action="append", choices=METHODS,
                         help="agentic (default), single or context; repeat to compare methods")
     parser.add_argument("--out", type=Path, default=None,
-                        help="directory for the table, plot and JSON (default: eval_<dataset>_<time>)")
+                        help="directory for the table, plot and JSON (default: eval_<dataset>_<UTC time>)")
     add_db_option(parser)
     parser.add_argument("--graph", default="heracles", help="FalkorDB graph name (default: heracles)")
     parser.add_argument("--load-scene", action="store_true",
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if not dataset.items:
         raise ConfigError(f"{dataset.name}: no items left to run after --ids / --kind")
     methods = list(dict.fromkeys(args.method or ["agentic"]))
-    out_dir = args.out or Path(f"eval_{dataset.name}_{time.strftime('%Y%m%d_%H%M%S')}")
+    out_dir = args.out or Path(f"eval_{dataset.name}_{time.strftime('%Y%m%d_%H%M%SZ', time.gmtime())}")
 
     from heracles_ros.agent.factory import make_llm
     from heracles_ros.agent.llm import LLMSettings
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         "model": settings.model_name,
         "max_tool_calls": settings.max_tool_calls,
         "database": getattr(store, "description", args.db),
-        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     files = write_report(results, out_dir, meta)
     if args.json:

@@ -2,11 +2,14 @@
 
 A correction ("O43.class is bag") is stored as a ``Correction`` node and set on
 the target; the mirror calls :meth:`Corrections.after_reconcile` after every
-write, which re-applies corrections to nodes the snapshot rewrote and retires
-those whose node disappeared. Only narrow, typed property updates of existing
-nodes are accepted. Each record keeps who made it, from which request, and
-when; an operator can list them, revert one (the node gets back the value it
-had before the first correction) or clear them all.
+write, which re-applies corrections to nodes the snapshot rewrote (keeping the
+value Hydra gave as the one a revert gives back) and retires those whose node
+disappeared. A retired correction returns with its node: one missed detection
+must not undo what the operator said; the record keeps when and why it was
+retired. Only narrow, typed property updates of existing nodes are accepted.
+Each record keeps who made it, from which request, and when; an operator can
+list them, revert one (the node gets back the value Hydra gave it; a retired
+one will not return) or clear them all.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import logging
 import math
 import os
 import time
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -23,6 +27,7 @@ from typing import Any
 
 from heracles_ros.errors import CorrectionError
 from heracles_ros.graphdb.cypher import corrections as q
+from heracles_ros.graphdb.history import iso_time
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.graphdb.symbols import symbol_layers
 from heracles_ros.schema import CORRECTABLE_PROPERTIES, Layer, is_scene_symbol
@@ -36,7 +41,8 @@ _MAX_REQUEST = 500
 
 @dataclass(frozen=True)
 class Change:
-    """One property update as applied: ``old`` is what the node held before."""
+    """One property update as applied: ``old`` is what the node held before; ``new`` None when nothing was set
+    (a retired correction withdrawn while its node is gone)."""
 
     symbol: str
     property: str
@@ -49,7 +55,7 @@ class Change:
 
 @dataclass(frozen=True)
 class Correction:
-    """One correction record; ``status`` is active, retired (its node vanished) or reverted."""
+    """One correction record; ``status`` is active, retired (its node vanished; it returns with it) or reverted."""
 
     symbol: str
     property: str
@@ -60,6 +66,11 @@ class Correction:
     author: str = ""
     request: str = ""
     updated_s: float = 0.0
+    #: The last retirement: the time of the snapshot that lacked the node, and why; and when the node came back.
+    retired_s: float = 0.0
+    retired_why: str = ""
+    times_retired: int = 0
+    returned_s: float = 0.0
 
     @builtins.property  # the field ``property`` shadows the builtin inside the class body
     def id(self) -> str:
@@ -69,7 +80,31 @@ class Correction:
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "symbol": self.symbol, "property": self.property, "value": self.value,
                 "original": self.original, "status": self.status, "author": self.author, "request": self.request,
-                "created": _iso(self.created_s), "updated": _iso(self.updated_s)}
+                "created": _iso(self.created_s), "updated": _iso(self.updated_s), "retired": _iso(self.retired_s),
+                "retired_why": self.retired_why, "times_retired": self.times_retired,
+                "returned": _iso(self.returned_s)}
+
+
+@dataclass(frozen=True)
+class CorrectionEvent:
+    """A correction's node left the scene (``retired``) or came back (``returned``), for the scene's history."""
+
+    kind: str
+    correction: Correction
+    t: float
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"kind": f"correction {self.kind}", "symbol": self.correction.symbol, "correction": self.correction.id,
+               "value": self.correction.value, "status": self.correction.status, "t": self.t, "time": iso_time(self.t)}
+        if self.kind == "retired":
+            out["why"] = self.correction.retired_why
+        return out
+
+    def __str__(self) -> str:
+        c = self.correction
+        if self.kind == "retired":
+            return f"correction {c.id} = {c.value!r} retired: {c.retired_why}"
+        return f"correction {c.id} = {c.value!r} returned with its node"
 
 
 class Corrections:
@@ -128,21 +163,40 @@ class Corrections:
         """Every record, active, retired and reverted, oldest first."""
         return [_record(r) for r in self.store.query(q.ALL_CORRECTIONS)]
 
+    def events(self, *, since: float) -> list[CorrectionEvent]:
+        """The last retirement and return of each record at or after ``since``, oldest first."""
+        found = []
+        for record in self.all():
+            if record.retired_s and record.retired_s >= since:
+                found.append(CorrectionEvent("retired", record, record.retired_s))
+            if record.returned_s and record.returned_s >= since:
+                found.append(CorrectionEvent("returned", record, record.returned_s))
+        return sorted(found, key=lambda event: event.t)
+
     def counts(self) -> dict[str, int]:
         """Records per status."""
         return {str(r["status"]): int(r["n"]) for r in self.store.query(q.COUNT_BY_STATUS)}
 
     def revert(self, correction_id: str, *, author: str = "operator") -> Change:
-        """Give the node back the value it had before the first correction; the record stays, reverted."""
-        symbol, _, prop = correction_id.strip().partition(".")
+        """Give the node back the value Hydra gave it; the record stays, reverted.
+
+        A retired correction (its node is gone) is only marked reverted, so it
+        does not return with its node; its change has no new value.
+        """
+        symbol, prop = parse_id(correction_id)
         rows = self.store.query(q.ONE_CORRECTION, {"symbol": symbol, "property": prop})
         if not rows:
-            raise CorrectionError(f"there is no correction {correction_id!r}; 'heracles corrections list' shows them")
+            raise CorrectionError(
+                f"there is no correction {correction_id.strip()!r}; 'heracles corrections list' shows them"
+            )
         record = _record(rows[0])
-        if record.status != "active":
-            reason = "its node vanished" if record.status == "retired" else "it was reverted before"
-            raise CorrectionError(f"correction {record.id} is {record.status} ({reason}); there is nothing to revert")
-        change = self._restore(record)
+        if record.status == "reverted":
+            raise CorrectionError(f"correction {record.id} is reverted (it was reverted before); there is nothing to "
+                                  "revert")
+        if record.status == "retired":
+            change = Change(record.symbol, record.property, record.value, None)
+        else:
+            change = self._restore(record)
         self.store.write(q.MARK_REVERTED, {"symbol": symbol, "property": prop, "now": time.time(), "author": author})
         return change
 
@@ -154,21 +208,48 @@ class Corrections:
             log.info("%s cleared the corrections, reverted: %s", author, "; ".join(map(str, changes)))
         return changes
 
-    def after_reconcile(self, *, touched: set[str], removed: Iterable[str]) -> tuple[int, list[str]]:
-        """Retire corrections of removed nodes, re-apply those on rewritten nodes.
+    def after_reconcile(
+        self, *, touched: set[str], removed: Iterable[str], sequence: int = -1, stamp_s: float | None = None
+    ) -> tuple[int, list[str]]:
+        """Retire corrections of removed nodes; re-apply those on rewritten nodes, retired ones included.
 
-        Returns (corrections re-applied, symbols whose corrections were retired).
+        ``sequence`` and ``stamp_s`` name the snapshot, for the record of a
+        retirement. Returns (corrections re-applied, symbols whose corrections
+        were retired).
         """
+        now = time.time()
+        stamp = now if stamp_s is None else stamp_s
         removed = list(removed)
         retired: list[str] = []
         if removed:
-            rows = self.store.write(q.RETIRE_CORRECTIONS, {"symbols": removed, "now": time.time()})
-            retired = sorted(str(r["symbol"]) for r in rows)
+            number = f" {sequence}" if sequence >= 0 else ""
+            snapshot = f"Hydra's snapshot{number} of {_iso(stamp)}"
+            gone = self.store.write(
+                q.RETIRE_CORRECTIONS, {"symbols": removed, "now": now, "stamp": stamp, "snapshot": snapshot}
+            )
+            retired = sorted(str(r["symbol"]) for r in gone)
         if not touched:
             return 0, retired
-        due = [(c.symbol, c.property, c.value) for c in self.active() if c.symbol in touched]
-        self._set(due)
-        return len(due), retired
+        due: dict[str, list[str]] = defaultdict(list)
+        for row in self.store.query(q.LIVE_CORRECTIONS):
+            if row["symbol"] in touched and row["property"] in CORRECTABLE_PROPERTIES:
+                due[str(row["property"])].append(str(row["symbol"]))
+        if not due:
+            return 0, retired
+        kinds = symbol_layers(self.store, [s for symbols in due.values() for s in symbols])
+        rows: list[dict[str, Any]] = []
+        for prop, symbols in due.items():
+            by_layer: dict[Layer, list[str]] = defaultdict(list)
+            for symbol in symbols:
+                if symbol in kinds:
+                    by_layer[kinds[symbol]].append(symbol)
+            for layer, group in by_layer.items():
+                params = {"symbols": group, "stamp": stamp, "now": now}
+                rows += self.store.write(q.reapply_correction(layer, prop, self.store.dialect), params)
+        returned = sorted({str(r["symbol"]) for r in rows if r["returning"]})
+        if returned:
+            log.info("corrections returned with their nodes: %s", ", ".join(returned))
+        return len(rows), retired
 
     def manage(self, action: str, correction_id: str = "", *, active_only: bool = False,
                author: str = "operator") -> tuple[list[Correction], list[Change]]:
@@ -210,6 +291,24 @@ class Corrections:
         return set(symbol_layers(self.store, symbols))
 
 
+def parse_id(correction_id: str) -> tuple[str, str]:
+    """``"O14.class"`` -> ("O14", "class"), matched exactly: no control characters, a known property."""
+    text = correction_id.strip() if isinstance(correction_id, str) else ""
+    if _has_control(text):
+        raise CorrectionError(f"correction id {correction_id!r} contains a control character; ids are SYMBOL.PROPERTY, "
+                              "e.g. O14.class")
+    symbol, dot, prop = text.partition(".")
+    if not dot or not is_scene_symbol(symbol) or prop not in CORRECTABLE_PROPERTIES:
+        raise CorrectionError(f"{correction_id!r} is not a correction id: expected SYMBOL.PROPERTY with a property "
+                              f"among {', '.join(sorted(CORRECTABLE_PROPERTIES))}, e.g. O14.class")
+    return symbol, prop
+
+
+def _has_control(text: str) -> bool:
+    """Control, format or unassigned characters (NUL cuts a string short on FalkorDB)."""
+    return any(unicodedata.category(ch).startswith("C") for ch in text)
+
+
 def _check(symbol: Any, prop: Any, value: Any) -> tuple[str, Any]:
     """('' , coerced value) when acceptable, else (problem, None)."""
     if not is_scene_symbol(symbol):
@@ -226,6 +325,8 @@ def _check(symbol: Any, prop: Any, value: Any) -> tuple[str, Any]:
         return "", float(value)
     if not isinstance(value, str) or not value.strip() or len(value) > _MAX_TEXT:
         return f"{symbol}.{prop}: expected a non-empty text of at most {_MAX_TEXT} characters, got {value!r}", None
+    if _has_control(value):
+        return f"{symbol}.{prop}: the text {value!r} contains a control character", None
     return "", value.strip()
 
 
@@ -234,7 +335,9 @@ def _record(row: dict[str, Any]) -> Correction:
         symbol=str(row["symbol"]), property=str(row["property"]), value=row["value"], original=row["original"],
         created_s=float(row["created_s"] or 0.0), status=str(row.get("status") or "active"),
         author=str(row.get("author") or ""), request=str(row.get("request") or ""),
-        updated_s=float(row.get("updated_s") or 0.0),
+        updated_s=float(row.get("updated_s") or 0.0), retired_s=float(row.get("retired_s") or 0.0),
+        retired_why=str(row.get("retired_why") or ""), times_retired=int(row.get("times_retired") or 0),
+        returned_s=float(row.get("returned_s") or 0.0),
     )
 
 

@@ -184,7 +184,7 @@ class Mirror:
             touched = {symbol_of(i) for i in diff.upserted_ids}
             gone = [symbol_of(i) for i in diff.removed_nodes]
             report.corrections_reapplied, report.corrections_retired = self.corrections.after_reconcile(
-                touched=touched, removed=gone
+                touched=touched, removed=gone, sequence=sequence, stamp_s=stamp_s
             )
             t_corrections = time.perf_counter()
             report.changes = self.history.record(

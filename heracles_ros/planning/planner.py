@@ -87,8 +87,9 @@ class Planner:
     def place_graph(self, needed: Sequence[str] = ()) -> PlaceGraph:
         """The cached place graph, re-read after the mirror or the corrections changed it.
 
-        A change is picked up once the cache is ``max_graph_age_s`` old, or at
-        once when a place or room in ``needed`` is missing from the cache.
+        A new mirror generation is picked up once the cache is ``max_graph_age_s``
+        old, or at once when a place or room in ``needed`` is missing from the
+        cache; a changed correction at once.
         """
         rows = self.store.query(cypher.GRAPH_STAMP)
         row = rows[0] if rows else {}
@@ -98,7 +99,9 @@ class Planner:
             stale = graph is None or stamp[0] is None
             if not stale and graph is not None and stamp != self._stamp:
                 old = time.monotonic() - self._loaded_at >= self.max_graph_age_s
-                stale = old or any(s not in graph.index and s not in graph.room_places for s in needed)
+                # An operator's correction is rare and meant for the next plan: it does not wait for the age.
+                corrected = self._stamp is not None and stamp[1:] != self._stamp[1:]
+                stale = old or corrected or any(s not in graph.index and s not in graph.room_places for s in needed)
             if stale or graph is None:
                 read = read_whole(self.store, lambda: load_place_graph(self.store), wait_s=self.snapshot_wait_s)
                 graph = read.value

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
 from support.scripted_llm import ScriptedLLMServer, call, say
 from support.tiny_scene import tiny_scene
+from support.zone import local_zone
 
 from heracles_ros.cli import main
 from heracles_ros.cli.changes import parse_since
@@ -90,3 +94,42 @@ def test_since_accepts_durations_times_and_epochs() -> None:
 def test_a_bad_since_is_an_error_naming_it(capsys) -> None:
     assert main(["changes", "--since", "soon", "--db", "falkordb://127.0.0.1:1"]) == 1
     assert "--since 'soon'" in capsys.readouterr().err
+
+
+# -- times under a zone other than UTC (this machine runs in UTC, a robot may not) ------------------
+
+
+def test_since_and_printed_times_are_utc_in_any_zone(loaded, capsys) -> None:
+    with local_zone():
+        assert parse_since("2027-01-15T08:00:00") == T0  # a time without a zone is UTC, not local
+        assert parse_since("2027-01-15T13:30:00+05:30") == T0
+        assert parse_since("2027-01-15T08:00:00Z") == T0
+        assert main(["changes", "--since", "2027-01-15T08:01:01", "--json", *loaded]) == 0
+        assert _json(capsys) == []  # all three events are at 08:01:00 UTC
+        assert main(["changes", "--since", "2027-01-15T08:00:59", "--json", *loaded]) == 0
+        events = _json(capsys)
+        assert [e["time"] for e in events] == ["2027-01-15T08:01:00.000Z"] * 3
+        assert main(["changes", "--since", "2027-01-15T08:00:59", *loaded]) == 0
+        assert capsys.readouterr().out.startswith("2027-01-15T08:01:00.000Z  moved ")
+
+
+def test_the_command_in_a_non_utc_zone_reads_and_prints_utc(loaded) -> None:
+    """The real process, started with TZ set as a robot's shell may have it."""
+    root = Path(__file__).resolve().parents[2]
+    path = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "TZ": "Asia/Kolkata", "PYTHONPATH": path}
+
+    def changes(*args: str) -> str:
+        done = subprocess.run([sys.executable, "-m", "heracles_ros.cli", "changes", *args, *loaded], env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert json.loads(changes("--since", "2027-01-15T08:01:01", "--json")) == []
+    assert changes("--since", "2027-01-15 08:00:59").splitlines()[0].startswith("2027-01-15T08:01:00.000Z  moved ")
+
+
+def test_a_since_that_is_not_a_finite_time_is_refused() -> None:
+    for text in ("nan", "inf", "-inf"):
+        with pytest.raises(ConfigError, match="epoch seconds must be a finite number"):
+            parse_since(text)

@@ -7,12 +7,15 @@ them apart.
 """
 from __future__ import annotations
 
+import calendar
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
+from support.zone import local_zone
 
 from heracles_ros.cli import main
 from heracles_ros.eval.dataset import EvalItem, load_dataset
@@ -44,7 +47,7 @@ def test_eval_end_to_end(store: Any, db_uri: str, graph_name: str, tmp_path: Pat
                          capsys: pytest.CaptureFixture[str]) -> None:
     items = list(load_dataset(BUNDLED).items)
     out = tmp_path / "report"
-    with ScriptedLLMServer(scripted_model(items)) as server:
+    with ScriptedLLMServer(scripted_model(items)) as server, local_zone():  # a machine not in UTC
         code = main([
             "eval", str(BUNDLED), "--method", "agentic", "--method", "context",
             "--db", db_uri, "--graph", graph_name, "--load-scene", "--verify-gold",
@@ -80,6 +83,8 @@ def test_eval_end_to_end(store: Any, db_uri: str, graph_name: str, tmp_path: Pat
     assert summary[("context", "all")]["successes"] == len(items) - len(WRONG)
     assert summary[("context", "ask")]["input_tokens"] > summary[("agentic", "ask")]["input_tokens"] / 2
     assert document["meta"]["model"] == server.model and document["meta"]["methods"] == ["agentic", "context"]
+    finished = calendar.timegm(time.strptime(document["meta"]["finished"], "%Y-%m-%dT%H:%M:%SZ"))
+    assert abs(finished - time.time()) < 600  # UTC, marked so, whatever the machine's zone
 
     table = (out / "eval_summary.txt").read_text()
     assert table in printed and "agentic" in table and "context" in table

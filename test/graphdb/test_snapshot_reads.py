@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from support.tiny_scene import node_id, tiny_scene
 
 from heracles_ros.agent.tool import CypherTool
 from heracles_ros.graphdb import open_store
@@ -165,3 +166,118 @@ def test_the_planner_waits_for_a_mirror_update_only_as_long_as_it_is_told(small_
 def test_an_empty_database_reads_at_once(store: GraphStore) -> None:
     result = read_whole(store, lambda: 7)
     assert (result.value, result.whole, result.attempts) == (7, True, 1)
+
+
+# -- the guard, by construction: a reconcile stopped between two of its statements ---------------------
+
+#: Nodes and sum of x in one statement: each statement is atomic for readers, so a mix shows in it.
+NODES_AND_X = "MATCH (n) WHERE n.nodeSymbol IS NOT NULL RETURN count(n) AS nodes, sum(n.x) AS sx"
+
+
+def _fingerprint(store: GraphStore) -> tuple[int, float]:
+    [row] = store.query(NODES_AND_X)
+    return int(row["nodes"]), round(float(row["sx"]), 6)
+
+
+class PausedReconcile:
+    """A mirror reconcile that stops after its deletions, before its first node upsert, until a reader waits.
+
+    The diff goes statement by statement (``atomic_rows=0``), through ``write_batches``, which this
+    wraps on the store instance; it is let go once a reader has looked at the snapshot stamp twice
+    while it was stopped (so a guarded reader is known to be waiting, an unguarded one to have read).
+    """
+
+    def __init__(self, store: GraphStore, monkeypatch: pytest.MonkeyPatch, scene: Any) -> None:
+        self.store = store
+        self.paused = threading.Event()
+        self.release = threading.Event()
+        self.stamp_reads = 0
+        self.mirror = Mirror(store, atomic_rows=0)
+        self.scene = scene
+        self.failures: list[BaseException] = []
+        self.thread = threading.Thread(target=self._run, name="paused-reconcile")
+        write_many, query = store.write_many, store.query
+
+        def write_batches(batches: Any, *, timeout_s: float | None = None) -> None:
+            for batch in batches:
+                if not self.paused.is_set() and any(" MERGE (n:" in cypher for cypher, _ in batch):
+                    self.paused.set()
+                    assert self.release.wait(20), "no reader looked at the stamp while the reconcile was stopped"
+                write_many(batch, timeout_s=timeout_s)
+
+        def counting_query(cypher: str, params: Any = None, **kwargs: Any) -> Any:
+            if cypher == mirror_q.READ_STAMP and self.paused.is_set() and not self.release.is_set():
+                self.stamp_reads += 1
+                if self.stamp_reads >= 2:
+                    self.release.set()
+            return query(cypher, params, **kwargs)
+
+        monkeypatch.setattr(store, "write_batches", write_batches)
+        monkeypatch.setattr(store, "query", counting_query)
+
+    def _run(self) -> None:
+        try:
+            self.mirror.reconcile(self.scene, sequence=2)
+        except BaseException as exc:  # reported by the test's thread
+            self.failures.append(exc)
+
+    def start_and_wait_stopped(self) -> None:
+        self.thread.start()
+        assert self.paused.wait(20), "the reconcile never reached its first node upsert"
+
+    def join(self) -> None:
+        self.release.set()  # never leave the writer waiting, whatever the reader did
+        self.thread.join(30)
+        assert not self.thread.is_alive() and not self.failures, self.failures
+
+
+def _two_snapshots() -> tuple[Any, Any]:
+    """The tiny scene, and it again with O3 gone and O0 one metre further in x."""
+    first, second = tiny_scene(), tiny_scene()
+    second.remove_node(node_id("O3"))
+    second.get_node(node_id("O0")).attributes.position = [1.0, 1.0, 0.5]
+    return first, second
+
+
+def test_a_read_while_a_reconcile_is_stopped_halfway_waits_for_its_end(
+    store: GraphStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = _two_snapshots()
+    Mirror(store).reconcile(first, sequence=1)
+    before = _fingerprint(store)
+    writer = PausedReconcile(store, monkeypatch, second)
+    try:
+        writer.start_and_wait_stopped()
+        assert _fingerprint(store) == (before[0] - 1, before[1] - 5.0)  # the half-applied state is there to see
+        result = read_whole(store, lambda: _fingerprint(store), wait_s=20)
+    finally:
+        writer.join()
+    after = _fingerprint(store)
+    assert after == (before[0] - 1, before[1] - 4.0)
+    assert result.whole and result.value == after, (result, before, after)
+
+
+def test_a_reconcile_that_starts_inside_a_read_makes_it_run_again(
+    store: GraphStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read's two statements straddle the start of a reconcile stopped halfway; the stamp after says so."""
+    first, second = _two_snapshots()
+    Mirror(store).reconcile(first, sequence=1)
+    writer = PausedReconcile(store, monkeypatch, second)
+    seen: list[tuple[int, float]] = []
+
+    def read() -> tuple[int, float]:
+        [row] = store.query("MATCH (n) WHERE n.nodeSymbol IS NOT NULL RETURN count(n) AS nodes")
+        if not seen:
+            writer.start_and_wait_stopped()
+        [x] = store.query("MATCH (n) WHERE n.nodeSymbol IS NOT NULL RETURN sum(n.x) AS sx")
+        seen.append((int(row["nodes"]), round(float(x["sx"]), 6)))
+        return seen[-1]
+
+    try:
+        result = read_whole(store, read, wait_s=20)
+    finally:
+        writer.join()
+    after = _fingerprint(store)
+    assert seen[0] != after and seen[0][0] == after[0] + 1  # the first try saw the old count, the new x
+    assert result.whole and result.attempts == 2 and result.value == after, (result, seen, after)

@@ -1,8 +1,16 @@
 """Statements of the corrections overlay: correction records, and the node properties they set.
 
 A record is one ``Correction`` node per (target symbol, property): ``value``
-is what the operator set, ``original`` what the node held before the first
-correction, ``status`` active | retired (its node vanished) | reverted.
+is what the operator set, ``original`` the value Hydra gave the node last (what
+a revert gives back), ``status`` active | retired (its node is not in the
+scene; it returns with the node) | reverted. A retirement is kept on the record:
+``retired_s`` (the snapshot's time), ``retired_why``, ``times_retired``, and
+``returned_s`` when the node came back.
+
+FalkorDB evaluates every SET of one statement against the node as it was before
+the statement (``SET n.x = 1 SET n.c = n.x`` stores the old x in ``c``), Neo4j
+in order; so no statement here reads a property it sets: values set together
+are computed from parameters or captured by a ``WITH`` first.
 """
 from __future__ import annotations
 
@@ -11,21 +19,34 @@ from heracles_ros.schema import CORRECTION_LABEL, Dialect, Layer
 _FIELDS = (
     "c.target AS symbol, c.property AS property, c.value AS value, c.original AS original, "
     "c.status AS status, c.author AS author, c.request AS request, c.created_s AS created_s, "
-    "c.updated_s AS updated_s"
+    "c.updated_s AS updated_s, c.retired_s AS retired_s, c.retired_why AS retired_why, "
+    "c.times_retired AS times_retired, c.returned_s AS returned_s"
 )
+_COORDINATES = ("x", "y", "z")
 
 NODE_PROPERTY = "MATCH (n {nodeSymbol: $symbol}) RETURN labels(n) AS labels, n[$property] AS value"
+#: A record that was not active (new, reverted, retired) takes the node's value now as its original;
+#: an active one keeps the value Hydra gave (the node holds the earlier correction's value).
 UPSERT_CORRECTION = (
     f"MERGE (c:{CORRECTION_LABEL} {{target: $symbol, property: $property}}) "
-    "ON CREATE SET c.original = $original, c.created_s = $now "
-    "SET c.value = $value, c.status = 'active', c.updated_s = $now, c.author = $author, c.request = $request"
+    "ON CREATE SET c.created_s = $now "
+    "WITH c, coalesce(c.status = 'active', false) AS was_active "
+    "SET c.original = CASE WHEN was_active THEN c.original ELSE $original END, "
+    "c.value = $value, c.status = 'active', c.updated_s = $now, c.author = $author, c.request = $request"
 )
 ACTIVE_CORRECTIONS = f"MATCH (c:{CORRECTION_LABEL} {{status: 'active'}}) RETURN {_FIELDS} ORDER BY c.created_s"
+#: The records a rewritten node's snapshot concerns: active ones (set again) and retired ones (returning).
+LIVE_CORRECTIONS = (
+    f"MATCH (c:{CORRECTION_LABEL}) WHERE c.status IN ['active', 'retired'] "
+    "RETURN c.target AS symbol, c.property AS property"
+)
 ALL_CORRECTIONS = f"MATCH (c:{CORRECTION_LABEL}) RETURN {_FIELDS} ORDER BY c.created_s"
 ONE_CORRECTION = f"MATCH (c:{CORRECTION_LABEL} {{target: $symbol, property: $property}}) RETURN {_FIELDS}"
 RETIRE_CORRECTIONS = (
     f"UNWIND $symbols AS s MATCH (c:{CORRECTION_LABEL} {{target: s, status: 'active'}}) "
-    "SET c.status = 'retired', c.updated_s = $now RETURN DISTINCT c.target AS symbol"
+    "SET c.status = 'retired', c.updated_s = $now, c.retired_s = $stamp, "
+    "c.retired_why = s + ' was not in ' + $snapshot, c.times_retired = coalesce(c.times_retired, 0) + 1 "
+    "RETURN DISTINCT c.target AS symbol"
 )
 MARK_REVERTED = (
     f"MATCH (c:{CORRECTION_LABEL} {{target: $symbol, property: $property}}) "
@@ -35,10 +56,34 @@ DELETE_CORRECTIONS = f"MATCH (c:{CORRECTION_LABEL}) DELETE c RETURN count(c) AS 
 COUNT_BY_STATUS = f"MATCH (c:{CORRECTION_LABEL}) RETURN c.status AS status, count(c) AS n"
 
 
+def _center(dialect: Dialect, prop: str, value: str) -> str:
+    """``, n.center = ...`` with ``value`` in the corrected coordinate's slot ('' for other properties)."""
+    if prop not in _COORDINATES:
+        return ""
+    xyz = [value if axis == prop else f"n.{axis}" for axis in _COORDINATES]
+    return f", n.center = {dialect.point(*xyz)}"
+
+
 def apply_correction(layer: Layer, prop: str, dialect: Dialect) -> str:
     """Set one whitelisted property on nodes of one layer (prop comes from CORRECTABLE_PROPERTIES)."""
-    extra = ""
-    if prop in {"x", "y", "z"}:
-        extra = f" SET n.center = {dialect.point('n.x', 'n.y', 'n.z')}"
-    return f"UNWIND $rows AS r MATCH (n:{layer.value} {{nodeSymbol: r.s}}) SET n.{prop} = r.v{extra}"
+    return (
+        f"UNWIND $rows AS r MATCH (n:{layer.value} {{nodeSymbol: r.s}}) "
+        f"SET n.{prop} = r.v{_center(dialect, prop, 'r.v')}"
+    )
 
+
+def reapply_correction(layer: Layer, prop: str, dialect: Dialect) -> str:
+    """Set the corrected ``prop`` again on nodes a snapshot rewrote, keeping Hydra's value as the original.
+
+    A retired record whose node is back becomes active again (``returning`` says which).
+    """
+    return (
+        f"UNWIND $symbols AS s MATCH (n:{layer.value} {{nodeSymbol: s}}) "
+        f"MATCH (c:{CORRECTION_LABEL} {{target: s, property: '{prop}'}}) WHERE c.status IN ['active', 'retired'] "
+        f"WITH s, n, c, n.{prop} AS hydra, c.status = 'retired' AS returning "
+        "SET c.original = hydra, c.status = 'active', "
+        "c.returned_s = CASE WHEN returning THEN $stamp ELSE c.returned_s END, "
+        "c.updated_s = CASE WHEN returning THEN $now ELSE c.updated_s END, "
+        f"n.{prop} = c.value{_center(dialect, prop, 'c.value')} "
+        "RETURN s AS symbol, returning"
+    )
