@@ -40,13 +40,13 @@ def test_status_then_reset_keeping_corrections_then_all(
     assert out["graphs"]["heracles"]["nodes"] == out["nodes"] + 2 + 1
     assert out["last_write"] and out["last_snapshot"] and out["tail_bytes"] >= 0
 
-    status, out, _ = heracles(capsys, "db", "reset", "--keep-corrections", "--db", uri)
+    status, out, _ = heracles(capsys, "db", "reset", "--yes", "--keep-corrections", "--db", uri)
     assert status == 0 and out["kept_corrections"]
     assert store.query("MATCH (n) RETURN labels(n)[0] AS l") == [{"l": "Correction"}]
     Mirror(store).reconcile(tiny_scene())  # the kept correction applies again when its node is back
     assert store.query("MATCH (o:Object {nodeSymbol: 'O1'}) RETURN o.class AS c") == [{"c": "chair"}]
 
-    status, out, _ = heracles(capsys, "db", "reset", "--db", uri)
+    status, out, _ = heracles(capsys, "db", "reset", "--yes", "--db", uri)
     assert status == 0 and out["nodes_removed"]["heracles"] > 0
     assert store.query("MATCH (n) RETURN count(n) AS n") == [{"n": 0}]
     assert EmbeddedServer(tmp_path).aof_tail_bytes() == 0  # compacted at once
@@ -68,10 +68,10 @@ def test_reset_sets_unreadable_files_aside(capsys: pytest.CaptureFixture[str], t
     base.write_bytes(base.read_bytes()[:40])
     status, _, err = heracles(capsys, "db", "start", "--db", uri)
     assert status == 1 and "corrupt or truncated" in err
-    status, _, err = heracles(capsys, "db", "reset", "--keep-corrections", "--db", uri)
+    status, _, err = heracles(capsys, "db", "reset", "--yes", "--keep-corrections", "--db", uri)
     assert status == 1 and "cannot be kept from files that do not load" in err
     try:
-        status, out, _ = heracles(capsys, "db", "reset", "--db", uri)
+        status, out, _ = heracles(capsys, "db", "reset", "--yes", "--db", uri)
         assert status == 0
         aside = Path(out["set_aside"])
         assert aside.parent == tmp_path and (aside / AOF_DIR / base.name).stat().st_size == 40  # nothing deleted
