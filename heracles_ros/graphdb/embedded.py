@@ -804,10 +804,15 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # A zombie child of ours counts as gone.
+    # A zombie counts as gone: ours is reaped here; another process's (the server was started by a
+    # node that has not reaped it) stays until that process exits, and ``db stop`` must not wait for it.
     with contextlib.suppress(ChildProcessError, OSError):
         done, _ = os.waitpid(pid, os.WNOHANG)
         if done == pid:
+            return False
+    with contextlib.suppress(OSError, IndexError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat[stat.rindex(")") + 2] in "ZX":
             return False
     return True
 
@@ -829,7 +834,10 @@ def _free_port() -> int:
 
 
 def _port_free(port: int) -> bool:
+    """No one listens on ``port`` (connections the stopped server closed may linger in TIME_WAIT: as
+    redis itself, bind with SO_REUSEADDR, so that a restart keeps its port and clients find it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:
