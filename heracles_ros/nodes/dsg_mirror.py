@@ -60,6 +60,9 @@ PARAMETERS: tuple[Setting, ...] = (
               minimum=0.0),
     Setting("history_max_changes", 200_000, "at most this many history events are kept (oldest pruned first); "
               "0: no count limit", minimum=0),
+    Setting("history_max_seen", 100_000, "at most this many Seen entries (one per node with an event) are kept; "
+              "those of nodes gone longest are pruned first, a node in the scene keeps its entry; 0: no count "
+              "limit", minimum=0),
     Setting("moved_markers_window_s", 600.0, "history_markers show what moved within this many seconds before the "
               "newest snapshot (refreshed every 2 s); 0: no markers", minimum=0.0),
     Setting("marker_frame", "map", "frame of the history markers (Hydra's map frame)"),
@@ -149,6 +152,7 @@ class DsgMirrorNode(Node):
                 move_threshold_m=params["move_threshold_m"],
                 max_age_s=params["history_max_age_s"],
                 max_changes=params["history_max_changes"],
+                max_seen=params["history_max_seen"],
             ),
         )
         self._status = self.create_publisher(MirrorStatus, "mirror_status", 10)
