@@ -1,6 +1,8 @@
 """The scene's history on a real database: events from the mirror's diffs, thresholds, retention."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
@@ -179,3 +181,37 @@ def test_history_off_writes_nothing(store: GraphStore) -> None:
 def test_bad_settings_are_named(bad: dict) -> None:
     with pytest.raises(ConfigError, match=next(iter(bad))):
         HistorySettings(**bad)
+
+
+@pytest.fixture
+def new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process runs in America/New_York (UTC-5 in January), as a robot's computer may."""
+    import time
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    assert time.timezone != 0  # the zone really is not UTC
+    try:
+        yield
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_history_times_are_utc_whatever_the_local_zone(store: GraphStore, new_york: None) -> None:
+    """Issue 21: times read without a zone passed only because the machine ran in UTC."""
+    from heracles_ros.cli.changes import parse_since
+    from heracles_ros.graphdb.history import iso_time, read_changes
+
+    t0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z, 03:00 in New York
+    assert iso_time(t0 + 0.25) == "2027-01-15T08:00:00.250Z"
+    mirror = Mirror(store)
+    mirror.reconcile(tiny_scene(), stamp_s=t0)
+    mirror.reconcile(changed_scene(), stamp_s=t0 + 3600)  # 09:00Z
+    # `heracles changes --since` with a time without a zone means UTC, not the local clock.
+    assert parse_since("2027-01-15T08:30:00") == t0 + 1800
+    assert parse_since("2027-01-15T03:30:00-05:00") == t0 + 1800
+    events = read_changes(store, since=parse_since("2027-01-15T08:30:00"))
+    assert events and {e.t for e in events} == {t0 + 3600}
+    assert all(e.to_json()["time"] == "2027-01-15T09:00:00.000Z" for e in events)
+    assert read_changes(store, since=parse_since("2027-01-15T09:30:00")) == []
