@@ -431,3 +431,73 @@ def test_rebuild_never_loses_a_write_and_survives_kill_9(tmp_path: Path) -> None
     finally:
         store.close()
         server.stop()
+
+
+# --- maintenance waits, forced: a snapshot writer (fork child) held in progress -------------------
+def _slow_snapshot_writer(server: EmbeddedServer, seconds_per_key: float) -> Any:
+    """Start an append-only rewrite whose child sleeps ``seconds_per_key`` per key (redis'
+    ``rdb-key-save-delay``): it stays in progress for as long as the test needs, by construction."""
+    from heracles_ros.graphdb.embedded import _client
+
+    info = server.running()
+    assert info is not None
+    client = _client(info)
+    client.config_set("rdb-key-save-delay", int(seconds_per_key * 1e6))
+    client.bgrewriteaof()
+    deadline = time.monotonic() + 5
+    while not client.info("persistence").get("aof_rewrite_in_progress"):
+        assert time.monotonic() < deadline, "the rewrite did not start"
+        time.sleep(0.02)
+    return client
+
+
+def _server_processes(data_dir: Path) -> list[int]:
+    """Live redis-server processes (the server and its fork children) working in ``data_dir``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if proc.name.isdigit() and "redis-server" in os.readlink(proc / "exe") \
+                    and Path(os.readlink(proc / "cwd")) == data_dir and (proc / "stat").read_text().split()[2] != "Z":
+                found.append(int(proc.name))
+    return found
+
+
+def test_maintenance_waits_for_a_snapshot_writer_and_stop_is_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21: the rebuild starts no GRAPH.COPY while a fork child runs (FalkorDB 4.16.3 deadlocks), a
+    compaction's wait is bounded, and a stop with a child running returns at once leaving nothing."""
+    import heracles_ros.graphdb.embedded as embedded
+
+    server = EmbeddedServer(tmp_path)
+    server.ensure_started()
+    for name in ("a", "b", "c", "d"):
+        with open_store(f"embedded:{tmp_path}", graph=name) as store:
+            store.write("UNWIND range(1, 50) AS i CREATE (:Object {k: i})")
+    try:
+        client = _slow_snapshot_writer(server, seconds_per_key=2.0)  # 4 graphs: ~8 s of child
+        started = time.monotonic()
+        assert server.compact(wait_s=0.5, min_tail_bytes=-1)  # joined the rewrite in progress
+        assert time.monotonic() - started < 3.0 and client.info("persistence")["aof_rewrite_in_progress"]
+
+        monkeypatch.setattr(embedded, "REBUILD_WAIT_S", 0.5)
+        outcome = server.rebuild_graphs()
+        assert set(outcome) == {"a", "b", "c", "d"}
+        assert all(o.startswith("left as it was: the server kept a snapshot writer running") for o in outcome.values())
+        assert client.info("persistence")["aof_rewrite_in_progress"]  # still the same child: nothing forked
+        with open_store(f"embedded:{tmp_path}", graph="a") as store:
+            assert store.query("MATCH (o:Object) RETURN count(o) AS n") == [{"n": 50}]
+        assert client.config_get("auto-aof-rewrite-percentage")["auto-aof-rewrite-percentage"] == \
+            embedded.FORK_SETTINGS["auto-aof-rewrite-percentage"]  # what the rebuild held off is restored
+
+        started = time.monotonic()
+        assert server.stop() is True
+        assert time.monotonic() - started < 5.0, "a stop waited for the snapshot writer"
+        assert _server_processes(tmp_path) == []  # the server and its child are gone
+        server.ensure_started()  # the data is whole after a stop that cut a rewrite short
+        with open_store(f"embedded:{tmp_path}", graph="d") as store:
+            assert store.query("MATCH (o:Object) RETURN count(o) AS n") == [{"n": 50}]
+        monkeypatch.setattr(embedded, "REBUILD_WAIT_S", 30.0)
+        assert server.rebuild_graphs() == {name: "rebuilt" for name in "abcd"}  # no child now: it runs
+    finally:
+        server.stop()
