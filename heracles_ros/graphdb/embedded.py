@@ -44,14 +44,14 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from heracles_ros.errors import ConfigError, DatabaseError, DatabaseUnavailable, DataDirError
 from heracles_ros.graphdb.falkordb_store import FalkorStore
-from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.graphdb.store import GraphStore, Params
 
 STATE_FILE = "server.json"
 #: Written by :meth:`EmbeddedServer.stop`, removed by an explicit start: while it is there nothing
@@ -75,15 +75,18 @@ MIN_FREE_BYTES = 64 * 2**20
 #: Append-only tail (bytes of Cypher writes) above which a start or a stop compacts it.
 COMPACT_TAIL_BYTES = 64 * 1024
 #: Server settings a rebuild holds off for its duration (see ``_forks_held_off``), as the server runs them.
-FORK_SETTINGS = {"auto-aof-rewrite-percentage": "10", "repl-diskless-sync-delay": "0"}
+FORK_SETTINGS = {"auto-aof-rewrite-percentage": "100", "repl-diskless-sync-delay": "0"}
 #: Server arguments that decide what survives a crash and what a restart loads.
 PERSISTENCE_ARGS = (
     "--appendonly", "yes",
     "--appendfsync", "everysec",
     "--aof-use-rdb-preamble", "yes",
-    # Rewrite once the tail reaches 10 % of the base (at least 64 KB), within 0.1 s of the
-    # write: replaying a bulk load from the tail is ~100x slower than running it (2 MB took
-    # 250-450 s), while the base of the kilometre-scale scene (1.6 MB) loads in 0.16 s.
+    # Rewrite once the tail has grown as large as the base (at least 64 KB): each rewrite writes
+    # the whole snapshot, so this sets the disk wear (kilometre-scale scene, history on,
+    # `heracles bench db --wear 1 --wear 10`: at 10 % 3.5 GB/h at 1 Hz and 21 GB/h at 10 Hz, at
+    # 100 % 0.7 and 8.3 GB/h). A tail of mirror diffs replays fast (1.8 MB in 1.2 s after a
+    # kill -9); a bulk load's replays ~100x slower than it ran (2 MB took 250-450 s), so a store
+    # compacts right after one (EmbeddedStore.write_batches).
     "--auto-aof-rewrite-percentage", FORK_SETTINGS["auto-aof-rewrite-percentage"],
     "--auto-aof-rewrite-min-size", "64kb",
     # A tail cut by a crash mid-write loads up to the cut (the last command is dropped).
@@ -636,6 +639,14 @@ class EmbeddedStore(FalkorStore):
         if old is not None:
             with contextlib.suppress(Exception):
                 old[0].connection.close()
+
+    def write_batches(
+        self, batches: Iterable[Sequence[tuple[str, Params]]], *, timeout_s: float | None = None
+    ) -> None:
+        """A bulk write (a first load), then a compaction started at once: its tail would replay slowly."""
+        super().write_batches(batches, timeout_s=timeout_s)
+        with contextlib.suppress(Exception):  # an optimisation: the data is written
+            self.server.compact()
 
     def _down_message(self) -> str:
         if self.server.loading():

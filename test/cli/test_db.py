@@ -111,7 +111,7 @@ def test_reset_asks_first_and_refuses_a_script_without_yes(
     status, _, err = heracles(capsys, "db", "reset", "--db", uri)
     assert status == 2 and store.query(count) == before
     monkeypatch.setattr("builtins.input", lambda prompt: "yes")
-    status, out, _ = heracles(capsys, "db", "reset", "--db", uri)
+    status, _, _ = heracles(capsys, "db", "reset", "--db", uri)
     assert status == 0 and store.query(count) == [{"n": 0}]
 
 
