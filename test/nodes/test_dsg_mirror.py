@@ -425,3 +425,33 @@ def test_nodes_follow_the_database_through_stop_or_crash_and_restart(
     finally:
         held.close()
         replica.close()
+
+
+def test_parameters_reach_history_retention_and_the_shutdown_bound(
+    ros_domain_id: int, db_params: dict[str, Any], store: GraphStore
+) -> None:
+    """``history_max_seen`` bounds the Seen entries the node's mirror keeps; ``shutdown_timeout_s`` bounds
+    how long closing the node waits for a snapshot being written (held here by the mirror's own lock)."""
+    import time
+
+    with mirror_node(ros_domain_id, history_max_seen=4, shutdown_timeout_s=0.5, **db_params) as mirror:
+        mirror.send(tiny_scene(), 1)
+        for step in range(2, 12):  # a renumbered detection in each snapshot: one more gone Seen entry each
+            graph = tiny_scene()
+            add_object(graph, 100 + step, 1, (1.0, 1.0, 0.5), None)
+            mirror.send(graph, step)
+            seen = store.query("MATCH (s:Seen) RETURN count(s) AS n")[0]["n"]
+            assert seen <= 4, f"{seen} Seen entries after snapshot {step}"
+        loop = mirror.node.loop
+        assert loop is not None
+        assert loop.database_lock.acquire(timeout=10.0)  # the worker will block as in a long reconcile
+        try:
+            mirror.publisher.publish(DsgUpdate(layer_contents=tiny_scene().to_binary(include_mesh=False),
+                                               full_update=True, sequence_number=99))
+            wait_until(lambda: loop.state.snapshots_received >= 12, 10.0, "the blocked snapshot handed over")
+            time.sleep(0.3)  # the worker is inside its apply, waiting for the lock
+            started = time.monotonic()
+            mirror.node._teardown()
+            assert time.monotonic() - started < 2.0, "closing waited past shutdown_timeout_s"
+        finally:
+            loop.database_lock.release()
