@@ -663,9 +663,23 @@ class EmbeddedStore(FalkorStore):
 
 def open_embedded_store(data_dir: Path, *, graph: str = "heracles", timeout_s: float = 10.0) -> GraphStore:
     """A store that follows the embedded server in ``data_dir`` (started now if it is down and the
-    operator did not stop it: see the module docstring)."""
+    operator did not stop it: see the module docstring).
+
+    After ``heracles db stop`` the store is still returned (a node starts and waits for the
+    database): its requests fail with NOT_RUNNING until ``heracles db start``.
+    """
     server = EmbeddedServer(data_dir)
-    return EmbeddedStore(server, server.ensure_started(explicit=False), graph=graph, timeout_s=timeout_s)
+    try:
+        info = server.ensure_started(explicit=False)
+    except DatabaseUnavailable:
+        if not server.stopped_by_operator():
+            raise
+        info = _NONE
+    return EmbeddedStore(server, info, graph=graph, timeout_s=timeout_s)
+
+
+#: What a store opened while the operator had stopped the server points at until it follows one.
+_NONE = ServerInfo(pid=-1, port=0)
 
 
 class ReadReplica(EmbeddedServer):

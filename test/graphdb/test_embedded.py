@@ -501,3 +501,35 @@ def test_maintenance_waits_for_a_snapshot_writer_and_stop_is_bounded(
         assert server.rebuild_graphs() == {name: "rebuilt" for name in "abcd"}  # no child now: it runs
     finally:
         server.stop()
+
+
+def test_after_db_stop_nothing_that_opens_the_database_starts_it_until_an_explicit_start(tmp_path: Path) -> None:
+    """Issue 20 item 6: ``heracles db stop`` is not undone behind the operator's back; a node may still
+    start (its store fails clearly until the database is back), and follows it once started."""
+    uri = f"embedded:{tmp_path}"
+    server = EmbeddedServer(tmp_path)
+    with open_store(uri, graph="g") as store:  # no marker: the first opener starts it (a first launch)
+        store.write("CREATE (:Object {nodeSymbol: 'O1'})")
+    first = server.running()
+    assert first is not None
+    assert server.stop() is True and server.stopped_by_operator()
+    late = open_store(uri, graph="g")  # a node started while the database is stopped
+    with pytest.raises(DatabaseUnavailable, match="not running: start it with heracles db start"):
+        late.query("MATCH (n) RETURN count(n) AS n")
+    with pytest.raises(DatabaseUnavailable, match="stopped with 'heracles db stop'"):
+        EmbeddedServer(tmp_path).ensure_started(explicit=False)  # e.g. a read replica's primary
+    assert server.running() is None and not (tmp_path / "server.json").exists()
+    try:
+        second = server.ensure_started()  # `heracles db start`
+        assert not server.stopped_by_operator() and second.port == first.port  # the same port where free
+        assert late.query("MATCH (n) RETURN n.nodeSymbol AS s") == [{"s": "O1"}]
+        os.kill(second.pid, signal.SIGKILL)  # a crash: no marker, but a held store never restarts it
+        with pytest.raises(DatabaseUnavailable, match="not running: start it with heracles db start"):
+            late.query("MATCH (n) RETURN count(n) AS n")
+        assert server.running() is None
+        third = server.ensure_started()
+        assert third.pid != second.pid
+        assert late.query("MATCH (n) RETURN n.nodeSymbol AS s") == [{"s": "O1"}]
+    finally:
+        late.close()
+        server.stop()
