@@ -66,9 +66,10 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("moved_markers_window_s", 600.0, "history_markers show what moved within this many seconds before the "
               "newest snapshot (refreshed every 2 s); 0: no markers", minimum=0.0),
     Setting("marker_frame", "map", "frame of the history markers (Hydra's map frame)"),
-    Setting("shutdown_timeout_s", 5.0, "on SIGINT/SIGTERM, how long the snapshot being written may take to "
-              "finish; past it the node exits and the snapshot is dropped (the next start reconciles the newest)",
-              minimum=0.1, maximum=600.0),
+    Setting("shutdown_timeout_s", 5.0, "on SIGINT/SIGTERM the node ends within this many seconds: the snapshot "
+              "being written may finish within 70 % of it, past that it is dropped (the next start reconciles "
+              "the newest)",
+              minimum=0.5, maximum=600.0),
     Setting("status_period_s", 5.0, "republish the last status this often even without snapshots; 0: only on "
               "change", minimum=0.0, maximum=3600.0),
 )
@@ -280,10 +281,18 @@ class DsgMirrorNode(Node):
         msg.last_error = state.last_error
         self._status.publish(msg)
 
+    def close(self) -> None:
+        """On SIGINT/SIGTERM (the runner calls it): the snapshot being written may finish within most of
+        ``shutdown_timeout_s``; past that it is dropped, marked half-written until the next start."""
+        self._stop_loop(_CLOSE_SHARE * self._params["shutdown_timeout_s"])
+
+    def _stop_loop(self, timeout_s: float) -> None:
+        loop, self.loop = self.loop, None
+        if loop is not None:
+            loop.stop(timeout_s)
+
     def _teardown(self) -> None:
-        if self.loop is not None:
-            self.loop.stop(getattr(self, "_params", {}).get("shutdown_timeout_s", 5.0))
-            self.loop = None
+        self._stop_loop(getattr(self, "_params", {}).get("shutdown_timeout_s", 5.0))
         store = getattr(self, "store", None)
         if store is not None:
             store.close()
@@ -299,6 +308,8 @@ class DsgMirrorNode(Node):
 
 #: Seconds between refreshes of the history markers.
 _MARKER_PERIOD_S = 2.0
+#: Of ``shutdown_timeout_s``, the share the snapshot being written gets at a stop (the rest: the executor).
+_CLOSE_SHARE = 0.7
 #: Longest wait of the ``changes`` service for a reconcile in progress.
 _CHANGES_WAIT_S = 5.0
 
