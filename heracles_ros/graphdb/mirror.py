@@ -6,7 +6,10 @@ diffs each new snapshot against it, and sends batched MERGE/SET and DELETE
 statements for what changed (CREATE into a layer the database holds none of,
 as on a first load). It never wipes the database and never touches nodes it
 does not own (robot state, corrections, bookkeeping). Another writer's change
-(its bump of the mirror generation) makes it read the database again. A
+(its bump of the mirror generation), a ``heracles db reset`` or a restore leaves
+another token on the MirrorMeta node than the one the mirror wrote last: it then
+reads the database again, and when that happened during its own reconcile it
+writes the whole snapshot again at once. A
 reconcile that changes anything is bracketed by ``writing`` on the MirrorMeta
 node and the generation bump, so readers can see the scene before or after it,
 never between (:mod:`.snapshot_reads`).
@@ -79,6 +82,8 @@ class ReconcileReport:
     changes: list[ChangeEvent] = field(default_factory=list)
     #: Seconds: extract, read_baseline, diff, write, corrections, history, total.
     timings: dict[str, float] = field(default_factory=dict)
+    #: Someone else reset, restored or wrote the graph while this reconcile ran (it is redone).
+    interfered: bool = False
 
     @property
     def writes(self) -> int:
@@ -115,9 +120,10 @@ class Mirror:
         self.corrections = Corrections(store)
         self.history = History(store, history)
         self._baseline: SceneTables | None = None
-        #: The mirror generation this instance wrote last; another writer (a second mirror, ``heracles
-        #: load``) bumps it, which makes the cached baseline stale.
-        self._generation: int | None = None
+        #: The MirrorMeta token this instance wrote last. Whoever else writes the node (a second mirror,
+        #: ``heracles load``), deletes it (``heracles db reset``) or brings back an older one (a
+        #: restore) leaves another token, which makes the cached baseline stale.
+        self._token: str | None = None
         self._schema_ready = False
 
     # -- public -------------------------------------------------------------
@@ -138,22 +144,31 @@ class Mirror:
         tens of thousands of rows and no cycles, and the collections those
         allocations would trigger cost about 5 % of a reconcile.
         """
+        stamp = time.time() if stamp_s is None else stamp_s
         with _gc_paused():
-            return self._reconcile(
-                scene, sequence=sequence, force=force, stamp_s=time.time() if stamp_s is None else stamp_s
-            )
+            started = time.perf_counter()
+            tables = scene if isinstance(scene, SceneTables) else extract_tables(scene)
+            extract_s = time.perf_counter() - started
+            report = self._reconcile(tables, sequence=sequence, force=force, stamp_s=stamp)
+            if report.interfered:  # once: the whole snapshot again, over whatever the other writer left
+                log.warning("the mirrored graph was reset, restored or written by someone else during this "
+                            "reconcile; writing the whole snapshot again")
+                report = self._reconcile(tables, sequence=sequence, force=force, stamp_s=stamp)
+        report.timings["extract"] = extract_s
+        report.timings["total"] = report.timings.get("total", 0.0) + extract_s
+        return report
 
     def _reconcile(
-        self, scene: dsg.DynamicSceneGraph | SceneTables, *, sequence: int, force: bool, stamp_s: float
+        self, tables: SceneTables, *, sequence: int, force: bool, stamp_s: float
     ) -> ReconcileReport:
-        started = time.perf_counter()
+        started = t_extract = time.perf_counter()
         report = ReconcileReport()
-        tables = scene if isinstance(scene, SceneTables) else extract_tables(scene)
-        t_extract = time.perf_counter()
         try:
             self._ensure_schema()
-            if self._baseline is not None and self._db_generation() != self._generation:
-                log.info("another writer changed the mirrored graph; reading it again before the diff")
+            token = self._db_token()
+            if self._baseline is not None and token != self._token:
+                log.info("the mirrored graph was reset, restored or written by someone else; reading it again "
+                         "before the diff")
                 self._baseline = None
                 self.history.forget()
             from_db = self._baseline is None
@@ -171,7 +186,7 @@ class Mirror:
                 and removed > self.suspect_fraction * len(baseline.nodes)
             ):
                 self._baseline = baseline
-                self._generation = self._db_generation()
+                self._token = token
                 raise SuspectSnapshot(
                     f"snapshot would remove {removed} of {len(baseline.nodes)} mirrored nodes "
                     f"(more than {self.suspect_fraction:.0%}); held back. Set allow_mass_removal "
@@ -194,7 +209,12 @@ class Mirror:
             if diff.any or self._baseline is None:
                 rows = self.store.write(q.BUMP_GENERATION, {"sequence": sequence, "now": time.time()})
                 report.generation = int(rows[0]["generation"]) if rows else 0
-                self._generation = report.generation
+                self._token = str(rows[0]["token"]) if rows else None
+                if rows and rows[0]["previous"] != token:  # reset, restored or written meanwhile
+                    report.interfered = True
+                    self._baseline = None
+                    self.history.forget()
+                    return report
         except DatabaseError:
             self._baseline = None  # re-read the truth next time: part of the diff may have landed
             self.history.forget()
@@ -210,7 +230,6 @@ class Mirror:
         report.relationships = tables.relationships()
         end = time.perf_counter()
         report.timings = {
-            "extract": t_extract - started,
             "read_baseline": t_diff0 - t_extract,
             "diff": t_diff - t_diff0,
             "write": t_write - t_diff,
@@ -267,9 +286,9 @@ class Mirror:
         self._schema_ready = False
 
     # -- internals -------------------------------------------------------------
-    def _db_generation(self) -> int:
+    def _db_token(self) -> str | None:
         rows = self.store.query(q.READ_META)
-        return int(rows[0]["generation"] or 0) if rows else 0
+        return str(rows[0]["token"]) if rows and rows[0]["token"] is not None else None
 
     def _ensure_schema(self) -> None:
         if self._schema_ready:

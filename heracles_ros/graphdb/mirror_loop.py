@@ -96,6 +96,10 @@ class MirrorLoop:
         self._stopping = False
         self._idle = threading.Event()
         self._idle.set()
+        #: Held while the worker talks to the database: others sharing the mirror's store take it
+        #: so that nothing of this process sends a command (on a fresh connection, whose first
+        #: command during a long MULTI/EXEC crashes the embedded server) into a reconcile.
+        self.database_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="dsg-mirror", daemon=True)
 
     # -- control ----------------------------------------------------------------
@@ -155,10 +159,11 @@ class MirrorLoop:
                 self._idle.set()
                 continue
             try:
-                if retry is not None:
-                    retry = None
-                    self.reconnect()
-                self._apply(work)
+                with self.database_lock:
+                    if retry is not None:
+                        retry = None
+                        self.reconnect()
+                    self._apply(work)
             except DatabaseUnavailable as exc:
                 retry = work  # keep the newest; try again when the database answers
                 self._fail(f"database unavailable, will retry every {self.retry_period_s:g} s: {exc}", work)

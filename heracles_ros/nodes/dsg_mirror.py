@@ -10,9 +10,11 @@ moved within ``moved_markers_window_s`` of the newest snapshot.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from rcl_interfaces.msg import SetParametersResult
@@ -21,9 +23,8 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from visualization_msgs.msg import MarkerArray
 
-from heracles_ros.errors import ConfigError, HeraclesError
+from heracles_ros.errors import ConfigError, DatabaseBusy, HeraclesError
 from heracles_ros.graphdb import open_store, parse_db_uri
-from heracles_ros.graphdb.embedded import EmbeddedServer
 from heracles_ros.graphdb.history import HistorySettings, read_changes, read_clock
 from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.mirror_loop import MirrorLoop, MirrorState, Snapshot
@@ -59,9 +60,16 @@ PARAMETERS: tuple[Setting, ...] = (
               minimum=0.0),
     Setting("history_max_changes", 200_000, "at most this many history events are kept (oldest pruned first); "
               "0: no count limit", minimum=0),
+    Setting("history_max_seen", 100_000, "at most this many Seen entries (one per node with an event) are kept; "
+              "those of nodes gone longest are pruned first, a node in the scene keeps its entry; 0: no count "
+              "limit", minimum=0),
     Setting("moved_markers_window_s", 600.0, "history_markers show what moved within this many seconds before the "
               "newest snapshot (refreshed every 2 s); 0: no markers", minimum=0.0),
     Setting("marker_frame", "map", "frame of the history markers (Hydra's map frame)"),
+    Setting("shutdown_timeout_s", 5.0, "on SIGINT/SIGTERM the node ends within this many seconds: the snapshot "
+              "being written may finish within 70 % of it, past that it is dropped (the next start reconciles "
+              "the newest)",
+              minimum=0.5, maximum=600.0),
     Setting("status_period_s", 5.0, "republish the last status this often even without snapshots; 0: only on "
               "change", minimum=0.0, maximum=3600.0),
 )
@@ -131,8 +139,9 @@ class DsgMirrorNode(Node):
         self._target = parse_db_uri(params["db_uri"])  # a malformed URI fails here, naming the value
         dsg_update = _dsg_update_type()
         self._params = params
+        # One store for everything this node reads and writes: it follows the database through a stop,
+        # a crash and a restart (never starting it itself), and its connections are reused.
         self.store = open_store(params["db_uri"], graph=params["graph_name"], timeout_s=params["query_timeout_s"])
-        self._address = self._embedded_address()
         mirror = Mirror(
             self.store,
             batch_size=params["batch_size"],
@@ -144,11 +153,12 @@ class DsgMirrorNode(Node):
                 move_threshold_m=params["move_threshold_m"],
                 max_age_s=params["history_max_age_s"],
                 max_changes=params["history_max_changes"],
+                max_seen=params["history_max_seen"],
             ),
         )
         self._status = self.create_publisher(MirrorStatus, "mirror_status", 10)
         self.loop = MirrorLoop(
-            mirror, on_state=self._publish, retry_period_s=params["retry_period_s"], reconnect=self._reconnect
+            mirror, on_state=self._publish, retry_period_s=params["retry_period_s"]
         )
         self.get_logger().info(
             f"mirroring {params['dsg_topic']} into {self.store.description}"
@@ -182,27 +192,6 @@ class DsgMirrorNode(Node):
                     setattr(self.loop.mirror, change.name, change.value)
         return SetParametersResult(successful=True)
 
-    def _embedded_address(self) -> tuple[str, int] | None:
-        if self._target.kind != "embedded" or self._target.data_dir is None:
-            return None
-        info = EmbeddedServer(self._target.data_dir).running()
-        return (info.host, info.port) if info else None
-
-    def _reconnect(self) -> None:
-        """An embedded server restarted by someone else may listen on a new port: follow it.
-
-        The node never restarts the server itself, so ``heracles db stop`` is not undone behind the operator.
-        """
-        address = self._embedded_address()
-        if address is None or address == self._address or self.loop is None:
-            return
-        store = open_store(self._params["db_uri"], graph=self._params["graph_name"],
-                           timeout_s=self._params["query_timeout_s"])
-        old, self.store, self._address = self.store, store, address
-        self.loop.mirror.use_store(store)
-        old.close()
-        self.get_logger().info(f"embedded database back at {address[0]}:{address[1]}")
-
     def _on_update(self, msg: Any) -> None:
         """Hand the payload over and return: decoding and writing happen in the worker."""
         if self.loop is None:  # shutting down
@@ -222,25 +211,46 @@ class DsgMirrorNode(Node):
         if since <= 0:
             since = time.time() - (-since if since < 0 else 3600.0)
         try:
-            with self._reader() as store:
-                events = read_changes(store, since=since, room=request.room or None, limit=int(request.limit) or 1000)
+            with self._between_reconciles(_CHANGES_WAIT_S) as free:
+                if not free:
+                    raise DatabaseBusy(f"the mirror has been writing a snapshot for {_CHANGES_WAIT_S:g} s; "
+                                       "ask again")
+                events = read_changes(self.store, since=since, room=request.room or None,
+                                      limit=int(request.limit) or 1000)
         except HeraclesError as exc:
             response.error = str(exc)
             return response
         response.changes = [json.dumps(e.to_json()) for e in events]
         return response
 
-    def _reader(self) -> Any:
-        return open_store(self._params["db_uri"], graph=self._params["graph_name"],
-                          timeout_s=self._params["query_timeout_s"])
+    @contextlib.contextmanager
+    def _between_reconciles(self, wait_s: float) -> Iterator[bool]:
+        """Whether the mirror's database lock was had within ``wait_s`` (held meanwhile).
+
+        Reads share the mirror's store and never run during a reconcile: no fresh
+        connection's first command reaches a MULTI/EXEC (it crashed the embedded server).
+        """
+        loop = self.loop
+        if loop is None:
+            yield False
+            return
+        got = loop.database_lock.acquire(timeout=wait_s) if wait_s > 0 else loop.database_lock.acquire(False)
+        try:
+            yield got
+        finally:
+            if got:
+                loop.database_lock.release()
 
     def _refresh_markers(self) -> None:
-        """What moved within the window before the newest snapshot; a database problem only skips a refresh."""
+        """What moved within the window before the newest snapshot; a database problem or a reconcile in
+        progress only skips a refresh."""
         try:
-            with self._reader() as store:
-                newest = read_clock(store)
+            with self._between_reconciles(0.0) as free:
+                if not free:
+                    return
+                newest = read_clock(self.store)
                 since = (newest or 0.0) - self._params["moved_markers_window_s"]
-                events = read_changes(store, since=since, limit=1000) if newest is not None else []
+                events = read_changes(self.store, since=since, limit=1000) if newest is not None else []
         except HeraclesError as exc:
             self.get_logger().debug(f"history markers not refreshed: {exc}")
             return
@@ -271,10 +281,18 @@ class DsgMirrorNode(Node):
         msg.last_error = state.last_error
         self._status.publish(msg)
 
+    def close(self) -> None:
+        """On SIGINT/SIGTERM (the runner calls it): the snapshot being written may finish within most of
+        ``shutdown_timeout_s``; past that it is dropped, marked half-written until the next start."""
+        self._stop_loop(_CLOSE_SHARE * self._params["shutdown_timeout_s"])
+
+    def _stop_loop(self, timeout_s: float) -> None:
+        loop, self.loop = self.loop, None
+        if loop is not None:
+            loop.stop(timeout_s)
+
     def _teardown(self) -> None:
-        if self.loop is not None:
-            self.loop.stop()
-            self.loop = None
+        self._stop_loop(getattr(self, "_params", {}).get("shutdown_timeout_s", 5.0))
         store = getattr(self, "store", None)
         if store is not None:
             store.close()
@@ -290,6 +308,10 @@ class DsgMirrorNode(Node):
 
 #: Seconds between refreshes of the history markers.
 _MARKER_PERIOD_S = 2.0
+#: Of ``shutdown_timeout_s``, the share the snapshot being written gets at a stop (the rest: the executor).
+_CLOSE_SHARE = 0.7
+#: Longest wait of the ``changes`` service for a reconcile in progress.
+_CHANGES_WAIT_S = 5.0
 
 
 def _stamp_seconds(stamp: Any) -> float | None:

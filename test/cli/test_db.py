@@ -40,13 +40,13 @@ def test_status_then_reset_keeping_corrections_then_all(
     assert out["graphs"]["heracles"]["nodes"] == out["nodes"] + 2 + 1
     assert out["last_write"] and out["last_snapshot"] and out["tail_bytes"] >= 0
 
-    status, out, _ = heracles(capsys, "db", "reset", "--keep-corrections", "--db", uri)
+    status, out, _ = heracles(capsys, "db", "reset", "--yes", "--keep-corrections", "--db", uri)
     assert status == 0 and out["kept_corrections"]
     assert store.query("MATCH (n) RETURN labels(n)[0] AS l") == [{"l": "Correction"}]
     Mirror(store).reconcile(tiny_scene())  # the kept correction applies again when its node is back
     assert store.query("MATCH (o:Object {nodeSymbol: 'O1'}) RETURN o.class AS c") == [{"c": "chair"}]
 
-    status, out, _ = heracles(capsys, "db", "reset", "--db", uri)
+    status, out, _ = heracles(capsys, "db", "reset", "--yes", "--db", uri)
     assert status == 0 and out["nodes_removed"]["heracles"] > 0
     assert store.query("MATCH (n) RETURN count(n) AS n") == [{"n": 0}]
     assert EmbeddedServer(tmp_path).aof_tail_bytes() == 0  # compacted at once
@@ -68,10 +68,10 @@ def test_reset_sets_unreadable_files_aside(capsys: pytest.CaptureFixture[str], t
     base.write_bytes(base.read_bytes()[:40])
     status, _, err = heracles(capsys, "db", "start", "--db", uri)
     assert status == 1 and "corrupt or truncated" in err
-    status, _, err = heracles(capsys, "db", "reset", "--keep-corrections", "--db", uri)
+    status, _, err = heracles(capsys, "db", "reset", "--yes", "--keep-corrections", "--db", uri)
     assert status == 1 and "cannot be kept from files that do not load" in err
     try:
-        status, out, _ = heracles(capsys, "db", "reset", "--db", uri)
+        status, out, _ = heracles(capsys, "db", "reset", "--yes", "--db", uri)
         assert status == 0
         aside = Path(out["set_aside"])
         assert aside.parent == tmp_path and (aside / AOF_DIR / base.name).stat().st_size == 40  # nothing deleted
@@ -94,3 +94,58 @@ def test_compact_rebuilds_the_graphs_then_rewrites_the_file(
     Mirror(store).reconcile(tiny_scene())  # the mirror carries on on the rebuilt graph
     status, out, _ = heracles(capsys, "db", "compact", "--db", uri)
     assert status == 0 and out["graphs"] == {}
+
+
+def test_reset_asks_first_and_refuses_a_script_without_yes(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, corrected: tuple[str, GraphStore]
+) -> None:
+    uri, store = corrected
+    count = "MATCH (n) RETURN count(n) AS n"
+    before = store.query(count)
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    status, _, err = heracles(capsys, "db", "reset", "--db", uri)
+    assert status == 2 and "without confirmation" in err and "--yes" in err and "nothing was changed" in err
+    assert store.query(count) == before
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda prompt: "no")  # anything but "yes" keeps the data
+    status, _, err = heracles(capsys, "db", "reset", "--db", uri)
+    assert status == 2 and store.query(count) == before
+    monkeypatch.setattr("builtins.input", lambda prompt: "yes")
+    status, _, _ = heracles(capsys, "db", "reset", "--db", uri)
+    assert status == 0 and store.query(count) == [{"n": 0}]
+
+
+def test_start_says_when_it_dropped_the_cut_end_of_the_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    import os
+    import signal
+
+    uri = f"embedded:{tmp_path}"
+    server = EmbeddedServer(tmp_path)
+    status, out, err = heracles(capsys, "db", "start", "--db", uri)
+    assert status == 0 and "data_dropped" not in out and "cut short" not in err
+    with open_store(uri, graph="g") as store:
+        store.write("CREATE (:Object {nodeSymbol: 'O1'})")
+        store.write("CREATE (:Object {nodeSymbol: 'O2'})")
+    [tail] = (tmp_path / AOF_DIR).glob("*.incr.aof")
+    wait_for_content(tail, b"'O2'")
+    os.kill(server.running().pid, signal.SIGKILL)  # type: ignore[union-attr]
+    with open(tail, "r+b") as handle:
+        handle.truncate(tail.stat().st_size - 10)
+    try:
+        status, out, err = heracles(capsys, "db", "start", "--db", uri)
+        assert status == 0 and out["data_dropped"] and "cut short" in err and "dropped the rest" in err
+        status, out, err = heracles(capsys, "db", "start", "--db", uri)  # reused: nothing new to say
+        assert status == 0 and out["reused"] and "data_dropped" not in out
+    finally:
+        server.stop()
+
+
+def wait_for_content(path: Path, text: bytes, timeout_s: float = 10.0) -> None:
+    """Until ``path`` holds ``text``: redis may hold an acknowledged write back for up to 2 s while a
+    background fsync runs (appendfsync everysec), so a kill right after the reply can find it missing."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while text not in path.read_bytes():
+        assert time.monotonic() < deadline, f"{text!r} never reached {path}"
+        time.sleep(0.02)

@@ -1,10 +1,12 @@
 """The scene's history on a real database: events from the mirror's diffs, thresholds, retention."""
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
-from support.tiny_scene import node_id, tiny_scene
+from support.tiny_scene import add_object, node_id, tiny_scene
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb.history import HistorySettings
@@ -107,18 +109,65 @@ def test_a_restarted_mirror_keeps_the_reference_positions(store: GraphStore) -> 
     assert [(e.kind, e.symbol, e.from_position) for e in moved] == [("moved", "O0", MOVED_TO)]
 
 
-def test_retention_by_count_and_age(store: GraphStore) -> None:
-    mirror = Mirror(store, history=HistorySettings(max_changes=20, max_age_s=0))
-    mirror = Mirror(store, history=HistorySettings(max_changes=7, max_age_s=0))
+def _churn(step: int) -> object:
+    """The tiny scene with one renumbered detection: O(100+step) there only in this snapshot."""
+    graph = tiny_scene()
+    add_object(graph, 100 + step, 1, (1.0, 1.0, 0.5), None)
+    return graph
+
+
+class _RetentionOracle:
+    """The README's retention rules, applied to what the test itself sent (not to the library's output).
+
+    Events: older than ``max_age_s`` before the newest snapshot go; past ``max_changes`` the oldest
+    (by time, then symbol and kind) go down to 90 % of it. Seen entries: gone ones older than the age
+    go; past ``max_seen`` those gone longest go down to 90 %; a node in the scene keeps its entry.
+    """
+
+    def __init__(self, max_changes: int, max_seen: int, max_age_s: float) -> None:
+        self.max_changes, self.max_seen, self.max_age_s = max_changes, max_seen, max_age_s
+        self.changes: list[tuple[float, str, str]] = []  # (t, symbol, kind)
+        self.seen: dict[str, tuple[bool, float]] = {}  # symbol -> (present, last_t)
+
+    def snapshot(self, t: float, appeared: str, vanished: str | None, previous_t: float) -> None:
+        self.changes.append((t, appeared, "appeared"))
+        self.seen[appeared] = (True, t)
+        if vanished is not None:
+            self.changes.append((t, vanished, "disappeared"))
+            self.seen[vanished] = (False, previous_t)  # last held by the snapshot before this one
+        if self.max_age_s > 0:
+            self.changes = [c for c in self.changes if c[0] >= t - self.max_age_s]
+            self.seen = {s: v for s, v in self.seen.items() if v[0] or v[1] >= t - self.max_age_s}
+        if self.max_changes > 0 and len(self.changes) > self.max_changes:
+            self.changes = sorted(self.changes)[len(self.changes) - int(0.9 * self.max_changes):]
+        if self.max_seen > 0 and len(self.seen) > self.max_seen:
+            gone = sorted((v[1], s) for s, v in self.seen.items() if not v[0])
+            for _, symbol in gone[: len(self.seen) - int(0.9 * self.max_seen)]:
+                del self.seen[symbol]
+
+
+@pytest.mark.parametrize(("max_changes", "max_seen", "max_age_s"), [(20, 0, 0), (0, 12, 0), (0, 0, 7.5), (9, 7, 11.0)])
+def test_retention_by_count_and_age_matches_the_rules(
+    store: GraphStore, max_changes: int, max_seen: int, max_age_s: float
+) -> None:
+    """Under churn (a renumbered detection every snapshot) Change and Seen stay within their bounds,
+    and what is kept is exactly what the rules keep, after every snapshot."""
+    mirror = Mirror(store, history=HistorySettings(max_changes=max_changes, max_seen=max_seen, max_age_s=max_age_s))
     mirror.reconcile(tiny_scene(), stamp_s=T0)  # the start: no events
-    for step in range(1, 4):  # 3 events each (O0 moves 3 m away and back, O3 goes and comes, O5 comes and goes)
-        mirror.reconcile(changed_scene() if step % 2 else tiny_scene(), stamp_s=T0 + step)
-    assert mirror.history.size()["changes"] == 7  # 9 written, the 2 oldest pruned
-    assert store.query("MATCH (c:Change) RETURN min(c.t) AS t") == [{"t": T0 + 1}]
-    assert store.query("MATCH (c:Change) WHERE c.t = $t RETURN count(c) AS n", {"t": T0 + 1}) == [{"n": 1}]
-    aged = Mirror(store, history=HistorySettings(max_age_s=10))
-    aged.reconcile(tiny_scene(), stamp_s=T0 + 12)
-    assert store.query("MATCH (c:Change) RETURN min(c.t) AS t") == [{"t": T0 + 2}]
+    oracle = _RetentionOracle(max_changes, max_seen, max_age_s)
+    previous_t = T0
+    for step in range(1, 41):
+        t = T0 + 1.5 * step
+        mirror.reconcile(_churn(step), stamp_s=t)
+        oracle.snapshot(t, f"O{100 + step}", f"O{99 + step}" if step > 1 else None, previous_t)
+        previous_t = t
+        changes = store.query("MATCH (c:Change) RETURN c.t AS t, c.symbol AS s, c.kind AS k")
+        assert sorted((r["t"], r["s"], r["k"]) for r in changes) == sorted(oracle.changes), f"step {step}"
+        seen = store.query("MATCH (s:Seen) RETURN s.symbol AS s, s.present AS p, s.last_t AS t")
+        assert {r["s"]: (r["p"], r["t"]) for r in seen} == oracle.seen, f"step {step}"
+    assert max_changes == 0 or len(oracle.changes) <= max_changes
+    assert max_seen == 0 or len(oracle.seen) <= max_seen
+    assert len(oracle.changes) < 79 or len(oracle.seen) < 40  # some bound did cut
 
 
 def test_history_off_writes_nothing(store: GraphStore) -> None:
@@ -126,7 +175,43 @@ def test_history_off_writes_nothing(store: GraphStore) -> None:
     assert store.query("MATCH (c:Change) RETURN count(c) AS n") == [{"n": 0}]
 
 
-@pytest.mark.parametrize("bad", [{"move_threshold_m": -1.0}, {"max_age_s": -5.0}, {"max_changes": -1}])
+@pytest.mark.parametrize(
+    "bad", [{"move_threshold_m": -1.0}, {"max_age_s": -5.0}, {"max_changes": -1}, {"max_seen": -1}]
+)
 def test_bad_settings_are_named(bad: dict) -> None:
     with pytest.raises(ConfigError, match=next(iter(bad))):
         HistorySettings(**bad)
+
+
+@pytest.fixture
+def new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process runs in America/New_York (UTC-5 in January), as a robot's computer may."""
+    import time
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    assert time.timezone != 0  # the zone really is not UTC
+    try:
+        yield
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_history_times_are_utc_whatever_the_local_zone(store: GraphStore, new_york: None) -> None:
+    """Issue 21: times read without a zone passed only because the machine ran in UTC."""
+    from heracles_ros.cli.changes import parse_since
+    from heracles_ros.graphdb.history import iso_time, read_changes
+
+    t0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z, 03:00 in New York
+    assert iso_time(t0 + 0.25) == "2027-01-15T08:00:00.250Z"
+    mirror = Mirror(store)
+    mirror.reconcile(tiny_scene(), stamp_s=t0)
+    mirror.reconcile(changed_scene(), stamp_s=t0 + 3600)  # 09:00Z
+    # `heracles changes --since` with a time without a zone means UTC, not the local clock.
+    assert parse_since("2027-01-15T08:30:00") == t0 + 1800
+    assert parse_since("2027-01-15T03:30:00-05:00") == t0 + 1800
+    events = read_changes(store, since=parse_since("2027-01-15T08:30:00"))
+    assert events and {e.t for e in events} == {t0 + 3600}
+    assert all(e.to_json()["time"] == "2027-01-15T09:00:00.000Z" for e in events)
+    assert read_changes(store, since=parse_since("2027-01-15T09:30:00")) == []

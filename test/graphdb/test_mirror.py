@@ -11,6 +11,8 @@ from support.mirror_checks import assert_mirrors, database_contents
 from support.tiny_scene import add_object, node_id, tiny_scene
 
 from heracles_ros.errors import DatabaseUnavailable, SuspectSnapshot
+from heracles_ros.graphdb.cypher import admin
+from heracles_ros.graphdb.cypher import mirror as mirror_q
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.history import HistorySettings
 from heracles_ros.graphdb.mirror import _STATEMENTS_PER_TRANSACTION, Mirror
@@ -215,3 +217,95 @@ def test_a_database_with_one_way_connections_is_completed(store: FalkorStore) ->
     assert (report.edges_added, report.nodes_changed) == (1, 1)
     assert_mirrors(store, graph)
 
+
+
+class _ResetDuring:
+    """The real store; runs ``heracles db reset``'s statement just before the mirror's diff transaction."""
+
+    def __init__(self, store: Any) -> None:
+        self.store, self.armed = store, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def write_many(self, statements: Any, **kwargs: Any) -> None:
+        if self.armed:
+            self.armed = False
+            self.store.write(admin.DELETE_ALL_NODES)  # what `heracles db reset` sends, between our statements
+        self.store.write_many(statements, **kwargs)
+
+
+def test_a_reset_between_snapshots_or_during_a_reconcile_is_detected_and_the_whole_snapshot_rewritten(
+    store: FalkorStore,
+) -> None:
+    """Issue 22 item 8: a reset (or restore, or another writer) under a running mirror loses nothing."""
+    graph = tiny_scene()
+    hooked = _ResetDuring(store)
+    mirror = Mirror(hooked)  # type: ignore[arg-type]
+    mirror.reconcile(graph)
+    # Between two snapshots: the next one, identical for the mirror, writes everything again.
+    store.write(admin.DELETE_ALL_NODES)
+    mirror.reconcile(graph)
+    assert_mirrors(store, graph)
+    # During a reconcile: after the mirror read its bookkeeping, before its diff lands.
+    moved = tiny_scene()
+    moved.get_node(node_id("O1")).attributes.position = np.array([3.0, 3.0, 0.5])
+    hooked.armed = True
+    report = mirror.reconcile(moved)
+    assert not hooked.armed  # the reset ran inside this reconcile
+    assert_mirrors(store, moved)
+    assert report.nodes == 14
+    assert mirror.reconcile(moved).writes == 0  # and the mirror knows the database again
+
+
+class _DiesAfter:
+    """The real store until the mirror's process 'dies' (a SIGKILL, a shutdown past its timeout)
+    ``statements`` writing calls after it marked a reconcile begun: every later call raises and
+    nothing of it reaches the database."""
+
+    def __init__(self, store: Any, statements: int) -> None:
+        self.store, self.left, self.begun = store, statements, False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def _spend(self) -> None:
+        if self.begun and self.left <= 0:
+            raise _Died()
+        if self.begun:
+            self.left -= 1
+
+    def write(self, cypher: str, *args: Any, **kwargs: Any) -> Any:
+        self._spend()
+        rows = self.store.write(cypher, *args, **kwargs)
+        self.begun = self.begun or cypher == mirror_q.BEGIN_UPDATE
+        return rows
+
+    def write_many(self, *args: Any, **kwargs: Any) -> None:
+        self._spend()
+        self.store.write_many(*args, **kwargs)
+
+
+class _Died(BaseException):
+    """Not a database error: the mirror gets no chance to clean up."""
+
+
+@pytest.mark.parametrize("dies_after", [0, 1], ids=["after BEGIN_UPDATE", "after the diff, before the bump"])
+def test_a_mirror_killed_mid_snapshot_leaves_it_marked_and_the_restart_reconciles_the_newest(
+    store: FalkorStore, dies_after: int
+) -> None:
+    """Issue 20 item 4: a snapshot dropped half-written at shutdown stays marked (readers know), and the
+    restarted mirror's first snapshot clears the mark with the newest scene whole, even when the
+    diff had landed (nothing left to write)."""
+    from heracles_ros.graphdb.snapshot_reads import read_stamp
+
+    Mirror(store).reconcile(tiny_scene())
+    moved = tiny_scene()
+    moved.get_node(node_id("O1")).attributes.position = np.array([3.0, 3.0, 0.5])
+    moved.remove_node(node_id("O3"))
+    with pytest.raises(_Died):
+        Mirror(_DiesAfter(store, dies_after)).reconcile(moved)  # type: ignore[arg-type]
+    assert read_stamp(store).writing  # half-written, and readers can tell
+    Mirror(store).reconcile(moved)  # the restarted node, fed the newest snapshot
+    assert not read_stamp(store).writing
+    assert_mirrors(store, moved)

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from heracles_ros.schema import CHANGE_LABEL, HISTORY_CLOCK_LABEL, SEEN_LABEL
 
-#: Indexes: Change by time and symbol, Seen by symbol (label, property).
-INDEXES: tuple[tuple[str, str], ...] = ((CHANGE_LABEL, "t"), (CHANGE_LABEL, "symbol"), (SEEN_LABEL, "symbol"))
+#: Indexes: Change by time and symbol, Seen by symbol and last sighting (label, property). Pruning by
+#: age reads only what it deletes through the time indexes.
+INDEXES: tuple[tuple[str, str], ...] = (
+    (CHANGE_LABEL, "t"), (CHANGE_LABEL, "symbol"), (SEEN_LABEL, "symbol"), (SEEN_LABEL, "last_t"),
+)
 
 CREATE_CHANGES = (
     f"UNWIND $rows AS r CREATE (:{CHANGE_LABEL} {{symbol: r[0], kind: r[1], layer: r[2], class: r[3], name: r[4], "
@@ -49,8 +52,16 @@ READ_CLOCK = (
 COUNT_CHANGES = f"MATCH (c:{CHANGE_LABEL}) RETURN count(c) AS n"
 PRUNE_CHANGES_BEFORE = f"MATCH (c:{CHANGE_LABEL}) WHERE c.t < $cutoff DELETE c"
 PRUNE_GONE_BEFORE = f"MATCH (s:{SEEN_LABEL}) WHERE s.present = false AND s.last_t < $cutoff DELETE s"
-PRUNE_OLDEST_CHANGES = f"MATCH (c:{CHANGE_LABEL}) WITH c ORDER BY c.t, c.seq LIMIT $excess DELETE c"
+#: Count caps prune down to a low-water mark (history.PRUNE_TO), so these sorts run once per tenth of
+#: the cap written, not on every snapshot.
+PRUNE_OLDEST_CHANGES = (
+    f"MATCH (c:{CHANGE_LABEL}) WITH c ORDER BY c.t, c.seq, c.symbol, c.kind LIMIT $excess DELETE c"
+)
 COUNT_SEEN = f"MATCH (s:{SEEN_LABEL}) RETURN count(s) AS n"
+#: Seen entries of nodes gone longest first (present ones are the scene's own: never pruned).
+PRUNE_OLDEST_GONE = (
+    f"MATCH (s:{SEEN_LABEL}) WHERE s.present = false WITH s ORDER BY s.last_t, s.symbol LIMIT $excess DELETE s"
+)
 
 #: Events since a time, oldest first, optionally in one room ($room null: everywhere).
 READ_CHANGES = (

@@ -109,12 +109,19 @@ def read_edges(relation: str) -> str:
 #: Set before the first statement of a reconcile that changes anything; BUMP_GENERATION clears it
 #: after the last (see :mod:`heracles_ros.graphdb.snapshot_reads`).
 BEGIN_UPDATE = f"MERGE (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) SET m.writing = true"
+#: ``token`` is new with every bump (whoever bumps): a mirror that finds another token than the one it wrote last
+#: (a reset deleted the node, a restore brought back an older one, another writer bumped it) reads
+#: the database again; ``previous`` tells it whether that happened during its own reconcile.
 BUMP_GENERATION = (
     f"MERGE (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) "
+    "WITH m, m.token AS previous "
     "SET m.generation = coalesce(m.generation, 0) + 1, m.sequence = $sequence, m.updated_s = $now, "
-    "m.writing = false "
-    "RETURN m.generation AS generation"
+    "m.writing = false, m.token = randomUUID() "
+    "RETURN m.generation AS generation, previous, m.token AS token"
 )
 #: What a reader compares before and after its query: the same generation, not being written.
 READ_STAMP = f"MATCH (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) RETURN m.generation AS generation, m.writing AS writing"
-READ_META = f"MATCH (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) RETURN m.generation AS generation, m.sequence AS sequence"
+READ_META = (
+    f"MATCH (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) "
+    "RETURN m.generation AS generation, m.sequence AS sequence, m.token AS token"
+)
