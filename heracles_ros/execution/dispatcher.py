@@ -29,8 +29,8 @@ from heracles_ros.execution.driver import (
     StepOutcome,
     goto_path,
 )
+from heracles_ros.execution.plan_check import PlanLimits, check_plan, object_of, place_of, plan_symbols, read_world
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
-from heracles_ros.graphdb.symbols import symbol_layers
 from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus, Point3
 from heracles_ros.schema import Layer, is_scene_symbol
 
@@ -53,8 +53,10 @@ class DispatchStatus(str, Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
-    #: The plan was not run at all (not solved, malformed).
+    #: The plan was not run at all (not solved, malformed, contradicted by the database).
     REJECTED = "rejected"
+    #: Cut short or refused by the latched stop (the dispatcher node's ``stop`` service).
+    STOPPED = "stopped"
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ class DispatchConfig:
     timeout_per_metre_s: float = 2.0
     #: Replans allowed for one plan before giving up.
     max_replans: int = 2
+    #: What every plan and replan is checked against before the robot moves.
+    limits: PlanLimits = field(default_factory=PlanLimits)
 
     def __post_init__(self) -> None:
         if not self.step_timeout_s > 0:
@@ -114,10 +118,6 @@ def plan_problems(plan: PlanResult, kinds: Mapping[str, Layer] | None = None) ->
         where = f"step {i} ({action.name} {action.target_symbol})"
         if action.name not in ACTIONS:
             problems.append(f"{where}: unknown action {action.name!r}, expected one of {', '.join(ACTIONS)}")
-        if not all(math.isfinite(v) for v in action.target):
-            problems.append(f"{where}: target position {action.target} is not finite")
-        if any(not all(math.isfinite(v) for v in p) for p in action.waypoints):
-            problems.append(f"{where}: a waypoint position is not finite")
         if action.waypoint_symbols and len(action.waypoint_symbols) != len(action.waypoints):
             problems.append(
                 f"{where}: {len(action.waypoint_symbols)} waypoint symbols for {len(action.waypoints)} waypoints"
@@ -131,24 +131,9 @@ def plan_problems(plan: PlanResult, kinds: Mapping[str, Layer] | None = None) ->
                     f"{where}: goto target {action.target_symbol!r} is not a place symbol "
                     f"(the database holds it as {kind.value})"
                 )
-        if action.name in ("pick", "place") and _object_of(action) == "":
+        if action.name in ("pick", "place") and object_of(action) == "":
             problems.append(f"{where}: names no object symbol")
     return problems
-
-
-def _object_of(action: PlanAction) -> str:
-    """The object a pick/place/inspect acts on: its first argument (the domain's ``?o - item``), else its target."""
-    for symbol in (*action.args[:1], action.target_symbol):
-        if is_scene_symbol(symbol):
-            return symbol
-    return ""
-
-
-def _place_of(action: PlanAction) -> str:
-    """The place argument of a pick/place/inspect (the domain's ``?p - place``), "" when it names none."""
-    if action.name in ("inspect", "pick", "place") and len(action.args) > 1 and is_scene_symbol(action.args[1]):
-        return action.args[1]
-    return ""
 
 
 def path_length(start: Point3, action: PlanAction) -> float:
@@ -191,12 +176,25 @@ class Dispatcher:
         except DriverError:
             return Pose(*self._robot.position)
 
-    def kinds(self, plan: PlanResult) -> dict[str, Layer] | None:
-        """The database labels of the plan's goto targets (None without a database)."""
-        if self.state_store is None:
-            return None
-        targets = [a.target_symbol for a in plan.actions if a.name == "goto"]
-        return symbol_layers(self.state_store.store, targets)
+    def check(self, plan: PlanResult) -> list[str]:
+        """Everything that stops ``plan`` from starting where the robot is now ([] when it may run).
+
+        Its shape (:func:`plan_problems`), then its numbers and geometry against the
+        database (:func:`~heracles_ros.execution.plan_check.check_plan`); a database
+        that cannot be read refuses the plan, so nothing moves on an unchecked plan.
+        """
+        shape = plan_problems(plan)
+        if shape and plan.status is not PlanStatus.SOLVED:
+            return shape
+        limits = self.config.limits
+        if len(plan.actions) > limits.max_steps or self.state_store is None:
+            return shape + check_plan(plan, self._robot, None, limits)
+        try:
+            world = read_world(self.state_store.store, plan_symbols(plan))
+        except HeraclesError as exc:
+            return [f"the plan cannot be checked against the database: {exc}"]
+        kinds = {symbol: located.layer for symbol, located in world.items()}
+        return plan_problems(plan, kinds) + check_plan(plan, self._robot, world, limits)
 
     def adopt_real_pose(self, timeout_s: float, place_tolerance_m: float = 1.0) -> None:
         """Record where the robot really is (its driver's pose), before anything moves.
@@ -231,7 +229,7 @@ class Dispatcher:
     def run(self, plan: PlanResult, *, plan_id: str = "", cancel: CancelToken | None = None) -> DispatchOutcome:
         """Execute ``plan`` to the end, a cancel, or giving up; never raises for robot failures."""
         cancel = cancel or CancelToken()
-        problems = plan_problems(plan, self.kinds(plan))
+        problems = self.check(plan)
         if problems:
             return self._outcome(plan_id, DispatchStatus.REJECTED, "; ".join(problems), 0, 0)
         run = _PlanRun(self, plan_id, cancel)
@@ -271,9 +269,9 @@ class Dispatcher:
             elif outcome.reached_symbol:
                 state = replace(state, place=outcome.reached_symbol)
         elif action.name == "pick" and outcome.ok:
-            state = replace(state, holding=_object_of(action))
+            state = replace(state, holding=object_of(action))
         elif action.name == "place" and outcome.ok:
-            placed = (_object_of(action), _place_of(action) or state.place)
+            placed = (object_of(action), place_of(action) or state.place)
             state = replace(state, holding="")
         self._robot = state
         if self.state_store is None:
@@ -369,7 +367,7 @@ class _PlanRun:
         if not plan.ok:
             detail = f": {plan.reason}" if plan.reason else ""
             return None, f"{failure}; replan {self.replans} is {plan.status.value}{detail}"
-        problems = plan_problems(plan, self.d.kinds(plan))
+        problems = self.d.check(plan)
         if problems:
             return None, f"{failure}; replan {self.replans} cannot be executed: {'; '.join(problems)}"
         return plan, ""
@@ -380,7 +378,7 @@ def _describe(action: PlanAction) -> str:
         via = f" via {len(action.waypoints)} places" if len(action.waypoints) > 1 else ""
         return f"walking to {action.target_symbol}{via}"
     verbs = {"inspect": "inspecting", "pick": "picking up", "place": "placing"}
-    where = _place_of(action)
+    where = place_of(action)
     at = f" at {where}" if where and action.name == "place" else ""
     return f"{verbs.get(action.name, action.name)} {action.target_symbol}{at}"
 
