@@ -202,7 +202,7 @@ def test_cancel_stops_the_robot_and_a_second_plan_is_refused_while_busy(rig_fact
     plan = solved(small_store, f"(holding {obj})", START)
     rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
     idle = call_service(rig.cancel, Trigger.Request())
-    assert (idle.success, idle.message) == (False, "no plan is running")
+    assert (idle.success, idle.message) == (False, "no plan is running: nothing to cancel")
 
     first = rig.send(plan, "walk-1")
     assert first.accepted
