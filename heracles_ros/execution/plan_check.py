@@ -148,7 +148,8 @@ def _world_problems(
     if place and at == place:
         return problems
     anchor = located.position if action.name == "pick" else _position(world, place) or action.target
-    if anchor is None or math.dist(here, anchor) > tolerance_m:
+    # Planar: the body stands lower than an object on a table, or a place's centre.
+    if anchor is None or math.hypot(here[0] - anchor[0], here[1] - anchor[1]) > tolerance_m:
         stands = f"at {at}" if at else f"at ({here[0]:.1f}, {here[1]:.1f})"
         named = place or obj
         problems.append(f"the robot will stand {stands}, not at {named}: a {action.name} needs the robot there")
