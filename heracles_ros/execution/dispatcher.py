@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -359,10 +360,10 @@ class _PlanRun:
             f"(attempt {self.replans} of {self.d.config.max_replans})",
         )
         try:
-            plan = replanner(goal, start)
+            plan = _unless_cancelled(lambda: replanner(goal, start), self.cancel)
         except HeraclesError as exc:
             return None, f"{failure}; replanning failed: {exc}"
-        if self.cancel.cancelled:
+        if plan is None or self.cancel.cancelled:
             return None, self.cancel.reason or "cancelled"
         if not plan.ok:
             detail = f": {plan.reason}" if plan.reason else ""
@@ -371,6 +372,34 @@ class _PlanRun:
         if problems:
             return None, f"{failure}; replan {self.replans} cannot be executed: {'; '.join(problems)}"
         return plan, ""
+
+
+#: Seconds between looks at the cancel token while a replan runs.
+_REPLAN_POLL_S = 0.05
+
+
+def _unless_cancelled(work: Callable[[], PlanResult], cancel: CancelToken) -> PlanResult | None:
+    """``work()``'s plan, or None as soon as ``cancel`` is requested (the planner cannot be interrupted,
+    so it is left to finish on its own thread, bounded by its own time limit, and its plan is dropped)."""
+    done = threading.Event()
+    box: list[PlanResult | BaseException] = []
+
+    def run() -> None:
+        try:
+            box.append(work())
+        except BaseException as exc:  # handed to the waiting thread, which raises it
+            box.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="replan", daemon=True).start()
+    while not done.wait(_REPLAN_POLL_S):
+        if cancel.cancelled:
+            return None
+    result = box[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def _describe(action: PlanAction) -> str:
