@@ -58,7 +58,7 @@ def _stop(args: argparse.Namespace) -> int:
 def _resume(args: argparse.Namespace) -> int:
     from heracles_ros.srv import Resume
 
-    return _run(args, "resume", Resume, Resume.Request(operator=args.operator, reason=args.reason))
+    return _run(args, "resume", Resume, Resume.Request(operator_name=args.operator, reason=args.reason))
 
 
 def _cancel(args: argparse.Namespace) -> int:

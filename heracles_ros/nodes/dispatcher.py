@@ -587,7 +587,7 @@ class DispatcherNode(Node):
         return response
 
     def _on_resume(self, request: Resume.Request, response: Resume.Response) -> Resume.Response:
-        operator, why = request.operator.strip(), request.reason.strip()
+        operator, why = request.operator_name.strip(), request.reason.strip()
         if not operator:
             response.success, response.message = False, "resume needs the operator's name (who resumes)"
             return response
@@ -618,7 +618,7 @@ class DispatcherNode(Node):
             stop = self._stop
         self._stop_pub.publish(StopState(
             header=Header(frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg()),
-            stopped=stop.stopped, hard=stop.hard, reason=stop.reason, operator=stop.operator,
+            stopped=stop.stopped, hard=stop.hard, reason=stop.reason, operator_name=stop.operator,
             driver=self.driver.name,
         ))  # fmt: skip
 

@@ -23,7 +23,8 @@ import rclpy
 import yaml
 from action_msgs.msg import GoalStatus
 from heracles_ros.action import ExecutePlan
-from heracles_ros.msg import DispatchProgress, DispatchResult
+from heracles_ros.msg import DispatchProgress, DispatchResult, StopState
+from heracles_ros.srv import Resume
 from rclpy.action import ActionClient
 from rclpy.client import Client
 from rclpy.context import Context
@@ -40,6 +41,7 @@ from heracles_ros.nodes.dispatcher import PARAMETERS, DispatcherNode
 from heracles_ros.nodes.markers import NS_ROBOT, PLAN_NAMESPACES
 from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.plan_msgs import plan_to_msg
+from heracles_ros.nodes.qos import latched
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
 
@@ -81,10 +83,14 @@ class Rig:
     markers: Collector[MarkerArray]
     actions: ActionClient
     cancel: Client
+    stop: Client
+    hard_stop: Client
+    resume: Client
+    stop_state: Collector[StopState]
 
-    def send(self, plan: PlanResult, plan_id: str, feedback: FeedbackLog | None = None) -> Any:
+    def send(self, plan: PlanResult, plan_id: str, feedback: FeedbackLog | None = None, client_node: str = "") -> Any:
         """The goal handle, once the dispatcher accepted or rejected the plan."""
-        goal = ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id=plan_id, frame_id="map"))
+        goal = ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id=plan_id, frame_id="map"), client_node=client_node)
         return send_goal(self.actions, goal, feedback=feedback)
 
     def result_for(self, plan_id: str, timeout_s: float = 15.0) -> DispatchResult:
@@ -110,6 +116,10 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store) -> Iterato
             Collector(probe, MarkerArray, f"{NS}/plan_markers", 100),
             ActionClient(probe, ExecutePlan, f"{NS}/execute_plan"),
             probe.create_client(Trigger, f"{NS}/cancel"),
+            probe.create_client(Trigger, f"{NS}/stop"),
+            probe.create_client(Trigger, f"{NS}/hard_stop"),
+            probe.create_client(Resume, f"{NS}/resume"),
+            Collector(probe, StopState, f"{NS}/stop_state", latched()),
         )
         context = spinning(node, probe)
         context.__enter__()
@@ -347,3 +357,166 @@ def test_the_entry_point_exits_non_zero_naming_a_bad_parameter(ros_domain_id, fa
     output, _ = process.communicate(timeout=30.0)
     assert process.returncode == 1
     assert "dispatcher cannot start: parameter driver must be one of sim, spot_ros2, got 'wheelchair'" in output
+
+
+# --- the latched stop --------------------------------------------------------------------------
+def timed_call(client: Client, request: Any, timeout_s: float = 10.0) -> tuple[Any, float]:
+    """(response, seconds from the call to the answer)."""
+    assert client.wait_for_service(timeout_sec=timeout_s), client.srv_name
+    started = time.monotonic()
+    return call_service(client, request, timeout_s), time.monotonic() - started
+
+
+def stop_text(rig: Rig) -> str:
+    """The red text RViz shows over the robot now ("" when none)."""
+    marker = shown(rig.markers.messages).get((NS_ROBOT, 2))
+    return marker.text if marker is not None else ""
+
+
+def test_stop_cancels_the_plan_stops_the_robot_and_refuses_plans_until_an_operator_resumes(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
+    initial = rig.stop_state.wait(what="the stop state published at start")
+    assert (initial.stopped, initial.driver) == (False, "sim")
+    idle = call_service(rig.resume, Resume.Request(operator_name="ana"))
+    assert (idle.success, idle.message) == (False, "not stopped: nothing to resume")
+
+    goal = rig.send(plan, "walk-s")
+    assert goal.accepted
+    rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
+    time.sleep(0.3)
+    reply, took = timed_call(rig.stop, Trigger.Request())
+    assert reply.success and "walk-s cancelled" in reply.message and took < 1.0, (reply.message, took)
+    status, result = goal_result(goal, 5.0)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert (result.result.status, result.result.driver) == ("stopped", "sim")
+    assert "stop service" in result.result.reason
+    stopped = rig.node.driver.pose()
+    time.sleep(0.5)
+    assert rig.node.driver.pose() == stopped and 0.1 < math.hypot(stopped.x, stopped.y) < 3.0
+    state = rig.stop_state.wait(lambda s: s.stopped, 5.0, what="stopped on stop_state")
+    assert (state.hard, state.driver) == (False, "sim") and "stop service" in state.reason
+
+    again, _ = timed_call(rig.stop, Trigger.Request())
+    assert again.success and again.message.startswith("already stopped")
+    refused = rig.send(plan, "walk-t")
+    assert not refused.accepted
+    refusal = rig.result_for("walk-t", timeout_s=5.0)
+    assert (refusal.status, refusal.success, refusal.driver) == ("stopped", False, "sim")
+    assert "resume" in refusal.reason
+    wait_until(lambda: stop_text(rig) == "STOPPED", 5.0, "STOPPED over the robot in RViz")
+    late = Collector(rig.probe, StopState, f"{NS}/stop_state", latched())  # RViz or a console started later
+    assert late.wait(timeout_s=5.0, what="the latched stop state").stopped
+
+    nobody = call_service(rig.resume, Resume.Request(operator_name="  ", reason="go"))
+    assert (nobody.success, nobody.message) == (False, "resume needs the operator's name (who resumes)")
+    resumed = call_service(rig.resume, Resume.Request(operator_name="ana", reason="path is clear"))
+    assert resumed.success, resumed.message
+    state = rig.stop_state.wait(lambda s: not s.stopped and s.operator_name, 5.0, what="resumed on stop_state")
+    assert (state.operator_name, state.reason) == ("ana", "resumed by ana: path is clear")
+    wait_until(lambda: stop_text(rig) == "", 5.0, "the STOPPED text to go")
+    twice = call_service(rig.resume, Resume.Request(operator_name="ana"))
+    assert not twice.success
+    accepted = rig.send(plan, "walk-u")
+    assert accepted.accepted
+    cancel_goal(accepted)
+    assert goal_result(accepted, 5.0)[0] == GoalStatus.STATUS_CANCELED
+
+
+def test_hard_stop_uses_the_drivers_hard_stop_and_the_next_plan_starts_the_robot_again(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
+    driver, calls = rig.node.driver, []
+    real_stop, real_start = driver.stop, driver.start
+
+    def stop(*, hard: bool = False) -> None:  # the real stop, recorded
+        calls.append(f"stop(hard={hard})")
+        real_stop(hard=hard)
+
+    def start() -> None:
+        calls.append("start")
+        real_start()
+
+    driver.stop, driver.start = stop, start  # type: ignore[method-assign]
+    goal = rig.send(plan, "walk-h")
+    rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
+    reply, took = timed_call(rig.hard_stop, Trigger.Request())
+    assert reply.success and took < 1.0, (reply.message, took)
+    assert calls == ["start", "stop(hard=True)"]
+    assert goal_result(goal, 5.0)[1].result.status == "stopped"
+    state = rig.stop_state.wait(lambda s: s.stopped, 5.0, what="the hard stop on stop_state")
+    assert state.hard and "hard_stop service" in state.reason
+    wait_until(lambda: stop_text(rig) == "HARD STOP", 5.0, "HARD STOP over the robot")
+    softer = call_service(rig.stop, Trigger.Request())
+    assert softer.message.startswith("already stopped (hard)")
+    assert call_service(rig.resume, Resume.Request(operator_name="ben", reason="estop released")).success
+    again = rig.send(plan, "walk-i")
+    rig.progress.wait(lambda p: p.plan_id == "walk-i" and p.state == "started", 5.0, what="the next walk")
+    assert calls[-1] == "start"  # power was cut: the robot is started again before it moves
+    cancel_goal(again)
+
+
+def test_the_stop_answers_within_a_second_while_a_plan_runs_the_database_stalls_and_requests_pile_up(
+    ros_domain_id, falkordb_server, falkordb_uri, graph_name, small_store
+):
+    """The real process (its own executor): the stop never queues behind a plan, a query or a burst."""
+    from action_msgs.srv import CancelGoal
+    from rcl_interfaces.srv import GetParameters
+
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    with ros_session(ros_domain_id):
+        probe = rclpy.create_node("probe")
+        progress = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
+        markers = Collector(probe, MarkerArray, f"{NS}/plan_markers", 100)
+        actions = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
+        stop = probe.create_client(Trigger, f"{NS}/stop")
+        cancels = probe.create_client(CancelGoal, f"{NS}/execute_plan/_action/cancel_goal")
+        params = probe.create_client(GetParameters, f"{NS}/dispatcher/get_parameters")
+        process = run_dispatcher(
+            ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}"
+        )
+        paused = False
+        try:
+            with spinning(probe):
+                goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="busy-walk")),
+                                 timeout_s=30.0)  # fmt: skip
+                assert goal.accepted
+                progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
+                assert stop.wait_for_service(timeout_sec=10.0)
+                os.kill(falkordb_server.pid, signal.SIGSTOP)  # the database stalls
+                paused = True
+                for i in range(20):  # a burst of goals, cancels and parameter reads in flight
+                    actions.send_goal_async(ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id=f"pile-{i}")))
+                for _ in range(50):
+                    cancels.call_async(CancelGoal.Request())
+                for _ in range(20):
+                    params.call_async(GetParameters.Request(names=[spec.name for spec in PARAMETERS]))
+                reply, took = timed_call(stop, Trigger.Request(), timeout_s=5.0)
+                assert reply.success and took < 1.0, (reply.message, took)
+                before = robot_arrow(markers)
+                time.sleep(1.0)
+                assert robot_arrow(markers) == before  # stopped, though the database still stalls
+                os.kill(falkordb_server.pid, signal.SIGCONT)
+                paused = False
+                status, result = goal_result(goal, 15.0)
+                assert result.result.status == "stopped"
+                process.send_signal(signal.SIGINT)
+                process.communicate(timeout=15.0)
+        finally:
+            if paused:
+                os.kill(falkordb_server.pid, signal.SIGCONT)
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+
+
+def robot_arrow(markers: Collector[MarkerArray]) -> tuple[float, float]:
+    """Where the dispatcher's robot marker (the body arrow) was drawn last."""
+    for array in reversed(markers.messages):
+        for marker in array.markers:
+            if (marker.ns, marker.id, marker.action) == (NS_ROBOT, 0, Marker.ADD):
+                return (marker.pose.position.x, marker.pose.position.y)
+    raise AssertionError("no robot marker yet")
