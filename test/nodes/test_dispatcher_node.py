@@ -37,6 +37,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.execution.robot_state import RobotStateStore
+from heracles_ros.nodes.client_presence import short_lease_env
 from heracles_ros.nodes.dispatcher import PARAMETERS, DispatcherNode
 from heracles_ros.nodes.markers import NS_ROBOT, PLAN_NAMESPACES
 from heracles_ros.nodes.parameters import declare
@@ -520,3 +521,127 @@ def robot_arrow(markers: Collector[MarkerArray]) -> tuple[float, float]:
             if (marker.ns, marker.id, marker.action) == (NS_ROBOT, 0, Marker.ADD):
                 return (marker.pose.position.x, marker.pose.position.y)
     raise AssertionError("no robot marker yet")
+
+
+# --- the client must stay alive ------------------------------------------------------------------
+def test_a_plan_whose_client_node_left_the_graph_is_cancelled_and_the_robot_stops(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0, client_lost_s=1.0)
+    client = rclpy.create_node("plan_client", namespace=NS)
+    name = client.get_fully_qualified_name()
+    with spinning(client, destroy=False):
+        actions = ActionClient(client, ExecutePlan, f"{NS}/execute_plan")
+        goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="orphan"), client_node=name))
+        assert goal.accepted
+        rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
+        time.sleep(0.5)
+    actions.destroy()  # (a live action client keeps its node's handle, and the node on the graph)
+    client.destroy_node()  # the client is gone; ROS alone would let the robot walk on
+    gone = time.monotonic()
+    result = rig.result_for("orphan", timeout_s=1.0 + 2.0 + 1.0)
+    assert time.monotonic() - gone < 1.0 + 2.0
+    assert result.status == "cancelled" and result.reason.startswith("client_lost: /spot1/plan_client"), result
+    stopped = rig.node.driver.pose()
+    time.sleep(0.5)
+    assert rig.node.driver.pose() == stopped and 0.2 < math.hypot(stopped.x, stopped.y) < 5.0
+
+
+def test_a_goal_naming_a_live_client_or_none_keeps_running(rig_factory, small_store):
+    obj, place = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=8.0, client_lost_s=0.5)
+    # The probe stays on the graph for the whole walk; a goal that names nobody is never given up.
+    watched = rig.send(plan, "watched", client_node=rig.probe.get_fully_qualified_name())
+    assert goal_result(watched, 30.0)[1].result.status == "succeeded"
+    unwatched = rig.send(solved(small_store, f"(object-in-place {obj} {START})", place), "unwatched")
+    assert goal_result(unwatched, 30.0)[1].result.status == "succeeded"
+
+
+CLIENT_SCRIPT = """
+import sys, time, rclpy
+from rclpy.action import ActionClient
+from rclpy.serialization import deserialize_message
+from heracles_ros.action import ExecutePlan
+from heracles_ros.msg import Plan
+rclpy.init()
+node = rclpy.create_node("killed_client", namespace=sys.argv[2])
+plan = deserialize_message(open(sys.argv[1], "rb").read(), Plan)
+client = ActionClient(node, ExecutePlan, sys.argv[2] + "/execute_plan")
+assert client.wait_for_server(timeout_sec=30.0)
+future = client.send_goal_async(ExecutePlan.Goal(plan=plan, client_node=node.get_fully_qualified_name()))
+rclpy.spin_until_future_complete(node, future, timeout_sec=30.0)
+print("accepted" if future.result().accepted else "rejected", flush=True)
+while True:
+    rclpy.spin_once(node, timeout_sec=0.1)
+"""
+
+
+def test_a_plan_whose_client_was_killed_is_cancelled_within_client_lost_s_and_two(
+    rig_factory, small_store, tmp_path
+):
+    from rclpy.serialization import serialize_message
+
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0, client_lost_s=1.0)
+    plan_file = tmp_path / "plan.bin"
+    plan_file.write_bytes(serialize_message(plan_to_msg(plan, plan_id="killed")))
+    # A client that moves the robot runs with the short DDS lease, so its death shows on the graph at once.
+    env = short_lease_env({**os.environ, "ROS_DOMAIN_ID": str(rig.node.context.get_domain_id()),
+                           "PYTHONPATH": str(ROOT)})  # fmt: skip
+    client = subprocess.Popen([sys.executable, "-c", CLIENT_SCRIPT, str(plan_file), NS], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    try:
+        rig.progress.wait(lambda p: p.plan_id == "killed" and p.state == "started", 30.0, what="the walk to start")
+        time.sleep(0.3)
+        client.kill()  # SIGKILL: no goodbye on the graph, no cancel
+        killed = time.monotonic()
+        result = rig.result_for("killed", timeout_s=1.0 + 2.0 + 2.0)
+        assert time.monotonic() - killed < 1.0 + 2.0
+    finally:
+        if client.poll() is None:
+            client.kill()
+        client.communicate()
+    assert result.status == "cancelled" and result.reason.startswith("client_lost: /spot1/killed_client"), result
+    stopped = rig.node.driver.pose()
+    time.sleep(0.5)
+    assert rig.node.driver.pose() == stopped
+
+
+# --- every plan checked against the world ------------------------------------------------------
+def test_plans_whose_geometry_lies_are_rejected_and_nothing_moves(rig_factory, small_store):
+    from dataclasses import replace
+
+    obj, place = far_object(small_store)
+    fetch = solved(small_store, f"(holding {obj})", START)
+    walk, pick = fetch.actions[0], fetch.actions[-1]
+    assert (walk.name, pick.name) == ("goto", "pick")
+    far = (walk.target[0] + 1e6, walk.target[1], walk.target[2])
+    lies = {
+        "far-target": [replace(walk, target=far, waypoints=(*walk.waypoints[:-1], far))],
+        "huge": [replace(walk, target=(1e308, 1e308, 0.0), waypoints=(*walk.waypoints[:-1], (1e308, 1e308, 0.0)))],
+        "nan": [replace(walk, target=(math.nan, 0.0, 0.0))],
+        "long": [replace(walk, waypoints=(), waypoint_symbols=())] * 20_000,
+        "pick-away": [pick],  # the object's real place and position, but the robot stands at P0
+        "pick-500m": [replace(pick, target=(500.0, 0.0, 0.0))],
+    }
+    rig = rig_factory(sim_time_scale=40.0)
+    before = rig.node.driver.pose()
+    for plan_id, actions in lies.items():
+        goal = rig.send(replace(fetch, actions=actions), plan_id)
+        status, result = goal_result(goal, 30.0)
+        assert status == GoalStatus.STATUS_ABORTED and result.result.status == "rejected", (plan_id, result)
+        assert result.result.reason, plan_id
+    reasons = {r.plan_id: r.reason for r in rig.results.messages}
+    assert reasons["far-target"].startswith(f"step 0 (goto {walk.target_symbol}): target {walk.target_symbol} is given")
+    assert "1e+06 m from where the database has it" in reasons["far-target"]
+    assert "1e+308" in reasons["huge"] and "not finite" in reasons["nan"]
+    assert reasons["long"] == "the plan has 20000 steps, more than max_plan_steps (200)"
+    assert f"not at {place}: a pick needs the robot there" in reasons["pick-away"]
+    assert f"target {obj} is given at (500, 0, 0)" in reasons["pick-500m"]
+    assert not [p for p in rig.progress.messages if p.state == "started"]  # no step ever started
+    assert rig.node.driver.pose() == before and rig.node.driver.steps_executed == 0
+    assert held_by_robot(small_store) == []
+    recorded = RobotStateStore(small_store).read()
+    assert recorded is not None and (recorded.place, recorded.holding) == (START, "")
