@@ -648,10 +648,13 @@ class DispatcherNode(Node):
         while (job := self._jobs.get()) is not None:
             with self._lock:
                 restart, self._restart = self._restart, False
-            if restart or not self._started:
-                self._start_driver()
-            self._set_view(job.plan, 0)
-            outcome = self._run(job) if self._started else self._not_started(job)
+            # Checked before anything else: a plan that lies neither starts the robot nor is drawn.
+            outcome = self._refused(job)
+            if outcome is None:
+                if restart or not self._started:
+                    self._start_driver()
+                self._set_view(job.plan, 0)
+                outcome = self._run(job) if self._started else self._not_started(job)
             with self._lock:
                 self._active = None
                 if job.stopped and outcome.status is DispatchStatus.CANCELLED:
@@ -679,9 +682,19 @@ class DispatcherNode(Node):
         reason = f"the {self.driver.name} robot driver could not start: {self._driver_error}"
         return DispatchOutcome(job.plan_id, DispatchStatus.REJECTED, reason, 0, 0, self.dispatcher.robot)
 
+    def _refused(self, job: _Job) -> DispatchOutcome | None:
+        """The rejection of a plan the world contradicts (see plan_check), None when it may run."""
+        try:
+            problems = self.dispatcher.check(job.plan)
+        except Exception as exc:  # the node must outlive a bug or a lost database; nothing moves
+            problems = [f"the plan could not be checked: {exc}"]
+        if not problems:
+            return None
+        return DispatchOutcome(job.plan_id, DispatchStatus.REJECTED, "; ".join(problems), 0, 0, self.dispatcher.robot)
+
     def _run(self, job: _Job) -> DispatchOutcome:
         try:
-            return self.dispatcher.run(job.plan, plan_id=job.plan_id, cancel=job.cancel)
+            return self.dispatcher.run(job.plan, plan_id=job.plan_id, cancel=job.cancel, checked=True)
         except Exception as exc:  # the node must outlive a bug or a lost database
             self.get_logger().error(f"plan {job.plan_id} stopped by an internal error: {exc!r}")
             return DispatchOutcome(

@@ -502,7 +502,7 @@ def test_the_stop_answers_within_a_second_while_a_plan_runs_the_database_stalls_
                 assert robot_arrow(markers) == before  # stopped, though the database still stalls
                 os.kill(falkordb_server.pid, signal.SIGCONT)
                 paused = False
-                status, result = goal_result(goal, 15.0)
+                _, result = goal_result(goal, 15.0)
                 assert result.result.status == "stopped"
                 process.send_signal(signal.SIGINT)
                 process.communicate(timeout=15.0)
