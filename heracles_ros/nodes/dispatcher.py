@@ -55,6 +55,7 @@ import itertools
 import logging
 import os
 import queue
+import signal
 import socket
 import sys
 import threading
@@ -117,7 +118,7 @@ ACTION_QUEUE_DEPTH = 500
 #: (rclpy's default: 10 s on Kilted, 900 s on Jazzy).
 RESULT_KEEP_S = 900
 #: Seconds a starting dispatcher listens for another one's claim on its robot (discovery is not instant).
-CLAIM_WAIT_S = 2.0
+CLAIM_WAIT_S = 3.0
 #: Seconds between checks of a running goal's client (client_lost_s) and of the shutdown deadline.
 GOAL_POLL_S = 0.1
 #: Seconds between marker refreshes (robot pose, remaining path); well within the robot marker's lifetime.
@@ -398,14 +399,18 @@ class DispatcherNode(Node):
         ``dispatcher_claim``; a starting one listens for :data:`CLAIM_WAIT_S` and the
         oldest claim wins, so of two started at once exactly one runs, on one machine or two.
         """
-        mine = f"{time.time():.6f} {uuid.uuid4().hex} {socket.gethostname()}:{os.getpid()}"
+        self._claim = mine = f"{time.time():.6f} {uuid.uuid4().hex} {socket.gethostname()}:{os.getpid()}"
+        self._superseded = False
         claims: set[str] = set()
         listening = QoSProfile(
             history=HistoryPolicy.KEEP_LAST, depth=20, reliability=ReliabilityPolicy.RELIABLE,
             durability=DurabilityPolicy.TRANSIENT_LOCAL,
         )  # fmt: skip
         self._claim_pub = self.create_publisher(String, "dispatcher_claim", latched())
-        listener = self.create_subscription(String, "dispatcher_claim", lambda m: claims.add(m.data), listening)
+        # Kept after the start: discovery on a loaded network can outlast the window, and a claim
+        # older than ours found late still means this one must go (see _on_late_claim).
+        self.create_subscription(String, "dispatcher_claim", lambda m: claims.add(m.data) or self._on_late_claim(m),
+                                 listening)  # fmt: skip
         self._claim_pub.publish(String(data=mine))
         executor = SingleThreadedExecutor(context=self.context)
         executor.add_node(self)
@@ -420,13 +425,31 @@ class DispatcherNode(Node):
         finally:
             executor.remove_node(self)
             executor.shutdown(timeout_sec=1.0)
-            self.destroy_subscription(listener)
         if older:
             holder = older[0].split(" ", 2)[-1]
             raise ConfigError(
                 f"another dispatcher already runs for this robot ({self.get_fully_qualified_name()}, on {holder}): "
                 "one dispatcher per robot; stop that one first"
             )
+
+    def _on_late_claim(self, msg: String) -> None:
+        """An older dispatcher for this robot found after the start: this one stops the robot and exits."""
+        if msg.data == self._claim or _claim_order(msg.data) > _claim_order(self._claim) or self._closed:
+            return
+        with self._lock:
+            if self._superseded:
+                return
+            self._superseded = True
+            job = self._active
+        holder = msg.data.split(" ", 2)[-1]
+        self.get_logger().error(
+            f"another dispatcher for this robot ({self.get_fully_qualified_name()}) started before this one, "
+            f"on {holder}: one dispatcher per robot; this one stops the robot and exits"
+        )
+        if job is not None:
+            job.cancel.cancel("another dispatcher runs this robot; this one is exiting")
+        self._stop_driver(hard=False)
+        os.kill(os.getpid(), signal.SIGINT)  # run_node then closes the node as on Ctrl-C
 
     def _make_driver(self, initial: RobotState) -> RobotDriver:
         kind = self.settings.driver
@@ -449,7 +472,7 @@ class DispatcherNode(Node):
     # -- the execute_plan action -------------------------------------------------------
     def _refusal_locked(self) -> tuple[DispatchStatus, str] | None:
         """Why a new plan cannot start now (None when it can); call with the lock held."""
-        if self._closed:
+        if self._closed or self._superseded:
             return DispatchStatus.REJECTED, "the dispatcher is shutting down"
         if self._stop.stopped:
             return DispatchStatus.STOPPED, (

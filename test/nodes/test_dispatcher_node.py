@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -645,3 +646,162 @@ def test_plans_whose_geometry_lies_are_rejected_and_nothing_moves(rig_factory, s
     assert held_by_robot(small_store) == []
     recorded = RobotStateStore(small_store).read()
     assert recorded is not None and (recorded.place, recorded.holding) == (START, "")
+
+
+# --- one dispatcher per robot, shutdown, every request answered, every parameter readable ------
+def test_of_two_dispatchers_started_for_one_robot_only_one_runs(ros_domain_id, falkordb_uri, graph_name, small_store):
+    params = (f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}")
+    first, second = run_dispatcher(ros_domain_id, *params), run_dispatcher(ros_domain_id, *params)
+    late = None
+    try:
+        wait_until(lambda: first.poll() is not None or second.poll() is not None, 20.0, "one of them to give up")
+        refused, running = (first, second) if first.poll() is not None else (second, first)
+        output = refused.communicate()[0]
+        assert running.poll() is None, output
+        # Refused at start (exit 1), or, where discovery outlasted the start's window, stepped down later.
+        assert "one dispatcher per robot" in output and "another dispatcher" in output, output
+        time.sleep(3.0)
+        assert running.poll() is None  # the survivor stays
+        late = run_dispatcher(ros_domain_id, *params)  # and one started later, once the first is up
+        assert late.wait(timeout=30.0) == 1 and running.poll() is None
+        assert "one dispatcher per robot" in late.communicate()[0]
+        running.send_signal(signal.SIGINT)
+        assert running.wait(timeout=15.0) == 0
+    finally:
+        for process in (first, second, late):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.communicate()
+
+
+def test_a_burst_of_goals_and_cancels_from_one_client_is_answered(rig_factory, small_store):
+    from action_msgs.srv import CancelGoal
+
+    from heracles_ros.nodes.dispatcher import action_queue_qos
+
+    obj, _ = far_object(small_store)
+    plan = plan_to_msg(solved(small_store, f"(holding {obj})", START), plan_id="")
+    rig = rig_factory(sim_time_scale=1.0)
+    deep = action_queue_qos()
+    actions = ActionClient(rig.probe, ExecutePlan, f"{NS}/execute_plan", goal_service_qos_profile=deep,
+                           cancel_service_qos_profile=deep, result_service_qos_profile=deep)  # fmt: skip
+    cancels = rig.probe.create_client(CancelGoal, f"{NS}/execute_plan/_action/cancel_goal", qos_profile=deep)
+    assert actions.wait_for_server(timeout_sec=10.0) and cancels.wait_for_service(timeout_sec=10.0)
+    goals = [actions.send_goal_async(ExecutePlan.Goal(plan=plan)) for _ in range(20)]
+    unknown = [CancelGoal.Request() for _ in range(50)]  # cancels of goals nobody sent
+    for request in unknown:
+        request.goal_info.goal_id.uuid = list(uuid.uuid4().bytes)
+    answers = [cancels.call_async(request) for request in unknown]
+    wait_until(lambda: all(f.done() for f in goals + answers), 20.0, "an answer to every goal and cancel")
+    accepted = [f.result() for f in goals if f.result().accepted]
+    assert len(accepted) <= 1  # one plan at a time; every other goal was rejected, not lost
+    for handle in accepted:
+        cancel_goal(handle)
+        assert goal_result(handle, 10.0)[0] == GoalStatus.STATUS_CANCELED
+
+
+def test_every_parameter_has_a_value_when_all_are_read_at_once(rig_factory):
+    from rcl_interfaces.msg import ParameterType
+    from rcl_interfaces.srv import GetParameters, ListParameters
+
+    rig = rig_factory()
+    listing = call_service(rig.probe.create_client(ListParameters, f"{NS}/dispatcher/list_parameters"),
+                           ListParameters.Request())  # fmt: skip
+    names = list(listing.result.names)
+    assert {spec.name for spec in PARAMETERS} <= set(names)
+    values = call_service(rig.probe.create_client(GetParameters, f"{NS}/dispatcher/get_parameters"),
+                          GetParameters.Request(names=names)).values  # fmt: skip
+    unset = [name for name, value in zip(names, values, strict=True) if value.type == ParameterType.PARAMETER_NOT_SET]
+    assert len(values) == len(names) and not unset, unset
+
+
+# --- cancels at any stage, and never two plans at once ----------------------------------------
+def test_a_cancel_before_the_first_step_ends_the_goal_canceled_within_a_second(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0)
+    entered, release = threading_events()
+    real_run = rig.node.dispatcher.run
+
+    def held_run(*args: Any, **kwargs: Any) -> Any:  # the plan reached the worker, no step started yet
+        entered.set()
+        release.wait(10.0)
+        return real_run(*args, **kwargs)
+
+    rig.node.dispatcher.run = held_run  # type: ignore[method-assign]
+    try:
+        goal = rig.send(plan, "early")
+        assert entered.wait(10.0)
+        cancel_goal(goal)
+        cancelled_at = time.monotonic()
+    finally:
+        release.set()
+    status, result = goal_result(goal, 5.0)
+    assert status == GoalStatus.STATUS_CANCELED and time.monotonic() - cancelled_at < 1.0
+    assert result.result.status == "cancelled" and result.result.steps_completed == 0
+    assert rig.node.driver.steps_executed == 0
+
+
+def test_a_cancel_during_a_replan_ends_the_goal_canceled_within_a_second(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=40.0, sim_fail_steps=[0])
+    replanning, release = threading_events()
+    real_replan = rig.node.dispatcher.replan
+    assert real_replan is not None
+
+    def held_replan(goal: str, start: str | None) -> PlanResult:  # the real planner, still at work
+        replanning.set()
+        release.wait(10.0)
+        return real_replan(goal, start)
+
+    rig.node.dispatcher.replan = held_replan
+    try:
+        goal = rig.send(plan, "replanning")
+        assert replanning.wait(10.0), "the replan never started"
+        cancel_goal(goal)
+        cancelled_at = time.monotonic()
+        status, result = goal_result(goal, 5.0)
+        assert status == GoalStatus.STATUS_CANCELED and time.monotonic() - cancelled_at < 1.0
+    finally:
+        release.set()
+    assert (result.result.status, result.result.replans) == ("cancelled", 1)
+
+
+def test_two_goals_judged_at_the_same_moment_never_run_together(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=40.0)
+    first_accepting, second_judged = threading_events()
+    real_accepted = rig.node._on_accepted
+    calls = []
+
+    def accepted(goal: Any) -> None:  # the first goal's acceptance is held until the second was judged free too
+        calls.append(goal.request.plan.plan_id)
+        if len(calls) == 1:
+            first_accepting.set()
+            second_judged.wait(10.0)
+        real_accepted(goal)
+
+    rig.node._action.register_handle_accepted_callback(accepted)
+    goal = ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="twin-a"))
+    first = rig.actions.send_goal_async(goal)
+    assert first_accepting.wait(10.0)
+    try:
+        second = rig.send(plan, "twin-b")
+        assert second.accepted  # judged while nothing ran yet
+    finally:
+        second_judged.set()
+    wait_until(first.done, 10.0, "the first goal's response")
+    results = {r.plan_id: r for r in (rig.result_for("twin-a", 20.0), rig.result_for("twin-b", 20.0))}
+    ran = [plan_id for plan_id, r in results.items() if r.status != "rejected"]
+    assert len(ran) == 1 and results[ran[0]].status == "succeeded"
+    (refused,) = set(results) - set(ran)
+    assert "busy" in results[refused].reason
+    assert {p.plan_id for p in rig.progress.messages} == {ran[0]}
+
+
+def threading_events() -> tuple[Any, Any]:
+    import threading
+
+    return threading.Event(), threading.Event()
