@@ -337,21 +337,26 @@ def test_ctrl_c_cancels_the_running_plan_reports_it_and_exits_cleanly(
                 progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
                 time.sleep(0.3)
                 process.send_signal(signal.SIGINT)
+                signalled = time.monotonic()
                 try:
                     result = results.wait(lambda r: r.plan_id == "long-walk", 10.0, what="the result after Ctrl-C")
                 except AssertionError as exc:
                     process.kill()
                     raise AssertionError(f"{exc}\ndispatcher output:\n{process.communicate()[0]}") from exc
                 output, _ = process.communicate(timeout=15.0)
+                exited_s = time.monotonic() - signalled
         finally:
             if process.poll() is None:
                 process.kill()
                 process.communicate()
     assert process.returncode == 0, output
+    assert exited_s < 5.0, output  # shutdown_timeout_s, whatever was running
     assert (result.status, result.reason) == ("cancelled", "the dispatcher is shutting down")
     assert progress.messages[-1].state == "cancelled"
     recorded = RobotStateStore(small_store).read()
     assert recorded is not None and 0.0 < math.hypot(*recorded.position[:2]) < 3.0  # stopped part-way, recorded
+    time.sleep(1.0)
+    assert RobotStateStore(small_store).read() == recorded
 
 
 def test_the_entry_point_exits_non_zero_naming_a_bad_parameter(ros_domain_id, falkordb_uri):
