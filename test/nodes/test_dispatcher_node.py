@@ -810,3 +810,37 @@ def threading_events() -> tuple[Any, Any]:
     import threading
 
     return threading.Event(), threading.Event()
+
+
+def test_closing_stops_the_robot_then_shuts_the_driver_down_within_the_budget_even_if_it_hangs(
+    rig_factory, small_store
+):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0, shutdown_timeout_s=1.5)
+    driver, calls = rig.node.driver, []
+    real_stop, hung = driver.stop, threading_events()[0]
+
+    def stop(*, hard: bool = False) -> None:
+        calls.append("stop")
+        real_stop(hard=hard)
+
+    def shutdown() -> None:  # a lease return that never comes back
+        calls.append("shutdown")
+        hung.wait(30.0)
+
+    driver.stop, driver.shutdown = stop, shutdown  # type: ignore[method-assign]
+    goal = rig.send(plan, "closing")
+    rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
+    started = time.monotonic()
+    try:
+        rig.node.close()
+        took = time.monotonic() - started
+    finally:
+        hung.set()
+    assert calls == ["stop", "shutdown"] and took < 1.5 + 1.0, (calls, took)
+    status, result = goal_result(goal, 5.0)
+    assert (status, result.result.status) == (GoalStatus.STATUS_ABORTED, "cancelled")
+    stopped = driver.pose()
+    time.sleep(0.3)
+    assert driver.pose() == stopped
