@@ -95,7 +95,7 @@ def call(name: str, srv_type: Any, request: Any, timeout_s: float) -> Any:
     try:
         node = rclpy.create_node(f"heracles_control_{os.getpid()}", context=context,
                                  start_parameter_services=False, enable_rosout=False)  # fmt: skip
-        client = node.create_client(srv_type, name)
+        client: Any = node.create_client(srv_type, name)
         deadline = time.monotonic() + timeout_s
         while not client.service_is_ready():  # rclpy's wait_for_service looks only every 0.25 s
             if time.monotonic() >= deadline:

@@ -409,8 +409,11 @@ class DispatcherNode(Node):
         self._claim_pub = self.create_publisher(String, "dispatcher_claim", latched())
         # Kept after the start: discovery on a loaded network can outlast the window, and a claim
         # older than ours found late still means this one must go (see _on_late_claim).
-        self.create_subscription(String, "dispatcher_claim", lambda m: claims.add(m.data) or self._on_late_claim(m),
-                                 listening)  # fmt: skip
+        def on_claim(msg: String) -> None:
+            claims.add(msg.data)
+            self._on_late_claim(msg)
+
+        self.create_subscription(String, "dispatcher_claim", on_claim, listening)
         self._claim_pub.publish(String(data=mine))
         executor = SingleThreadedExecutor(context=self.context)
         executor.add_node(self)

@@ -1,7 +1,8 @@
 """How long from ``heracles stop`` starting to the robot standing still (run by hand, not by pytest).
 
 Starts a dispatcher with the simulator on the small synthetic scene (embedded
-FalkorDB in a temporary directory), sends it a long walk planned by the real planner, and for each run starts ``heracles stop`` as a
+FalkorDB in a temporary directory), sends it a long walk planned by the real
+planner, and for each run starts ``heracles stop`` as a
 new process and measures until the dispatcher's robot marker stops moving: the
 last marker pose that differs from the final one is the moment the robot
 stopped. Then resumes and walks again. Prints each run and the median.
@@ -26,16 +27,16 @@ DOMAIN = 77
 
 def main(runs: int) -> None:
     import rclpy
+    from heracles_ros.action import ExecutePlan
+    from heracles_ros.srv import Resume
     from rclpy.action import ActionClient
     from visualization_msgs.msg import MarkerArray
 
-    from heracles_ros.action import ExecutePlan
     from heracles_ros.graphdb import open_store
     from heracles_ros.graphdb.mirror import Mirror
     from heracles_ros.nodes.plan_msgs import plan_to_msg
     from heracles_ros.planning.planner import Planner
     from heracles_ros.scene.synthetic import generate_scene
-    from heracles_ros.srv import Resume
 
     env = {**os.environ, "ROS_DOMAIN_ID": str(DOMAIN), "PYTHONPATH": str(ROOT)}
     data = tempfile.mkdtemp(prefix="bench_stop_")
