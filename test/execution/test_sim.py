@@ -135,6 +135,17 @@ def test_stop_from_another_thread_ends_the_running_step_and_is_harmless_when_idl
     assert after.ok  # a stop ends the step it caught, not the next one
 
 
+def test_a_step_that_ended_before_its_limit_succeeds_even_when_the_check_comes_late():
+    """A loaded machine wakes the simulator late (forced here: one tick is twice the limit)."""
+    driver = started(SimConfig(speed_mps=1.0, time_scale=1.0, tick_s=0.2, inspect_s=0.05))
+    assert driver.execute(act("inspect", "O1", (1, 0, 0)), cancel=CancelToken(), timeout_s=0.1).ok
+    short = driver.execute(goto([(0, 0, 0), (0.05, 0, 0)], ["P1", "P2"]), cancel=CancelToken(), timeout_s=0.1)
+    assert short.ok and short.pose.x == pytest.approx(0.05)
+    long = driver.execute(goto([(0.05, 0, 0), (5.0, 0, 0)], ["P2", "P3"]), cancel=CancelToken(), timeout_s=0.1)
+    assert long.outcome is Outcome.TIMEOUT
+    assert long.pose.x == pytest.approx(0.15)  # where it was at the limit, not where the late tick would put it
+
+
 def test_timeout_is_in_simulated_seconds():
     driver = started(SimConfig(time_scale=FAST, pick_s=30.0))
     out = driver.execute(act("pick", "O1", (1, 0, 0)), cancel=CancelToken(), timeout_s=5.0)
