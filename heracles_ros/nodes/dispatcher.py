@@ -590,7 +590,8 @@ class DispatcherNode(Node):
         reason = f"stopped by the operator ({service} service)"
         with self._lock:
             before = self._stop
-            if not before.stopped or (hard and not before.hard):
+            changed = not before.stopped or (hard and not before.hard)
+            if changed:
                 self._stop = _Stop(stopped=True, hard=hard or before.hard, reason=reason)
             job = self._active
             if job is not None:
@@ -600,7 +601,7 @@ class DispatcherNode(Node):
         if job is not None:
             job.cancel.cancel(reason)  # first, so the plan's result carries this reason
         error = self._stop_driver(hard=hard)
-        if before.stopped == self._stop.stopped and before.hard == self._stop.hard:
+        if not changed:
             text = "already stopped" + (" (hard)" if before.hard else "")
         else:
             self.get_logger().warning(reason + (f"; plan {job.plan_id} cancelled" if job is not None else ""))
