@@ -118,7 +118,7 @@ ACTION_QUEUE_DEPTH = 500
 #: (rclpy's default: 10 s on Kilted, 900 s on Jazzy).
 RESULT_KEEP_S = 900
 #: Seconds a starting dispatcher listens for another one's claim on its robot (discovery is not instant).
-CLAIM_WAIT_S = 2.0
+CLAIM_WAIT_S = 3.0
 #: Seconds between checks of a running goal's client (client_lost_s) and of the shutdown deadline.
 GOAL_POLL_S = 0.1
 #: Seconds between marker refreshes (robot pose, remaining path); well within the robot marker's lifetime.

@@ -669,8 +669,12 @@ def test_of_two_dispatchers_started_for_one_robot_only_one_runs(ros_domain_id, f
         time.sleep(3.0)
         assert running.poll() is None  # the survivor stays
         late = run_dispatcher(ros_domain_id, *params)  # and one started later, once the first is up
-        assert late.wait(timeout=30.0) == 1 and running.poll() is None
-        assert "one dispatcher per robot" in late.communicate()[0]
+        late.wait(timeout=30.0)
+        output = late.communicate()[0]
+        assert running.poll() is None and "one dispatcher per robot" in output, output
+        # Refused at start (exit 1); on a machine slow enough that discovery outlasts the window, it steps
+        # down as soon as it finds the claim, through the same clean close as Ctrl-C (exit 0).
+        assert late.returncode == 1 or "this one stops the robot and exits" in output, (late.returncode, output)
         running.send_signal(signal.SIGINT)
         assert running.wait(timeout=15.0) == 0
     finally:
