@@ -14,18 +14,21 @@ from heracles_ros.errors import HeraclesError
 
 #: Sub-modules that contribute commands, in help order.
 _COMMAND_MODULES = (
-    "db", "scene", "cypher", "changes", "corrections", "bench", "goal", "plan", "language", "eval", "demo"
+    "db", "scene", "cypher", "changes", "corrections", "bench", "goal", "plan", "language", "control", "eval",
+    "demo",
 )
+#: Commands on the operator's fast path (``heracles stop``): only their module is imported to parse them.
+_FAST_COMMANDS = {"stop": "control", "resume": "control", "cancel": "control"}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(modules: tuple[str, ...] = _COMMAND_MODULES) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="heracles",
         description="Questions, commands and tools for a Spot robot's live Hydra scene graph.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in _COMMAND_MODULES:
+    for name in modules:
         try:
             module = importlib.import_module(f"heracles_ros.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -37,7 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((arg for arg in argv if not arg.startswith("-")), "")
+    fast = _FAST_COMMANDS.get(command)
+    parser = build_parser((fast,) if fast else _COMMAND_MODULES)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,

@@ -1,4 +1,4 @@
-"""``heracles ask|command|correct|prompt|cancel``: talk to the scene graph in plain language from a shell.
+"""``heracles ask|command|correct|prompt``: talk to the scene graph in plain language from a shell.
 
 ``ask`` answers a question (SLDP), ``command`` grounds an instruction to a
 checked PDDL goal and plans it, ``correct`` applies an operator's correction
@@ -8,7 +8,8 @@ what it means, ``ask`` and ``command`` print the model's question back and its
 candidates and exit 3. ``command --execute`` hands the instruction to the
 running system's ``language_server`` node as an ``execute_command`` goal and
 follows it (:mod:`.execute`), because only that node can reach the dispatcher
-and the robot; ``cancel`` cancels the running command.
+and the robot (``heracles cancel`` and ``heracles stop`` go to the dispatcher
+itself: :mod:`.control`).
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from heracles_ros.agent.llm import PROVIDERS
 from heracles_ros.agent.prompt import METHODS, TASKS
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult
 from heracles_ros.cli.common import add_db_option, print_json
-from heracles_ros.cli.execute import DEFAULT_NAMESPACE, EXIT_CLARIFY, cancel, execute
+from heracles_ros.cli.execute import DEFAULT_NAMESPACE, EXIT_CLARIFY, execute
 from heracles_ros.errors import HeraclesError, describe
 
 
@@ -46,10 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                          help="with --execute: the conversation this command continues (e.g. after a question back)")
     _add_system_options(command)
     command.set_defaults(func=_command)
-
-    stop = sub.add_parser("cancel", help="cancel the command the running language_server is executing")
-    _add_system_options(stop)
-    stop.set_defaults(func=cancel)
 
     correct = sub.add_parser("correct", help="correct the scene graph in plain language ('that bicycle is a bag')")
     correct.add_argument("instruction", help="the correction, e.g. 'The bicycle in the lounge is actually a bag'")

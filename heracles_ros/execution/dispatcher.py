@@ -15,6 +15,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -29,8 +30,8 @@ from heracles_ros.execution.driver import (
     StepOutcome,
     goto_path,
 )
+from heracles_ros.execution.plan_check import PlanLimits, check_plan, object_of, place_of, plan_symbols, read_world
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
-from heracles_ros.graphdb.symbols import symbol_layers
 from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus, Point3
 from heracles_ros.schema import Layer, is_scene_symbol
 
@@ -53,8 +54,10 @@ class DispatchStatus(str, Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
-    #: The plan was not run at all (not solved, malformed).
+    #: The plan was not run at all (not solved, malformed, contradicted by the database).
     REJECTED = "rejected"
+    #: Cut short or refused by the latched stop (the dispatcher node's ``stop`` service).
+    STOPPED = "stopped"
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,8 @@ class DispatchConfig:
     timeout_per_metre_s: float = 2.0
     #: Replans allowed for one plan before giving up.
     max_replans: int = 2
+    #: What every plan and replan is checked against before the robot moves.
+    limits: PlanLimits = field(default_factory=PlanLimits)
 
     def __post_init__(self) -> None:
         if not self.step_timeout_s > 0:
@@ -114,10 +119,6 @@ def plan_problems(plan: PlanResult, kinds: Mapping[str, Layer] | None = None) ->
         where = f"step {i} ({action.name} {action.target_symbol})"
         if action.name not in ACTIONS:
             problems.append(f"{where}: unknown action {action.name!r}, expected one of {', '.join(ACTIONS)}")
-        if not all(math.isfinite(v) for v in action.target):
-            problems.append(f"{where}: target position {action.target} is not finite")
-        if any(not all(math.isfinite(v) for v in p) for p in action.waypoints):
-            problems.append(f"{where}: a waypoint position is not finite")
         if action.waypoint_symbols and len(action.waypoint_symbols) != len(action.waypoints):
             problems.append(
                 f"{where}: {len(action.waypoint_symbols)} waypoint symbols for {len(action.waypoints)} waypoints"
@@ -131,24 +132,9 @@ def plan_problems(plan: PlanResult, kinds: Mapping[str, Layer] | None = None) ->
                     f"{where}: goto target {action.target_symbol!r} is not a place symbol "
                     f"(the database holds it as {kind.value})"
                 )
-        if action.name in ("pick", "place") and _object_of(action) == "":
+        if action.name in ("pick", "place") and object_of(action) == "":
             problems.append(f"{where}: names no object symbol")
     return problems
-
-
-def _object_of(action: PlanAction) -> str:
-    """The object a pick/place/inspect acts on: its first argument (the domain's ``?o - item``), else its target."""
-    for symbol in (*action.args[:1], action.target_symbol):
-        if is_scene_symbol(symbol):
-            return symbol
-    return ""
-
-
-def _place_of(action: PlanAction) -> str:
-    """The place argument of a pick/place/inspect (the domain's ``?p - place``), "" when it names none."""
-    if action.name in ("inspect", "pick", "place") and len(action.args) > 1 and is_scene_symbol(action.args[1]):
-        return action.args[1]
-    return ""
 
 
 def path_length(start: Point3, action: PlanAction) -> float:
@@ -191,12 +177,25 @@ class Dispatcher:
         except DriverError:
             return Pose(*self._robot.position)
 
-    def kinds(self, plan: PlanResult) -> dict[str, Layer] | None:
-        """The database labels of the plan's goto targets (None without a database)."""
-        if self.state_store is None:
-            return None
-        targets = [a.target_symbol for a in plan.actions if a.name == "goto"]
-        return symbol_layers(self.state_store.store, targets)
+    def check(self, plan: PlanResult) -> list[str]:
+        """Everything that stops ``plan`` from starting where the robot is now ([] when it may run).
+
+        Its shape (:func:`plan_problems`), then its numbers and geometry against the
+        database (:func:`~heracles_ros.execution.plan_check.check_plan`); a database
+        that cannot be read refuses the plan, so nothing moves on an unchecked plan.
+        """
+        shape = plan_problems(plan)
+        if shape and plan.status is not PlanStatus.SOLVED:
+            return shape
+        limits = self.config.limits
+        if len(plan.actions) > limits.max_steps or self.state_store is None:
+            return shape + check_plan(plan, self._robot, None, limits)
+        try:
+            world = read_world(self.state_store.store, plan_symbols(plan))
+        except HeraclesError as exc:
+            return [f"the plan cannot be checked against the database: {exc}"]
+        kinds = {symbol: located.layer for symbol, located in world.items()}
+        return plan_problems(plan, kinds) + check_plan(plan, self._robot, world, limits)
 
     def adopt_real_pose(self, timeout_s: float, place_tolerance_m: float = 1.0) -> None:
         """Record where the robot really is (its driver's pose), before anything moves.
@@ -228,10 +227,15 @@ class Dispatcher:
         return timeout
 
     # -- running ---------------------------------------------------------------------
-    def run(self, plan: PlanResult, *, plan_id: str = "", cancel: CancelToken | None = None) -> DispatchOutcome:
-        """Execute ``plan`` to the end, a cancel, or giving up; never raises for robot failures."""
+    def run(
+        self, plan: PlanResult, *, plan_id: str = "", cancel: CancelToken | None = None, checked: bool = False
+    ) -> DispatchOutcome:
+        """Execute ``plan`` to the end, a cancel, or giving up; never raises for robot failures.
+
+        ``checked``: the caller has just had :meth:`check` pass it (before starting the robot).
+        """
         cancel = cancel or CancelToken()
-        problems = plan_problems(plan, self.kinds(plan))
+        problems = [] if checked else self.check(plan)
         if problems:
             return self._outcome(plan_id, DispatchStatus.REJECTED, "; ".join(problems), 0, 0)
         run = _PlanRun(self, plan_id, cancel)
@@ -271,9 +275,9 @@ class Dispatcher:
             elif outcome.reached_symbol:
                 state = replace(state, place=outcome.reached_symbol)
         elif action.name == "pick" and outcome.ok:
-            state = replace(state, holding=_object_of(action))
+            state = replace(state, holding=object_of(action))
         elif action.name == "place" and outcome.ok:
-            placed = (_object_of(action), _place_of(action) or state.place)
+            placed = (object_of(action), place_of(action) or state.place)
             state = replace(state, holding="")
         self._robot = state
         if self.state_store is None:
@@ -361,18 +365,46 @@ class _PlanRun:
             f"(attempt {self.replans} of {self.d.config.max_replans})",
         )
         try:
-            plan = replanner(goal, start)
+            plan = _unless_cancelled(lambda: replanner(goal, start), self.cancel)
         except HeraclesError as exc:
             return None, f"{failure}; replanning failed: {exc}"
-        if self.cancel.cancelled:
+        if plan is None or self.cancel.cancelled:
             return None, self.cancel.reason or "cancelled"
         if not plan.ok:
             detail = f": {plan.reason}" if plan.reason else ""
             return None, f"{failure}; replan {self.replans} is {plan.status.value}{detail}"
-        problems = plan_problems(plan, self.d.kinds(plan))
+        problems = self.d.check(plan)
         if problems:
             return None, f"{failure}; replan {self.replans} cannot be executed: {'; '.join(problems)}"
         return plan, ""
+
+
+#: Seconds between looks at the cancel token while a replan runs.
+_REPLAN_POLL_S = 0.05
+
+
+def _unless_cancelled(work: Callable[[], PlanResult], cancel: CancelToken) -> PlanResult | None:
+    """``work()``'s plan, or None as soon as ``cancel`` is requested (the planner cannot be interrupted,
+    so it is left to finish on its own thread, bounded by its own time limit, and its plan is dropped)."""
+    done = threading.Event()
+    box: list[PlanResult | BaseException] = []
+
+    def run() -> None:
+        try:
+            box.append(work())
+        except BaseException as exc:  # handed to the waiting thread, which raises it
+            box.append(exc)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="replan", daemon=True).start()
+    while not done.wait(_REPLAN_POLL_S):
+        if cancel.cancelled:
+            return None
+    result = box[0]
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def _describe(action: PlanAction) -> str:
@@ -380,7 +412,7 @@ def _describe(action: PlanAction) -> str:
         via = f" via {len(action.waypoints)} places" if len(action.waypoints) > 1 else ""
         return f"walking to {action.target_symbol}{via}"
     verbs = {"inspect": "inspecting", "pick": "picking up", "place": "placing"}
-    where = _place_of(action)
+    where = place_of(action)
     at = f" at {where}" if where and action.name == "place" else ""
     return f"{verbs.get(action.name, action.name)} {action.target_symbol}{at}"
 

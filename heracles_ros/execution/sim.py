@@ -246,9 +246,17 @@ class _Run:
         return StepOutcome(outcome, self.sim.pose(), reason, self.reached)
 
     def _tick(self) -> StepOutcome | None:
-        """Sleep one tick; an outcome if the step must end now (cancel or timeout)."""
+        """Sleep one tick; the outcome if the step was cancelled meanwhile."""
         if self.cancel.wait(self.sim.config.tick_s):
             return self.end(Outcome.CANCELLED, self.cancel.reason or "cancelled")
+        return None
+
+    def _now(self) -> float:
+        """Simulated seconds into the step, never past its limit: a late tick (a loaded machine) sees
+        what had happened by the deadline, so a step that ended in time is not turned into a timeout."""
+        return min(self.clock.now(), self.timeout_s)
+
+    def _timed_out(self) -> StepOutcome | None:
         if self.clock.now() > self.timeout_s:
             return self.end(Outcome.TIMEOUT, f"step exceeded its {self.timeout_s:.1f} s limit")
         return None
@@ -267,7 +275,7 @@ class _Run:
         while True:
             if (ended := self._tick()) is not None:
                 return ended
-            s = min(self.clock.now() * self.sim.config.speed_mps, path.length, stop_at)
+            s = min(self._now() * self.sim.config.speed_mps, path.length, stop_at)
             point, heading, passed = path.at(s)
             yaw = yaw if math.isnan(heading) else heading
             for i in range(1, passed + 1):
@@ -283,6 +291,8 @@ class _Run:
                 )
             if s >= path.length:
                 return self.end(Outcome.SUCCEEDED)
+            if (ended := self._timed_out()) is not None:
+                return ended
 
     def manipulate(
         self, action: PlanAction, duration_s: float, on_success: Callable[[PlanAction], None] | None
@@ -293,7 +303,7 @@ class _Run:
         while True:
             if (ended := self._tick()) is not None:
                 return ended
-            now = self.clock.now()
+            now = self._now()
             self._report(self.sim.pose())
             if now >= give_up_at:
                 return self.end(
@@ -303,3 +313,5 @@ class _Run:
                 if on_success is not None:
                     on_success(action)
                 return self.end(Outcome.SUCCEEDED)
+            if (ended := self._timed_out()) is not None:
+                return ended

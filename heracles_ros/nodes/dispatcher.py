@@ -4,13 +4,30 @@ Interface (names relative, so a robot namespace applies):
 
 - serves the ``execute_plan`` action (heracles_ros/action/ExecutePlan): the goal
   is a plan, the feedback every step event, the result how the dispatch ended;
-  cancelling the goal stops the robot;
+  cancelling the goal stops the robot; every plan and replan is first checked
+  against the database (:mod:`~heracles_ros.execution.plan_check`), a plan that
+  fails the check is rejected naming the step and nothing moves;
 - publishes ``dispatch_progress`` (heracles_ros/msg/DispatchProgress, in order),
   ``dispatch_result`` (heracles_ros/msg/DispatchResult, one per plan sent, the
-  rejected ones included, with the reason) and ``plan_markers``
-  (visualization_msgs/msg/MarkerArray, see :mod:`.markers`);
+  rejected ones included, with the reason and the driver), ``plan_markers``
+  (visualization_msgs/msg/MarkerArray, see :mod:`.markers`) and ``stop_state``
+  (heracles_ros/msg/StopState, latched: on start and on every change);
 - serves ``cancel`` (std_srvs/srv/Trigger): stops the running plan, whoever sent
-  it; its result then says ``cancelled``.
+  it; its result then says ``cancelled``;
+- serves the latched stop: ``stop`` and ``hard_stop`` (std_srvs/srv/Trigger)
+  cancel the running plan, stop the robot (``hard_stop``: the driver's gentle
+  e-stop) and refuse every plan with status ``stopped`` until ``resume``
+  (heracles_ros/srv/Resume, naming the operator, who is logged and published).
+  These and ``cancel`` have their own callback group and the executor has
+  threads to spare, so they are never queued behind a plan or a query.
+
+A goal naming its sender (``client_node``) is given up once that node has been
+gone from the ROS graph for ``client_lost_s``: the plan is cancelled, the robot
+stops, the result says ``cancelled`` with reason ``client_lost``. One
+dispatcher per robot: a second one started in the same namespace, on this
+machine or another, sees the first's claim on ``dispatcher_claim`` and refuses
+to start. Shutting down (:meth:`DispatcherNode.close`) cancels the plan, stops
+the robot and releases the driver (the lease) within ``shutdown_timeout_s``.
 
 Parameters: :data:`PARAMETERS`. The driver's settings come straight from the
 driver factory's tables, as ``sim_<setting>`` and ``spot_<setting>``; what the
@@ -36,9 +53,15 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import queue
+import signal
+import socket
 import sys
 import threading
+import time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -46,7 +69,10 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.duration import Duration
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from std_msgs.msg import Header, String
 from std_srvs.srv import Trigger
 from visualization_msgs.msg import MarkerArray
 
@@ -64,23 +90,37 @@ from heracles_ros.execution.dispatcher import (
 from heracles_ros.execution.driver import CancelToken, RobotDriver
 from heracles_ros.execution.driver_factory import DRIVER_KINDS, checked_settings, make_driver
 from heracles_ros.execution.driver_factory import SETTINGS as DRIVER_SETTINGS
+from heracles_ros.execution.plan_check import PlanLimits
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore, check_symbol
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.msg import DispatchProgress, DispatchResult
+from heracles_ros.msg import DispatchProgress, DispatchResult, StopState
+from heracles_ros.nodes.client_presence import ClientPresence
 from heracles_ros.nodes.markers import MarkerBook, plan_markers, robot_markers
 from heracles_ros.nodes.parameters import SNAPSHOT_WAIT, declare
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
-from heracles_ros.nodes.qos import reliable
+from heracles_ros.nodes.qos import latched, reliable
 from heracles_ros.nodes.runner import run_node
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.settings import Setting
+from heracles_ros.srv import Resume
 
 log = logging.getLogger(__name__)
 
 NODE_NAME = "dispatcher"
-#: Executor threads: one waits on the running plan, the rest serve cancels, markers and the driver's calls.
-EXECUTOR_THREADS = 4
+#: Executor threads: one waits on the running plan, one may be taken by each other long callback (markers,
+#: a driver's service reply, a burst of goals); the stop services always find one free.
+EXECUTOR_THREADS = 8
+#: Depth of the execute_plan action's goal, cancel and result request queues: a burst of goals and
+#: cancels from one client is answered, not dropped (rclpy's default depth is 10).
+ACTION_QUEUE_DEPTH = 500
+#: Seconds a finished goal's result stays available to a late or reconnecting client
+#: (rclpy's default: 10 s on Kilted, 900 s on Jazzy).
+RESULT_KEEP_S = 900
+#: Seconds a starting dispatcher listens for another one's claim on its robot (discovery is not instant).
+CLAIM_WAIT_S = 3.0
+#: Seconds between checks of a running goal's client (client_lost_s) and of the shutdown deadline.
+GOAL_POLL_S = 0.1
 #: Seconds between marker refreshes (robot pose, remaining path); well within the robot marker's lifetime.
 MARKER_PERIOD_S = 0.2
 
@@ -129,6 +169,18 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("max_replans", 2, "Replans allowed after failed steps before a plan fails", minimum=0, maximum=20),
     Setting("planner_timeout_s", 10.0, "Time limit of one replan (Fast Downward included), seconds", minimum=0.1),
     SNAPSHOT_WAIT,
+    Setting("max_plan_steps", 200, "Most steps a plan may have; a longer one is rejected", minimum=1, maximum=100000),
+    Setting("max_plan_path_m", 5000.0, "Longest total walk a plan may ask for, metres; a longer one is rejected",
+            minimum=0.001),
+    Setting("plan_tolerance_m", 1.0,
+            "Farthest a plan's target or waypoint may be from where the database has its symbol, metres "
+            "(also how near an object a pick without a named place needs the robot)", minimum=0.001),
+    Setting("client_lost_s", 3.0,
+            "Seconds a goal's client_node may be gone from the ROS graph before its plan is cancelled and the "
+            "robot stops (reason client_lost); 0 keeps ROS behaviour (the plan runs on)", minimum=0.0),
+    Setting("shutdown_timeout_s", 5.0,
+            "Seconds closing may take: cancel the plan, stop the robot, release the driver (the lease)",
+            minimum=0.5, maximum=600.0),
     *(
         _driver_spec(kind, setting)
         for kind, table in DRIVER_SETTINGS.items()
@@ -151,6 +203,8 @@ class DispatcherSettings:
     start_robot_at_launch: bool
     planner_timeout_s: float
     snapshot_wait_s: float
+    client_lost_s: float
+    shutdown_timeout_s: float
     dispatch: DispatchConfig
     #: Checked settings of every driver kind, by kind (robot-state settings not included).
     drivers: dict[str, dict[str, Any]]
@@ -176,10 +230,17 @@ class DispatcherSettings:
             start_robot_at_launch=v["start_robot_at_launch"],
             planner_timeout_s=v["planner_timeout_s"],
             snapshot_wait_s=v["snapshot_wait_s"],
+            client_lost_s=v["client_lost_s"],
+            shutdown_timeout_s=v["shutdown_timeout_s"],
             dispatch=DispatchConfig(
                 step_timeout_s=v["step_timeout_s"],
                 timeout_per_metre_s=v["timeout_per_metre_s"],
                 max_replans=v["max_replans"],
+                limits=PlanLimits(
+                    max_steps=v["max_plan_steps"],
+                    max_path_length_m=v["max_plan_path_m"],
+                    tolerance_m=v["plan_tolerance_m"],
+                ),
             ),
             drivers=_driver_settings(v),
         )
@@ -217,6 +278,37 @@ class _Job:
     #: Set by the worker with the outcome when the plan has ended.
     done: threading.Event = field(default_factory=threading.Event)
     outcome: DispatchOutcome | None = None
+    #: Cut short by the latched stop (its result says stopped, not cancelled).
+    stopped: bool = False
+
+
+@dataclass(frozen=True)
+class _Stop:
+    """The latched stop as StopState publishes it."""
+
+    stopped: bool = False
+    hard: bool = False
+    reason: str = ""
+    operator: str = ""
+
+
+def _claim_order(claim: str) -> tuple[float, str]:
+    """Claims ``"<unix time> <uuid> <host:pid>"`` sort oldest first; ties by uuid, so every node agrees."""
+    stamp, _, rest = claim.partition(" ")
+    try:
+        return float(stamp), rest
+    except ValueError:
+        return float("inf"), rest
+
+
+def action_queue_qos() -> QoSProfile:
+    """Reliable, volatile, deep: the execute_plan action's goal, cancel and result services (and their clients)."""
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=ACTION_QUEUE_DEPTH,
+        reliability=ReliabilityPolicy.RELIABLE,
+        durability=DurabilityPolicy.VOLATILE,
+    )
 
 
 class DispatcherNode(Node):
@@ -235,6 +327,7 @@ class DispatcherNode(Node):
     def _setup(self) -> None:
         values = declare(self, PARAMETERS)
         self.settings = DispatcherSettings.from_values(values)
+        self._claim_robot()
         self.store: GraphStore = open_store(self.settings.db_uri, graph=self.settings.graph_name)
         try:
             self.states = RobotStateStore(self.store, symbol=self.settings.robot_symbol)
@@ -254,27 +347,44 @@ class DispatcherNode(Node):
             initial=initial,
         )
         self._active: _Job | None = None
+        self._stop = _Stop()
         self._ids = itertools.count(1)
         self._book = MarkerBook()
         self._view: tuple[PlanResult | None, int] = (None, 0)
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self._presence = ClientPresence(self, self.settings.client_lost_s)
+        #: Driver state, kept by the worker: started (claimed, powered) and whether a hard stop undid that.
+        self._started = False
+        self._restart = False
+        #: monotonic time by which closing must be done (None while running).
+        self._deadline: float | None = None
 
         self._progress_pub = self.create_publisher(DispatchProgress, "dispatch_progress", reliable(100))
         self._result_pub = self.create_publisher(DispatchResult, "dispatch_result", reliable(10))
         self._markers_pub = self.create_publisher(MarkerArray, "plan_markers", reliable(10))
-        commands = MutuallyExclusiveCallbackGroup()
+        self._stop_pub = self.create_publisher(StopState, "stop_state", latched())
+        requests = action_queue_qos()
         self._action = ActionServer(
             self, ExecutePlan, "execute_plan", self._execute_unknown,
             goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
             cancel_callback=self._on_cancel_goal, callback_group=ReentrantCallbackGroup(),
-        )
-        self.create_service(Trigger, "cancel", self._on_cancel, callback_group=commands)
+            goal_service_qos_profile=requests, cancel_service_qos_profile=requests,
+            result_service_qos_profile=requests, result_timeout=RESULT_KEEP_S,
+        )  # fmt: skip
+        # The operator's controls: their own group, never behind a plan, a query or the markers.
+        controls = MutuallyExclusiveCallbackGroup()
+        self.create_service(Trigger, "cancel", self._on_cancel, callback_group=controls)
+        self.create_service(Trigger, "stop", lambda rq, rs: self._on_stop(rs, hard=False), callback_group=controls)
+        self.create_service(Trigger, "hard_stop", lambda rq, rs: self._on_stop(rs, hard=True),
+                            callback_group=controls)  # fmt: skip
+        self.create_service(Resume, "resume", self._on_resume, callback_group=controls)
         self.create_timer(MARKER_PERIOD_S, self._publish_markers, callback_group=MutuallyExclusiveCallbackGroup())
 
         self._driver_error = ""
         self._worker = threading.Thread(target=self._work, name="dispatcher-worker", daemon=True)
         self._worker.start()
         self._closed = False
+        self._publish_stop_state()
         self.get_logger().info(
             f"dispatching with the {self.driver.name} driver on {self.store.description}; "
             f"robot {self.settings.robot_symbol!r} at {initial.place or initial.position}"
@@ -282,6 +392,68 @@ class DispatcherNode(Node):
         )
 
     # -- construction ------------------------------------------------------------
+    def _claim_robot(self) -> None:
+        """Refuse to start (ConfigError) when another dispatcher already runs in this namespace.
+
+        Each dispatcher publishes a latched claim (start time, id, host:pid) on
+        ``dispatcher_claim``; a starting one listens for :data:`CLAIM_WAIT_S` and the
+        oldest claim wins, so of two started at once exactly one runs, on one machine or two.
+        """
+        self._claim = mine = f"{time.time():.6f} {uuid.uuid4().hex} {socket.gethostname()}:{os.getpid()}"
+        self._superseded = False
+        claims: set[str] = set()
+        listening = QoSProfile(
+            history=HistoryPolicy.KEEP_LAST, depth=20, reliability=ReliabilityPolicy.RELIABLE,
+            durability=DurabilityPolicy.TRANSIENT_LOCAL,
+        )  # fmt: skip
+        self._claim_pub = self.create_publisher(String, "dispatcher_claim", latched())
+        # Kept after the start: discovery on a loaded network can outlast the window, and a claim
+        # older than ours found late still means this one must go (see _on_late_claim).
+        def on_claim(msg: String) -> None:
+            claims.add(msg.data)
+            self._on_late_claim(msg)
+
+        self.create_subscription(String, "dispatcher_claim", on_claim, listening)
+        self._claim_pub.publish(String(data=mine))
+        executor = SingleThreadedExecutor(context=self.context)
+        executor.add_node(self)
+        try:
+            deadline = time.monotonic() + CLAIM_WAIT_S
+            while time.monotonic() < deadline:
+                executor.spin_once(timeout_sec=0.1)
+                older = sorted((c for c in claims if c != mine and _claim_order(c) < _claim_order(mine)),
+                               key=_claim_order)  # fmt: skip
+                if older:
+                    break
+        finally:
+            executor.remove_node(self)
+            executor.shutdown(timeout_sec=1.0)
+        if older:
+            holder = older[0].split(" ", 2)[-1]
+            raise ConfigError(
+                f"another dispatcher already runs for this robot ({self.get_fully_qualified_name()}, on {holder}): "
+                "one dispatcher per robot; stop that one first"
+            )
+
+    def _on_late_claim(self, msg: String) -> None:
+        """An older dispatcher for this robot found after the start: this one stops the robot and exits."""
+        if msg.data == self._claim or _claim_order(msg.data) > _claim_order(self._claim) or self._closed:
+            return
+        with self._lock:
+            if self._superseded:
+                return
+            self._superseded = True
+            job = self._active
+        holder = msg.data.split(" ", 2)[-1]
+        self.get_logger().error(
+            f"another dispatcher for this robot ({self.get_fully_qualified_name()}) started before this one, "
+            f"on {holder}: one dispatcher per robot; this one stops the robot and exits"
+        )
+        if job is not None:
+            job.cancel.cancel("another dispatcher runs this robot; this one is exiting")
+        self._stop_driver(hard=False)
+        os.kill(os.getpid(), signal.SIGINT)  # run_node then closes the node as on Ctrl-C
+
     def _make_driver(self, initial: RobotState) -> RobotDriver:
         kind = self.settings.driver
         settings = {**self.settings.drivers[kind], "holding": initial.holding}
@@ -301,28 +473,34 @@ class DispatcherNode(Node):
         return lambda goal, start: planner.plan(goal, from_symbol=start)
 
     # -- the execute_plan action -------------------------------------------------------
-    def _refusal(self) -> str:
-        """Why a new plan cannot start now ("" when it can)."""
-        with self._lock:
-            if self._closed:
-                return "the dispatcher is shutting down"
-            if self._active is not None:
-                return f"busy: plan {self._active.plan_id} is running; cancel it first to replace it"
-        return ""
+    def _refusal_locked(self) -> tuple[DispatchStatus, str] | None:
+        """Why a new plan cannot start now (None when it can); call with the lock held."""
+        if self._closed or self._superseded:
+            return DispatchStatus.REJECTED, "the dispatcher is shutting down"
+        if self._stop.stopped:
+            return DispatchStatus.STOPPED, (
+                f"stopped: {self._stop.reason}; motion goals are refused until resume (heracles resume --operator NAME)"
+            )
+        if self._active is not None:
+            return DispatchStatus.REJECTED, (
+                f"busy: plan {self._active.plan_id} is running; cancel it first to replace it"
+            )
+        return None
 
     def _on_goal(self, goal: ExecutePlan.Goal) -> GoalResponse:
         """Accept or reject at once; a rejection's reason goes out on dispatch_result."""
         plan_id = goal.plan.plan_id or f"{self.get_name()}-{next(self._ids)}"
         goal.plan.plan_id = plan_id  # the accepted goal keeps the id it was judged under
-        reason = self._refusal()
-        if not reason:
+        with self._lock:
+            refusal = self._refusal_locked()
+        if refusal is None:
             return GoalResponse.ACCEPT
-        self._reject(plan_id, reason)
+        self._reject(plan_id, *refusal)
         return GoalResponse.REJECT
 
-    def _reject(self, plan_id: str, reason: str) -> DispatchOutcome:
-        self.get_logger().warning(f"plan {plan_id} rejected: {reason}")
-        outcome = DispatchOutcome(plan_id, DispatchStatus.REJECTED, reason, 0, 0, self.dispatcher.robot)
+    def _reject(self, plan_id: str, status: DispatchStatus, reason: str) -> DispatchOutcome:
+        self.get_logger().warning(f"plan {plan_id} {status.value}: {reason}")
+        outcome = DispatchOutcome(plan_id, status, reason, 0, 0, self.dispatcher.robot)
         self._publish_result(outcome)
         return outcome
 
@@ -330,12 +508,13 @@ class DispatcherNode(Node):
         msg = goal.request.plan
         job = _Job(msg.plan_id, plan_from_msg(msg), CancelToken(), goal=goal)
         with self._lock:
-            # Two goals judged at the same moment: the first to get here runs, the other ends as rejected.
-            running = self._active
-            if running is None and not self._closed:
+            # Two goals judged at the same moment, or a stop since this one was judged: judged again here.
+            refusal = self._refusal_locked()
+            if refusal is None:
                 self._active = job
-        if self._active is not job:
-            job.outcome = self._reject(job.plan_id, self._refusal() or "busy: another plan was accepted first")
+        if refusal is not None:
+            status, reason = refusal
+            job.outcome = self._reject(job.plan_id, status, reason)
             job.done.set()
         else:
             self.get_logger().info(f"plan {job.plan_id}: {len(msg.steps)} steps for {msg.goal}")
@@ -355,8 +534,26 @@ class DispatcherNode(Node):
         return CancelResponse.ACCEPT
 
     def _execute_goal(self, job: _Job, goal: ServerGoalHandle) -> ExecutePlan.Result:
-        """Wait (on this executor thread) for the worker to finish the goal's plan, then report it."""
-        job.done.wait()
+        """Wait (on this executor thread) for the worker to finish the goal's plan, then report it.
+
+        Meanwhile it watches the goal's sender (``client_node``) and, once the node
+        closes, the shutdown deadline, so this thread is never held past it.
+        """
+        client = goal.request.client_node
+        try:
+            while not job.done.wait(GOAL_POLL_S):
+                if client and not job.cancel.cancelled and self._presence.lost(client):
+                    self._client_lost(job, client)
+                deadline = self._deadline
+                if deadline is not None and time.monotonic() > deadline:
+                    job.outcome = job.outcome or DispatchOutcome(
+                        job.plan_id, DispatchStatus.CANCELLED, "the dispatcher shut down before the plan ended",
+                        0, 0, self.dispatcher.robot,
+                    )  # fmt: skip
+                    break
+        finally:
+            if client:
+                self._presence.forget(client)
         outcome = job.outcome
         assert outcome is not None
         if goal.is_cancel_requested:
@@ -367,18 +564,90 @@ class DispatcherNode(Node):
             goal.abort()
         return ExecutePlan.Result(result=self._result_msg(outcome))
 
-    # -- callbacks (never block) ------------------------------------------------------
+    def _client_lost(self, job: _Job, client: str) -> None:
+        reason = (f"client_lost: {client}, which sent this plan, has been gone from the ROS graph for "
+                  f"{self._presence.lost_after_s:g} s")  # fmt: skip
+        self.get_logger().warning(f"plan {job.plan_id} cancelled: {reason}")
+        job.cancel.cancel(reason)
+        self._stop_driver(hard=False)
+
+    # -- the operator's controls (own callback group; never block on a plan or the database) ----------
     def _on_cancel(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         with self._lock:
             job = self._active
         if job is None:
             response.success = False
-            response.message = "no plan is running"
+            response.message = "no plan is running: nothing to cancel"
             return response
         job.cancel.cancel("cancelled by the operator (cancel service)")
         response.success = True
         response.message = f"cancelling plan {job.plan_id}; its dispatch_result will say cancelled"
         return response
+
+    def _on_stop(self, response: Trigger.Response, *, hard: bool) -> Trigger.Response:
+        """Latch the stop, cancel the plan, stop the robot; stopping twice is fine (and may harden it)."""
+        service = "hard_stop" if hard else "stop"
+        reason = f"stopped by the operator ({service} service)"
+        with self._lock:
+            before = self._stop
+            changed = not before.stopped or (hard and not before.hard)
+            if changed:
+                self._stop = _Stop(stopped=True, hard=hard or before.hard, reason=reason)
+            job = self._active
+            if job is not None:
+                job.stopped = True
+            if hard:
+                self._restart = True  # the e-stop cut power: the next plan starts the robot again
+        if job is not None:
+            job.cancel.cancel(reason)  # first, so the plan's result carries this reason
+        error = self._stop_driver(hard=hard)
+        if not changed:
+            text = "already stopped" + (" (hard)" if before.hard else "")
+        else:
+            self.get_logger().warning(reason + (f"; plan {job.plan_id} cancelled" if job is not None else ""))
+            self._publish_stop_state()
+            text = ("hard-stopped" if hard else "stopped") + (f"; plan {job.plan_id} cancelled" if job else "")
+        response.success = not error
+        response.message = f"{text}; plans are refused until resume" + (
+            f"; but the {self.driver.name} driver's stop failed: {error}" if error else ""
+        )
+        return response
+
+    def _on_resume(self, request: Resume.Request, response: Resume.Response) -> Resume.Response:
+        operator, why = request.operator_name.strip(), request.reason.strip()
+        if not operator:
+            response.success, response.message = False, "resume needs the operator's name (who resumes)"
+            return response
+        said = f"resumed by {operator}" + (f": {why}" if why else "")
+        with self._lock:
+            before = self._stop
+            if before.stopped:
+                self._stop = _Stop(stopped=False, hard=False, reason=said, operator=operator)
+        if not before.stopped:
+            response.success, response.message = False, "not stopped: nothing to resume"
+            return response
+        self.get_logger().warning(f"{said} (was {before.reason})")
+        self._publish_stop_state()
+        response.success, response.message = True, f"{said}; plans are accepted again"
+        return response
+
+    def _stop_driver(self, *, hard: bool) -> str:
+        """Stop the robot now; "" or why the driver could not."""
+        try:
+            self.driver.stop(hard=hard)
+        except Exception as exc:  # the latch holds whatever the driver says
+            self.get_logger().error(f"the {self.driver.name} driver's stop failed: {exc!r}")
+            return str(exc) or repr(exc)
+        return ""
+
+    def _publish_stop_state(self) -> None:
+        with self._lock:
+            stop = self._stop
+        self._stop_pub.publish(StopState(
+            header=Header(frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg()),
+            stopped=stop.stopped, hard=stop.hard, reason=stop.reason, operator_name=stop.operator,
+            driver=self.driver.name,
+        ))  # fmt: skip
 
     def _on_progress(self, event: ProgressEvent) -> None:
         """Called on the worker thread, in order, for every step event."""
@@ -395,19 +664,28 @@ class DispatcherNode(Node):
 
     # -- the worker --------------------------------------------------------------------
     def _work(self) -> None:
-        """Start the robot, run queued plans one by one, shut the robot down.
+        """Start the robot, run queued plans one by one.
 
-        Starting and stopping happen here, not in the constructor or destroy_node,
-        because a real driver waits on service calls the executor must serve.
+        Starting happens here, not in the constructor, because a real driver waits
+        on service calls the executor must serve; :meth:`close` shuts it down.
         """
         self.dispatcher.adopt_real_pose(REAL_POSE_WAIT_S)
-        started = self.settings.start_robot_at_launch and self._start_driver()
+        if self.settings.start_robot_at_launch:
+            self._start_driver()
         while (job := self._jobs.get()) is not None:
-            started = started or self._start_driver()
-            self._set_view(job.plan, 0)
-            outcome = self._run(job) if started else self._not_started(job)
+            with self._lock:
+                restart, self._restart = self._restart, False
+            # Checked before anything else: a plan that lies neither starts the robot nor is drawn.
+            outcome = self._refused(job)
+            if outcome is None:
+                if restart or not self._started:
+                    self._start_driver()
+                self._set_view(job.plan, 0)
+                outcome = self._run(job) if self._started else self._not_started(job)
             with self._lock:
                 self._active = None
+                if job.stopped and outcome.status is DispatchStatus.CANCELLED:
+                    outcome = replace(outcome, status=DispatchStatus.STOPPED)
             self._set_view(None, 0)  # deletes the plan's markers before the result is out
             self._publish_result(outcome)
             job.outcome = outcome
@@ -415,26 +693,35 @@ class DispatcherNode(Node):
             self.get_logger().info(
                 f"plan {job.plan_id} {outcome.status.value}" + (f": {outcome.reason}" if outcome.reason else "")
             )
-        if started:
-            self.driver.shutdown()
 
-    def _start_driver(self) -> bool:
+    def _start_driver(self) -> None:
         try:
             self.driver.start()
         except HeraclesError as exc:
             self._driver_error = str(exc)
             self.get_logger().error(f"the {self.driver.name} driver did not start: {exc}")
-            return False
+            self._started = False
+            return
         self._driver_error = ""
-        return True
+        self._started = True
 
     def _not_started(self, job: _Job) -> DispatchOutcome:
         reason = f"the {self.driver.name} robot driver could not start: {self._driver_error}"
         return DispatchOutcome(job.plan_id, DispatchStatus.REJECTED, reason, 0, 0, self.dispatcher.robot)
 
+    def _refused(self, job: _Job) -> DispatchOutcome | None:
+        """The rejection of a plan the world contradicts (see plan_check), None when it may run."""
+        try:
+            problems = self.dispatcher.check(job.plan)
+        except Exception as exc:  # the node must outlive a bug or a lost database; nothing moves
+            problems = [f"the plan could not be checked: {exc}"]
+        if not problems:
+            return None
+        return DispatchOutcome(job.plan_id, DispatchStatus.REJECTED, "; ".join(problems), 0, 0, self.dispatcher.robot)
+
     def _run(self, job: _Job) -> DispatchOutcome:
         try:
-            return self.dispatcher.run(job.plan, plan_id=job.plan_id, cancel=job.cancel)
+            return self.dispatcher.run(job.plan, plan_id=job.plan_id, cancel=job.cancel, checked=True)
         except Exception as exc:  # the node must outlive a bug or a lost database
             self.get_logger().error(f"plan {job.plan_id} stopped by an internal error: {exc!r}")
             return DispatchOutcome(
@@ -442,7 +729,9 @@ class DispatcherNode(Node):
             )
 
     def _result_msg(self, outcome: DispatchOutcome) -> DispatchResult:
-        return outcome_to_msg(outcome, frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg())
+        msg = outcome_to_msg(outcome, frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg())
+        msg.driver = self.driver.name
+        return msg
 
     def _publish_result(self, outcome: DispatchOutcome) -> None:
         self._result_pub.publish(self._result_msg(outcome))
@@ -459,40 +748,58 @@ class DispatcherNode(Node):
         frame, stamp = self.settings.map_frame, self.get_clock().now().to_msg()
         with self._lock:  # the book's view and the publish order must agree
             plan, step = self._view
+            stop = ("HARD STOP" if self._stop.hard else "STOPPED") if self._stop.stopped else ""
             markers = plan_markers(plan, step, pose.position, frame_id=frame, stamp=stamp)
-            markers += robot_markers(pose, label=label, frame_id=frame, stamp=stamp)
+            markers += robot_markers(pose, label=label, frame_id=frame, stamp=stamp, stop=stop)
             self._markers_pub.publish(self._book.update(markers))
 
     # -- shutdown ----------------------------------------------------------------------
     def close(self) -> None:
-        """Cancel a running plan, let the worker shut the robot down, release the database.
+        """Cancel a running plan, stop the robot, release the driver and the database, within shutdown_timeout_s.
 
-        Call it while the executor still spins, so a real driver can stop and
-        sit the robot; :meth:`destroy_node` calls it too. Safe to call twice.
+        Call it while the executor still spins, so a real driver can stop, sit the
+        robot and return the lease; :meth:`destroy_node` calls it too. Safe to call twice.
         """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             job = self._active
+        budget = self.settings.shutdown_timeout_s
+        self._deadline = deadline = time.monotonic() + budget
         if job is not None:
             job.cancel.cancel("the dispatcher is shutting down")
+        _bounded(lambda: self._stop_driver(hard=False), deadline, "stopping the robot", self.get_logger())
         self._jobs.put(None)
-        self._worker.join(timeout=60.0)
+        # The worker reports the cancelled plan; the driver's shutdown (the lease) keeps a share of the budget.
+        self._worker.join(timeout=max(0.0, deadline - min(2.0, 0.4 * budget) - time.monotonic()))
         if self._worker.is_alive():
-            self.get_logger().error("the worker did not stop within 60 s; the robot may not have been shut down")
+            self.get_logger().error("the plan did not end in time; shutting the driver down under it")
+        if self._started or self._worker.is_alive():
+            _bounded(self.driver.shutdown, deadline, f"shutting the {self.driver.name} driver down",
+                     self.get_logger())  # fmt: skip
         # The cancelled plan's result must reach its subscribers before the process exits, which
         # can otherwise take a just-published message with it (seen once in a loaded test run).
-        if not self._result_pub.wait_for_all_acked(Duration(seconds=RESULT_ACK_WAIT_S)):
-            self.get_logger().warning(
-                f"dispatch_result not acknowledged by every subscriber within {RESULT_ACK_WAIT_S:g} s"
-            )
-        self.store.close()
+        ack_s = max(0.0, min(RESULT_ACK_WAIT_S, deadline - time.monotonic()))
+        if not self._result_pub.wait_for_all_acked(Duration(nanoseconds=int(ack_s * 1e9))):
+            self.get_logger().warning(f"dispatch_result not acknowledged by every subscriber within {ack_s:.1f} s")
+        _bounded(self.store.close, deadline + 1.0, "closing the database", self.get_logger())
 
     def destroy_node(self) -> None:
         self.close()
         self._action.destroy()
         super().destroy_node()
+
+
+def _bounded(work: Callable[[], object], deadline: float, what: str, logger: Any) -> bool:
+    """Run ``work`` on a helper thread until ``deadline`` (at least 0.1 s); False, logged, if it overran."""
+    thread = threading.Thread(target=work, name=what, daemon=True)
+    thread.start()
+    thread.join(timeout=max(0.1, deadline - time.monotonic()))
+    if thread.is_alive():
+        logger.error(f"{what} did not finish within the shutdown budget")
+        return False
+    return True
 
 
 def main(args: list[str] | None = None) -> int:

@@ -14,7 +14,8 @@ a place to walk to, SPHERE for an object to inspect or pick, CYLINDER for
 where an object is put down; the current step is yellow, later ones blue),
 ``heracles/labels`` (TEXT_VIEW_FACING "3/5 pick O2" above each target, stacked
 when steps share a target) and ``heracles/robot`` (an ARROW at the body pose,
-id 0, and a text naming the robot and what it holds, id 1). The dsg_mirror node
+id 0, a text naming the robot and what it holds, id 1, and while the latched
+stop holds, a large red "STOPPED" / "HARD STOP" above it, id 2). The dsg_mirror node
 shows what moved recently in ``heracles/moved`` (per move, an ARROW from where
 the node was to where it is, id 2k, and a text "O12 bag 3.0 m", id 2k+1).
 
@@ -63,6 +64,10 @@ _CURRENT_COLOUR = (1.0, 0.8, 0.0, 1.0)
 _LATER_COLOUR = (0.2, 0.5, 1.0, 0.8)
 _TEXT_COLOUR = (1.0, 1.0, 1.0, 1.0)
 _ROBOT_COLOUR = (1.0, 0.45, 0.0, 1.0)
+_STOP_COLOUR = (1.0, 0.0, 0.0, 1.0)
+#: Height of the STOPPED text and how far above the robot's label it floats, metres.
+STOP_HEIGHT_M = 0.6
+STOP_LIFT_M = 1.3
 
 
 def remaining_path(plan: PlanResult, step_index: int, robot: Point3) -> list[Point3]:
@@ -136,8 +141,10 @@ def step_label(index: int, count: int, action: PlanAction) -> str:
     return f"{index + 1}/{count} {action.name} {action.target_symbol}"
 
 
-def robot_markers(pose: RobotPose, *, label: str, frame_id: str, stamp: Time | None = None) -> list[Marker]:
-    """The robot's body pose as an arrow along its heading, and a text naming it."""
+def robot_markers(
+    pose: RobotPose, *, label: str, frame_id: str, stamp: Time | None = None, stop: str = ""
+) -> list[Marker]:
+    """The robot's body pose as an arrow along its heading, a text naming it, and ``stop`` in red above it."""
     header = Header(frame_id=frame_id, stamp=stamp or Time())
     lifetime = ROBOT_LIFETIME_S
     arrow = make_marker(header, NS_ROBOT, 0, Marker.ARROW, pose.position, (0.9, 0.25, 0.25), _ROBOT_COLOUR,
@@ -145,7 +152,12 @@ def robot_markers(pose: RobotPose, *, label: str, frame_id: str, stamp: Time | N
     above = (pose.x, pose.y, pose.z + LABEL_LIFT_M)
     text = make_marker(header, NS_ROBOT, 1, Marker.TEXT_VIEW_FACING, above, (0.0, 0.0, LABEL_HEIGHT_M),
                        _ROBOT_COLOUR, text=label, lifetime_s=lifetime)  # fmt: skip
-    return [arrow, text]
+    if not stop:
+        return [arrow, text]
+    high = (pose.x, pose.y, pose.z + STOP_LIFT_M)
+    stopped = make_marker(header, NS_ROBOT, 2, Marker.TEXT_VIEW_FACING, high, (0.0, 0.0, STOP_HEIGHT_M),
+                          _STOP_COLOUR, text=stop, lifetime_s=lifetime)  # fmt: skip
+    return [arrow, text, stopped]
 
 
 _MOVED_COLOUR = (1.0, 0.4, 0.1, 0.9)

@@ -96,7 +96,14 @@ def _declare_one(node: Any, spec: Setting, descriptor: Any) -> Any:
             str: Parameter.Type.STRING_ARRAY,
             bool: Parameter.Type.BOOL_ARRAY,
         }[spec.item_type]
-        declared = node.declare_parameter(spec.name, array_type, descriptor).value
+        # A typed declaration has no value: set the empty list, so that a get-all (``ros2 param dump``)
+        # answers for it too; read-only (the descriptor) comes after that.
+        writable = type(descriptor)(description=descriptor.description)
+        declared = node.declare_parameter(spec.name, array_type, writable).value
+        if declared is None:
+            node.set_parameters([Parameter(spec.name, array_type, [])])
+        descriptor.type = array_type.value
+        node.set_descriptor(spec.name, descriptor)
         return [] if declared is None else list(declared)
     value = node.declare_parameter(spec.name, spec.default, descriptor).value
     if isinstance(spec.default, float) and isinstance(value, int) and not isinstance(value, bool):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -253,6 +254,37 @@ def test_cancel_stops_the_robot_and_records_where_it_stopped(tiny_store):
     assert 0.2 < x < 1.5
     recorded = rig.states.read()
     assert recorded is not None and recorded.position[0] == pytest.approx(x)
+
+
+def test_a_cancel_during_a_replan_ends_the_dispatch_within_a_second(tiny_store):
+    """The planner cannot be interrupted: a cancel while it runs must not wait for it."""
+    planner = LinePlanner(tiny_store)
+    replanning, release = threading.Event(), threading.Event()
+
+    def held_replan(goal: str, start: str | None) -> PlanResult:
+        replanning.set()
+        release.wait(30.0)  # a planner still working long after the cancel
+        return planner(goal, start)
+
+    rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST, fail_steps=frozenset({0})), replan=held_replan)
+    cancel = CancelToken()
+    outcomes: list = []
+    worker = threading.Thread(target=lambda: outcomes.append(rig.dispatcher.run(planner.plan(FETCH_O2, "P0"),
+                                                                                cancel=cancel)))  # fmt: skip
+    worker.start()
+    try:
+        assert replanning.wait(10.0), "the replan never started"
+        cancelled_at = time.monotonic()
+        cancel.cancel("operator pressed stop")
+        worker.join(5.0)
+        assert outcomes, "the dispatch did not end while the replan was still running"
+        assert time.monotonic() - cancelled_at < 1.0
+    finally:
+        release.set()
+        worker.join(10.0)
+    (outcome,) = outcomes
+    assert (outcome.status, outcome.reason, outcome.replans) == (DispatchStatus.CANCELLED, "operator pressed stop", 1)
+    assert rig.driver.steps_executed == 1  # nothing ran after the failed walk
 
 
 def test_malformed_plans_are_rejected_before_the_robot_moves(tiny_store):

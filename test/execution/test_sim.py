@@ -120,6 +120,32 @@ def test_cancel_stops_a_walk_promptly():
     assert driver.pose() == out.pose
 
 
+def test_stop_from_another_thread_ends_the_running_step_and_is_harmless_when_idle():
+    driver = started(SimConfig(speed_mps=1.0, time_scale=1.0))
+    driver.stop()  # nothing runs: nothing to do, no error
+    threading.Timer(0.3, driver.stop, kwargs={"hard": True}).start()
+    t0 = time.monotonic()
+    out = driver.execute(goto([(0, 0, 0), (100.0, 0, 0)], ["P1", "P2"]), cancel=CancelToken(), timeout_s=1000)
+    assert (out.outcome, out.reason) == (Outcome.CANCELLED, "stopped (hard)")
+    assert time.monotonic() - t0 < 0.6 and 0.1 < out.pose.x < 1.0
+    driver.stop()
+    driver.stop(hard=True)  # twice, after the step: still harmless
+    after = driver.execute(goto([out.pose.position, (out.pose.x + 0.5, 0, 0)], ["", "P3"]), cancel=CancelToken(),
+                           timeout_s=100)  # fmt: skip
+    assert after.ok  # a stop ends the step it caught, not the next one
+
+
+def test_a_step_that_ended_before_its_limit_succeeds_even_when_the_check_comes_late():
+    """A loaded machine wakes the simulator late (forced here: one tick is twice the limit)."""
+    driver = started(SimConfig(speed_mps=1.0, time_scale=1.0, tick_s=0.2, inspect_s=0.05))
+    assert driver.execute(act("inspect", "O1", (1, 0, 0)), cancel=CancelToken(), timeout_s=0.1).ok
+    short = driver.execute(goto([(0, 0, 0), (0.05, 0, 0)], ["P1", "P2"]), cancel=CancelToken(), timeout_s=0.1)
+    assert short.ok and short.pose.x == pytest.approx(0.05)
+    long = driver.execute(goto([(0.05, 0, 0), (5.0, 0, 0)], ["P2", "P3"]), cancel=CancelToken(), timeout_s=0.1)
+    assert long.outcome is Outcome.TIMEOUT
+    assert long.pose.x == pytest.approx(0.15)  # where it was at the limit, not where the late tick would put it
+
+
 def test_timeout_is_in_simulated_seconds():
     driver = started(SimConfig(time_scale=FAST, pick_s=30.0))
     out = driver.execute(act("pick", "O1", (1, 0, 0)), cancel=CancelToken(), timeout_s=5.0)

@@ -470,6 +470,6 @@ def test_the_cli_asks_on_the_terminal_and_ctrl_c_or_heracles_cancel_stop_the_rob
     assert busy.returncode == 1 and "rejected (busy): busy: command cli-" in busy_err
     stop = heracles("cancel", "--namespace", NS)
     stop_out, stop_err = stop.communicate(timeout=60)
-    assert (stop.returncode, stop_out.strip()) == (0, "cancelling 1 command"), stop_err
+    assert stop.returncode == 0 and stop_out.startswith("cancelling plan "), stop_err  # the dispatcher's cancel
     out, err = running.communicate(timeout=60)
     assert running.returncode == 1 and json.loads(out)["outcome"] == "cancelled", err

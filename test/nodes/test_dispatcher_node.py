@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,8 @@ import rclpy
 import yaml
 from action_msgs.msg import GoalStatus
 from heracles_ros.action import ExecutePlan
-from heracles_ros.msg import DispatchProgress, DispatchResult
+from heracles_ros.msg import DispatchProgress, DispatchResult, StopState
+from heracles_ros.srv import Resume
 from rclpy.action import ActionClient
 from rclpy.client import Client
 from rclpy.context import Context
@@ -36,10 +38,12 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.execution.robot_state import RobotStateStore
+from heracles_ros.nodes.client_presence import short_lease_env
 from heracles_ros.nodes.dispatcher import PARAMETERS, DispatcherNode
 from heracles_ros.nodes.markers import NS_ROBOT, PLAN_NAMESPACES
 from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.plan_msgs import plan_to_msg
+from heracles_ros.nodes.qos import latched
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
 
@@ -81,10 +85,14 @@ class Rig:
     markers: Collector[MarkerArray]
     actions: ActionClient
     cancel: Client
+    stop: Client
+    hard_stop: Client
+    resume: Client
+    stop_state: Collector[StopState]
 
-    def send(self, plan: PlanResult, plan_id: str, feedback: FeedbackLog | None = None) -> Any:
+    def send(self, plan: PlanResult, plan_id: str, feedback: FeedbackLog | None = None, client_node: str = "") -> Any:
         """The goal handle, once the dispatcher accepted or rejected the plan."""
-        goal = ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id=plan_id, frame_id="map"))
+        goal = ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id=plan_id, frame_id="map"), client_node=client_node)
         return send_goal(self.actions, goal, feedback=feedback)
 
     def result_for(self, plan_id: str, timeout_s: float = 15.0) -> DispatchResult:
@@ -110,6 +118,10 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store) -> Iterato
             Collector(probe, MarkerArray, f"{NS}/plan_markers", 100),
             ActionClient(probe, ExecutePlan, f"{NS}/execute_plan"),
             probe.create_client(Trigger, f"{NS}/cancel"),
+            probe.create_client(Trigger, f"{NS}/stop"),
+            probe.create_client(Trigger, f"{NS}/hard_stop"),
+            probe.create_client(Resume, f"{NS}/resume"),
+            Collector(probe, StopState, f"{NS}/stop_state", latched()),
         )
         context = spinning(node, probe)
         context.__enter__()
@@ -202,7 +214,7 @@ def test_cancel_stops_the_robot_and_a_second_plan_is_refused_while_busy(rig_fact
     plan = solved(small_store, f"(holding {obj})", START)
     rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
     idle = call_service(rig.cancel, Trigger.Request())
-    assert (idle.success, idle.message) == (False, "no plan is running")
+    assert (idle.success, idle.message) == (False, "no plan is running: nothing to cancel")
 
     first = rig.send(plan, "walk-1")
     assert first.accepted
@@ -325,21 +337,26 @@ def test_ctrl_c_cancels_the_running_plan_reports_it_and_exits_cleanly(
                 progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
                 time.sleep(0.3)
                 process.send_signal(signal.SIGINT)
+                signalled = time.monotonic()
                 try:
                     result = results.wait(lambda r: r.plan_id == "long-walk", 10.0, what="the result after Ctrl-C")
                 except AssertionError as exc:
                     process.kill()
                     raise AssertionError(f"{exc}\ndispatcher output:\n{process.communicate()[0]}") from exc
                 output, _ = process.communicate(timeout=15.0)
+                exited_s = time.monotonic() - signalled
         finally:
             if process.poll() is None:
                 process.kill()
                 process.communicate()
     assert process.returncode == 0, output
+    assert exited_s < 5.0, output  # shutdown_timeout_s, whatever was running
     assert (result.status, result.reason) == ("cancelled", "the dispatcher is shutting down")
     assert progress.messages[-1].state == "cancelled"
     recorded = RobotStateStore(small_store).read()
     assert recorded is not None and 0.0 < math.hypot(*recorded.position[:2]) < 3.0  # stopped part-way, recorded
+    time.sleep(1.0)
+    assert RobotStateStore(small_store).read() == recorded
 
 
 def test_the_entry_point_exits_non_zero_naming_a_bad_parameter(ros_domain_id, falkordb_uri):
@@ -347,3 +364,488 @@ def test_the_entry_point_exits_non_zero_naming_a_bad_parameter(ros_domain_id, fa
     output, _ = process.communicate(timeout=30.0)
     assert process.returncode == 1
     assert "dispatcher cannot start: parameter driver must be one of sim, spot_ros2, got 'wheelchair'" in output
+
+
+# --- the latched stop --------------------------------------------------------------------------
+def timed_call(client: Client, request: Any, timeout_s: float = 10.0) -> tuple[Any, float]:
+    """(response, seconds from the call to the answer)."""
+    assert client.wait_for_service(timeout_sec=timeout_s), client.srv_name
+    started = time.monotonic()
+    return call_service(client, request, timeout_s), time.monotonic() - started
+
+
+def stop_text(rig: Rig) -> str:
+    """The red text RViz shows over the robot now ("" when none)."""
+    marker = shown(rig.markers.messages).get((NS_ROBOT, 2))
+    return marker.text if marker is not None else ""
+
+
+def test_stop_cancels_the_plan_stops_the_robot_and_refuses_plans_until_an_operator_resumes(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
+    initial = rig.stop_state.wait(what="the stop state published at start")
+    assert (initial.stopped, initial.driver) == (False, "sim")
+    idle = call_service(rig.resume, Resume.Request(operator_name="ana"))
+    assert (idle.success, idle.message) == (False, "not stopped: nothing to resume")
+
+    goal = rig.send(plan, "walk-s")
+    assert goal.accepted
+    rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
+    time.sleep(0.3)
+    reply, took = timed_call(rig.stop, Trigger.Request())
+    assert reply.success and "walk-s cancelled" in reply.message and took < 1.0, (reply.message, took)
+    status, result = goal_result(goal, 5.0)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert (result.result.status, result.result.driver) == ("stopped", "sim")
+    assert "stop service" in result.result.reason
+    stopped = rig.node.driver.pose()
+    time.sleep(0.5)
+    assert rig.node.driver.pose() == stopped and 0.1 < math.hypot(stopped.x, stopped.y) < 3.0
+    state = rig.stop_state.wait(lambda s: s.stopped, 5.0, what="stopped on stop_state")
+    assert (state.hard, state.driver) == (False, "sim") and "stop service" in state.reason
+
+    again, _ = timed_call(rig.stop, Trigger.Request())
+    assert again.success and again.message.startswith("already stopped")
+    refused = rig.send(plan, "walk-t")
+    assert not refused.accepted
+    refusal = rig.result_for("walk-t", timeout_s=5.0)
+    assert (refusal.status, refusal.success, refusal.driver) == ("stopped", False, "sim")
+    assert "resume" in refusal.reason
+    wait_until(lambda: stop_text(rig) == "STOPPED", 5.0, "STOPPED over the robot in RViz")
+    late = Collector(rig.probe, StopState, f"{NS}/stop_state", latched())  # RViz or a console started later
+    assert late.wait(timeout_s=5.0, what="the latched stop state").stopped
+
+    nobody = call_service(rig.resume, Resume.Request(operator_name="  ", reason="go"))
+    assert (nobody.success, nobody.message) == (False, "resume needs the operator's name (who resumes)")
+    resumed = call_service(rig.resume, Resume.Request(operator_name="ana", reason="path is clear"))
+    assert resumed.success, resumed.message
+    state = rig.stop_state.wait(lambda s: not s.stopped and s.operator_name, 5.0, what="resumed on stop_state")
+    assert (state.operator_name, state.reason) == ("ana", "resumed by ana: path is clear")
+    wait_until(lambda: stop_text(rig) == "", 5.0, "the STOPPED text to go")
+    twice = call_service(rig.resume, Resume.Request(operator_name="ana"))
+    assert not twice.success
+    accepted = rig.send(plan, "walk-u")
+    assert accepted.accepted
+    cancel_goal(accepted)
+    assert goal_result(accepted, 5.0)[0] == GoalStatus.STATUS_CANCELED
+
+
+def test_hard_stop_uses_the_drivers_hard_stop_and_the_next_plan_starts_the_robot_again(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
+    driver, calls = rig.node.driver, []
+    real_stop, real_start = driver.stop, driver.start
+
+    def stop(*, hard: bool = False) -> None:  # the real stop, recorded
+        calls.append(f"stop(hard={hard})")
+        real_stop(hard=hard)
+
+    def start() -> None:
+        calls.append("start")
+        real_start()
+
+    driver.stop, driver.start = stop, start  # type: ignore[method-assign]
+    goal = rig.send(plan, "walk-h")
+    rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
+    reply, took = timed_call(rig.hard_stop, Trigger.Request())
+    assert reply.success and took < 1.0, (reply.message, took)
+    assert calls == ["start", "stop(hard=True)"]
+    assert goal_result(goal, 5.0)[1].result.status == "stopped"
+    state = rig.stop_state.wait(lambda s: s.stopped, 5.0, what="the hard stop on stop_state")
+    assert state.hard and "hard_stop service" in state.reason
+    wait_until(lambda: stop_text(rig) == "HARD STOP", 5.0, "HARD STOP over the robot")
+    softer = call_service(rig.stop, Trigger.Request())
+    assert softer.message.startswith("already stopped (hard)")
+    assert call_service(rig.resume, Resume.Request(operator_name="ben", reason="estop released")).success
+    again = rig.send(plan, "walk-i")
+    rig.progress.wait(lambda p: p.plan_id == "walk-i" and p.state == "started", 5.0, what="the next walk")
+    assert calls[-1] == "start"  # power was cut: the robot is started again before it moves
+    cancel_goal(again)
+
+
+def test_the_stop_answers_within_a_second_while_a_plan_runs_the_database_stalls_and_requests_pile_up(
+    ros_domain_id, falkordb_server, falkordb_uri, graph_name, small_store
+):
+    """The real process (its own executor): the stop never queues behind a plan, a query or a burst."""
+    from action_msgs.srv import CancelGoal
+    from rcl_interfaces.srv import GetParameters
+
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    with ros_session(ros_domain_id):
+        probe = rclpy.create_node("probe")
+        progress = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
+        markers = Collector(probe, MarkerArray, f"{NS}/plan_markers", 100)
+        actions = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
+        stop = probe.create_client(Trigger, f"{NS}/stop")
+        cancels = probe.create_client(CancelGoal, f"{NS}/execute_plan/_action/cancel_goal")
+        params = probe.create_client(GetParameters, f"{NS}/dispatcher/get_parameters")
+        process = run_dispatcher(
+            ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}"
+        )
+        paused = False
+        try:
+            with spinning(probe):
+                goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="busy-walk")),
+                                 timeout_s=30.0)  # fmt: skip
+                assert goal.accepted
+                progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
+                assert stop.wait_for_service(timeout_sec=10.0)
+                os.kill(falkordb_server.pid, signal.SIGSTOP)  # the database stalls
+                paused = True
+                for i in range(20):  # a burst of goals, cancels and parameter reads in flight
+                    actions.send_goal_async(ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id=f"pile-{i}")))
+                for _ in range(50):
+                    cancels.call_async(CancelGoal.Request())
+                for _ in range(20):
+                    params.call_async(GetParameters.Request(names=[spec.name for spec in PARAMETERS]))
+                reply, took = timed_call(stop, Trigger.Request(), timeout_s=5.0)
+                assert reply.success and took < 1.0, (reply.message, took)
+                time.sleep(0.5)  # a marker published just before the stop may still be on its way
+                before = robot_arrow(markers)
+                time.sleep(1.0)
+                assert robot_arrow(markers) == before  # stopped, though the database still stalls
+                os.kill(falkordb_server.pid, signal.SIGCONT)
+                paused = False
+                _, result = goal_result(goal, 15.0)
+                assert result.result.status == "stopped"
+                process.send_signal(signal.SIGINT)
+                process.communicate(timeout=15.0)
+        finally:
+            if paused:
+                os.kill(falkordb_server.pid, signal.SIGCONT)
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+
+
+def robot_arrow(markers: Collector[MarkerArray]) -> tuple[float, float]:
+    """Where the dispatcher's robot marker (the body arrow) was drawn last."""
+    for array in reversed(markers.messages):
+        for marker in array.markers:
+            if (marker.ns, marker.id, marker.action) == (NS_ROBOT, 0, Marker.ADD):
+                return (marker.pose.position.x, marker.pose.position.y)
+    raise AssertionError("no robot marker yet")
+
+
+# --- the client must stay alive ------------------------------------------------------------------
+def test_a_plan_whose_client_node_left_the_graph_is_cancelled_and_the_robot_stops(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0, client_lost_s=1.0)
+    client = rclpy.create_node("plan_client", namespace=NS)
+    name = client.get_fully_qualified_name()
+    with spinning(client, destroy=False):
+        actions = ActionClient(client, ExecutePlan, f"{NS}/execute_plan")
+        goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="orphan"), client_node=name))
+        assert goal.accepted
+        rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
+        time.sleep(0.5)
+    actions.destroy()  # (a live action client keeps its node's handle, and the node on the graph)
+    client.destroy_node()  # the client is gone; ROS alone would let the robot walk on
+    gone = time.monotonic()
+    result = rig.result_for("orphan", timeout_s=1.0 + 2.0 + 1.0)
+    assert time.monotonic() - gone < 1.0 + 2.0
+    assert result.status == "cancelled" and result.reason.startswith("client_lost: /spot1/plan_client"), result
+    stopped = rig.node.driver.pose()
+    time.sleep(0.5)
+    assert rig.node.driver.pose() == stopped and 0.2 < math.hypot(stopped.x, stopped.y) < 5.0
+
+
+def test_a_goal_naming_a_live_client_or_none_keeps_running(rig_factory, small_store):
+    obj, place = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=8.0, client_lost_s=0.5)
+    # The probe stays on the graph for the whole walk; a goal that names nobody is never given up.
+    watched = rig.send(plan, "watched", client_node=rig.probe.get_fully_qualified_name())
+    assert goal_result(watched, 30.0)[1].result.status == "succeeded"
+    unwatched = rig.send(solved(small_store, f"(object-in-place {obj} {START})", place), "unwatched")
+    assert goal_result(unwatched, 30.0)[1].result.status == "succeeded"
+
+
+CLIENT_SCRIPT = """
+import sys, time, rclpy
+from rclpy.action import ActionClient
+from rclpy.serialization import deserialize_message
+from heracles_ros.action import ExecutePlan
+from heracles_ros.msg import Plan
+rclpy.init()
+node = rclpy.create_node("killed_client", namespace=sys.argv[2])
+plan = deserialize_message(open(sys.argv[1], "rb").read(), Plan)
+client = ActionClient(node, ExecutePlan, sys.argv[2] + "/execute_plan")
+assert client.wait_for_server(timeout_sec=30.0)
+future = client.send_goal_async(ExecutePlan.Goal(plan=plan, client_node=node.get_fully_qualified_name()))
+rclpy.spin_until_future_complete(node, future, timeout_sec=30.0)
+print("accepted" if future.result().accepted else "rejected", flush=True)
+while True:
+    rclpy.spin_once(node, timeout_sec=0.1)
+"""
+
+
+def test_a_plan_whose_client_was_killed_is_cancelled_within_client_lost_s_and_two(
+    rig_factory, small_store, tmp_path
+):
+    from rclpy.serialization import serialize_message
+
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0, client_lost_s=1.0)
+    plan_file = tmp_path / "plan.bin"
+    plan_file.write_bytes(serialize_message(plan_to_msg(plan, plan_id="killed")))
+    # A client that moves the robot runs with the short DDS lease, so its death shows on the graph at once.
+    env = short_lease_env({**os.environ, "ROS_DOMAIN_ID": str(rig.node.context.get_domain_id()),
+                           "PYTHONPATH": str(ROOT)})  # fmt: skip
+    client = subprocess.Popen([sys.executable, "-c", CLIENT_SCRIPT, str(plan_file), NS], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    try:
+        rig.progress.wait(lambda p: p.plan_id == "killed" and p.state == "started", 30.0, what="the walk to start")
+        time.sleep(0.3)
+        client.kill()  # SIGKILL: no goodbye on the graph, no cancel
+        killed = time.monotonic()
+        result = rig.result_for("killed", timeout_s=1.0 + 2.0 + 2.0)
+        assert time.monotonic() - killed < 1.0 + 2.0
+    finally:
+        if client.poll() is None:
+            client.kill()
+        client.communicate()
+    assert result.status == "cancelled" and result.reason.startswith("client_lost: /spot1/killed_client"), result
+    stopped = rig.node.driver.pose()
+    time.sleep(0.5)
+    assert rig.node.driver.pose() == stopped
+
+
+# --- every plan checked against the world ------------------------------------------------------
+def test_plans_whose_geometry_lies_are_rejected_and_nothing_moves(rig_factory, small_store):
+    from dataclasses import replace
+
+    obj, place = far_object(small_store)
+    fetch = solved(small_store, f"(holding {obj})", START)
+    walk, pick = fetch.actions[0], fetch.actions[-1]
+    assert (walk.name, pick.name) == ("goto", "pick")
+    far = (walk.target[0] + 1e6, walk.target[1], walk.target[2])
+    lies = {
+        "far-target": [replace(walk, target=far, waypoints=(*walk.waypoints[:-1], far))],
+        "huge": [replace(walk, target=(1e308, 1e308, 0.0), waypoints=(*walk.waypoints[:-1], (1e308, 1e308, 0.0)))],
+        "nan": [replace(walk, target=(math.nan, 0.0, 0.0))],
+        "long": [replace(walk, waypoints=(), waypoint_symbols=())] * 20_000,
+        "pick-away": [pick],  # the object's real place and position, but the robot stands at P0
+        "pick-500m": [replace(pick, target=(500.0, 0.0, 0.0))],
+    }
+    rig = rig_factory(sim_time_scale=40.0)
+    before = rig.node.driver.pose()
+    for plan_id, actions in lies.items():
+        goal = rig.send(replace(fetch, actions=actions), plan_id)
+        status, result = goal_result(goal, 30.0)
+        assert status == GoalStatus.STATUS_ABORTED and result.result.status == "rejected", (plan_id, result)
+        assert result.result.reason, plan_id
+    reasons = {r.plan_id: r.reason for r in rig.results.messages}
+    assert reasons["far-target"].startswith(f"step 0 (goto {walk.target_symbol}): target {walk.target_symbol} is given")
+    assert "1e+06 m from where the database has it" in reasons["far-target"]
+    assert "1e+308" in reasons["huge"] and "not finite" in reasons["nan"]
+    assert reasons["long"] == "the plan has 20000 steps, more than max_plan_steps (200)"
+    assert f"not at {place}: a pick needs the robot there" in reasons["pick-away"]
+    assert f"target {obj} is given at (500, 0, 0)" in reasons["pick-500m"]
+    assert not [p for p in rig.progress.messages if p.state == "started"]  # no step ever started
+    assert rig.node.driver.pose() == before and rig.node.driver.steps_executed == 0
+    assert held_by_robot(small_store) == []
+    recorded = RobotStateStore(small_store).read()
+    assert recorded is not None and (recorded.place, recorded.holding) == (START, "")
+
+
+# --- one dispatcher per robot, shutdown, every request answered, every parameter readable ------
+def test_of_two_dispatchers_started_for_one_robot_only_one_runs(ros_domain_id, falkordb_uri, graph_name, small_store):
+    params = (f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}")
+    first, second = run_dispatcher(ros_domain_id, *params), run_dispatcher(ros_domain_id, *params)
+    late = None
+    try:
+        wait_until(lambda: first.poll() is not None or second.poll() is not None, 20.0, "one of them to give up")
+        refused, running = (first, second) if first.poll() is not None else (second, first)
+        output = refused.communicate()[0]
+        assert running.poll() is None, output
+        # Refused at start (exit 1), or, where discovery outlasted the start's window, stepped down later.
+        assert "one dispatcher per robot" in output and "another dispatcher" in output, output
+        time.sleep(3.0)
+        assert running.poll() is None  # the survivor stays
+        late = run_dispatcher(ros_domain_id, *params)  # and one started later, once the first is up
+        late.wait(timeout=30.0)
+        output = late.communicate()[0]
+        assert running.poll() is None and "one dispatcher per robot" in output, output
+        # Refused at start (exit 1); on a machine slow enough that discovery outlasts the window, it steps
+        # down as soon as it finds the claim, through the same clean close as Ctrl-C (exit 0).
+        assert late.returncode == 1 or "this one stops the robot and exits" in output, (late.returncode, output)
+        running.send_signal(signal.SIGINT)
+        assert running.wait(timeout=15.0) == 0
+    finally:
+        for process in (first, second, late):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.communicate()
+
+
+def test_a_burst_of_goals_and_cancels_from_one_client_is_answered(rig_factory, small_store):
+    from action_msgs.srv import CancelGoal
+
+    from heracles_ros.nodes.dispatcher import action_queue_qos
+
+    obj, _ = far_object(small_store)
+    plan = plan_to_msg(solved(small_store, f"(holding {obj})", START), plan_id="")
+    rig = rig_factory(sim_time_scale=1.0)
+    deep = action_queue_qos()
+    actions = ActionClient(rig.probe, ExecutePlan, f"{NS}/execute_plan", goal_service_qos_profile=deep,
+                           cancel_service_qos_profile=deep, result_service_qos_profile=deep)  # fmt: skip
+    cancels = rig.probe.create_client(CancelGoal, f"{NS}/execute_plan/_action/cancel_goal", qos_profile=deep)
+    assert actions.wait_for_server(timeout_sec=10.0) and cancels.wait_for_service(timeout_sec=10.0)
+    goals = [actions.send_goal_async(ExecutePlan.Goal(plan=plan)) for _ in range(20)]
+    unknown = [CancelGoal.Request() for _ in range(50)]  # cancels of goals nobody sent
+    for request in unknown:
+        request.goal_info.goal_id.uuid = list(uuid.uuid4().bytes)
+    answers = [cancels.call_async(request) for request in unknown]
+    wait_until(lambda: all(f.done() for f in goals + answers), 20.0, "an answer to every goal and cancel")
+    accepted = [f.result() for f in goals if f.result().accepted]
+    assert len(accepted) <= 1  # one plan at a time; every other goal was rejected, not lost
+    for handle in accepted:
+        cancel_goal(handle)
+        assert goal_result(handle, 10.0)[0] == GoalStatus.STATUS_CANCELED
+
+
+def test_every_parameter_has_a_value_when_all_are_read_at_once(rig_factory):
+    from rcl_interfaces.msg import ParameterType
+    from rcl_interfaces.srv import GetParameters, ListParameters
+
+    rig = rig_factory()
+    listing = call_service(rig.probe.create_client(ListParameters, f"{NS}/dispatcher/list_parameters"),
+                           ListParameters.Request())  # fmt: skip
+    names = list(listing.result.names)
+    assert {spec.name for spec in PARAMETERS} <= set(names)
+    values = call_service(rig.probe.create_client(GetParameters, f"{NS}/dispatcher/get_parameters"),
+                          GetParameters.Request(names=names)).values  # fmt: skip
+    unset = [name for name, value in zip(names, values, strict=True) if value.type == ParameterType.PARAMETER_NOT_SET]
+    assert len(values) == len(names) and not unset, unset
+
+
+# --- cancels at any stage, and never two plans at once ----------------------------------------
+def test_a_cancel_before_the_first_step_ends_the_goal_canceled_within_a_second(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0)
+    entered, release = threading_events()
+    real_run = rig.node.dispatcher.run
+
+    def held_run(*args: Any, **kwargs: Any) -> Any:  # the plan reached the worker, no step started yet
+        entered.set()
+        release.wait(10.0)
+        return real_run(*args, **kwargs)
+
+    rig.node.dispatcher.run = held_run  # type: ignore[method-assign]
+    try:
+        goal = rig.send(plan, "early")
+        assert entered.wait(10.0)
+        cancel_goal(goal)
+        cancelled_at = time.monotonic()
+    finally:
+        release.set()
+    status, result = goal_result(goal, 5.0)
+    assert status == GoalStatus.STATUS_CANCELED and time.monotonic() - cancelled_at < 1.0
+    assert result.result.status == "cancelled" and result.result.steps_completed == 0
+    assert rig.node.driver.steps_executed == 0
+
+
+def test_a_cancel_during_a_replan_ends_the_goal_canceled_within_a_second(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=40.0, sim_fail_steps=[0])
+    replanning, release = threading_events()
+    real_replan = rig.node.dispatcher.replan
+    assert real_replan is not None
+
+    def held_replan(goal: str, start: str | None) -> PlanResult:  # the real planner, still at work
+        replanning.set()
+        release.wait(10.0)
+        return real_replan(goal, start)
+
+    rig.node.dispatcher.replan = held_replan
+    try:
+        goal = rig.send(plan, "replanning")
+        assert replanning.wait(10.0), "the replan never started"
+        cancel_goal(goal)
+        cancelled_at = time.monotonic()
+        status, result = goal_result(goal, 5.0)
+        assert status == GoalStatus.STATUS_CANCELED and time.monotonic() - cancelled_at < 1.0
+    finally:
+        release.set()
+    assert (result.result.status, result.result.replans) == ("cancelled", 1)
+
+
+def test_two_goals_judged_at_the_same_moment_never_run_together(rig_factory, small_store):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=40.0)
+    first_accepting, second_judged = threading_events()
+    real_accepted = rig.node._on_accepted
+    calls = []
+
+    def accepted(goal: Any) -> None:  # the first goal's acceptance is held until the second was judged free too
+        calls.append(goal.request.plan.plan_id)
+        if len(calls) == 1:
+            first_accepting.set()
+            second_judged.wait(10.0)
+        real_accepted(goal)
+
+    rig.node._action.register_handle_accepted_callback(accepted)
+    goal = ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="twin-a"))
+    first = rig.actions.send_goal_async(goal)
+    assert first_accepting.wait(10.0)
+    try:
+        second = rig.send(plan, "twin-b")
+        assert second.accepted  # judged while nothing ran yet
+    finally:
+        second_judged.set()
+    wait_until(first.done, 10.0, "the first goal's response")
+    results = {r.plan_id: r for r in (rig.result_for("twin-a", 20.0), rig.result_for("twin-b", 20.0))}
+    ran = [plan_id for plan_id, r in results.items() if r.status != "rejected"]
+    assert len(ran) == 1 and results[ran[0]].status == "succeeded"
+    (refused,) = set(results) - set(ran)
+    assert "busy" in results[refused].reason
+    assert {p.plan_id for p in rig.progress.messages} == {ran[0]}
+
+
+def threading_events() -> tuple[Any, Any]:
+    import threading
+
+    return threading.Event(), threading.Event()
+
+
+def test_closing_stops_the_robot_then_shuts_the_driver_down_within_the_budget_even_if_it_hangs(
+    rig_factory, small_store
+):
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    rig = rig_factory(sim_time_scale=1.0, shutdown_timeout_s=1.5)
+    driver, calls = rig.node.driver, []
+    real_stop, hung = driver.stop, threading_events()[0]
+
+    def stop(*, hard: bool = False) -> None:
+        calls.append("stop")
+        real_stop(hard=hard)
+
+    def shutdown() -> None:  # a lease return that never comes back
+        calls.append("shutdown")
+        hung.wait(30.0)
+
+    driver.stop, driver.shutdown = stop, shutdown  # type: ignore[method-assign]
+    goal = rig.send(plan, "closing")
+    rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
+    started = time.monotonic()
+    try:
+        rig.node.close()
+        took = time.monotonic() - started
+    finally:
+        hung.set()
+    assert calls == ["stop", "shutdown"] and took < 1.5 + 1.0, (calls, took)
+    status, result = goal_result(goal, 5.0)
+    assert (status, result.result.status) == (GoalStatus.STATUS_ABORTED, "cancelled")
+    stopped = driver.pose()
+    time.sleep(0.3)
+    assert driver.pose() == stopped

@@ -97,6 +97,19 @@ def test_the_robot_is_an_arrow_along_its_heading_that_expires_without_refresh():
     assert (arrow.pose.position.x, arrow.pose.position.y) == (1.0, 2.0)
 
 
+def test_a_latched_stop_is_a_red_text_over_the_robot_that_goes_with_the_resume():
+    pose = Pose(1.0, 2.0, 0.5)
+    arrow, text, stop = robot_markers(pose, label="spot", frame_id="map", stop="STOPPED")
+    assert (stop.ns, stop.id, stop.type, stop.text) == (NS_ROBOT, 2, Marker.TEXT_VIEW_FACING, "STOPPED")
+    assert (stop.color.r, stop.color.g, stop.color.b) == (1.0, 0.0, 0.0)
+    assert stop.pose.position.z > text.pose.position.z > pose.z  # above the robot's own label
+    assert (stop.pose.position.x, stop.pose.position.y) == (1.0, 2.0)
+    book = MarkerBook()
+    book.update([arrow, text, stop])
+    resumed = book.update(robot_markers(pose, label="spot", frame_id="map"))
+    assert [(m.ns, m.id) for m in resumed.markers if m.action == Marker.DELETE] == [(NS_ROBOT, 2)]
+
+
 def test_the_book_deletes_markers_of_finished_steps_and_of_an_ended_plan():
     book = MarkerBook()
     robot = robot_markers(Pose(0.0, 0.0), label="robot", frame_id="map")
