@@ -125,7 +125,8 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_s
         db = {"db_uri": falkordb_uri, "graph_name": graph_name}
         language = LanguageServerNode(namespace=NS, parameter_overrides=[
             Parameter(k, value=v) for k, v in {**db, "llm": "openai", "model": server.model,
-                                               "base_url": server.openai_base_url, **params}.items()])
+                                               "base_url": server.openai_base_url, "instance_check_s": 0.0,
+                                               **params}.items()])
         nodes: list[Node] = [language]
         robot = None
         if dispatcher:
