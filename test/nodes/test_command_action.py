@@ -451,16 +451,17 @@ def test_the_cli_asks_on_the_terminal_and_ctrl_c_or_heracles_cancel_stop_the_rob
 
     refused = heracles("command", "Bring me the farthest box.", "--execute", "--confirm", "--namespace", NS,
                        stdin=subprocess.PIPE)
-    out, err = refused.communicate("n\n", timeout=60)
+    out, err = refused.communicate("\n", timeout=60)  # Enter alone is not a yes
     assert refused.returncode == 1, err
-    assert "Go ahead? [y/N]" in out + err and "refused" in err and rig.progress.count == 0
+    assert "[y/N]" in err and "refused" in err and rig.progress.count == 0
 
     interrupted = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS, "--json")
     rig.progress.wait(lambda p: p.state == "started", 30.0, what="the robot to start walking")
     interrupted.send_signal(signal.SIGINT)
     out, err = interrupted.communicate(timeout=60)
-    assert interrupted.returncode == 1, err
-    assert json.loads(out)["outcome"] == "cancelled" and "cancelling" in err
+    assert interrupted.returncode == 130, err
+    assert json.loads(out)["outcome"] == "cancelled" and "Ctrl-C: cancelling cli-" in err
+    assert "while executing step 1/" in err and "the robot stopped at" in err
     assert rig.progress.messages[-1].state == "cancelled"
 
     started = rig.progress.count
