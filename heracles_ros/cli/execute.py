@@ -354,7 +354,7 @@ class _Follower:
         except queue.Empty:
             return None
         approve = answer.strip().lower() in ("y", "yes")  # Enter, end of input or anything else: no
-        if self.cancel_sent:
+        if self.interrupts.first.is_set():  # a signal came first: the cancel, not this answer, decides
             return None
         request = Confirm.Request(command_id=command_id, approve=approve)
         return self.confirm.call_async(request), time.monotonic() + CONFIRM_ANSWER_S

@@ -55,7 +55,7 @@ from heracles_ros.agent.results import Candidate, CommandResult
 from heracles_ros.errors import HeraclesError, describe
 from heracles_ros.msg import Candidate as CandidateMsg
 from heracles_ros.msg import CommandRejection, StopState
-from heracles_ros.nodes.client_presence import ClientPresence
+from heracles_ros.nodes.client_presence import GRAPH_READ_PERIOD_S, ClientPresence
 from heracles_ros.nodes.plan_msgs import plan_to_msg
 from heracles_ros.nodes.qos import latched
 from heracles_ros.plan_types import PlanResult
@@ -102,6 +102,9 @@ class _Running:
     #: Set when rclpy hands the accepted goal over (until then the slot is only reserved).
     started: bool = False
     reserved_at: float = field(default_factory=time.monotonic)
+    #: The goal's client_node ('' = not watched) and, once it has been gone for client_lost_s, why.
+    client_node: str = ""
+    client_lost: str = ""
 
 
 def clip(text: str, limit: int = LOGGED_CHARS) -> str:
@@ -185,6 +188,19 @@ class CommandAction:
             result_service_qos_profile=_service_queue(), result_timeout=RESULT_KEPT_S,
         )
         self.confirm_service = node.create_service(Confirm, "confirm", self._on_confirm, callback_group=group)
+        self._client_watch = node.create_timer(GRAPH_READ_PERIOD_S, self._watch_client,
+                                               callback_group=MutuallyExclusiveCallbackGroup())
+
+    def _watch_client(self) -> None:
+        """Look at the graph for the running command's client (absence counts from the first look
+        that misses it, so the look is regular, not only when the command happens to check)."""
+        running = self._running
+        if running is None or not running.started or not running.client_node or running.client_lost:
+            return
+        if self.presence.lost(running.client_node):
+            running.client_lost = (f"client_lost: {running.client_node} has been gone from the ROS graph for "
+                                   f"{self.presence.lost_after_s:g} s")
+            self.node.get_logger().warning(f"command {running.command_id}: {running.client_lost}; cancelling it")
 
     def _on_stop_state(self, state: StopState) -> None:
         self._stop_state = state
@@ -246,7 +262,7 @@ class CommandAction:
                     f"busy: command {running.command_id} ({clip(running.instruction)!r}) is running; "
                     "cancel it first to replace it"
                 )
-            self._running = _Running(goal.command_id, goal.instruction)
+            self._running = _Running(goal.command_id, goal.instruction, client_node=goal.client_node.strip())
             self.idle.clear()
         return "", ""
 
@@ -282,16 +298,14 @@ class CommandAction:
         return response
 
     # -- running -----------------------------------------------------------------------
-    def _interruption(self, goal: ServerGoalHandle, stage: str) -> str:
+    def _interruption(self, running: _Running, goal: ServerGoalHandle, stage: str) -> str:
         """Why this command must stop now ('' = it goes on): its cancel, its client gone, the node closing."""
         if goal.is_cancel_requested:
             return f"cancelled while {stage}"
         if self.closing.is_set():
             return f"shutting_down: the language server is shutting down (while {stage})"
-        client = goal.request.client_node
-        if self.presence.lost(client):
-            return (f"client_lost: {client} has been gone from the ROS graph for {self.presence.lost_after_s:g} s "
-                    f"(while {stage})")
+        if running.client_lost:
+            return f"{running.client_lost} (while {stage})"
         return ""
 
     def _execute(self, running: _Running, goal: ServerGoalHandle) -> ExecuteCommand.Result:
@@ -306,7 +320,7 @@ class CommandAction:
             self.node.get_logger().error(f"command {running.command_id} failed with an internal error: {exc!r}")
             result.outcome, result.reason = "failed", f"internal error: {exc!r}"
         finally:
-            self.presence.forget(request.client_node)
+            self.presence.forget(running.client_node)
             with self._lock:
                 self._running = None
                 self.idle.set()
@@ -349,10 +363,10 @@ class CommandAction:
         self._feedback(goal, "grounding", request.instruction.strip())
         command = self._get_agent().command(
             request.instruction, plan=True, session=request.session, on_query=on_query,
-            cancelled=lambda: bool(self._interruption(goal, "grounding")),
+            cancelled=lambda: bool(self._interruption(running, goal, "grounding")),
         )
         _fill(result, command, self._summary(command.plan))
-        interrupted = self._interruption(goal, "grounding")
+        interrupted = self._interruption(running, goal, "grounding")
         if interrupted:
             result.outcome, result.reason = "cancelled", interrupted
             return
@@ -383,7 +397,11 @@ class CommandAction:
             return
         if self._stopped_before_moving(result, "before the plan was sent"):
             return
-        self._dispatch(goal, plan, result)
+        interrupted = self._interruption(running, goal, "planning")
+        if interrupted:
+            result.outcome, result.reason = "cancelled", f"{interrupted}; nothing moved"
+            return
+        self._dispatch(running, goal, plan, result)
 
     def _stopped_before_moving(self, result: ExecuteCommand.Result, when: str) -> bool:
         stop = self.stopped()
@@ -405,7 +423,7 @@ class CommandAction:
         running.waiting = True  # only now: an approval before the plan was shown approves nothing seen
         deadline = time.monotonic() + self.confirm_timeout_s
         while not running.decided.wait(_POLL_S):
-            interrupted = self._interruption(goal, "waiting for confirmation")
+            interrupted = self._interruption(running, goal, "waiting for confirmation")
             if interrupted:
                 result.outcome, result.reason = "cancelled", f"{interrupted}; nothing moved"
                 return False
@@ -420,7 +438,7 @@ class CommandAction:
             return False
         return True
 
-    def _dispatch(self, goal: ServerGoalHandle, plan: Any, result: ExecuteCommand.Result) -> None:
+    def _dispatch(self, running: _Running, goal: ServerGoalHandle, plan: Any, result: ExecuteCommand.Result) -> None:
         """Run the plan through the dispatcher's action, forwarding its feedback, until its result.
 
         Every wait is bounded: the goal response by :data:`DISPATCH_ACCEPT_TIMEOUT_S`, the
@@ -475,7 +493,7 @@ class CommandAction:
         while not finished.wait(_POLL_S):
             now = time.monotonic()
             if not interrupted:
-                interrupted = self._interruption(goal, "executing")
+                interrupted = self._interruption(running, goal, "executing")
                 if interrupted:
                     self.node.get_logger().warning(f"cancelling plan {plan.plan_id}: {interrupted}")
                     plan_goal.cancel_goal_async()  # sent at once, executor or not

@@ -32,6 +32,7 @@ from rclpy.action import ActionClient
 from rclpy.client import Client
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from std_msgs.msg import String
 from support.actions import FeedbackLog, cancel_goal, goal_result, send_goal
 from support.ros import Collector, call_service, ros_session, spinning, wait_until
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say, slow
@@ -97,6 +98,7 @@ class Rig:
     rejections: Collector[CommandRejection]
     progress: Collector[DispatchProgress]
     dispatcher: DispatcherNode | None
+    answers: Collector[String]
 
     def send(self, instruction: str, *, feedback: FeedbackLog | None = None, **options: Any) -> Any:
         goal = ExecuteCommand.Goal(instruction=instruction, **{"execute": True, **options})
@@ -143,6 +145,7 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_s
             Collector(probe, CommandRejection, f"{NS}/command_rejections", latched(10)),
             Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100),
             robot,
+            Collector(probe, String, f"{NS}/last_answer", latched(1)),
         )
         stack.enter_context(spinning(*nodes, probe, num_threads=8))
         assert rig.commands.wait_for_server(timeout_sec=10.0)
@@ -475,3 +478,105 @@ def test_the_cli_asks_on_the_terminal_and_ctrl_c_or_heracles_cancel_stop_the_rob
     assert (stop.returncode, stop_out.strip()) == (0, "cancelling 1 command"), stop_err
     out, err = running.communicate(timeout=60)
     assert running.returncode == 1 and json.loads(out)["outcome"] == "cancelled", err
+
+
+def hold_acceptance(rig: Rig) -> tuple[Any, Any]:
+    """Make the server hold every goal response until ``release`` is set; ``holding`` is set meanwhile."""
+    import threading
+
+    holding, release = threading.Event(), threading.Event()
+    decide = rig.language.commands._refusal
+
+    def held(goal: Any) -> tuple[str, str]:
+        holding.set()
+        release.wait(20.0)
+        return decide(goal)
+
+    rig.language.commands._refusal = held  # type: ignore[method-assign]
+    return holding, release
+
+
+def test_ctrl_c_before_the_goal_response_cancels_the_goal_once_it_is_accepted(rig_factory):
+    rig = rig_factory(lambda request: slow(3.0, say("<answer>(holding O1)</answer>")))
+    holding, release = hold_acceptance(rig)
+    cli = heracles("command", "Fetch O1.", "--execute", "--namespace", NS, "--json")
+    assert holding.wait(30.0), "the goal never reached the server"
+    cli.send_signal(signal.SIGINT)  # the CLI has no goal handle yet
+    time.sleep(0.5)
+    release.set()
+    out, err = cli.communicate(timeout=30)
+    assert cli.returncode == 130, err
+    assert json.loads(out)["outcome"] == "cancelled" and "Ctrl-C: cancelling cli-" in err
+    assert "cancelled cli-" in err and "while accepted" in err or "while grounding" in err
+    assert rig.progress.count == 0 and len(rig.server.requests) <= 1
+
+
+def test_a_second_ctrl_c_leaves_at_once_and_the_server_still_cancels_the_command(rig_factory):
+    rig = rig_factory(lambda request: slow(5.0, say("<answer>(holding O1)</answer>")), client_lost_s=1.0)
+    holding, release = hold_acceptance(rig)
+    cli = heracles("command", "Fetch O1.", "--execute", "--namespace", NS)
+    assert holding.wait(30.0), "the goal never reached the server"
+    cli.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    sent_again = time.monotonic()
+    cli.send_signal(signal.SIGINT)  # the goal response is still held: only leaving at once ends it now
+    _, err = cli.communicate(timeout=10)
+    assert time.monotonic() - sent_again < 2.0 and cli.returncode == 130, err
+    assert "leaving at once" in err
+    release.set()  # accepted after its client left: the server gives it up as client_lost
+    rejection_or_result = wait_for_command_end(rig, 20.0)
+    assert rejection_or_result.startswith("client_lost"), rejection_or_result
+    assert rig.progress.count == 0
+
+
+def wait_for_command_end(rig: Rig, timeout_s: float) -> str:
+    """The reason the server's one command ended with (read from its log of outcomes via the answer topic)."""
+    answers = rig.answers
+    message = answers.wait(lambda m: "cancelled" in m.data, timeout_s, what="the command's end")
+    return message.data.split("cancelled: ", 1)[-1]
+
+
+def test_ctrl_c_while_waiting_for_confirmation_cancels_and_nothing_moves(rig_factory):
+    rig = rig_factory(fetch_farthest_box, require_confirmation=True)
+    cli = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS, "--json",
+                   stdin=subprocess.PIPE)
+    wait_until(lambda: (r := rig.language.commands._running) is not None and r.waiting, 60.0,
+               "the command to wait for confirmation")
+    interrupted = time.monotonic()
+    cli.send_signal(signal.SIGINT)
+    out, err = cli.communicate(timeout=30)
+    assert cli.returncode == 130, err
+    assert time.monotonic() - interrupted < 5.0
+    result = json.loads(out)
+    assert result["outcome"] == "cancelled" and result["reason"].startswith("cancelled while waiting for confirmation")
+    assert "while waiting for confirmation" in err and rig.progress.count == 0
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_cancel_like_ctrl_c(rig_factory, signal_number):
+    rig = rig_factory(fetch_farthest_box, sim_time_scale=1.0)
+    cli = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS, "--json")
+    rig.progress.wait(lambda p: p.state == "started", 60.0, what="the robot to start walking")
+    cli.send_signal(signal_number)
+    out, err = cli.communicate(timeout=30)
+    assert cli.returncode == 130, err
+    assert json.loads(out)["outcome"] == "cancelled" and f"{signal.Signals(signal_number).name}: cancelling" in err
+    assert rig.progress.messages[-1].state == "cancelled"
+    assert rig.dispatcher is not None
+    stopped = rig.dispatcher.driver.pose()
+    time.sleep(0.5)
+    assert rig.dispatcher.driver.pose() == stopped
+
+
+def test_a_killed_cli_loses_its_command_and_the_robot_stops(rig_factory):
+    client_lost_s = 2.0
+    rig = rig_factory(fetch_farthest_box, sim_time_scale=1.0, client_lost_s=client_lost_s)
+    cli = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS)
+    rig.progress.wait(lambda p: p.state == "started", 60.0, what="the robot to start walking")
+    killed = time.monotonic()
+    cli.kill()
+    cli.communicate(timeout=10)
+    rig.progress.wait(lambda p: p.state == "cancelled", client_lost_s + 2.0, what="the plan to be cancelled")
+    assert time.monotonic() - killed < client_lost_s + 2.0
+    reason = wait_for_command_end(rig, 5.0)
+    assert reason.startswith("client_lost: /heracles_cli_"), reason
