@@ -580,3 +580,132 @@ def test_a_killed_cli_loses_its_command_and_the_robot_stops(rig_factory):
     assert time.monotonic() - killed < client_lost_s + 2.0
     reason = wait_for_command_end(rig, 5.0)
     assert reason.startswith("client_lost: /heracles_cli_"), reason
+
+
+# -- acceptance under pressure ------------------------------------------------------------------------------
+def test_a_burst_of_goals_and_cancels_is_answered_every_one(rig_factory):
+    from action_msgs.srv import CancelGoal
+    from rclpy.qos import QoSProfile
+
+    rig = rig_factory(lambda request: slow(1.0, say("<answer>(holding O1)</answer>")))
+    roomy = QoSProfile(depth=100)
+    client = ActionClient(rig.probe, ExecuteCommand, f"{NS}/execute_command", goal_service_qos_profile=roomy,
+                          cancel_service_qos_profile=roomy, result_service_qos_profile=roomy)
+    cancels = rig.probe.create_client(CancelGoal, f"{NS}/execute_command/_action/cancel_goal", qos_profile=roomy)
+    assert client.wait_for_server(timeout_sec=10.0) and cancels.wait_for_service(timeout_sec=10.0)
+    goals = [client.send_goal_async(ExecuteCommand.Goal(instruction="Fetch O1.", command_id=f"burst-{i}"))
+             for i in range(20)]
+    asked = [cancels.call_async(CancelGoal.Request()) for _ in range(50)]
+    wait_until(lambda: all(f.done() for f in goals), 30.0, "an answer to every goal")
+    wait_until(lambda: all(f.done() for f in asked), 30.0, "an answer to every cancel")
+    accepted = [f.result() for f in goals if f.result().accepted]
+    assert len(accepted) <= 1  # one robot, one command
+    refused = {f"burst-{i}" for i, f in enumerate(goals) if not f.result().accepted}
+    wait_until(lambda: refused <= {r.command_id for r in rig.rejections.messages}, 10.0,
+               "a published reason for every refused goal")
+    assert all(f.result() is not None for f in asked)
+    client.destroy()
+
+
+def test_an_8_mb_instruction_is_refused_as_invalid_and_the_node_goes_on(rig_factory):
+    rig = rig_factory(lambda request: say("<answer>(holding O1)</answer>"))
+    huge = rig.send("Fetch O1. " * 800_000, command_id="huge", execute=False)
+    assert not huge.accepted
+    refusal = rig.rejection("huge")
+    assert refusal.code == "invalid" and "characters long; at most 4000 are taken" in refusal.reason
+    assert len(refusal.instruction) < 5000
+    after = rig.send("Fetch O1.", execute=False)
+    assert after.accepted and goal_result(after, 30.0)[1].outcome == "planned"
+
+
+def test_two_goals_arriving_together_never_both_run(rig_factory):
+    import threading
+
+    rig = rig_factory(lambda request: slow(1.0, say("<answer>(holding O1)</answer>")))
+    together = threading.Barrier(2, timeout=10.0)
+    get_agent = rig.language.commands._get_agent
+
+    def meet(*args: Any) -> Any:
+        together.wait()  # both goal callbacks are inside acceptance at the same moment
+        return get_agent(*args)
+
+    rig.language.commands._get_agent = meet  # type: ignore[method-assign]
+    futures = [rig.commands.send_goal_async(ExecuteCommand.Goal(instruction="Fetch O1.", command_id=f"twin-{i}"))
+               for i in range(2)]
+    wait_until(lambda: all(f.done() for f in futures), 20.0, "both goal responses")
+    assert sorted(f.result().accepted for f in futures) == [False, True]
+    loser = next(f"twin-{i}" for i, f in enumerate(futures) if not f.result().accepted)
+    assert rig.rejection(loser).code == "busy"
+
+
+def test_a_command_while_the_robot_is_stopped_is_refused_at_once(rig_factory):
+    from heracles_ros.msg import StopState
+
+    rig = rig_factory(lambda request: say("<answer>(holding O1)</answer>"))
+    stop = rig.probe.create_publisher(StopState, f"{NS}/stop_state", latched(1))
+    stop.publish(StopState(stopped=True, reason="operator pressed stop", driver="sim"))
+    wait_until(lambda: rig.language.commands.stopped() is not None, 10.0, "the stop to reach the language server")
+    began = time.monotonic()
+    goal = rig.send("Fetch O1.", command_id="while-stopped")
+    assert not goal.accepted and time.monotonic() - began < 2.0
+    refusal = rig.rejection("while-stopped")
+    assert refusal.code == "stopped" and "operator pressed stop" in refusal.reason
+    assert not rig.server.requests and rig.progress.count == 0
+    planned = rig.send("Fetch O1.", execute=False)  # planning moves nothing: still served
+    assert goal_result(planned, 30.0)[1].outcome == "planned"
+    stop.publish(StopState(stopped=False, reason="resumed by test", operator="test", driver="sim"))
+    wait_until(lambda: rig.language.commands.stopped() is None, 10.0, "the resume")
+    resumed = rig.send("Fetch O1.")
+    assert resumed.accepted and goal_result(resumed, 60.0)[1].outcome == "succeeded"
+
+
+# -- confirmation and cancel timing -------------------------------------------------------------------------
+def test_a_cancel_while_waiting_for_confirmation_ends_canceled_within_a_second(rig_factory):
+    rig = rig_factory(fetch_farthest_box, require_confirmation=True)
+    feedback = FeedbackLog()
+    goal = rig.send("Bring me the farthest box.", feedback=feedback)
+    wait_for_confirm(feedback)
+    began = time.monotonic()
+    cancel_goal(goal)
+    status, result = goal_result(goal, 5.0)
+    assert time.monotonic() - began < 1.0
+    assert (status, result.outcome) == (GoalStatus.STATUS_CANCELED, "cancelled")
+    assert result.reason == "cancelled while waiting for confirmation; nothing moved"
+    time.sleep(0.3)
+    assert rig.progress.count == 0
+
+
+def test_confirm_is_taken_only_after_the_plan_was_shown(rig_factory):
+    rig = rig_factory(fetch_farthest_box, require_confirmation=True)
+    early: list[Any] = []
+    publish = rig.language.commands._feedback
+
+    def confirm_too_early(handle: Any, stage: str, message: str, **fields: Any) -> None:
+        if stage == "confirm":  # the plan is about to be shown: an approval now approves nothing seen
+            early.append(call_service(rig.confirm, Confirm.Request(approve=True), timeout_s=5.0))
+        publish(handle, stage, message, **fields)
+
+    rig.language.commands._feedback = confirm_too_early  # type: ignore[method-assign]
+    feedback = FeedbackLog()
+    goal = rig.send("Bring me the farthest box.", feedback=feedback)
+    wait_for_confirm(feedback)
+    assert len(early) == 1 and not early[0].success and "not waiting for confirmation" in early[0].message
+    time.sleep(0.3)
+    assert rig.progress.count == 0
+    assert call_service(rig.confirm, Confirm.Request(approve=True)).success
+    assert goal_result(goal, 60.0)[1].outcome == "succeeded"
+
+
+def test_a_cancel_while_grounding_ends_within_the_current_model_turn(rig_factory):
+    turn_s = 2.0
+    rig = rig_factory(lambda request: slow(turn_s, call(BOXES)), max_tool_calls=5)
+    goal = rig.send("Fetch a box.")
+    wait_until(lambda: len(rig.server.requests) >= 1, 10.0, "the first model turn")
+    time.sleep(0.2)
+    began = time.monotonic()
+    cancel_goal(goal)
+    status, result = goal_result(goal, 20.0)
+    elapsed = time.monotonic() - began
+    assert (status, result.outcome) == (GoalStatus.STATUS_CANCELED, "cancelled")
+    assert elapsed < turn_s + 1.5, f"the cancel took {elapsed:.1f} s"
+    assert len(rig.server.requests) == 1 and rig.progress.count == 0
