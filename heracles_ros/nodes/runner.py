@@ -126,7 +126,9 @@ class StopRequests:
 
     def __exit__(self, *exc: object) -> None:
         for number, handler in self._previous.items():
-            signal.signal(number, handler)
+            # Stopping: the process is about to end, and Python's finalization would put back the
+            # default action, under which one more Ctrl-C kills it mid-exit.
+            signal.signal(number, signal.SIG_IGN if self.requested.is_set() else handler)
 
     def _handle(self, number: int, frame: FrameType | None) -> None:
         name = signal.Signals(number).name

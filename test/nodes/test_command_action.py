@@ -709,3 +709,117 @@ def test_a_cancel_while_grounding_ends_within_the_current_model_turn(rig_factory
     assert (status, result.outcome) == (GoalStatus.STATUS_CANCELED, "cancelled")
     assert elapsed < turn_s + 1.5, f"the cancel took {elapsed:.1f} s"
     assert len(rig.server.requests) == 1 and rig.progress.count == 0
+
+
+# -- the language server as its own process: shutdown with work in flight, one per robot ------------------------
+@dataclass
+class ServerProcess:
+    process: subprocess.Popen[str]
+    lines: list[str]
+    commands: ActionClient
+    progress: Collector[DispatchProgress]
+    dispatcher: DispatcherNode
+    model: ScriptedLLMServer
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+
+def start_language_server(domain: int, *params: str) -> tuple[subprocess.Popen[str], list[str]]:
+    import threading
+
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONPATH": str(REPO)}
+    args = [arg for param in params for arg in ("-p", param)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "heracles_ros.nodes.language_server", "--ros-args", "-r", f"__ns:={NS}", *args],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True).start()  # type: ignore[union-attr]
+    return process, lines
+
+
+@pytest.fixture
+def server_process(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_start) -> Iterator:
+    """``start(script, *params)``: the dispatcher (sim, real time) here, the language server in its own process."""
+    stack = ExitStack()
+
+    def start(script: Any, *params: str) -> ServerProcess:
+        server = ScriptedLLMServer(script).start()
+        stack.callback(server.stop)
+        db = {"db_uri": falkordb_uri, "graph_name": graph_name}
+        process, lines = start_language_server(
+            ros_domain_id, *(f"{k}:={v}" for k, v in db.items()), f"base_url:={server.openai_base_url}",
+            f"model:={server.model}", *params)
+
+        def end() -> None:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+        stack.callback(end)
+        robot = DispatcherNode(namespace=NS, parameter_overrides=[
+            Parameter(k, value=v) for k, v in {**db, "start_place": START, "sim_time_scale": 1.0,
+                                               "sim_speed_mps": 1.0}.items()])
+        probe = rclpy.create_node("probe")
+        rig = ServerProcess(process, lines, ActionClient(probe, ExecuteCommand, f"{NS}/execute_command"),
+                            Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100), robot, server)
+        stack.enter_context(spinning(robot, probe, num_threads=8))
+        assert rig.commands.wait_for_server(timeout_sec=60.0), rig.output
+        return rig
+
+    with ros_session(ros_domain_id), stack:
+        yield start
+
+
+@pytest.mark.parametrize("signals", [[signal.SIGINT], [signal.SIGINT, signal.SIGINT], [signal.SIGTERM]],
+                         ids=["sigint", "sigint-twice", "sigterm"])
+def test_stopping_the_language_server_mid_walk_cancels_the_plan_and_exits_within_its_bound(server_process, signals):
+    rig = server_process(fetch_farthest_box)
+    goal = send_goal(rig.commands, ExecuteCommand.Goal(instruction="Bring me the farthest box.", execute=True),
+                     timeout_s=30.0)
+    assert goal.accepted
+    rig.progress.wait(lambda p: p.state == "started", 60.0, what="the robot to start walking")
+    began = time.monotonic()
+    for number in signals:
+        rig.process.send_signal(number)
+        time.sleep(0.2)
+    code = rig.process.wait(timeout=10.0)
+    took = time.monotonic() - began
+    assert took < 5.0 + 0.5, f"the language server took {took:.1f} s to exit:\n{rig.output}"
+    assert code == 0, rig.output
+    rig.progress.wait(lambda p: p.state == "cancelled", 5.0, what="the dispatcher to cancel the plan")
+    stopped = rig.dispatcher.driver.pose()
+    time.sleep(0.5)
+    assert rig.dispatcher.driver.pose() == stopped
+    assert "Traceback" not in rig.output and "KeyboardInterrupt" not in rig.output, rig.output
+    assert "shutting_down" in rig.output
+
+
+def test_a_second_language_server_for_the_same_robot_refuses_to_start(server_process, falkordb_uri, graph_name,
+                                                                        ros_domain_id):
+    rig = server_process(lambda request: say("<answer>(holding O1)</answer>"))
+    second, lines = start_language_server(ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}",
+                                          "base_url:=http://127.0.0.1:9")
+    try:
+        code = second.wait(timeout=60.0)
+    finally:
+        if second.poll() is None:
+            second.kill()
+            second.wait()
+    time.sleep(0.2)
+    output = "".join(lines)
+    assert code == 1, output
+    assert f"another {NS}/language_server is running (one language server per robot)" in output
+    assert rig.process.poll() is None  # the first one serves on
+
+
+def test_the_cli_says_so_within_seconds_when_the_language_server_dies(server_process):
+    rig = server_process(lambda request: slow(30.0, say("<answer>(holding O1)</answer>")))
+    cli = heracles("command", "Fetch O1.", "--execute", "--namespace", NS, "--server-timeout", "60")
+    wait_until(lambda: len(rig.model.requests) >= 1, 60.0, "the command to reach the model")  # a 30 s turn
+    killed = time.monotonic()
+    rig.process.kill()
+    _, err = cli.communicate(timeout=30)
+    assert time.monotonic() - killed < 8.0, err
+    assert cli.returncode == 1 and "the language_server of /spot1/execute_command is gone" in err, err
