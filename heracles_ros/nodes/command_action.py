@@ -469,10 +469,19 @@ class CommandAction:
         sent = self.plans.send_goal_async(
             ExecutePlan.Goal(plan=plan, client_node=self.node.get_fully_qualified_name()), feedback_callback=forward)
         sent.add_done_callback(lambda _: answered.set())
-        # Not given up on a cancel or close: the plan's handle is what a cancel needs.
-        if not answered.wait(DISPATCH_ACCEPT_TIMEOUT_S) or sent.result() is None:
+        # Not given up on a cancel (the plan's handle is what a cancel needs), but on closing after a
+        # grace: a plan accepted after this node is gone is cancelled by the dispatcher (client_lost).
+        deadline = time.monotonic() + DISPATCH_ACCEPT_TIMEOUT_S
+        while not answered.wait(_POLL_S):
+            if self.closing.is_set():
+                deadline = min(deadline, time.monotonic() + CANCEL_CONFIRM_S)
+            if time.monotonic() > deadline:
+                break
+        if not answered.is_set() or sent.result() is None:
             result.outcome = "failed"
-            result.reason = f"the dispatcher did not answer within {DISPATCH_ACCEPT_TIMEOUT_S:g} s"
+            result.reason = "the dispatcher did not answer the plan in time" + (
+                " (the language server is shutting down)" if self.closing.is_set() else
+                f" ({DISPATCH_ACCEPT_TIMEOUT_S:g} s)")
             return
         plan_goal = sent.result()
         assert plan_goal is not None

@@ -507,7 +507,8 @@ def test_ctrl_c_before_the_goal_response_cancels_the_goal_once_it_is_accepted(ri
     out, err = cli.communicate(timeout=30)
     assert cli.returncode == 130, err
     assert json.loads(out)["outcome"] == "cancelled" and "Ctrl-C: cancelling cli-" in err
-    assert "cancelled cli-" in err and "while accepted" in err or "while grounding" in err
+    assert "cancelled cli-" in err and ("while accepted" in err or "while grounding" in err)
+    assert "the robot stopped at its start (it had not moved)" in err
     assert rig.progress.count == 0 and len(rig.server.requests) <= 1
 
 
