@@ -11,7 +11,10 @@ CLI (its death cancels the command) and every node (a dead language server
 cancels its plan at the dispatcher). Measured with this profile: 1.5 s.
 
 Only Fast DDS (ROS 2's default middleware) reads the profile, and only when
-the user has not chosen a profile file of their own, which then wins.
+the user has not chosen a profile file of their own, which then wins. Fast
+DDS 3 (Kilted) reads ``FASTDDS_DEFAULT_PROFILES_FILE``, 2.x (Jazzy)
+``FASTRTPS_DEFAULT_PROFILES_FILE`` (measured: the other is ignored), so
+the one this distro's reads is set.
 """
 from __future__ import annotations
 
@@ -64,5 +67,17 @@ def prefer_short_lease() -> str | None:
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         partial.write_text(PROFILE)
         partial.replace(path)  # atomic: a process starting beside us never reads half a file
-    os.environ["FASTDDS_DEFAULT_PROFILES_FILE"] = str(path)
+    os.environ[_profile_variable()] = str(path)
     return str(path)
+
+
+def _profile_variable() -> str:
+    """The variable this distro's Fast DDS reads: 3.x (Kilted, rclpy 9 on) the new name, 2.x the old one
+    (Kilted warns that the old one is deprecated; Jazzy ignores the new one)."""
+    from importlib import metadata
+
+    try:
+        major = int(metadata.version("rclpy").split(".")[0])
+    except (metadata.PackageNotFoundError, ValueError):
+        major = 9  # unknown: the current name
+    return _PROFILE_VARIABLES[0] if major >= 9 else _PROFILE_VARIABLES[1]
