@@ -657,7 +657,7 @@ def test_a_command_while_the_robot_is_stopped_is_refused_at_once(rig_factory):
     assert not rig.server.requests and rig.progress.count == 0
     planned = rig.send("Fetch O1.", execute=False)  # planning moves nothing: still served
     assert goal_result(planned, 30.0)[1].outcome == "planned"
-    stop.publish(StopState(stopped=False, reason="resumed by test", operator="test", driver="sim"))
+    stop.publish(StopState(stopped=False, reason="resumed by test", driver="sim"))
     wait_until(lambda: rig.language.commands.stopped() is None, 10.0, "the resume")
     resumed = rig.send("Fetch O1.")
     assert resumed.accepted and goal_result(resumed, 60.0)[1].outcome == "succeeded"
