@@ -655,6 +655,9 @@ def test_a_command_while_the_robot_is_stopped_is_refused_at_once(rig_factory):
     refusal = rig.rejection("while-stopped")
     assert refusal.code == "stopped" and "operator pressed stop" in refusal.reason
     assert not rig.server.requests and rig.progress.count == 0
+    cli = heracles("command", "Fetch O1.", "--execute", "--namespace", NS)
+    _, err = cli.communicate(timeout=60)
+    assert cli.returncode == 1 and "rejected (stopped): the robot is stopped (operator pressed stop)" in err, err
     planned = rig.send("Fetch O1.", execute=False)  # planning moves nothing: still served
     assert goal_result(planned, 30.0)[1].outcome == "planned"
     stop.publish(StopState(stopped=False, reason="resumed by test", driver="sim"))
@@ -833,3 +836,13 @@ def test_the_cli_says_so_within_seconds_when_the_language_server_dies(server_pro
     _, err = cli.communicate(timeout=30)
     assert time.monotonic() - killed < 8.0, err
     assert cli.returncode == 1 and "the language_server of /spot1/execute_command is gone" in err, err
+
+
+def test_a_result_stays_available_for_a_late_client(rig_factory):
+    """Kilted's rclpy forgets a finished goal after 10 s by default; a reconnecting CLI must still get it."""
+    rig = rig_factory(lambda request: say("<answer>(holding O1)</answer>"))
+    goal = rig.send("Fetch O1.", execute=False)
+    assert goal_result(goal, 30.0)[1].outcome == "planned"
+    time.sleep(12.0)
+    status, result = goal_result(goal, 10.0)  # asked again, as a late client would
+    assert (status, result.outcome) == (GoalStatus.STATUS_SUCCEEDED, "planned")
