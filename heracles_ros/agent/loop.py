@@ -68,6 +68,13 @@ _EXPLANATION_CHARS = 1000
 T = TypeVar("T")
 #: ``on_query(query)``: told of every Cypher query the model has run, as it runs (progress for operators).
 QueryListener = Callable[[str], None]
+#: ``cancelled()``: True once the caller gave the request up; checked between model turns, before each
+#: query and before planning, so a cancel ends a request within the model's current turn.
+CancelToken = Callable[[], bool]
+
+
+class RequestCancelled(HeraclesError):
+    """The caller cancelled the request; nothing after the current model turn ran."""
 
 
 class Rejected(Exception):
@@ -91,6 +98,11 @@ class _Session:
     #: May the model ask back (CLARIFY) instead of answering?
     may_clarify: bool = False
     on_query: QueryListener | None = None
+    cancelled: CancelToken | None = None
+
+    def check_cancelled(self, before: str) -> None:
+        if self.cancelled is not None and self.cancelled():
+            raise RequestCancelled(f"cancelled before {before} (after {self.turns} model turns)")
 
     def add(self, reply: Reply) -> None:
         self.usage.input_tokens += reply.input_tokens
@@ -180,9 +192,14 @@ class Agent:
         return result
 
     def command(
-        self, instruction: str, *, plan: bool = True, session: str = "", on_query: QueryListener | None = None
+        self, instruction: str, *, plan: bool = True, session: str = "", on_query: QueryListener | None = None,
+        cancelled: CancelToken | None = None,
     ) -> CommandResult:
-        """A PDDL goal the checker accepted (or a question back); with ``plan`` also the planner's result."""
+        """A PDDL goal the checker accepted (or a question back); with ``plan`` also the planner's result.
+
+        ``cancelled`` is polled between model turns, before each query and before planning: once it
+        is true the request ends with a RequestCancelled error and nothing more runs.
+        """
         result = CommandResult()
 
         def check(text: str) -> GoalExpr:
@@ -198,7 +215,8 @@ class Agent:
                 raise Rejected("goal", feedback, exc) from exc
             return goal
 
-        conversation = self._start(result, "command", instruction, session=session, on_query=on_query)
+        conversation = self._start(result, "command", instruction, session=session, on_query=on_query,
+                                   cancelled=cancelled)
         if conversation is None:
             return result
         outcome = self._run(result, conversation, check)
@@ -212,6 +230,11 @@ class Agent:
             result.goal_text = self._in_words(goal)
         self._remember(session, "command", instruction, answer, result)
         if plan and result.goal:
+            try:
+                conversation.check_cancelled("planning")
+            except RequestCancelled as exc:
+                result.error = describe(exc)
+                return result
             self._plan(result)
         return result
 
@@ -281,7 +304,7 @@ class Agent:
     # -- the loop ---------------------------------------------------------------------
     def _start(
         self, result: Any, task: str, request: str, *, answer_type: str | None = None, session: str = "",
-        on_query: QueryListener | None = None,
+        on_query: QueryListener | None = None, cancelled: CancelToken | None = None,
     ) -> _Session | None:
         started = time.monotonic()
         try:
@@ -295,7 +318,7 @@ class Agent:
         system, *rest = prompt.messages()
         messages = [system, *self.sessions.messages(session), *rest]  # earlier exchanges, then this request
         return _Session(messages, usage=result.usage, started=started, may_clarify=task in ("ask", "command"),
-                        on_query=on_query)
+                        on_query=on_query, cancelled=cancelled)
 
     def _run(
         self, result: Any, session: _Session, check: Callable[[str], T]
@@ -320,6 +343,7 @@ class Agent:
             if session.turns >= max_turns:
                 raise LLMOutputError(f"the model gave no acceptable final answer in {session.turns} turns")
             self._check_deadline(session)
+            session.check_cancelled("the next model turn")
             offer = self._may_query(session)
             reply = self.llm.chat(session.messages, [CYPHER_TOOL] if offer else [])
             session.turns += 1
@@ -372,6 +396,7 @@ class Agent:
         """Answer every call (each call id needs a reply), running those within the limit."""
         limit = self._query_limit
         for call in reply.tool_calls:
+            session.check_cancelled("a query")
             if not offered or session.usage.tool_calls >= limit:
                 text = (
                     f"NOT RUN: the limit of {limit} {'query' if limit == 1 else 'queries'} is reached. "

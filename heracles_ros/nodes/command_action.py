@@ -2,11 +2,16 @@
 
 Goal: an instruction and its options (execute or plan only, confirmation,
 session). Acceptance is decided at once: a goal is rejected when another
-command runs (one robot, one task), the instruction is empty, no model can be
-built, or, to execute, no dispatcher serves ``execute_plan``. An action's goal
-response carries only ``accepted``, so the reason goes out on
+command runs (one robot, one task; ``busy``), the instruction is empty or a
+field is longer than its bound (``invalid``), no model can be built
+(``no_model``), the node is closing (``shutting_down``), or, to execute, no
+dispatcher serves ``execute_plan`` (``no_dispatcher``) or the dispatcher's
+latched stop is on (``stopped``, from its ``stop_state`` topic). An action's
+goal response carries only ``accepted``, so the reason goes out on
 ``command_rejections`` (heracles_ros/msg/CommandRejection) under the goal's
-``command_id`` before the response is sent.
+``command_id`` before the response is sent. The goal, cancel and result
+services queue :data:`SERVICE_DEPTH` requests, so a burst is answered, not
+dropped, and a result is kept :data:`RESULT_KEPT_S` for a late client.
 
 Feedback, in order: ``grounding`` (once at the start, then once per Cypher
 query the model runs, with the queries so far), ``goal`` (the checked goal and
@@ -16,10 +21,14 @@ the goal in words and the plan; the command then waits, bounded, for the
 plan), then ``step`` for every dispatcher event with the robot's position.
 
 Result: the outcome (succeeded, planned, clarify, failed, cancelled, refused,
-rejected), the reason, the goal, the plan, and how far the robot got.
+rejected, stopped), the reason, the goal, the plan, and how far the robot got.
 Cancelling the goal stops this command only: during grounding it ends after
-the model's current turn, during execution it cancels the dispatcher's goal,
-which stops the robot.
+the model's current turn, while waiting for confirmation at once, during
+execution it cancels the dispatcher's goal, which stops the robot. The same
+happens, with outcome cancelled and the goal ABORTED, when the goal's
+``client_node`` has left the ROS graph for ``client_lost_s`` (reason
+``client_lost``) and when the node closes (reason ``shutting_down``). Every
+wait is bounded and gives up when the node closes.
 
 Execution goes through the dispatcher's ``execute_plan`` action, so whether a
 plan was taken is known from the dispatcher's own acceptance.
@@ -37,6 +46,7 @@ from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalRespons
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import QoSProfile, qos_profile_services_default
 from std_msgs.msg import Header
 
 from heracles_ros.action import ExecuteCommand, ExecutePlan
@@ -44,7 +54,8 @@ from heracles_ros.agent.loop import Agent
 from heracles_ros.agent.results import Candidate, CommandResult
 from heracles_ros.errors import HeraclesError, describe
 from heracles_ros.msg import Candidate as CandidateMsg
-from heracles_ros.msg import CommandRejection
+from heracles_ros.msg import CommandRejection, StopState
+from heracles_ros.nodes.client_presence import GRAPH_READ_PERIOD_S, ClientPresence
 from heracles_ros.nodes.plan_msgs import plan_to_msg
 from heracles_ros.nodes.qos import latched
 from heracles_ros.plan_types import PlanResult
@@ -63,6 +74,19 @@ STALE_RESERVATION_S = 10.0
 REJECTIONS_KEPT = 10
 #: Seconds without the dispatcher's action server before a running command gives its plan up as lost.
 DISPATCHER_LOST_S = 5.0
+#: After cancelling its plan, a command waits this long for the dispatcher's result before it reports
+#: the cancel as sent but unconfirmed.
+CANCEL_CONFIRM_S = 3.0
+#: Requests the goal, cancel and result services queue (rclpy's default, 10, dropped bursts silently).
+SERVICE_DEPTH = 200
+#: A finished command's result stays available this long for a late or reconnecting client, seconds.
+RESULT_KEPT_S = 600
+#: Longest instruction taken, characters (a paragraph; a model prompt is bounded by it too).
+MAX_INSTRUCTION_CHARS = 4000
+#: Longest command id, session id and client node name taken, characters.
+MAX_ID_CHARS = 256
+#: Characters of an instruction that reach the log.
+LOGGED_CHARS = 120
 
 
 @dataclass
@@ -78,6 +102,25 @@ class _Running:
     #: Set when rclpy hands the accepted goal over (until then the slot is only reserved).
     started: bool = False
     reserved_at: float = field(default_factory=time.monotonic)
+    #: The goal's client_node ('' = not watched) and, once it has been gone for client_lost_s, why.
+    client_node: str = ""
+    client_lost: str = ""
+
+
+def clip(text: str, limit: int = LOGGED_CHARS) -> str:
+    """``text`` cut to ``limit`` characters (with a note of how much was cut) for logs and messages."""
+    text = text.strip()
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def size_problem(instruction: str, **ids: str) -> str:
+    """Why a request's text is refused as too long, or ''."""
+    if len(instruction) > MAX_INSTRUCTION_CHARS:
+        return f"the instruction is {len(instruction)} characters long; at most {MAX_INSTRUCTION_CHARS} are taken"
+    for name, value in ids.items():
+        if len(value) > MAX_ID_CHARS:
+            return f"{name} is {len(value)} characters long; at most {MAX_ID_CHARS} are taken"
+    return ""
 
 
 def candidate_msgs(candidates: list[Candidate]) -> list[CandidateMsg]:
@@ -88,6 +131,13 @@ def candidate_msgs(candidates: list[Candidate]) -> list[CandidateMsg]:
         )
         for c in candidates
     ]
+
+
+def _service_queue() -> QoSProfile:
+    """The services' default QoS with room for a burst of requests."""
+    profile = QoSProfile(**{name: getattr(qos_profile_services_default, name)
+                            for name in ("history", "reliability", "durability")}, depth=SERVICE_DEPTH)
+    return profile
 
 
 class CommandAction:
@@ -103,6 +153,7 @@ class CommandAction:
         require_confirmation: bool,
         confirm_timeout_s: float,
         map_frame: str,
+        client_lost_s: float = 0.0,
     ):
         self.node = node
         self._get_agent = get_agent
@@ -113,7 +164,13 @@ class CommandAction:
         self.map_frame = map_frame
         self._lock = threading.Lock()
         self._running: _Running | None = None
-        self._closed = False
+        #: Set by close(): every wait below gives up and a running command cancels its plan.
+        self.closing = threading.Event()
+        #: Set while no command runs (close() waits on it, bounded).
+        self.idle = threading.Event()
+        self.idle.set()
+        self.presence = ClientPresence(node, client_lost_s)
+        self._stop_state: StopState | None = None
         group = ReentrantCallbackGroup()
         # Kept for late joiners: a client that subscribed just before its goal still gets the reason.
         self._rejections = node.create_publisher(CommandRejection, "command_rejections", latched(REJECTIONS_KEPT))
@@ -121,30 +178,62 @@ class CommandAction:
         # Its own exclusive group: the dispatcher's feedback is forwarded in the order it arrives.
         self.plans: ActionClient = ActionClient(node, ExecutePlan, "execute_plan",
                                                 callback_group=MutuallyExclusiveCallbackGroup())
+        # The dispatcher's latched stop: while it is on, motion goals are refused at once.
+        node.create_subscription(StopState, "stop_state", self._on_stop_state, latched(1), callback_group=group)
         self.server = ActionServer(
             node, ExecuteCommand, "execute_command", self._execute_unknown,
             goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
             cancel_callback=lambda goal: CancelResponse.ACCEPT, callback_group=group,
+            goal_service_qos_profile=_service_queue(), cancel_service_qos_profile=_service_queue(),
+            result_service_qos_profile=_service_queue(), result_timeout=RESULT_KEPT_S,
         )
         self.confirm_service = node.create_service(Confirm, "confirm", self._on_confirm, callback_group=group)
+        self._client_watch = node.create_timer(GRAPH_READ_PERIOD_S, self._watch_client,
+                                               callback_group=MutuallyExclusiveCallbackGroup())
+
+    def _watch_client(self) -> None:
+        """Look at the graph for the running command's client (absence counts from the first look
+        that misses it, so the look is regular, not only when the command happens to check)."""
+        running = self._running
+        if running is None or not running.started or not running.client_node or running.client_lost:
+            return
+        if self.presence.lost(running.client_node):
+            running.client_lost = (f"client_lost: {running.client_node} has been gone from the ROS graph for "
+                                   f"{self.presence.lost_after_s:g} s")
+            self.node.get_logger().warning(f"command {running.command_id}: {running.client_lost}; cancelling it")
+
+    def _on_stop_state(self, state: StopState) -> None:
+        self._stop_state = state
+
+    def stopped(self) -> StopState | None:
+        """The dispatcher's latched stop when it is on, else None."""
+        state = self._stop_state
+        return state if state is not None and state.stopped else None
 
     # -- acceptance --------------------------------------------------------------------
     def _on_goal(self, goal: ExecuteCommand.Goal) -> GoalResponse:
-        goal.command_id = goal.command_id.strip() or f"cmd-{uuid.uuid4().hex[:8]}"
         code, reason = self._refusal(goal)
         if not code:
             return GoalResponse.ACCEPT
-        self.node.get_logger().warning(f"command {goal.command_id} rejected ({code}): {reason}")
+        command_id = clip(goal.command_id, MAX_ID_CHARS)
+        self.node.get_logger().warning(f"command {clip(command_id)} rejected ({code}): {reason}")
         self._rejections.publish(CommandRejection(
-            header=Header(stamp=self.node.get_clock().now().to_msg()), command_id=goal.command_id,
-            instruction=goal.instruction, code=code, reason=reason,
+            header=Header(stamp=self.node.get_clock().now().to_msg()), command_id=command_id,
+            instruction=clip(goal.instruction, MAX_INSTRUCTION_CHARS), code=code, reason=reason,
         ))
         return GoalResponse.REJECT
 
     def _refusal(self, goal: ExecuteCommand.Goal) -> tuple[str, str]:
         """(code, reason) why the goal cannot start, or ("", "") after reserving the one command slot."""
+        too_long = size_problem(goal.instruction, command_id=goal.command_id, session=goal.session,
+                                client_node=goal.client_node)
+        if too_long:
+            return "invalid", too_long
+        goal.command_id = goal.command_id.strip() or f"cmd-{uuid.uuid4().hex[:8]}"
         if not goal.instruction.strip():
             return "invalid", "the instruction is empty"
+        if self.closing.is_set():
+            return "shutting_down", "the language server is shutting down"
         try:
             self._get_agent()
         except HeraclesError as exc:
@@ -154,19 +243,27 @@ class CommandAction:
                 f"no dispatcher serves {self._plan_action}; start the dispatcher in this namespace, "
                 "or send the goal with execute: false"
             )
+        stop = self.stopped() if goal.execute else None
+        if stop is not None:
+            return "stopped", (
+                f"the robot is stopped ({stop.reason or 'latched stop'}); nothing moves until an operator "
+                "resumes it (heracles resume), or send the goal with execute: false"
+            )
         with self._lock:
-            if self._closed:
+            if self.closing.is_set():
                 return "shutting_down", "the language server is shutting down"
             running = self._running
             if running is not None and not running.started and \
                     time.monotonic() - running.reserved_at > STALE_RESERVATION_S:
                 running = self._running = None  # accepted, but never handed over: nothing runs
+                self.idle.set()
             if running is not None:
                 return "busy", (
-                    f"busy: command {running.command_id} ({running.instruction.strip()!r}) is running; "
+                    f"busy: command {running.command_id} ({clip(running.instruction)!r}) is running; "
                     "cancel it first to replace it"
                 )
-            self._running = _Running(goal.command_id, goal.instruction)
+            self._running = _Running(goal.command_id, goal.instruction, client_node=goal.client_node.strip())
+            self.idle.clear()
         return "", ""
 
     def _on_accepted(self, goal: ServerGoalHandle) -> None:
@@ -187,11 +284,12 @@ class CommandAction:
         wanted = request.command_id.strip()
         if running is None or (wanted and wanted != running.command_id):
             response.success = False
-            response.message = f"no command {wanted or ''} is running".replace("  ", " ")
+            response.message = f"no command {clip(wanted, MAX_ID_CHARS)} is running".replace("  ", " ")
             return response
         if running.decided.is_set() or not running.waiting:
             response.success = False
-            response.message = f"command {running.command_id} is not waiting for confirmation"
+            response.message = (f"command {running.command_id} is not waiting for confirmation "
+                                "(its plan has not been shown yet, or it was decided already)")
             return response
         running.approved = request.approve
         running.decided.set()
@@ -200,7 +298,19 @@ class CommandAction:
         return response
 
     # -- running -----------------------------------------------------------------------
+    def _interruption(self, running: _Running, goal: ServerGoalHandle, stage: str) -> str:
+        """Why this command must stop now ('' = it goes on): its cancel, its client gone, the node closing."""
+        if goal.is_cancel_requested:
+            return f"cancelled while {stage}"
+        if self.closing.is_set():
+            return f"shutting_down: the language server is shutting down (while {stage})"
+        if running.client_lost:
+            return f"{running.client_lost} (while {stage})"
+        return ""
+
     def _execute(self, running: _Running, goal: ServerGoalHandle) -> ExecuteCommand.Result:
+        """Run the command; the goal is marked finished only as its result is returned (rclpy forgets a
+        finished goal after a while, and a result that comes later raises inside the executor)."""
         request = goal.request
         result = ExecuteCommand.Result(command_id=running.command_id)
         started = time.monotonic()
@@ -210,19 +320,32 @@ class CommandAction:
             self.node.get_logger().error(f"command {running.command_id} failed with an internal error: {exc!r}")
             result.outcome, result.reason = "failed", f"internal error: {exc!r}"
         finally:
+            self.presence.forget(running.client_node)
             with self._lock:
                 self._running = None
+                self.idle.set()
         result.latency_s = time.monotonic() - started
+        text = result.outcome + (f": {result.reason}" if result.reason else "")
+        log = self.node.get_logger()
+        (log.warning if result.reason.startswith(("client_lost", "shutting_down")) else log.info)(
+            f"command {running.command_id} {clip(request.instruction)!r} -> {clip(text, 400)}")
+        announced = result.goal if result.outcome in SUCCESSFUL else text
+        # The answer marker reads the robot's record (a database read): off this thread, after the result.
+        threading.Thread(target=self._announce_quietly, args=(request.instruction, announced),
+                         name=f"announce-{running.command_id}", daemon=True).start()
         if result.outcome == "cancelled" and goal.is_cancel_requested:
             goal.canceled()
         elif result.outcome in SUCCESSFUL:
             goal.succeed()
         else:
             goal.abort()
-        text = result.outcome + (f": {result.reason}" if result.reason else "")
-        self.node.get_logger().info(f"command {running.command_id} {request.instruction.strip()!r} -> {text}")
-        self._announce("command", request.instruction, result.goal if result.outcome in SUCCESSFUL else text)
         return result
+
+    def _announce_quietly(self, instruction: str, outcome: str) -> None:
+        try:
+            self._announce("command", clip(instruction, MAX_INSTRUCTION_CHARS), outcome)
+        except Exception as exc:  # the node may be closing under it: the answer is a courtesy
+            self.node.get_logger().debug(f"answer not announced: {exc!r}")
 
     def _feedback(self, handle: ServerGoalHandle, stage: str, message: str, **fields: Any) -> None:
         handle.publish_feedback(ExecuteCommand.Feedback(
@@ -238,11 +361,14 @@ class CommandAction:
             self._feedback(goal, "grounding", f"query {len(queries)}: {query}", queries=list(queries))
 
         self._feedback(goal, "grounding", request.instruction.strip())
-        command = self._get_agent().command(request.instruction, plan=True, session=request.session,
-                                            on_query=on_query)
+        command = self._get_agent().command(
+            request.instruction, plan=True, session=request.session, on_query=on_query,
+            cancelled=lambda: bool(self._interruption(running, goal, "grounding")),
+        )
         _fill(result, command, self._summary(command.plan))
-        if goal.is_cancel_requested:
-            result.outcome, result.reason = "cancelled", "cancelled while grounding"
+        interrupted = self._interruption(running, goal, "grounding")
+        if interrupted:
+            result.outcome, result.reason = "cancelled", interrupted
             return
         if command.clarification:
             result.outcome, result.reason = "clarify", command.clarification
@@ -269,7 +395,21 @@ class CommandAction:
             running, goal, result
         ):
             return
-        self._dispatch(goal, plan, result)
+        if self._stopped_before_moving(result, "before the plan was sent"):
+            return
+        interrupted = self._interruption(running, goal, "planning")
+        if interrupted:
+            result.outcome, result.reason = "cancelled", f"{interrupted}; nothing moved"
+            return
+        self._dispatch(running, goal, plan, result)
+
+    def _stopped_before_moving(self, result: ExecuteCommand.Result, when: str) -> bool:
+        stop = self.stopped()
+        if stop is None:
+            return False
+        result.outcome = "stopped"
+        result.reason = f"the robot was stopped {when} ({stop.reason or 'latched stop'}); nothing moved"
+        return True
 
     def _confirmed(self, running: _Running, goal: ServerGoalHandle, result: ExecuteCommand.Result) -> bool:
         """Wait for the operator; False (with the result's outcome set) unless confirmed."""
@@ -278,15 +418,18 @@ class CommandAction:
             f"Call confirm with command_id {running.command_id} and approve true or false, or cancel the goal "
             f"(waiting up to {self.confirm_timeout_s:g} s)"
         )
-        running.waiting = True
         self._feedback(goal, "confirm", message, goal=result.goal, goal_text=result.goal_text,
                        plan_summary=result.plan_summary, plan=result.plan)
+        running.waiting = True  # only now: an approval before the plan was shown approves nothing seen
         deadline = time.monotonic() + self.confirm_timeout_s
         while not running.decided.wait(_POLL_S):
-            if goal.is_cancel_requested:
-                result.outcome, result.reason = "cancelled", "cancelled while waiting for confirmation"
+            interrupted = self._interruption(running, goal, "waiting for confirmation")
+            if interrupted:
+                result.outcome, result.reason = "cancelled", f"{interrupted}; nothing moved"
                 return False
-            if time.monotonic() > deadline or self._closed:
+            if self._stopped_before_moving(result, "while waiting for confirmation"):
+                return False
+            if time.monotonic() > deadline:
                 result.outcome = "refused"
                 result.reason = f"not confirmed within {self.confirm_timeout_s:g} s; nothing moved"
                 return False
@@ -295,12 +438,17 @@ class CommandAction:
             return False
         return True
 
-    def _dispatch(self, goal: ServerGoalHandle, plan: Any, result: ExecuteCommand.Result) -> None:
-        """Run the plan through the dispatcher's action, forwarding its feedback, until its result."""
+    def _dispatch(self, running: _Running, goal: ServerGoalHandle, plan: Any, result: ExecuteCommand.Result) -> None:
+        """Run the plan through the dispatcher's action, forwarding its feedback, until its result.
+
+        Every wait is bounded: the goal response by :data:`DISPATCH_ACCEPT_TIMEOUT_S`, the
+        dispatcher's presence by :data:`DISPATCHER_LOST_S`, a cancelled plan's result by
+        :data:`CANCEL_CONFIRM_S`.
+        """
         if not self.plans.server_is_ready():
             result.outcome, result.reason = "failed", "the dispatcher went away before the plan could be sent"
             return
-        accepted = threading.Event()
+        answered = threading.Event()
         order = threading.Lock()
         executing = [False]
 
@@ -317,31 +465,55 @@ class CommandAction:
             self._feedback(goal, "step", f"step {step.step_index + 1}/{step.step_count} {step.state}: {step.message}",
                            step=step)
 
-        sent = self.plans.send_goal_async(ExecutePlan.Goal(plan=plan), feedback_callback=forward)
-        sent.add_done_callback(lambda _: accepted.set())
-        if not accepted.wait(DISPATCH_ACCEPT_TIMEOUT_S) or sent.result() is None:
+        # The dispatcher watches us in turn: if this node dies, it cancels the plan (the robot stops).
+        sent = self.plans.send_goal_async(
+            ExecutePlan.Goal(plan=plan, client_node=self.node.get_fully_qualified_name()), feedback_callback=forward)
+        sent.add_done_callback(lambda _: answered.set())
+        # Not given up on a cancel (the plan's handle is what a cancel needs), but on closing after a
+        # grace: a plan accepted after this node is gone is cancelled by the dispatcher (client_lost).
+        deadline = time.monotonic() + DISPATCH_ACCEPT_TIMEOUT_S
+        while not answered.wait(_POLL_S):
+            if self.closing.is_set():
+                deadline = min(deadline, time.monotonic() + CANCEL_CONFIRM_S)
+            if time.monotonic() > deadline:
+                break
+        if not answered.is_set() or sent.result() is None:
             result.outcome = "failed"
-            result.reason = f"the dispatcher did not answer within {DISPATCH_ACCEPT_TIMEOUT_S:g} s"
+            result.reason = "the dispatcher did not answer the plan in time" + (
+                " (the language server is shutting down)" if self.closing.is_set() else
+                f" ({DISPATCH_ACCEPT_TIMEOUT_S:g} s)")
             return
         plan_goal = sent.result()
         assert plan_goal is not None
         if not plan_goal.accepted:
+            if self._stopped_before_moving(result, "as the plan was sent"):
+                return
             result.outcome = "rejected"
-            result.reason = (f"the dispatcher rejected plan {plan.plan_id} (it runs another plan, or is shutting "
-                             "down; its dispatch_result says which)")
+            result.reason = (f"the dispatcher rejected plan {plan.plan_id} (it runs another plan, is stopped or "
+                             "is shutting down; its dispatch_result says which)")
             return
         announce_executing()
         finished = threading.Event()
         outcome = plan_goal.get_result_async()
         outcome.add_done_callback(lambda _: finished.set())
-        cancel_sent = False
+        interrupted = ""
+        cancel_sent_at = 0.0
         lost_since: float | None = None
         while not finished.wait(_POLL_S):
-            if (goal.is_cancel_requested or self._closed) and not cancel_sent:
-                plan_goal.cancel_goal_async()
-                cancel_sent = True
-            lost_since = None if self.plans.server_is_ready() else (lost_since or time.monotonic())
-            if lost_since is not None and time.monotonic() - lost_since > DISPATCHER_LOST_S:
+            now = time.monotonic()
+            if not interrupted:
+                interrupted = self._interruption(running, goal, "executing")
+                if interrupted:
+                    self.node.get_logger().warning(f"cancelling plan {plan.plan_id}: {interrupted}")
+                    plan_goal.cancel_goal_async()  # sent at once, executor or not
+                    cancel_sent_at = now
+            if interrupted and now - cancel_sent_at > CANCEL_CONFIRM_S:
+                result.outcome = "cancelled"
+                result.reason = (f"{interrupted}; the cancel of plan {plan.plan_id} was sent, but the dispatcher "
+                                 f"did not confirm it within {CANCEL_CONFIRM_S:g} s")
+                return
+            lost_since = None if self.plans.server_is_ready() else (lost_since or now)
+            if lost_since is not None and now - lost_since > DISPATCHER_LOST_S:
                 result.outcome = "failed"
                 result.reason = (f"the dispatcher went away while running plan {plan.plan_id}; "
                                  "what the robot did since is unknown")
@@ -351,15 +523,21 @@ class CommandAction:
         dispatched = response.result.result
         result.outcome = dispatched.status or "failed"
         result.reason = dispatched.reason
+        if interrupted and result.outcome == "cancelled":
+            result.reason = f"{interrupted}; the dispatcher stopped the robot" + (
+                f" ({dispatched.reason})" if dispatched.reason else "")
         result.steps_completed = dispatched.steps_completed
         result.replans = dispatched.replans
         result.robot_place = dispatched.robot_place
         result.holding = dispatched.holding
+        result.driver = dispatched.driver
 
-    def close(self) -> None:
-        """Refuse new goals; a running command stops waiting for confirmation and cancels its plan."""
+    def close(self, timeout_s: float = 0.0) -> bool:
+        """Refuse new goals; a running command stops waiting (for the model's next turn, a confirmation, the
+        dispatcher) and cancels its plan. Waits up to ``timeout_s`` for it to end; True once none runs."""
         with self._lock:
-            self._closed = True
+            self.closing.set()
+        return self.idle.wait(timeout_s)
 
     def destroy(self) -> None:
         self.server.destroy()

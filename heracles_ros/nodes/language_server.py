@@ -64,11 +64,16 @@ from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.nodes.command_action import CommandAction, candidate_msgs
+from heracles_ros.nodes.command_action import (
+    CommandAction,
+    candidate_msgs,
+    clip,
+    size_problem,
+)
 from heracles_ros.nodes.markers import make_marker
 from heracles_ros.nodes.parameters import SNAPSHOT_WAIT, declare
 from heracles_ros.nodes.qos import latched
-from heracles_ros.nodes.runner import run_node
+from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT, run_node
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
 from heracles_ros.settings import Setting
@@ -129,7 +134,16 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("session_exchanges", 6, "Recent exchanges a session keeps for the model", minimum=1, maximum=100),
     Setting("max_sessions", 100, "Sessions kept at once (the least recently used is forgotten)", minimum=1,
               maximum=100_000),
+    Setting("client_lost_s", 3.0, "An execute_command goal whose client_node has been gone from the ROS graph "
+              "this long is cancelled and its plan with it (reason client_lost), seconds; 0 = never (plain ROS)",
+              minimum=0.0, maximum=3600.0),
+    Setting("instance_check_s", 2.0, "At start, how long to look for another language_server in this "
+              "namespace (discovery is not instant); one found = refuse to start, seconds; 0 = no check",
+              minimum=0.0, maximum=60.0),
+    SHUTDOWN_TIMEOUT,
 )
+#: How often the start-up check reads the graph for another language_server, seconds.
+_INSTANCE_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -153,6 +167,9 @@ class LanguageSettings:
     confirm_timeout_s: float
     session_exchanges: int
     max_sessions: int
+    client_lost_s: float
+    instance_check_s: float
+    shutdown_timeout_s: float
 
     @classmethod
     def from_values(cls, v: dict[str, Any]) -> LanguageSettings:
@@ -186,6 +203,9 @@ class LanguageSettings:
             confirm_timeout_s=v["confirm_timeout_s"],
             session_exchanges=v["session_exchanges"],
             max_sessions=v["max_sessions"],
+            client_lost_s=v["client_lost_s"],
+            instance_check_s=v["instance_check_s"],
+            shutdown_timeout_s=v["shutdown_timeout_s"],
         )
 
 
@@ -238,6 +258,7 @@ class LanguageServerNode(Node):
     def _setup(self) -> None:
         values = declare(self, PARAMETERS)
         self.settings = LanguageSettings.from_values(values)
+        self._refuse_a_second_instance(self.settings.instance_check_s)
         self.store: GraphStore = open_store(
             self.settings.db_uri, graph=self.settings.graph_name, timeout_s=STORE_TIMEOUT_S
         )
@@ -280,6 +301,7 @@ class LanguageServerNode(Node):
             self, get_agent=self._get_agent, summary=plan_summary, announce=self._publish_answer,
             require_confirmation=self.settings.require_confirmation,
             confirm_timeout_s=self.settings.confirm_timeout_s, map_frame=self.settings.map_frame,
+            client_lost_s=self.settings.client_lost_s,
         )
         self._closed = False
         try:
@@ -290,6 +312,19 @@ class LanguageServerNode(Node):
             f"answering with {self.settings.llm.provider}:{self.settings.llm.model_name} "
             f"({self.settings.method}) on {self.store.description}"
         )
+
+    def _refuse_a_second_instance(self, look_s: float) -> None:
+        """ConfigError when another language_server runs in this namespace: two would each take commands
+        for the one robot. Looked for during ``look_s`` (another process's node takes a moment to show)."""
+        me = (self.get_name(), self.get_namespace())
+        deadline = time.monotonic() + look_s
+        while time.monotonic() < deadline:
+            if self.get_node_names_and_namespaces().count(me) > 1:
+                raise ConfigError(
+                    f"another {self.get_fully_qualified_name()} is running (one language server per robot): "
+                    "stop it first, or start this one in another namespace"
+                )
+            time.sleep(_INSTANCE_POLL_S)
 
     # -- the agent -------------------------------------------------------------------
     def _get_agent(self) -> Agent:
@@ -323,6 +358,7 @@ class LanguageServerNode(Node):
         result = self._serve(
             "ask", request.question, AskResult,
             lambda agent: agent.ask(request.question, answer_type=answer_type, session=request.session),
+            request.session,
         )
         response.answer = result.answer
         response.explanation = result.explanation
@@ -335,6 +371,7 @@ class LanguageServerNode(Node):
         result = self._serve(
             "command", request.instruction, CommandResult,
             lambda agent: agent.command(request.instruction, plan=True, session=request.session),
+            request.session,
         )
         response.goal = result.goal
         response.goal_text = result.goal_text
@@ -348,6 +385,7 @@ class LanguageServerNode(Node):
         result = self._serve(
             "correct", request.instruction, CorrectResult,
             lambda agent: agent.correct(request.instruction, session=request.session),
+            request.session,
         )
         response.changes = list(result.changes)
         response.explanation = result.explanation
@@ -369,7 +407,8 @@ class LanguageServerNode(Node):
         response.changes = [str(change) for change in changes]
         return response
 
-    def _serve(self, kind: str, text: str, result_type: Callable[[], Any], run: Callable[[Agent], Any]) -> Any:
+    def _serve(self, kind: str, text: str, result_type: Callable[[], Any], run: Callable[[Agent], Any],
+               session: str = "") -> Any:
         """Run one request within a free slot; every failure becomes the result's error.
 
         Requests that ran publish their outcome as the last answer; refused ones
@@ -377,6 +416,11 @@ class LanguageServerNode(Node):
         """
         started = time.monotonic()
         result = result_type()
+        too_long = size_problem(text, session=session)
+        if too_long:
+            result.error = f"ConfigError: {too_long}"
+            self.get_logger().warning(f"{kind} refused: {result.error}")
+            return result
         if self._closed:
             result.error = "ExecutionError: the language server is shutting down"
             return result
@@ -398,7 +442,7 @@ class LanguageServerNode(Node):
             self._slots.release()
         result.usage.latency_s = time.monotonic() - started  # the whole request, planning included
         outcome = outcome_text(result)
-        self.get_logger().info(f"{kind} {text.strip()!r} -> {outcome} ({result.usage.latency_s:.1f} s)")
+        self.get_logger().info(f"{kind} {clip(text)!r} -> {clip(outcome, 400)} ({result.usage.latency_s:.1f} s)")
         self._publish_answer(kind, text, outcome)
         return result
 
@@ -421,11 +465,15 @@ class LanguageServerNode(Node):
 
     # -- shutdown ----------------------------------------------------------------------
     def close(self) -> None:
-        """Refuse new requests and release the model client and the database. Safe to call twice."""
+        """Refuse new requests, end the running command (its plan is cancelled at the dispatcher, its goal
+        aborted with reason shutting_down) within the shutdown budget, then release the model client and
+        the database. Safe to call twice."""
         if self._closed:
             return
         self._closed = True
-        self.commands.close()
+        budget_s = self.settings.shutdown_timeout_s * CLOSE_SHARE * 0.8
+        if not self.commands.close(budget_s):
+            self.get_logger().error(f"the running command did not end within {budget_s:.1f} s of closing")
         with self._agent_lock:
             if self._llm is not None:
                 self._llm.close()

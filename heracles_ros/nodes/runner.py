@@ -1,30 +1,57 @@
-"""How our nodes spin: an executor in a background thread that stops without racing rclpy.
+"""How our nodes spin and stop: an executor in a background thread, signals that only ask to stop.
 
-Two traps shape this module. rclpy's ``Executor.shutdown()`` called from another
+Two traps shape the spinner. rclpy's ``Executor.shutdown()`` called from another
 thread can leave the spinning thread blocked for ever in a wait set it rebuilt
 without the wake-up guard; at interpreter exit that thread is torn down inside
 C++ code and the process aborts ("terminate called without an active
 exception"). And on Python 3.11 a ``Thread.join()`` interrupted by Ctrl-C can
 leave ``is_alive()`` false for a thread that still runs. So the spinner polls a
 stop flag between short ``spin_once`` calls, is stopped and joined *before* the
-executor is shut down, and Ctrl-C is awaited on an Event, never a join.
+executor is shut down, and the main thread waits on Events, never a join.
+
+Stopping is bounded (``shutdown_timeout_s``, a parameter of every node run
+here): SIGINT and SIGTERM only set an Event, so a second one (``ros2 launch``
+and a process-group Ctrl-C send several) cannot raise inside the node's
+clean-up; the node's ``close()`` gets most of the budget while the executor
+still serves what closing needs (cancelling a plan, the robot's services),
+then the executor stops. A thread still busy at the deadline (a model call, a
+stuck driver) does not keep the process: it exits without it. A node ended by
+an exception logs it at ERROR and the process exits 1, so a supervisor
+restarts it.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
+import os
+import signal
+import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from types import FrameType
 from typing import Any
 
 from rclpy.executors import Executor, MultiThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from heracles_ros.errors import HeraclesError
+from heracles_ros.nodes.liveliness import prefer_short_lease
 from heracles_ros.nodes.rclpy_compat import ros_initialized
+from heracles_ros.settings import Setting
 
 log = logging.getLogger(__name__)
+
+#: Every node run by :func:`run_node` declares this parameter (include it in the node's PARAMETERS).
+SHUTDOWN_TIMEOUT = Setting(
+    "shutdown_timeout_s", 5.0,
+    "On SIGINT or SIGTERM the node ends within this many seconds, whatever it is doing (work in flight is "
+    "cancelled first)", minimum=0.5, maximum=600.0,
+)
+#: Of the shutdown budget, this share goes to the node's close(); the rest stops the executor.
+CLOSE_SHARE = 0.7
+#: The signals that stop a node.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class BackgroundSpinner:
@@ -34,6 +61,8 @@ class BackgroundSpinner:
         self.executor = executor
         self.period_s = period_s
         self.finished = threading.Event()
+        #: The exception that ended spinning while nobody asked it to stop (a callback's bug), else None.
+        self.error: BaseException | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._spin, name=name, daemon=True)
 
@@ -41,27 +70,83 @@ class BackgroundSpinner:
         self._thread.start()
         return self
 
-    def stop(self, timeout_s: float = 5.0) -> None:
-        """Stop spinning, wait for the thread, then shut the executor down; safe to call twice."""
+    def stop(self, timeout_s: float = 5.0) -> bool:
+        """Stop spinning, wait for the thread, then shut the executor down; safe to call twice.
+
+        Returns True when everything ended within ``timeout_s``; a callback still
+        running then is left behind (it holds a pool thread, not the caller).
+        """
+        deadline = time.monotonic() + timeout_s
         self._stop.set()
         if self._thread.is_alive():
             self.finished.wait(timeout_s)
         # rclpy's Executor.shutdown destroys its guard condition before the pool has run what was
-        # handed to it, and a callback starting after that fails on it; let the pool drain first.
+        # handed to it, and a callback starting after that fails on it; let the pool drain first,
+        # but only until the deadline: a callback that never returns must not hold the node.
+        drained = self.finished.is_set()
         pool = getattr(self.executor, "_executor", None)
-        if self.finished.is_set() and isinstance(pool, ThreadPoolExecutor):
-            pool.shutdown(wait=True)
-        self.executor.shutdown(timeout_sec=timeout_s)
+        if drained and isinstance(pool, ThreadPoolExecutor):
+            pool.shutdown(wait=False)
+            for worker in list(getattr(pool, "_threads", ())):
+                worker.join(max(0.0, deadline - time.monotonic()))
+                drained = drained and not worker.is_alive()
+        if drained:
+            self.executor.shutdown(timeout_sec=max(0.0, deadline - time.monotonic()))
+        return drained
 
     def _spin(self) -> None:
         try:
             context = self.executor.context
             while not self._stop.is_set() and context.ok():
                 self.executor.spin_once(timeout_sec=self.period_s)
-        except Exception as exc:  # the context shut down under us, e.g. at the end of a test
-            log.debug("executor stopped: %r", exc)
+        except Exception as exc:
+            if self._stop.is_set() or not self.executor.context.ok():  # shut down under us, e.g. end of a test
+                log.debug("executor stopped: %r", exc)
+            else:  # a callback raised: the node no longer serves anything
+                self.error = exc
+                log.error("%s stopped by an exception in a callback: %r", self._thread.name, exc, exc_info=exc)
         finally:
             self.finished.set()
+
+
+class StopRequests:
+    """SIGINT / SIGTERM set :attr:`requested`; a repeated one is only logged (the stop under way goes on)."""
+
+    def __init__(self, signals: tuple[signal.Signals, ...] = STOP_SIGNALS):
+        self.requested = threading.Event()
+        self.signal_name = ""
+        self._signals = signals
+        self._previous: dict[signal.Signals, Any] = {}
+
+    def __enter__(self) -> StopRequests:
+        if threading.current_thread() is threading.main_thread():  # Python installs handlers only there
+            for number in self._signals:
+                self._previous[number] = signal.signal(number, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for number, handler in self._previous.items():
+            # Stopping: the process is about to end, and Python's finalization would put back the
+            # default action, under which one more Ctrl-C kills it mid-exit.
+            signal.signal(number, signal.SIG_IGN if self.requested.is_set() else handler)
+
+    def _handle(self, number: int, frame: FrameType | None) -> None:
+        name = signal.Signals(number).name
+        if self.requested.is_set():
+            log.warning("%s again: already stopping (%s), the stop goes on", name, self.signal_name)
+            return
+        self.signal_name = name
+        self.requested.set()
+
+
+def shutdown_timeout_of(node: Any) -> float:
+    """The node's ``shutdown_timeout_s`` parameter, or the default where the node declares none."""
+    try:
+        if node.has_parameter(SHUTDOWN_TIMEOUT.name):
+            return float(node.get_parameter(SHUTDOWN_TIMEOUT.name).value)
+    except Exception:  # not an rclpy node (or destroyed): the default bound still holds
+        pass
+    return float(SHUTDOWN_TIMEOUT.default)
 
 
 def run_node(
@@ -71,31 +156,74 @@ def run_node(
     *,
     threads: Callable[[Any], int | None] = lambda node: None,
 ) -> int:
-    """Create the node, spin it until Ctrl-C or ROS shutdown, then close it; 1 if it cannot start.
+    """Create the node, spin it until SIGINT/SIGTERM or ROS shutdown, then close it within its
+    ``shutdown_timeout_s``; 1 if it cannot start or an exception ended it, else 0.
 
     rclpy's own signal handler is off: it would shut the context down on Ctrl-C
     before the node could stop the robot or finish a request.
     """
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    with ros_initialized(args, signal_handler_options=SignalHandlerOptions.NO):
+    prefer_short_lease()  # before rclpy.init: a killed node leaves the graph in seconds, not 20 s
+    code = 0
+    with StopRequests() as stop, ros_initialized(args, signal_handler_options=SignalHandlerOptions.NO):
         try:
             node = make_node()
         except HeraclesError as exc:
             log.error("%s cannot start: %s", name, exc)
             return 1
+        except Exception as exc:
+            log.error("%s failed to start: %r", name, exc, exc_info=exc)
+            return 1
+        timeout_s = shutdown_timeout_of(node)
         executor = MultiThreadedExecutor(num_threads=threads(node))
         executor.add_node(node)
         spinner = BackgroundSpinner(executor, name=f"{name}-executor").start()
-        try:
-            while not spinner.finished.wait(0.5):
-                pass
-        except KeyboardInterrupt:
-            log.info("%s stopping", name)
-        finally:
-            close = getattr(node, "close", None)
-            if close is not None:
-                close()  # while the executor still serves what closing needs (e.g. the robot's services)
-            spinner.stop()
-            with contextlib.suppress(Exception):
-                node.destroy_node()
-    return 0
+        while not stop.requested.wait(0.2) and not spinner.finished.is_set():
+            pass
+        if spinner.error is not None:
+            code = 1
+            log.error("%s ended by an exception (%r); stopping", name, spinner.error)
+        else:
+            log.info("%s stopping (%s), within %g s", name, stop.signal_name or "ROS shutdown", timeout_s)
+        code = max(code, _stop_node(name, node, spinner, timeout_s))
+    return code
+
+
+def _stop_node(name: str, node: Any, spinner: BackgroundSpinner, timeout_s: float) -> int:
+    """Close the node while the executor still serves, stop the executor, destroy the node: all within
+    ``timeout_s``; 0, or 1 when something was left running at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    code = 0
+    close = getattr(node, "close", None)
+    if close is not None:
+        closed = threading.Event()
+
+        def run_close() -> None:
+            try:
+                close()
+            except Exception as exc:
+                log.error("%s failed to close: %r", name, exc, exc_info=exc)
+            finally:
+                closed.set()
+
+        # A daemon thread: a close() stuck on a dead peer must not keep the process past its bound.
+        threading.Thread(target=run_close, name=f"{name}-close", daemon=True).start()
+        if not closed.wait(timeout_s * CLOSE_SHARE):
+            log.error("%s did not finish closing within %.1f s; stopping without it", name, timeout_s * CLOSE_SHARE)
+            code = 1
+    if not spinner.stop(max(0.1, deadline - time.monotonic())):
+        log.warning("%s: callbacks still running at the shutdown deadline are abandoned", name)
+    try:
+        node.destroy_node()
+    except Exception as exc:
+        log.debug("%s: destroy_node: %r", name, exc)
+    busy = [t.name for t in threading.enumerate() if t.is_alive() and not t.daemon and t is not threading.main_thread()]
+    if busy:
+        # Python would wait for these at exit (thread-pool workers are not daemons): leave now.
+        log.warning("%s exits with threads still busy after %g s: %s", name, timeout_s, ", ".join(busy))
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

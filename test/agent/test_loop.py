@@ -136,6 +136,25 @@ def test_valid_goal_is_planned(small_store, llm_server):
     assert result.plan.ok and result.plan.actions
 
 
+@pytest.mark.parametrize("cancel_after", [1, 2])
+def test_a_cancel_ends_a_command_within_the_current_turn_and_nothing_after_it_runs(
+    small_store, llm_server, cancel_after
+):
+    """Cancelled during turn 1: no query, no second turn. Cancelled during turn 2 (the answer): no planning."""
+    bag = _one(small_store, "MATCH (o:Object {class: 'bag'}) RETURN o.nodeSymbol AS s LIMIT 1")["s"]
+    script = [slow(0.5, call(COUNT_ALL)), slow(0.5, say(f"<answer>(visited-object {bag})</answer>"))]
+    server = llm_server(script)
+    agent = Agent(small_store, adapter(server))
+    planned: list[str] = []
+    real_plan = agent.planner.plan
+    agent.planner.plan = lambda goal: planned.append(goal) or real_plan(goal)  # type: ignore[method-assign]
+    result = agent.command("Go to the bag.", cancelled=lambda: len(server.requests) >= cancel_after)
+    assert result.error.startswith("RequestCancelled: cancelled before"), result.error
+    assert len(server.requests) == cancel_after and result.plan is None and not planned
+    # Cancelled during the turn that asks for the query: it never runs; during the answer: it ran once.
+    assert result.usage.tool_calls == cancel_after - 1
+
+
 def test_oversized_result_reaches_the_model_trimmed(small_store, llm_server):
     everything = call("MATCH (p:MeshPlace) RETURN p.nodeSymbol AS s, p.x AS x, p.y AS y")
     server = llm_server([everything, say("<answer>104</answer>")])

@@ -32,6 +32,7 @@ from rclpy.action import ActionClient
 from rclpy.client import Client
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from std_msgs.msg import String
 from support.actions import FeedbackLog, cancel_goal, goal_result, send_goal
 from support.ros import Collector, call_service, ros_session, spinning, wait_until
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say, slow
@@ -97,6 +98,7 @@ class Rig:
     rejections: Collector[CommandRejection]
     progress: Collector[DispatchProgress]
     dispatcher: DispatcherNode | None
+    answers: Collector[String]
 
     def send(self, instruction: str, *, feedback: FeedbackLog | None = None, **options: Any) -> Any:
         goal = ExecuteCommand.Goal(instruction=instruction, **{"execute": True, **options})
@@ -125,7 +127,8 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_s
         db = {"db_uri": falkordb_uri, "graph_name": graph_name}
         language = LanguageServerNode(namespace=NS, parameter_overrides=[
             Parameter(k, value=v) for k, v in {**db, "llm": "openai", "model": server.model,
-                                               "base_url": server.openai_base_url, **params}.items()])
+                                               "base_url": server.openai_base_url, "instance_check_s": 0.0,
+                                               **params}.items()])
         nodes: list[Node] = [language]
         robot = None
         if dispatcher:
@@ -142,6 +145,7 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_s
             Collector(probe, CommandRejection, f"{NS}/command_rejections", latched(10)),
             Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100),
             robot,
+            Collector(probe, String, f"{NS}/last_answer", latched(1)),
         )
         stack.enter_context(spinning(*nodes, probe, num_threads=8))
         assert rig.commands.wait_for_server(timeout_sec=10.0)
@@ -450,16 +454,17 @@ def test_the_cli_asks_on_the_terminal_and_ctrl_c_or_heracles_cancel_stop_the_rob
 
     refused = heracles("command", "Bring me the farthest box.", "--execute", "--confirm", "--namespace", NS,
                        stdin=subprocess.PIPE)
-    out, err = refused.communicate("n\n", timeout=60)
+    out, err = refused.communicate("\n", timeout=60)  # Enter alone is not a yes
     assert refused.returncode == 1, err
-    assert "Go ahead? [y/N]" in out + err and "refused" in err and rig.progress.count == 0
+    assert "[y/N]" in err and "refused" in err and rig.progress.count == 0
 
     interrupted = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS, "--json")
     rig.progress.wait(lambda p: p.state == "started", 30.0, what="the robot to start walking")
     interrupted.send_signal(signal.SIGINT)
     out, err = interrupted.communicate(timeout=60)
-    assert interrupted.returncode == 1, err
-    assert json.loads(out)["outcome"] == "cancelled" and "cancelling" in err
+    assert interrupted.returncode == 130, err
+    assert json.loads(out)["outcome"] == "cancelled" and "Ctrl-C: cancelling cli-" in err
+    assert "while executing step 1/" in err and "the robot stopped at" in err
     assert rig.progress.messages[-1].state == "cancelled"
 
     started = rig.progress.count
@@ -473,3 +478,371 @@ def test_the_cli_asks_on_the_terminal_and_ctrl_c_or_heracles_cancel_stop_the_rob
     assert stop.returncode == 0 and stop_out.startswith("cancelling plan "), stop_err  # the dispatcher's cancel
     out, err = running.communicate(timeout=60)
     assert running.returncode == 1 and json.loads(out)["outcome"] == "cancelled", err
+
+
+def hold_acceptance(rig: Rig) -> tuple[Any, Any]:
+    """Make the server hold every goal response until ``release`` is set; ``holding`` is set meanwhile."""
+    import threading
+
+    holding, release = threading.Event(), threading.Event()
+    decide = rig.language.commands._refusal
+
+    def held(goal: Any) -> tuple[str, str]:
+        holding.set()
+        release.wait(20.0)
+        return decide(goal)
+
+    rig.language.commands._refusal = held  # type: ignore[method-assign]
+    return holding, release
+
+
+def test_ctrl_c_before_the_goal_response_cancels_the_goal_once_it_is_accepted(rig_factory):
+    rig = rig_factory(lambda request: slow(3.0, say("<answer>(holding O1)</answer>")))
+    holding, release = hold_acceptance(rig)
+    cli = heracles("command", "Fetch O1.", "--execute", "--namespace", NS, "--json")
+    assert holding.wait(30.0), "the goal never reached the server"
+    cli.send_signal(signal.SIGINT)  # the CLI has no goal handle yet
+    time.sleep(0.5)
+    release.set()
+    out, err = cli.communicate(timeout=30)
+    assert cli.returncode == 130, err
+    assert json.loads(out)["outcome"] == "cancelled" and "Ctrl-C: cancelling cli-" in err
+    assert "cancelled cli-" in err and ("while accepted" in err or "while grounding" in err)
+    assert "the robot stopped at its start (it had not moved)" in err
+    assert rig.progress.count == 0 and len(rig.server.requests) <= 1
+
+
+def test_a_second_ctrl_c_leaves_at_once_and_the_server_still_cancels_the_command(rig_factory):
+    rig = rig_factory(lambda request: slow(5.0, say("<answer>(holding O1)</answer>")), client_lost_s=1.0)
+    holding, release = hold_acceptance(rig)
+    cli = heracles("command", "Fetch O1.", "--execute", "--namespace", NS)
+    assert holding.wait(30.0), "the goal never reached the server"
+    cli.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    sent_again = time.monotonic()
+    cli.send_signal(signal.SIGINT)  # the goal response is still held: only leaving at once ends it now
+    _, err = cli.communicate(timeout=10)
+    assert time.monotonic() - sent_again < 2.0 and cli.returncode == 130, err
+    assert "leaving at once" in err
+    release.set()  # accepted after its client left: the server gives it up as client_lost
+    rejection_or_result = wait_for_command_end(rig, 20.0)
+    assert rejection_or_result.startswith("client_lost"), rejection_or_result
+    assert rig.progress.count == 0
+
+
+def wait_for_command_end(rig: Rig, timeout_s: float) -> str:
+    """The reason the server's one command ended with (read from its log of outcomes via the answer topic)."""
+    answers = rig.answers
+    message = answers.wait(lambda m: "cancelled" in m.data, timeout_s, what="the command's end")
+    return message.data.split("cancelled: ", 1)[-1]
+
+
+def test_ctrl_c_while_waiting_for_confirmation_cancels_and_nothing_moves(rig_factory):
+    rig = rig_factory(fetch_farthest_box, require_confirmation=True)
+    cli = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS, "--json",
+                   stdin=subprocess.PIPE)
+    wait_until(lambda: (r := rig.language.commands._running) is not None and r.waiting, 60.0,
+               "the command to wait for confirmation")
+    interrupted = time.monotonic()
+    cli.send_signal(signal.SIGINT)
+    out, err = cli.communicate(timeout=30)
+    assert cli.returncode == 130, err
+    assert time.monotonic() - interrupted < 5.0
+    result = json.loads(out)
+    assert result["outcome"] == "cancelled" and result["reason"].startswith("cancelled while waiting for confirmation")
+    assert "while waiting for confirmation" in err and rig.progress.count == 0
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_cancel_like_ctrl_c(rig_factory, signal_number):
+    rig = rig_factory(fetch_farthest_box, sim_time_scale=1.0)
+    cli = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS, "--json")
+    rig.progress.wait(lambda p: p.state == "started", 60.0, what="the robot to start walking")
+    cli.send_signal(signal_number)
+    out, err = cli.communicate(timeout=30)
+    assert cli.returncode == 130, err
+    assert json.loads(out)["outcome"] == "cancelled" and f"{signal.Signals(signal_number).name}: cancelling" in err
+    assert rig.progress.messages[-1].state == "cancelled"
+    assert rig.dispatcher is not None
+    stopped = rig.dispatcher.driver.pose()
+    time.sleep(0.5)
+    assert rig.dispatcher.driver.pose() == stopped
+
+
+def test_a_killed_cli_loses_its_command_and_the_robot_stops(rig_factory):
+    client_lost_s = 2.0
+    rig = rig_factory(fetch_farthest_box, sim_time_scale=1.0, client_lost_s=client_lost_s)
+    cli = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS)
+    rig.progress.wait(lambda p: p.state == "started", 60.0, what="the robot to start walking")
+    killed = time.monotonic()
+    cli.kill()
+    cli.communicate(timeout=10)
+    rig.progress.wait(lambda p: p.state == "cancelled", client_lost_s + 2.0, what="the plan to be cancelled")
+    assert time.monotonic() - killed < client_lost_s + 2.0
+    reason = wait_for_command_end(rig, 5.0)
+    assert reason.startswith("client_lost: /heracles_cli_"), reason
+
+
+# -- acceptance under pressure ------------------------------------------------------------------------------
+def test_a_burst_of_goals_and_cancels_is_answered_every_one(rig_factory):
+    from action_msgs.srv import CancelGoal
+    from rclpy.qos import QoSProfile
+
+    rig = rig_factory(lambda request: slow(1.0, say("<answer>(holding O1)</answer>")))
+    roomy = QoSProfile(depth=100)
+    client = ActionClient(rig.probe, ExecuteCommand, f"{NS}/execute_command", goal_service_qos_profile=roomy,
+                          cancel_service_qos_profile=roomy, result_service_qos_profile=roomy)
+    cancels = rig.probe.create_client(CancelGoal, f"{NS}/execute_command/_action/cancel_goal", qos_profile=roomy)
+    assert client.wait_for_server(timeout_sec=10.0) and cancels.wait_for_service(timeout_sec=10.0)
+    goals = [client.send_goal_async(ExecuteCommand.Goal(instruction="Fetch O1.", command_id=f"burst-{i}"))
+             for i in range(20)]
+    asked = [cancels.call_async(CancelGoal.Request()) for _ in range(50)]
+    wait_until(lambda: all(f.done() for f in goals), 30.0, "an answer to every goal")
+    wait_until(lambda: all(f.done() for f in asked), 30.0, "an answer to every cancel")
+    accepted = [f.result() for f in goals if f.result().accepted]
+    assert accepted  # (one at a time: the cancels free the slot, so a later goal of the burst may run too)
+    for handle in accepted:
+        status, _ = goal_result(handle, 30.0)
+        assert status in (GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_ABORTED)
+    refused = {f"burst-{i}" for i, f in enumerate(goals) if not f.result().accepted}
+    wait_until(lambda: refused <= {r.command_id for r in rig.rejections.messages}, 10.0,
+               "a published reason for every refused goal")
+    assert all(f.result() is not None for f in asked)
+    client.destroy()
+
+
+def test_an_8_mb_instruction_is_refused_as_invalid_and_the_node_goes_on(rig_factory):
+    rig = rig_factory(lambda request: say("<answer>(holding O1)</answer>"))
+    huge = rig.send("Fetch O1. " * 800_000, command_id="huge", execute=False)
+    assert not huge.accepted
+    refusal = rig.rejection("huge")
+    assert refusal.code == "invalid" and "characters long; at most 4000 are taken" in refusal.reason
+    assert len(refusal.instruction) < 5000
+    after = rig.send("Fetch O1.", execute=False)
+    assert after.accepted and goal_result(after, 30.0)[1].outcome == "planned"
+
+
+def test_two_goals_arriving_together_never_both_run(rig_factory):
+    import threading
+
+    rig = rig_factory(lambda request: slow(1.0, say("<answer>(holding O1)</answer>")))
+    together = threading.Barrier(2, timeout=10.0)
+    get_agent = rig.language.commands._get_agent
+
+    def meet(*args: Any) -> Any:
+        together.wait()  # both goal callbacks are inside acceptance at the same moment
+        return get_agent(*args)
+
+    rig.language.commands._get_agent = meet  # type: ignore[method-assign]
+    futures = [rig.commands.send_goal_async(ExecuteCommand.Goal(instruction="Fetch O1.", command_id=f"twin-{i}"))
+               for i in range(2)]
+    wait_until(lambda: all(f.done() for f in futures), 20.0, "both goal responses")
+    assert sorted(f.result().accepted for f in futures) == [False, True]
+    loser = next(f"twin-{i}" for i, f in enumerate(futures) if not f.result().accepted)
+    assert rig.rejection(loser).code == "busy"
+
+
+def test_a_command_while_the_robot_is_stopped_is_refused_at_once(rig_factory):
+    from heracles_ros.msg import StopState
+
+    rig = rig_factory(lambda request: say("<answer>(holding O1)</answer>"))
+    stop = rig.probe.create_publisher(StopState, f"{NS}/stop_state", latched(1))
+    stop.publish(StopState(stopped=True, reason="operator pressed stop", driver="sim"))
+    wait_until(lambda: rig.language.commands.stopped() is not None, 10.0, "the stop to reach the language server")
+    began = time.monotonic()
+    goal = rig.send("Fetch O1.", command_id="while-stopped")
+    assert not goal.accepted and time.monotonic() - began < 2.0
+    refusal = rig.rejection("while-stopped")
+    assert refusal.code == "stopped" and "operator pressed stop" in refusal.reason
+    assert not rig.server.requests and rig.progress.count == 0
+    cli = heracles("command", "Fetch O1.", "--execute", "--namespace", NS)
+    _, err = cli.communicate(timeout=60)
+    assert cli.returncode == 1 and "rejected (stopped): the robot is stopped (operator pressed stop)" in err, err
+    planned = rig.send("Fetch O1.", execute=False)  # planning moves nothing: still served
+    assert goal_result(planned, 30.0)[1].outcome == "planned"
+    stop.publish(StopState(stopped=False, reason="resumed by test", driver="sim"))
+    wait_until(lambda: rig.language.commands.stopped() is None, 10.0, "the resume")
+    resumed = rig.send("Fetch O1.")
+    assert resumed.accepted and goal_result(resumed, 60.0)[1].outcome == "succeeded"
+
+
+# -- confirmation and cancel timing -------------------------------------------------------------------------
+def test_a_cancel_while_waiting_for_confirmation_ends_canceled_within_a_second(rig_factory):
+    rig = rig_factory(fetch_farthest_box, require_confirmation=True)
+    feedback = FeedbackLog()
+    goal = rig.send("Bring me the farthest box.", feedback=feedback)
+    wait_for_confirm(feedback)
+    began = time.monotonic()
+    cancel_goal(goal)
+    status, result = goal_result(goal, 5.0)
+    assert time.monotonic() - began < 1.0
+    assert (status, result.outcome) == (GoalStatus.STATUS_CANCELED, "cancelled")
+    assert result.reason == "cancelled while waiting for confirmation; nothing moved"
+    time.sleep(0.3)
+    assert rig.progress.count == 0
+
+
+def test_confirm_is_taken_only_after_the_plan_was_shown(rig_factory):
+    rig = rig_factory(fetch_farthest_box, require_confirmation=True)
+    early: list[Any] = []
+    publish = rig.language.commands._feedback
+
+    def confirm_too_early(handle: Any, stage: str, message: str, **fields: Any) -> None:
+        if stage == "confirm":  # the plan is about to be shown: an approval now approves nothing seen
+            early.append(call_service(rig.confirm, Confirm.Request(approve=True), timeout_s=5.0))
+        publish(handle, stage, message, **fields)
+
+    rig.language.commands._feedback = confirm_too_early  # type: ignore[method-assign]
+    feedback = FeedbackLog()
+    goal = rig.send("Bring me the farthest box.", feedback=feedback)
+    wait_for_confirm(feedback)
+    assert len(early) == 1 and not early[0].success and "not waiting for confirmation" in early[0].message
+    time.sleep(0.3)
+    assert rig.progress.count == 0
+    assert call_service(rig.confirm, Confirm.Request(approve=True)).success
+    assert goal_result(goal, 60.0)[1].outcome == "succeeded"
+
+
+def test_a_cancel_while_grounding_ends_within_the_current_model_turn(rig_factory):
+    turn_s = 2.0
+    rig = rig_factory(lambda request: slow(turn_s, call(BOXES)), max_tool_calls=5)
+    goal = rig.send("Fetch a box.")
+    wait_until(lambda: len(rig.server.requests) >= 1, 10.0, "the first model turn")
+    time.sleep(0.2)
+    began = time.monotonic()
+    cancel_goal(goal)
+    status, result = goal_result(goal, 20.0)
+    elapsed = time.monotonic() - began
+    assert (status, result.outcome) == (GoalStatus.STATUS_CANCELED, "cancelled")
+    assert elapsed < turn_s + 1.5, f"the cancel took {elapsed:.1f} s"
+    assert len(rig.server.requests) == 1 and rig.progress.count == 0
+
+
+# -- the language server as its own process: shutdown with work in flight, one per robot ------------------------
+@dataclass
+class ServerProcess:
+    process: subprocess.Popen[str]
+    lines: list[str]
+    commands: ActionClient
+    progress: Collector[DispatchProgress]
+    dispatcher: DispatcherNode
+    model: ScriptedLLMServer
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+
+def start_language_server(domain: int, *params: str) -> tuple[subprocess.Popen[str], list[str]]:
+    import threading
+
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONPATH": str(REPO)}
+    args = [arg for param in params for arg in ("-p", param)]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "heracles_ros.nodes.language_server", "--ros-args", "-r", f"__ns:={NS}", *args],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    lines: list[str] = []
+    threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True).start()  # type: ignore[union-attr]
+    return process, lines
+
+
+@pytest.fixture
+def server_process(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_start) -> Iterator:
+    """``start(script, *params)``: the dispatcher (sim, real time) here, the language server in its own process."""
+    stack = ExitStack()
+
+    def start(script: Any, *params: str) -> ServerProcess:
+        server = ScriptedLLMServer(script).start()
+        stack.callback(server.stop)
+        db = {"db_uri": falkordb_uri, "graph_name": graph_name}
+        process, lines = start_language_server(
+            ros_domain_id, *(f"{k}:={v}" for k, v in db.items()), f"base_url:={server.openai_base_url}",
+            f"model:={server.model}", *params)
+
+        def end() -> None:
+            if process.poll() is None:
+                process.kill()
+                process.wait(10)
+        stack.callback(end)
+        robot = DispatcherNode(namespace=NS, parameter_overrides=[
+            Parameter(k, value=v) for k, v in {**db, "start_place": START, "sim_time_scale": 1.0,
+                                               "sim_speed_mps": 1.0}.items()])
+        probe = rclpy.create_node("probe")
+        rig = ServerProcess(process, lines, ActionClient(probe, ExecuteCommand, f"{NS}/execute_command"),
+                            Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100), robot, server)
+        stack.enter_context(spinning(robot, probe, num_threads=8))
+        assert rig.commands.wait_for_server(timeout_sec=60.0), rig.output
+        return rig
+
+    with ros_session(ros_domain_id), stack:
+        yield start
+
+
+@pytest.mark.parametrize("signals", [[signal.SIGINT], [signal.SIGINT, signal.SIGINT], [signal.SIGTERM]],
+                         ids=["sigint", "sigint-twice", "sigterm"])
+def test_stopping_the_language_server_mid_walk_cancels_the_plan_and_exits_within_its_bound(server_process, signals):
+    rig = server_process(fetch_farthest_box)
+    goal = send_goal(rig.commands, ExecuteCommand.Goal(instruction="Bring me the farthest box.", execute=True),
+                     timeout_s=30.0)
+    assert goal.accepted
+    finished = goal.get_result_async()  # asked before the stop: the server answers it as it aborts the goal
+    rig.progress.wait(lambda p: p.state == "started", 60.0, what="the robot to start walking")
+    began = time.monotonic()
+    for number in signals:
+        rig.process.send_signal(number)
+        time.sleep(0.05)  # a second one lands while the first stop runs (it cancels a plan: a round trip)
+    code = rig.process.wait(timeout=10.0)
+    took = time.monotonic() - began
+    assert took < 5.0 + 0.5, f"the language server took {took:.1f} s to exit:\n{rig.output}"
+    assert code == 0, rig.output
+    rig.progress.wait(lambda p: p.state == "cancelled", 5.0, what="the dispatcher to cancel the plan")
+    stopped = rig.dispatcher.driver.pose()
+    time.sleep(0.5)
+    assert rig.dispatcher.driver.pose() == stopped
+    assert "Traceback" not in rig.output and "KeyboardInterrupt" not in rig.output, rig.output
+    if len(signals) > 1:
+        assert "SIGINT again: already stopping (SIGINT), the stop goes on" in rig.output, rig.output
+    wait_until(finished.done, 5.0, "the aborted goal's result")
+    response = finished.result()
+    assert response.status == GoalStatus.STATUS_ABORTED and response.result.outcome == "cancelled"
+    assert response.result.reason.startswith("shutting_down: the language server is shutting down (while executing)")
+
+
+def test_a_second_language_server_for_the_same_robot_refuses_to_start(server_process, falkordb_uri, graph_name,
+                                                                        ros_domain_id):
+    rig = server_process(lambda request: say("<answer>(holding O1)</answer>"))
+    second, lines = start_language_server(ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}",
+                                          "base_url:=http://127.0.0.1:9")
+    try:
+        code = second.wait(timeout=60.0)
+    finally:
+        if second.poll() is None:
+            second.kill()
+            second.wait()
+    time.sleep(0.2)
+    output = "".join(lines)
+    assert code == 1, output
+    assert f"another {NS}/language_server is running (one language server per robot)" in output
+    assert rig.process.poll() is None  # the first one serves on
+
+
+def test_the_cli_says_so_within_seconds_when_the_language_server_dies(server_process):
+    rig = server_process(lambda request: slow(30.0, say("<answer>(holding O1)</answer>")))
+    cli = heracles("command", "Fetch O1.", "--execute", "--namespace", NS, "--server-timeout", "60")
+    wait_until(lambda: len(rig.model.requests) >= 1, 60.0, "the command to reach the model")  # a 30 s turn
+    killed = time.monotonic()
+    rig.process.kill()
+    _, err = cli.communicate(timeout=30)
+    assert time.monotonic() - killed < 8.0, err
+    assert cli.returncode == 1 and "the language_server of /spot1/execute_command is gone" in err, err
+
+
+def test_a_result_stays_available_for_a_late_client(rig_factory):
+    """Kilted's rclpy forgets a finished goal after 10 s by default; a reconnecting CLI must still get it."""
+    rig = rig_factory(lambda request: say("<answer>(holding O1)</answer>"))
+    goal = rig.send("Fetch O1.", execute=False)
+    assert goal_result(goal, 30.0)[1].outcome == "planned"
+    time.sleep(12.0)
+    status, result = goal_result(goal, 10.0)  # asked again, as a late client would
+    assert (status, result.outcome) == (GoalStatus.STATUS_SUCCEEDED, "planned")

@@ -106,7 +106,7 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_posi
         stack.callback(server.stop)
         url = server.openai_base_url if provider == "openai" else server.ollama_host
         overrides = {"db_uri": falkordb_uri, "graph_name": graph_name, "llm": provider, "model": server.model,
-                     "base_url": url, "map_frame": "world", **params}
+                     "base_url": url, "map_frame": "world", "instance_check_s": 0.0, **params}
         node = LanguageServerNode(
             namespace=NS, parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()]
         )

@@ -94,3 +94,67 @@ def test_stopping_the_spinner_lets_dispatched_callbacks_finish_cleanly(ros_domai
         del executor, spinner
         gc.collect()
     assert "never retrieved" not in capfd.readouterr().err
+
+
+FAILING_NODE = '''
+import sys
+import rclpy.node
+from heracles_ros.nodes.runner import run_node
+
+class Failing(rclpy.node.Node):
+    def __init__(self):
+        super().__init__("failing_probe")
+        self.create_timer(0.3, self.fail)
+
+    def fail(self):
+        raise RuntimeError("a bug in a callback")
+
+sys.exit(run_node("failing_probe", Failing))
+'''
+
+
+def test_an_exception_that_ends_a_node_is_logged_as_an_error_and_the_process_exits_non_zero(ros_domain_id):
+    process = subprocess.run(
+        [sys.executable, "-c", FAILING_NODE], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "ROS_DOMAIN_ID": str(ros_domain_id), "PYTHONPATH": str(ROOT)},
+    )
+    assert process.returncode == 1, process.stderr
+    assert "ERROR heracles_ros.nodes.runner: failing_probe-executor stopped by an exception" in process.stderr
+    assert "RuntimeError('a bug in a callback')" in process.stderr
+
+
+@pytest.mark.filterwarnings("ignore:MultiThreadedExecutor is used with a single thread")
+def test_stopping_the_spinner_is_bounded_when_a_callback_never_returns(ros_domain_id):
+    context = rclpy.context.Context()
+    stuck, release = threading.Event(), threading.Event()
+
+    def never_returns() -> None:
+        stuck.set()
+        release.wait(30.0)
+
+    with ros_initialized(None, context=context, domain_id=ros_domain_id):
+        node = rclpy.create_node("stuck_probe", context=context)
+        node.create_timer(0.01, never_returns, callback_group=MutuallyExclusiveCallbackGroup())
+        executor = MultiThreadedExecutor(num_threads=2, context=context)
+        executor.add_node(node)
+        spinner = BackgroundSpinner(executor, name="stuck").start()
+        assert stuck.wait(5.0)
+        began = time.monotonic()
+        drained = spinner.stop(1.0)
+        took = time.monotonic() - began
+        release.set()
+        node.destroy_node()
+    assert not drained and took < 2.0, f"stop took {took:.1f} s"
+
+
+def test_a_repeated_stop_signal_is_only_noted(ros_domain_id):
+    from heracles_ros.nodes.runner import StopRequests
+
+    with StopRequests() as stop:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stop.requested.wait(2.0) and stop.signal_name == "SIGINT"
+        os.kill(os.getpid(), signal.SIGTERM)  # would raise KeyboardInterrupt or end the process otherwise
+        time.sleep(0.1)
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # stopping: ignored until the process ends
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
