@@ -132,6 +132,10 @@ class AnswerFormatError(LLMOutputError):
     """An answer is not valid SLDP, or not of the requested type."""
 
 
+
+class RequestCancelled(HeraclesError):
+    """The caller cancelled the request; nothing after the current model turn ran."""
+
 def describe(exc: BaseException) -> str:
     """``Kind: message``, the one form errors take in results: the class says what failed, the text what was wrong."""
     return f"{type(exc).__name__}: {exc}"

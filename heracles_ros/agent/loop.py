@@ -41,6 +41,7 @@ from heracles_ros.errors import (
     HeraclesError,
     LLMOutputError,
     LLMTimeout,
+    RequestCancelled,
     describe,
 )
 from heracles_ros.graphdb.corrections import Corrections
@@ -71,10 +72,6 @@ QueryListener = Callable[[str], None]
 #: ``cancelled()``: True once the caller gave the request up; checked between model turns, before each
 #: query and before planning, so a cancel ends a request within the model's current turn.
 CancelToken = Callable[[], bool]
-
-
-class RequestCancelled(HeraclesError):
-    """The caller cancelled the request; nothing after the current model turn ran."""
 
 
 class Rejected(Exception):

@@ -158,23 +158,6 @@ def execute(args: argparse.Namespace) -> int:
         return follower.run(goal, as_json=args.json)
 
 
-def cancel(args: argparse.Namespace) -> int:
-    """Cancel every goal of the language_server's execute_command action (the robot stops)."""
-    from action_msgs.srv import CancelGoal
-
-    service = _name(args.namespace, "execute_command/_action/cancel_goal")
-    with _ros_node("heracles_cancel") as node:
-        client = node.create_client(CancelGoal, service)
-        if not client.wait_for_service(timeout_sec=args.server_timeout):
-            raise ConfigError(f"no language_server answers on {service}; is the system running (--namespace)?")
-        response = _wait(client.call_async(CancelGoal.Request()), args.server_timeout)  # zero id + stamp: all
-    if response is None:
-        raise ConfigError(f"{service} gave no answer within {args.server_timeout:g} s")
-    count = len(response.goals_canceling)
-    print(f"cancelling {count} command{'' if count == 1 else 's'}" if count else "no command is running")
-    return EXIT_OK if count else EXIT_FAILED
-
-
 class _Follower:
     """One goal's life on the terminal: progress lines, confirmation, signals, the result.
 

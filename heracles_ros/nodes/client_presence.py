@@ -10,33 +10,18 @@ The bookkeeping (:class:`Absences`) is plain Python so that it is tested
 without ROS; :class:`ClientPresence` feeds it the graph's node names.
 
 A process that dies without leaving (kill -9, a crash) stays on the graph until
-its DDS participant's lease runs out: 20 s by Fast DDS's default (measured on
-Kilted's Fast DDS 3.2 and Jazzy's 2.14). A client that sends goals naming itself
-therefore runs with :data:`SHORT_LEASE_PROFILE` (1 s lease), which
-:func:`short_lease_env` puts in a child process's environment.
+its DDS participant's lease runs out; :mod:`.liveliness` gives our processes a
+short one.
 """
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import Any
 
 #: The graph's node list is read at most this often (each read walks DDS discovery data).
 GRAPH_READ_PERIOD_S = 0.2
-#: Fast DDS participant profile with a 1 s lease: a dead client leaves the graph within about a second.
-SHORT_LEASE_PROFILE = Path(__file__).resolve().parents[1] / "data" / "fastdds_short_lease.xml"
-#: The variables Fast DDS reads its default profile file from (3.x, and 2.x on Jazzy).
-_PROFILE_VARIABLES = ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE")
-
-
-def short_lease_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` with :data:`SHORT_LEASE_PROFILE` as Fast DDS's default profile, unless one is set already."""
-    if any(env.get(name) for name in _PROFILE_VARIABLES):
-        return dict(env)
-    return {**env, **{name: str(SHORT_LEASE_PROFILE) for name in _PROFILE_VARIABLES}}
-
 
 def fully_qualified(name: str, namespace: str) -> str:
     """``/ns/name`` as rclpy's ``get_fully_qualified_name`` spells it."""

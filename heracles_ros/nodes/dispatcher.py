@@ -100,7 +100,7 @@ from heracles_ros.nodes.markers import MarkerBook, plan_markers, robot_markers
 from heracles_ros.nodes.parameters import SNAPSHOT_WAIT, declare
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
 from heracles_ros.nodes.qos import latched, reliable
-from heracles_ros.nodes.runner import run_node
+from heracles_ros.nodes.runner import SHUTDOWN_TIMEOUT, run_node
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Resume
@@ -178,9 +178,7 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("client_lost_s", 3.0,
             "Seconds a goal's client_node may be gone from the ROS graph before its plan is cancelled and the "
             "robot stops (reason client_lost); 0 keeps ROS behaviour (the plan runs on)", minimum=0.0),
-    Setting("shutdown_timeout_s", 5.0,
-            "Seconds closing may take: cancel the plan, stop the robot, release the driver (the lease)",
-            minimum=0.5, maximum=600.0),
+    SHUTDOWN_TIMEOUT,
     *(
         _driver_spec(kind, setting)
         for kind, table in DRIVER_SETTINGS.items()
@@ -401,6 +399,8 @@ class DispatcherNode(Node):
         """
         self._claim = mine = f"{time.time():.6f} {uuid.uuid4().hex} {socket.gethostname()}:{os.getpid()}"
         self._superseded = False
+        #: What the process exits with once closed (run_node reads it): 1 when another dispatcher took the robot.
+        self.exit_code = 0
         claims: set[str] = set()
         listening = QoSProfile(
             history=HistoryPolicy.KEEP_LAST, depth=20, reliability=ReliabilityPolicy.RELIABLE,
@@ -452,7 +452,8 @@ class DispatcherNode(Node):
         if job is not None:
             job.cancel.cancel("another dispatcher runs this robot; this one is exiting")
         self._stop_driver(hard=False)
-        os.kill(os.getpid(), signal.SIGINT)  # run_node then closes the node as on Ctrl-C
+        self.exit_code = 1
+        os.kill(os.getpid(), signal.SIGINT)  # run_node then closes the node as on Ctrl-C, and exits 1
 
     def _make_driver(self, initial: RobotState) -> RobotDriver:
         kind = self.settings.driver

@@ -32,7 +32,7 @@ from heracles_ros.msg import MirrorStatus
 from heracles_ros.nodes.markers import NS_MOVED, MarkerBook, moved_markers
 from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.qos import reliable
-from heracles_ros.nodes.runner import run_node
+from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT, run_node
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Changes
 
@@ -66,10 +66,7 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("moved_markers_window_s", 600.0, "history_markers show what moved within this many seconds before the "
               "newest snapshot (refreshed every 2 s); 0: no markers", minimum=0.0),
     Setting("marker_frame", "map", "frame of the history markers (Hydra's map frame)"),
-    Setting("shutdown_timeout_s", 5.0, "on SIGINT/SIGTERM the node ends within this many seconds: the snapshot "
-              "being written may finish within 70 % of it, past that it is dropped (the next start reconciles "
-              "the newest)",
-              minimum=0.5, maximum=600.0),
+    SHUTDOWN_TIMEOUT,
     Setting("status_period_s", 5.0, "republish the last status this often even without snapshots; 0: only on "
               "change", minimum=0.0, maximum=3600.0),
 )
@@ -284,7 +281,7 @@ class DsgMirrorNode(Node):
     def close(self) -> None:
         """On SIGINT/SIGTERM (the runner calls it): the snapshot being written may finish within most of
         ``shutdown_timeout_s``; past that it is dropped, marked half-written until the next start."""
-        self._stop_loop(_CLOSE_SHARE * self._params["shutdown_timeout_s"])
+        self._stop_loop(CLOSE_SHARE * self._params["shutdown_timeout_s"])
 
     def _stop_loop(self, timeout_s: float) -> None:
         loop, self.loop = self.loop, None
@@ -308,8 +305,6 @@ class DsgMirrorNode(Node):
 
 #: Seconds between refreshes of the history markers.
 _MARKER_PERIOD_S = 2.0
-#: Of ``shutdown_timeout_s``, the share the snapshot being written gets at a stop (the rest: the executor).
-_CLOSE_SHARE = 0.7
 #: Longest wait of the ``changes`` service for a reconcile in progress.
 _CHANGES_WAIT_S = 5.0
 

@@ -157,7 +157,8 @@ def run_node(
     threads: Callable[[Any], int | None] = lambda node: None,
 ) -> int:
     """Create the node, spin it until SIGINT/SIGTERM or ROS shutdown, then close it within its
-    ``shutdown_timeout_s``; 1 if it cannot start or an exception ended it, else 0.
+    ``shutdown_timeout_s``; 1 if it cannot start or an exception ended it, else the node's ``exit_code``
+    attribute (a node that stops itself for a reason, e.g. a second dispatcher, sets it), or 0.
 
     rclpy's own signal handler is off: it would shut the context down on Ctrl-C
     before the node could stop the robot or finish a request.
@@ -185,7 +186,7 @@ def run_node(
             log.error("%s ended by an exception (%r); stopping", name, spinner.error)
         else:
             log.info("%s stopping (%s), within %g s", name, stop.signal_name or "ROS shutdown", timeout_s)
-        code = max(code, _stop_node(name, node, spinner, timeout_s))
+        code = max(code, _stop_node(name, node, spinner, timeout_s), int(getattr(node, "exit_code", 0)))
     return code
 
 

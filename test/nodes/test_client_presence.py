@@ -7,11 +7,9 @@ import rclpy
 from support.ros import ros_session, wait_until
 
 from heracles_ros.nodes.client_presence import (
-    SHORT_LEASE_PROFILE,
     Absences,
     ClientPresence,
     fully_qualified,
-    short_lease_env,
 )
 
 
@@ -71,11 +69,3 @@ def test_a_client_node_destroyed_is_lost_after_the_bound(ros_domain_id):
             assert not presence.lost(name)
         finally:
             server.destroy_node()
-
-
-def test_the_short_lease_profile_is_shipped_and_set_only_when_none_is():
-    assert "<leaseDuration><sec>1</sec></leaseDuration>" in SHORT_LEASE_PROFILE.read_text()
-    env = short_lease_env({"PATH": "/bin"})
-    assert env["FASTDDS_DEFAULT_PROFILES_FILE"] == env["FASTRTPS_DEFAULT_PROFILES_FILE"] == str(SHORT_LEASE_PROFILE)
-    own = {"FASTRTPS_DEFAULT_PROFILES_FILE": "/etc/robot.xml"}
-    assert short_lease_env(own) == own  # the site's own profile wins

@@ -10,7 +10,7 @@ from pathlib import Path
 import rclpy
 from support.ros import ros_session, wait_until
 
-from heracles_ros.nodes.liveliness import LEASE_S
+from heracles_ros.nodes.liveliness import LEASE_S, PROFILE_FILE, short_lease_env
 
 ROOT = Path(__file__).resolve().parents[2]
 VICTIM = (
@@ -45,3 +45,13 @@ def test_a_killed_process_leaves_the_graph_within_its_short_lease(ros_domain_id)
             victim.kill()
             victim.wait()
     assert gone_after < LEASE_S + 1.5, f"left the graph after {gone_after:.1f} s (Fast DDS's default lease: 20 s)"
+
+
+def test_the_shipped_profile_sets_the_lease_and_only_where_the_user_chose_nothing():
+    assert f"<leaseDuration><sec>{int(LEASE_S)}</sec></leaseDuration>" in PROFILE_FILE.read_text()
+    env = short_lease_env({"PATH": "/bin"})
+    assert str(PROFILE_FILE) in (env.get("FASTDDS_DEFAULT_PROFILES_FILE"), env.get("FASTRTPS_DEFAULT_PROFILES_FILE"))
+    own = {"FASTRTPS_DEFAULT_PROFILES_FILE": "/etc/robot.xml"}
+    assert short_lease_env(own) == own  # the site's own profile wins
+    other = {"RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"}
+    assert short_lease_env(other) == other  # only Fast DDS reads it
