@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from heracles_ros.agent.llm import Message
 from heracles_ros.errors import ConfigError
 
+#: Most characters one exchange keeps of its request, and of its answer and note together: with the counts
+#: this bounds a session's memory (and the prompt it adds) by size, whatever a model or an operator wrote.
+MAX_EXCHANGE_CHARS = 4000
+
 #: How each task's request is labelled in the conversation (as in the prompt).
 REQUEST_LABELS = {"ask": "Question", "command": "Instruction", "correct": "Correction"}
 
@@ -65,6 +69,7 @@ class Sessions:
     def record(self, session: str, exchange: Exchange) -> None:
         if not session:
             return
+        exchange = _bounded(exchange)
         with self._lock:
             exchanges = self._sessions.get(session)
             if exchanges is None:
@@ -77,3 +82,13 @@ class Sessions:
     def __len__(self) -> int:
         with self._lock:
             return len(self._sessions)
+
+
+def _bounded(exchange: Exchange) -> Exchange:
+    """The exchange cut to :data:`MAX_EXCHANGE_CHARS` (request; answer and note together), marked where cut."""
+    def cut(text: str, limit: int) -> str:
+        return text if len(text) <= limit else text[: max(0, limit - 20)] + f" [... {len(text)} chars]"
+
+    note = cut(exchange.note, MAX_EXCHANGE_CHARS // 2)
+    answer = cut(exchange.answer, MAX_EXCHANGE_CHARS - len(note))
+    return Exchange(exchange.task, cut(exchange.request, MAX_EXCHANGE_CHARS), answer, note)

@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from heracles_ros.agent.sessions import Exchange, Sessions
+from heracles_ros.agent.sessions import MAX_EXCHANGE_CHARS, Exchange, Sessions
 from heracles_ros.errors import ConfigError
 
 
@@ -51,3 +51,26 @@ def test_sessions_are_safe_to_share_between_request_threads():
     for thread in threads:
         thread.join()
     assert all(len(sessions.history(f"s{k}")) == 200 for k in range(4))
+
+
+def test_a_session_is_bounded_by_size_whatever_the_model_or_operator_wrote():
+    sessions = Sessions(max_exchanges=3, max_sessions=2)
+    huge = "x" * 1_000_000
+    for name in ("a", "b", "c"):
+        for _ in range(5):
+            sessions.record(name, Exchange("ask", huge, huge, huge))
+    kept = [sessions.history(name) for name in ("a", "b", "c")]
+    assert kept[0] == [] and len(kept[1]) == len(kept[2]) == 3
+    for exchange in kept[1] + kept[2]:
+        assert len(exchange.request) <= MAX_EXCHANGE_CHARS
+        assert len(exchange.answer) + len(exchange.note) <= MAX_EXCHANGE_CHARS
+        assert "1000000 chars" in exchange.request  # a cut is marked, not silent
+    total = sum(len(m.content) for name in ("b", "c") for m in sessions.messages(name))
+    assert total <= 2 * 3 * (2 * MAX_EXCHANGE_CHARS + 100)
+
+
+def test_a_short_exchange_is_kept_as_it_was():
+    sessions = Sessions()
+    exchange = Exchange("command", "bring it to the lounge", "(at-place R2)", "the goal in words")
+    sessions.record("s", exchange)
+    assert sessions.history("s") == [exchange]
