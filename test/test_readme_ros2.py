@@ -138,6 +138,8 @@ def test_every_readme_ros2_line_is_run_or_marked() -> None:
                 "ros2 service call /spot/command", "ros2 service call /spot/correct ",
                 "ros2 service call /spot/corrections", "ros2 service call /spot/cancel",
                 "ros2 service call /spot/changes", "ros2 param get", "ros2 param set",
+                "ros2 service call /spot/stop ", "ros2 service call /spot/hard_stop",
+                "ros2 service call /spot/resume", "ros2 topic echo /spot/stop_state",
                 "ros2 launch heracles_ros sim.launch.py")
     unaccounted = [command for command, comment in readme_ros2_lines()
                    if not command.startswith(run_here) and not comment.startswith(NOT_RUN[2:])]
@@ -194,3 +196,17 @@ def test_the_readme_ros2_lines_work_on_the_simulated_system(
     changes = run(readme_line("ros2 service call /spot/changes"), domain)
     # The scene mirrored at start is the history's beginning, not a change: an empty list, no error.
     assert "Changes_Response(changes=[], error='')" in changes, changes
+
+    # The latched stop: state latched on stop_state, every motion goal refused until resume names who.
+    with Background(readme_line("ros2 topic echo /spot/stop_state"), domain, tmp_path / "stop.log") as state:
+        state.wait_for("stopped: false", 30.0)  # latched: the state since start reaches a late subscriber
+        assert "success=True" in run(readme_line("ros2 service call /spot/stop "), domain)
+        state.wait_for("stopped: true", 30.0)
+        refused = subprocess.run(readme_line("ros2 action send_goal --feedback"), env=ros2_env(domain),
+                                 capture_output=True, text=True, timeout=60.0)
+        assert "Goal was rejected" in refused.stdout, refused.stdout + refused.stderr
+        assert "success=True" in run(readme_line("ros2 service call /spot/hard_stop"), domain)
+        state.wait_for("hard: true", 30.0)
+        assert "success=True" in run(readme_line("ros2 service call /spot/resume"), domain)
+        out = state.wait_for("operator_name: ana", 30.0)
+    assert "driver: sim" in out, out

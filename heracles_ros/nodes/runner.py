@@ -50,6 +50,8 @@ SHUTDOWN_TIMEOUT = Setting(
 )
 #: Of the shutdown budget, this share goes to the node's close(); the rest stops the executor.
 CLOSE_SHARE = 0.7
+#: Of what is left to stop the executor, the share it may keep spinning for tasks close() left behind.
+SETTLE_SHARE = 0.5
 #: The signals that stop a node.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -77,6 +79,7 @@ class BackgroundSpinner:
         running then is left behind (it holds a pool thread, not the caller).
         """
         deadline = time.monotonic() + timeout_s
+        self._settle(time.monotonic() + timeout_s * SETTLE_SHARE)
         self._stop.set()
         if self._thread.is_alive():
             self.finished.wait(timeout_s)
@@ -93,6 +96,24 @@ class BackgroundSpinner:
         if drained:
             self.executor.shutdown(timeout_sec=max(0.0, deadline - time.monotonic()))
         return drained
+
+    def _settle(self, until: float) -> None:
+        """Keep spinning, until ``until`` at most, while the executor holds tasks not yet done.
+
+        What a node's close() ended still needs the executor once more: an aborted goal's result goes
+        to a client that asked for it as a task rclpy creates when the goal's callback returns, and
+        a spinner stopped before that task ran leaves the client waiting for a result that never comes.
+        """
+        tasks = getattr(self.executor, "_tasks", None)
+        lock = getattr(self.executor, "_tasks_lock", None)
+        if tasks is None or lock is None:  # not rclpy's Executor: nothing to wait for
+            return
+        while self._thread.is_alive() and not self.finished.is_set() and time.monotonic() < until:
+            with lock:
+                pending = any(not task.done() for task, *_ in tasks)
+            if not pending:
+                return
+            time.sleep(0.01)
 
     def _spin(self) -> None:
         try:

@@ -259,12 +259,15 @@ def test_cancel_stops_the_robot_and_records_where_it_stopped(tiny_store):
 def test_a_cancel_during_a_replan_ends_the_dispatch_within_a_second(tiny_store):
     """The planner cannot be interrupted: a cancel while it runs must not wait for it."""
     planner = LinePlanner(tiny_store)
-    replanning, release = threading.Event(), threading.Event()
+    replanning, release, replanned = threading.Event(), threading.Event(), threading.Event()
 
     def held_replan(goal: str, start: str | None) -> PlanResult:
         replanning.set()
         release.wait(30.0)  # a planner still working long after the cancel
-        return planner(goal, start)
+        try:
+            return planner(goal, start)
+        finally:
+            replanned.set()
 
     rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST, fail_steps=frozenset({0})), replan=held_replan)
     cancel = CancelToken()
@@ -282,6 +285,8 @@ def test_a_cancel_during_a_replan_ends_the_dispatch_within_a_second(tiny_store):
     finally:
         release.set()
         worker.join(10.0)
+        # The abandoned planner still reads the store: let it finish before the fixture closes the store.
+        assert replanned.wait(10.0), "the abandoned replan never returned"
     (outcome,) = outcomes
     assert (outcome.status, outcome.reason, outcome.replans) == (DispatchStatus.CANCELLED, "operator pressed stop", 1)
     assert rig.driver.steps_executed == 1  # nothing ran after the failed walk
