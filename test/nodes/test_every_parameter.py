@@ -243,8 +243,8 @@ MIRROR_A: Table = {
     "history_max_changes": Row(77, lambda live: _eq(live.mirror.history.settings.max_changes, 77)),
     "history_max_seen": Row(55, lambda live: _eq(live.mirror.history.settings.max_seen, 55)),
     "moved_markers_window_s": Row(0.0, lambda live: _eq(live.node.count_publishers("/history_markers"), 0)),
-    "status_period_s": Row(0.1, lambda live: [
-        live.status.wait(lambda s: s.sequence == 4, 5.0, after=live.status.count, what=f"periodic status {i}")
+    "status_period_s": Row(0.1, lambda live: [  # two in a second without a snapshot (default: one per 5 s)
+        live.status.wait(lambda s: s.sequence == 4, 0.5, after=live.status.count, what=f"periodic status {i}")
         for i in range(2)]),
     "shutdown_timeout_s": Row(0.6, _closing_is_bounded),
 }
@@ -416,11 +416,12 @@ def _model(request: RecordedRequest) -> Turn:
 
 
 # -- language_server rows -------------------------------------------------------------------------------
-def _the_model_was_asked(check: Callable[[RecordedRequest], Any]) -> Callable[[Live], None]:
+def _the_model_was_asked(check: Callable[[RecordedRequest, Live], Any]) -> Callable[[Live], None]:
+    """``check`` holds for the request the scripted model server got for the question."""
     def observe(live: Live) -> None:
         asked = [r for r in live.server.requests if "Question:" in r.text()]
         assert asked, "the model got no question"
-        assert check(asked[-1]), asked[-1].body
+        assert check(asked[-1], live), (asked[-1].headers, asked[-1].body)
     return observe
 
 
@@ -499,15 +500,24 @@ def _snapshot_wait(live: Live) -> None:
 MODEL = "heracles-param-model"
 OBJECTS = "MATCH (o:Object) RETURN o.nodeSymbol AS o ORDER BY o"
 
+
+def _reads_the_scene(store: GraphStore, live: Live) -> bool:
+    """``store`` (a node's) holds the test's scene: the same objects as the test's own store, and some."""
+    objects = live.store.query(OBJECTS)
+    return bool(objects) and _eq(store.query(OBJECTS), objects)
+
 LANGUAGE_STATIC: Table = {
-    "db_uri": Row(FROM_FIXTURE, lambda live: _eq(live.language.store.query(OBJECTS), live.store.query(OBJECTS))),
-    "graph_name": Row(FROM_FIXTURE, lambda live: _eq(live.language.store.query(OBJECTS), live.store.query(OBJECTS))),
+    "db_uri": Row(FROM_FIXTURE, lambda live: _reads_the_scene(live.language.store, live)
+                  and _reads_the_scene(live.language.query_store, live)),
+    "graph_name": Row(FROM_FIXTURE, lambda live: _reads_the_scene(live.language.store, live)
+                      and _reads_the_scene(live.language.query_store, live)),
     "robot_symbol": Row(ROBOT, lambda live: _eq(  # the marker floats above that robot's record (not the origin)
         (_answer_marker(live).pose.position.x, _answer_marker(live).pose.position.y), live.scene.start_position[:2])),
-    "llm": Row("ollama", _the_model_was_asked(lambda r: r.protocol == "ollama")),
-    "model": Row(MODEL, _the_model_was_asked(lambda r: r.body.get("model") == MODEL)),
-    "base_url": Row(FROM_FIXTURE, _the_model_was_asked(lambda r: True)),
-    "temperature": Row(0.7, _the_model_was_asked(lambda r: r.body["options"]["temperature"] == 0.7)),
+    "llm": Row("ollama", _the_model_was_asked(lambda r, live: r.protocol == "ollama")),
+    "model": Row(MODEL, _the_model_was_asked(lambda r, live: r.body.get("model") == MODEL)),
+    "base_url": Row(FROM_FIXTURE, _the_model_was_asked(
+        lambda r, live: r.headers.get("host") and r.headers["host"] in live.server.ollama_host)),
+    "temperature": Row(0.7, _the_model_was_asked(lambda r, live: r.body["options"]["temperature"] == 0.7)),
     "llm_timeout_s": Row(33.0, lambda live: _eq(_agent(live).llm.settings.timeout_s, 33.0)),
     "request_timeout_s": Row(99.0, lambda live: _eq(_agent(live).request_timeout_s, 99.0)),
     "max_tool_calls": Row(3, lambda live: _eq(_agent(live).max_tool_calls, 3)),
@@ -596,7 +606,7 @@ def _sim_row(name: str, value: Any, expected: Any = None) -> Row:
 
 
 DISPATCHER_SIM: Table = {
-    "db_uri": Row(FROM_FIXTURE, lambda live: _eq(live.dispatcher.store.ping() is None, True)),
+    "db_uri": Row(FROM_FIXTURE, lambda live: _reads_the_scene(live.dispatcher.store, live)),
     "graph_name": Row(FROM_FIXTURE, lambda live: _eq(
         RobotStateStore(live.store, symbol=ROBOT).read() is not None, True)),
     "robot_symbol": Row(ROBOT, lambda live: _eq(RobotStateStore(live.store, symbol=ROBOT).read().place,
