@@ -38,7 +38,6 @@ from hydra_msgs.msg import DsgUpdate
 from rclpy.action import ActionClient
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from std_msgs.msg import String
 from support.actions import goal_result, send_goal
 from support.mirror_checks import assert_mirrors
 from support.ros import Collector, call_service, qos, ros_session, spinning, wait_for_subscribers, wait_until
@@ -70,12 +69,16 @@ NS = "/spot1"
 ROBOT = "spot_b"
 
 
+#: A row whose value comes from the test's fixtures (the database URI, the scene file, a length of the scene).
+FROM_FIXTURE = object()
+
+
 @dataclass(frozen=True)
 class Row:
     """A non-default value of one parameter and how its effect is seen (``observe`` raises when it is not)."""
 
     value: Any
-    observe: Callable[[Any], None]
+    observe: Callable[[Any], object]
     #: Set with set_parameters on the running node (a run-time parameter), not at construction.
     runtime: bool = False
 
@@ -87,7 +90,7 @@ def declared_by_the_node(node: Node) -> set[str]:
     """The parameters ``node`` declared itself: all it holds, less what every rclpy node declares."""
     bare = rclpy.create_node("bare_for_parameters")
     try:
-        return set(node._parameters) - set(bare._parameters)
+        return set(node.get_parameters_by_prefix("")) - set(bare.get_parameters_by_prefix(""))
     finally:
         bare.destroy_node()
 
@@ -126,30 +129,16 @@ def set_at_run_time(node: Node, table: Table) -> None:
 
 
 def observe_all(table: Table, live: Any) -> None:
+    """Each row's observation, in table order (a row may rely on what an earlier one did to the node)."""
     for name, row in table.items():
         try:
-            row.observe(live)
+            assert row.observe(live) is not False, "the observation came out false"
         except AssertionError as exc:
             raise AssertionError(f"parameter {name} = {row.value!r} did not reach its consumer: {exc}") from exc
 
 
 def specs_of(module: Any) -> dict[str, Setting]:
     return {spec.name: spec for spec in module.PARAMETERS}
-
-
-def test_every_table_row_is_a_non_default_value() -> None:
-    """A row that sets the default could not tell a dropped value from a passed one."""
-    for module, tables in ((dsg_mirror, MIRROR_TABLES), (language_server, (LANGUAGE_STATIC,)),
-                           (dispatcher, DISPATCHER_STATIC)):
-        specs = specs_of(module)
-        for table in tables:
-            for name, row in table.items():
-                if name in specs and row.value is not FROM_FIXTURE:
-                    assert specs[name].check(row.value) != specs[name].default, name
-
-
-#: A row whose value comes from the test's fixtures (the database URI, the scene file).
-FROM_FIXTURE = object()
 
 
 # === dsg_mirror =========================================================================================
@@ -388,7 +377,6 @@ class Live:
     store: GraphStore
     results: Collector[DispatchResult]
     stop_state: Collector[StopState]
-    answers: Collector[String]
     answer_markers: Collector[MarkerArray]
     plans: ActionClient
     commands: ActionClient
@@ -449,9 +437,10 @@ def _not_confirmed_in_time(live: Live) -> None:
 
 def _client_lost(live: Live) -> None:
     """client_lost_s 0.4: a command from a node that is not in the graph ends before its confirmation is due."""
-    status, result, took = live.command(client_node="/ghost_operator")
-    assert result.reason.startswith("client_lost: /ghost_operator"), result.reason
-    assert status != GoalStatus.STATUS_SUCCEEDED and took < 2.5 + 5.0
+    status, result, _ = live.command(client_node="/ghost_operator")
+    assert result.reason.startswith("client_lost: /ghost_operator has been gone from the ROS graph for 0.4 s "
+                                    "(while waiting for confirmation)"), result.reason
+    assert result.outcome == "cancelled" and status != GoalStatus.STATUS_SUCCEEDED, (status, result.outcome)
 
 
 def _second_instance_allowed(live: Live) -> None:
@@ -504,7 +493,9 @@ OBJECTS = "MATCH (o:Object) RETURN o.nodeSymbol AS o ORDER BY o"
 def _reads_the_scene(store: GraphStore, live: Live) -> bool:
     """``store`` (a node's) holds the test's scene: the same objects as the test's own store, and some."""
     objects = live.store.query(OBJECTS)
-    return bool(objects) and _eq(store.query(OBJECTS), objects)
+    assert objects, "the test's scene has no objects"
+    return _eq(store.query(OBJECTS), objects)
+
 
 LANGUAGE_STATIC: Table = {
     "db_uri": Row(FROM_FIXTURE, lambda live: _reads_the_scene(live.language.store, live)
@@ -567,10 +558,10 @@ def _off_target(live: Live) -> None:
 
 def _plan_of_a_lost_client(live: Live) -> None:
     """client_lost_s 0.4: the plan of a client that is not in the graph is cancelled (the 3 s default: later)."""
-    started = time.monotonic()
     result = live.plan(live.scene.near, "ghost", client_node="/ghost_dispatcher_client")
-    assert result.status == "cancelled" and "client_lost" in result.reason, (result.status, result.reason)
-    assert time.monotonic() - started < 3.0
+    assert result.status == "cancelled" and result.reason.startswith(
+        "client_lost: /ghost_dispatcher_client, which sent this plan, has been gone from the ROS graph for 0.4 s"
+    ), (result.status, result.reason)
 
 
 def _closing_within(live: Live) -> None:
@@ -713,7 +704,6 @@ def live_factory(ros_domain_id: int, falkordb_uri: str, graph_name: str, small_s
             language, robot, probe, server, scene, small_store,
             Collector(probe, DispatchResult, f"{NS}/dispatch_result", 100),
             Collector(probe, StopState, f"{NS}/stop_state", latched()),
-            Collector(probe, String, f"{NS}/last_answer", qos(10, transient_local=True)),
             Collector(probe, MarkerArray, f"{NS}/answer_marker", qos(10, transient_local=True)),
             ActionClient(probe, ExecutePlan, f"{NS}/execute_plan"),
             ActionClient(probe, ExecuteCommand, f"{NS}/execute_command"),
@@ -764,3 +754,15 @@ def test_every_spot_ros2_driver_parameter_reaches_the_driver(
             observe_all(DISPATCHER_SPOT, DispatcherOnly(node))
         finally:
             node.destroy_node()
+
+
+def test_every_table_row_is_a_non_default_value() -> None:
+    """A row that sets the default could not tell a dropped value from a passed one."""
+    for module, tables in ((dsg_mirror, MIRROR_TABLES), (language_server, (LANGUAGE_STATIC,)),
+                           (dispatcher, DISPATCHER_STATIC)):
+        specs = specs_of(module)
+        for table in tables:
+            for name, row in table.items():
+                assert name in specs, f"a row for {name}, which {module.__name__} does not declare"
+                if row.value is not FROM_FIXTURE:
+                    assert specs[name].check(row.value) != specs[name].default, name
