@@ -151,7 +151,7 @@ class Agent:
         self._planner = planner
         self.referents = Referents(store, robot_symbol=robot_symbol)
         #: Recent exchanges per session id (requests without a session neither read nor add any).
-        self.sessions = sessions or Sessions()
+        self.sessions = Sessions() if sessions is None else sessions  # an empty one is falsy: keep it
 
     @property
     def planner(self) -> Any:

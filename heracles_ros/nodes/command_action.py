@@ -326,9 +326,12 @@ class CommandAction:
                 self.idle.set()
         result.latency_s = time.monotonic() - started
         text = result.outcome + (f": {result.reason}" if result.reason else "")
-        log = self.node.get_logger()
-        (log.warning if result.reason.startswith(("client_lost", "shutting_down")) else log.info)(
-            f"command {running.command_id} {clip(request.instruction)!r} -> {clip(text, 400)}")
+        line = f"command {running.command_id} {clip(request.instruction)!r} -> {clip(text, 400)}"
+        # Two call sites: an rclpy logger raises when one call site logs at two severities.
+        if result.reason.startswith(("client_lost", "shutting_down")):
+            self.node.get_logger().warning(line)
+        else:
+            self.node.get_logger().info(line)
         announced = result.goal if result.outcome in SUCCESSFUL else text
         # The answer marker reads the robot's record (a database read): off this thread, after the result.
         threading.Thread(target=self._announce_quietly, args=(request.instruction, announced),

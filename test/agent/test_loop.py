@@ -407,3 +407,18 @@ def test_a_session_carries_earlier_exchanges_to_the_model_and_queries_are_report
     server.extend([say("<answer>x</answer>")])
     agent.ask("Anything?", session="other")
     assert [m["role"] for m in server.requests[-1].messages] == ["system", "user"]
+
+
+def test_the_sessions_given_are_the_ones_kept_even_while_empty(small_store, llm_server):
+    """A node's Sessions (its session_exchanges) is used from the first request: an empty one is no reason to
+    make a default one, which would remember 6 exchanges instead of 1."""
+    from heracles_ros.agent.sessions import Sessions
+
+    sessions = Sessions(max_exchanges=1)
+    server = llm_server([say("<answer>5</answer>"), say("<answer>6</answer>"), say("<answer>7</answer>")])
+    agent = Agent(small_store, adapter(server), sessions=sessions)
+    for question in ("How many boxes?", "And bags?", "And chairs?"):
+        assert agent.ask(question, session="op").ok
+    earlier = [m["content"] for m in server.requests[-1].messages if m["role"] in ("user", "assistant")][:-1]
+    assert earlier == ["Question: And bags?", "<answer>6</answer>"], earlier
+    assert agent.sessions is sessions and len(sessions) == 1

@@ -328,6 +328,19 @@ def test_confirmation_per_goal_and_its_time_limit(rig_factory):
     assert rig.progress.count == 0
 
 
+def test_a_lost_client_s_command_after_an_ordinary_one_still_ends_with_its_result(rig_factory):
+    """The end of a command is logged at INFO, of a lost client's at WARN: rclpy refuses two severities from
+    one call site, which once left the second goal without its result."""
+    rig = rig_factory(lambda request: say("<answer>(holding O1)</answer>"), confirm_timeout_s=0.5,
+                      client_lost_s=0.3, require_confirmation=True)
+    status, result = goal_result(rig.send("Fetch O1."), 30.0)
+    assert (status, result.reason) == (GoalStatus.STATUS_ABORTED, "not confirmed within 0.5 s; nothing moved")
+    rig.language.commands.confirm_timeout_s = 30.0  # the next command ends by its client, not the clock
+    status, result = goal_result(rig.send("Fetch O1.", client_node="/gone_operator"), 30.0)
+    assert result.reason.startswith("client_lost: /gone_operator"), (status, result)
+    assert rig.progress.count == 0
+
+
 # -- asking back and sessions -------------------------------------------------------------------------------
 def test_an_ambiguous_command_ends_with_a_clarification_and_the_reply_continues_it(rig_factory, small_store):
     bicycles = small_store.query(BICYCLES)
