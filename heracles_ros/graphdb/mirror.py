@@ -259,9 +259,9 @@ class Mirror:
                 node_id = ids[symbol] = id_of(symbol)
                 nodes[node_id] = _row_from_db(row, layer)
         for correction in self.corrections.active():
-            node_id = ids.get(correction.symbol)
-            if node_id is not None:
-                nodes[node_id] = _as_hydra_said(nodes[node_id], correction.property, correction.original)
+            corrected = ids.get(correction.symbol)
+            if corrected is not None:
+                nodes[corrected] = _as_hydra_said(nodes[corrected], correction.property, correction.original)
         if not ids:
             tables.within_layer = 0
             return tables  # no mirrored nodes, so no mirrored edges
