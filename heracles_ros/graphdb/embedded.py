@@ -675,10 +675,27 @@ class EmbeddedStore(FalkorStore):
 
     def _translate(self, exc: BaseException) -> DatabaseError:
         error = super()._translate(exc)
-        # running(), not current(): a server killed a moment ago may not have exited yet, but no longer answers.
-        if isinstance(error, DatabaseUnavailable) and self.server.database.running() is None:
+        if isinstance(error, DatabaseUnavailable) and self._database_down():
             return DatabaseUnavailable(f"{self._down_message()} ({exc})")
         return error
+
+    def _database_down(self) -> bool:
+        """No database runs: none is recorded, or the recorded one exits or refuses connections within
+        _EXIT_WAIT_S (one killed a moment ago may not have exited yet; a busy one still accepts them)."""
+        info = self.server.database.current()
+        if info is None:
+            return True
+        deadline = time.monotonic() + _EXIT_WAIT_S
+        while _pid_alive(info.pid) and _accepts(info):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+
+#: How long a store that lost its connection gives the recorded server to show it is gone (exited, or
+#: refusing connections) before it reports the loss as the server's own error rather than NOT_RUNNING.
+_EXIT_WAIT_S = 0.5
 
 
 def open_embedded_store(data_dir: Path, *, graph: str = "heracles", timeout_s: float = 10.0) -> GraphStore:
@@ -804,7 +821,7 @@ class ReadReplicaStore(EmbeddedStore):
         try:
             return super().query(cypher, params, timeout_s=timeout_s)
         except DatabaseUnavailable:
-            if self.server.primary.running() is None:
+            if self._database_down():
                 raise  # the database is down: no replica to try again on
             return super().query(cypher, params, timeout_s=timeout_s)  # _connect restarts the replica
 
@@ -829,7 +846,7 @@ class ReadReplicaStore(EmbeddedStore):
             if isinstance(exc.__cause__, (TimeoutError, redis.exceptions.TimeoutError)):
                 self.server.kill(pid)  # no reply and no PING either: hung, it would never be replaced
             self._conn = None  # the next query starts a fresh replica (or says why it cannot)
-            if self.server.primary.running() is None:
+            if self._database_down():
                 raise  # the database itself was stopped: NOT_RUNNING says so
             raise QueryAborted(
                 f"the read replica went away while running this query ({exc}): it crashed on a query, or "
@@ -950,6 +967,15 @@ def _pid_alive(pid: int) -> bool:
         if stat[stat.rindex(")") + 2] in "ZX":
             return False
     return True
+
+
+def _accepts(info: ServerInfo) -> bool:
+    """A TCP connection is taken (no command sent: safe at any time, loading or inside a MULTI/EXEC)."""
+    try:
+        with socket.create_connection((info.host, info.port), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 def _answers(info: ServerInfo) -> bool:
