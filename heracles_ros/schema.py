@@ -41,7 +41,7 @@ _CONNECTED = {
 HIERARCHY: tuple[Layer, ...] = (Layer.BUILDING, Layer.ROOM, Layer.PLACE, Layer.MESH_PLACE, Layer.OBJECT)
 
 #: A scene symbol as spark_dsg prints it: one letter (any) and an index.
-SCENE_SYMBOL = re.compile(r"^[A-Za-z][0-9]+$")
+SCENE_SYMBOL = re.compile(r"[A-Za-z][0-9]+")  # whole string: use fullmatch ("$" lets "O14\n" through)
 
 CONTAINS = "CONTAINS"
 CONNECTED_TYPES: tuple[str, ...] = tuple(_CONNECTED.values())
@@ -69,7 +69,7 @@ CORRECTABLE_PROPERTIES: dict[str, type] = {"class": str, "name": str, "x": float
 
 def is_scene_symbol(symbol: object) -> bool:
     """Whether ``symbol`` is shaped like a scene symbol ("O12", "Q6"); its kind is the database's label."""
-    return isinstance(symbol, str) and SCENE_SYMBOL.match(symbol) is not None
+    return isinstance(symbol, str) and SCENE_SYMBOL.fullmatch(symbol) is not None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """``heracles changes``: what changed in the scene since a time, from the mirror's history.
 
 Corrections whose node left the scene (retired) or came back (returned) are
-listed with the scene's events: an operator's correction that stopped holding
-must not pass unnoticed.
+listed with the scene's events (:mod:`heracles_ros.graphdb.timeline`, which the
+dsg_mirror node's ``changes`` service answers from too).
 """
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from datetime import datetime, timezone
 from heracles_ros.cli.common import add_db_option, print_json
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.corrections import CorrectionEvent, Corrections
-from heracles_ros.graphdb.history import ChangeEvent, read_changes
+from heracles_ros.graphdb.corrections import CorrectionEvent
+from heracles_ros.graphdb.history import ChangeEvent
+from heracles_ros.graphdb.timeline import read_timeline
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
@@ -73,16 +74,11 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit must be 1 or more, got {args.limit}")
     since = parse_since(args.since)
     with open_store(args.db, graph=args.graph) as store:
-        events = read_changes(store, since=since, room=args.room, limit=args.limit)
-        # A correction has no room: with --room only the scene's own events are asked for.
-        corrections = [] if args.room else Corrections(store).events(since=since)
-    merged: list[tuple[float, ChangeEvent | CorrectionEvent]] = [(e.t, e) for e in events]
-    merged += [(c.t, c) for c in corrections]
-    timeline = sorted(merged, key=lambda item: item[0])[: args.limit]
+        timeline = read_timeline(store, since=since, room=args.room, limit=args.limit)
     if args.json:
-        print_json([event.to_json() for _, event in timeline])
+        print_json([event.to_json() for event in timeline])
         return 0
-    for _, event in timeline:
+    for event in timeline:
         print(_line(event))
     if not timeline:
         print("no changes recorded since then")

@@ -100,13 +100,13 @@ TRIGGER_SERVICES: tuple[str, ...] = (
 
 
 
-_NAMESPACE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
+_NAMESPACE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 def robot_namespace(spot_name: str) -> str:
     """Absolute ROS namespace of the driver ("/spot", or "" for none)."""
     name = spot_name.strip("/")
-    if name and not _NAMESPACE.match(name):
+    if name and not _NAMESPACE.fullmatch(name):
         raise ConfigError(f"spot_name must be a ROS name like 'spot' or 'robots/spot1', got {spot_name!r}")
     return f"/{name}" if name else ""
 

@@ -49,9 +49,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from heracles_ros.errors import ConfigError, DatabaseError, DatabaseUnavailable, DataDirError
+from heracles_ros.errors import (
+    ConfigError,
+    DatabaseError,
+    DatabaseUnavailable,
+    DataDirError,
+    QueryAborted,
+    QueryTimeout,
+)
 from heracles_ros.graphdb.falkordb_store import FalkorStore
-from heracles_ros.graphdb.store import GraphStore, Params
+from heracles_ros.graphdb.store import CappedRows, GraphStore, Params, Row
 
 STATE_FILE = "server.json"
 #: Written by :meth:`EmbeddedServer.stop`, removed by an explicit start: while it is there nothing
@@ -159,6 +166,11 @@ class EmbeddedServer:
         self.data_dir = Path(data_dir)
         self.start_timeout_s = _start_timeout() if start_timeout_s is None else start_timeout_s
         self.progress = progress
+
+    @property
+    def database(self) -> EmbeddedServer:
+        """The server that owns the data this one serves, whose stop and start the operator sees: itself."""
+        return self
 
     # -- queries -----------------------------------------------------------
     def running(self) -> ServerInfo | None:
@@ -607,7 +619,8 @@ class EmbeddedStore(FalkorStore):
 
     Before each request it reads which server ``server.json`` names (a small
     file); when that is another process than the one it talks to (a restart,
-    perhaps on another port) it connects to the new one, and while none runs
+    perhaps on another port), or its connection was lost, it resolves the
+    server again (:meth:`_resolve`) and connects to it, and while none runs
     every request fails with NOT_RUNNING. It never starts a server itself, so
     ``heracles db stop`` is not undone behind the operator's back, and it waits
     for nothing: the caller's own retry (the mirror's ``retry_period_s``) or the
@@ -622,23 +635,28 @@ class EmbeddedStore(FalkorStore):
 
     def _connect(self) -> tuple[Any, Any]:
         recorded = self.server.recorded()
-        if recorded is None or recorded.pid != self._pid:
+        if self._conn is None or recorded is None or recorded.pid != self._pid:
             self._follow()
         return super()._connect()
 
     def _follow(self) -> None:
         with self._conn_lock:
             recorded = self.server.recorded()
-            if recorded is not None and recorded.pid == self._pid:
+            if self._conn is not None and recorded is not None and recorded.pid == self._pid:
                 return  # another thread followed it meanwhile
-            info = self.server.current()
-            if info is None:
-                raise DatabaseUnavailable(self._down_message())
+            info = self._resolve()
             old, self._conn = self._conn, None
             self._host, self._port, self._pid = info.host, info.port, info.pid
         if old is not None:
             with contextlib.suppress(Exception):
                 old[0].connection.close()
+
+    def _resolve(self) -> ServerInfo:
+        """The server to talk to now, from the state file (no connection); DatabaseUnavailable while none runs."""
+        info = self.server.current()
+        if info is None:
+            raise DatabaseUnavailable(self._down_message())
+        return info
 
     def write_batches(
         self, batches: Iterable[Sequence[tuple[str, Params]]], *, timeout_s: float | None = None
@@ -649,16 +667,35 @@ class EmbeddedStore(FalkorStore):
             self.server.compact()
 
     def _down_message(self) -> str:
-        if self.server.loading():
-            return f"the database in {self.server.data_dir} is still loading its files; try again shortly"
-        stopped = " (stopped with 'heracles db stop')" if self.server.stopped_by_operator() else ""
+        database = self.server.database
+        if database.loading():
+            return f"the database in {database.data_dir} is still loading its files; try again shortly"
+        stopped = " (stopped with 'heracles db stop')" if database.stopped_by_operator() else ""
         return f"{NOT_RUNNING}{stopped}; {self.description}"
 
     def _translate(self, exc: BaseException) -> DatabaseError:
         error = super()._translate(exc)
-        if isinstance(error, DatabaseUnavailable) and self.server.current() is None:
+        if isinstance(error, DatabaseUnavailable) and self._database_down():
             return DatabaseUnavailable(f"{self._down_message()} ({exc})")
         return error
+
+    def _database_down(self) -> bool:
+        """No database runs: none is recorded, or the recorded one exits or refuses connections within
+        _EXIT_WAIT_S (one killed a moment ago may not have exited yet; a busy one still accepts them)."""
+        info = self.server.database.current()
+        if info is None:
+            return True
+        deadline = time.monotonic() + _EXIT_WAIT_S
+        while _pid_alive(info.pid) and _accepts(info):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+
+#: How long a store that lost its connection gives the recorded server to show it is gone (exited, or
+#: refusing connections) before it reports the loss as the server's own error rather than NOT_RUNNING.
+_EXIT_WAIT_S = 0.5
 
 
 def open_embedded_store(data_dir: Path, *, graph: str = "heracles", timeout_s: float = 10.0) -> GraphStore:
@@ -689,6 +726,11 @@ class ReadReplica(EmbeddedServer):
         super().__init__(primary.data_dir / REPLICA_DIR, start_timeout_s=primary.start_timeout_s,
                          progress=primary.progress)
         self.primary = primary
+
+    @property
+    def database(self) -> EmbeddedServer:
+        """The primary: a replica is started and stopped with it."""
+        return self.primary
 
     def follow(self, primary: ServerInfo) -> None:
         """Replicate ``primary`` (again, if it came back on another port) and wait until in sync."""
@@ -748,76 +790,91 @@ class ReadReplica(EmbeddedServer):
 OVERRUN_SLACK_S = 5.0
 
 
-def open_read_store(data_dir: Path, *, graph: str = "heracles", timeout_s: float = 10.0) -> GraphStore:
-    """A store on the read replica of the embedded database in ``data_dir``.
+class ReadReplicaStore(EmbeddedStore):
+    """A store on the read replica of the embedded database, where the model's queries run.
 
-    A replica that crashed is restarted (the primary untouched) by the next query after the failed one.
-    A model query that overruns its limit (FalkorDB's time limit does not cover parsing, whose cost
-    grows exponentially with nesting) would hold a replica thread for good: the replica is killed
-    and started again, and the caller gets the time-limit error. A replica that goes away while a
+    It follows the replica's state file as :class:`EmbeddedStore` follows the primary's: before
+    each request it reconnects when the replica is another process than the one it talks to, or
+    its connection was lost; while the database is down every request fails with NOT_RUNNING; once
+    the database is back the next request starts a replica for it if none runs (a replica keeps no
+    files, so starting one undoes nothing the operator did) and works. A replica that crashed is
+    restarted so too. A model query that overruns its limit (FalkorDB's time limit does not cover
+    parsing, whose cost grows exponentially with nesting) would hold a replica thread for good: the
+    replica is killed, and the caller gets the time-limit error. A replica that goes away while a
     model query runs gives :class:`QueryAborted`, an error the model can act on.
     """
-    import redis
 
-    from heracles_ros.errors import QueryAborted, QueryTimeout
-    from heracles_ros.graphdb.falkordb_store import FalkorStore
-    from heracles_ros.graphdb.store import CappedRows, Row
+    server: ReadReplica
 
+    def __init__(self, replica: ReadReplica, info: ServerInfo, *, graph: str, timeout_s: float):
+        super().__init__(replica, info, graph=graph, timeout_s=timeout_s)
+        self.description = f"read replica of embedded FalkorDB ({replica.primary.data_dir}) graph {graph!r}"
+
+    def _resolve(self) -> ServerInfo:
+        """The replica, started and in sync, when the primary runs (which is never started from here)."""
+        if self.server.primary.current() is None:
+            raise DatabaseUnavailable(self._down_message())
+        return self.server.primary.ensure_read_replica()
+
+    def query(self, cypher: str, params: Params | None = None, *, timeout_s: float | None = None) -> list[Row]:
+        """Trusted reads (snapshot stamps): run once more on a fresh replica if it went away under them."""
+        try:
+            return super().query(cypher, params, timeout_s=timeout_s)
+        except DatabaseUnavailable:
+            if self._database_down():
+                raise  # the database is down: no replica to try again on
+            return super().query(cypher, params, timeout_s=timeout_s)  # _connect restarts the replica
+
+    def query_capped(
+        self, cypher: str, params: Params | None = None, *, max_rows: int, timeout_s: float | None = None
+    ) -> CappedRows:
+        import redis
+
+        self._connect()  # the database down, or a replica that cannot be started: DatabaseUnavailable
+        pid = self._pid
+        try:
+            return super().query_capped(cypher, params, max_rows=max_rows, timeout_s=timeout_s)
+        except QueryTimeout as exc:
+            if not isinstance(exc.__cause__, (TimeoutError, redis.exceptions.TimeoutError)):
+                raise  # the server stopped it at its limit: nothing holds a thread
+            self.server.kill(pid)
+            raise QueryTimeout(
+                f"{exc}. It overran its limit (FalkorDB's limit does not cover parsing, which grows "
+                "exponentially with nesting), so the read replica was restarted to free it"
+            ) from exc
+        except DatabaseUnavailable as exc:
+            if isinstance(exc.__cause__, (TimeoutError, redis.exceptions.TimeoutError)):
+                self.server.kill(pid)  # no reply and no PING either: hung, it would never be replaced
+            self._conn = None  # the next query starts a fresh replica (or says why it cannot)
+            if self._database_down():
+                raise  # the database itself was stopped: NOT_RUNNING says so
+            raise QueryAborted(
+                f"the read replica went away while running this query ({exc}): it crashed on a query, or "
+                "was restarted to stop one that overran its limit. It is started again for the next query; "
+                "if this query keeps failing so, simplify it"
+            ) from exc
+
+    def _reply_wait_s(self, limit_s: float) -> float:
+        """A reply may wait one limit behind a replicated write (itself waiting for running queries),
+        then take one limit to run; past that plus the slack the query overran and holds a thread."""
+        return 2 * limit_s + OVERRUN_SLACK_S
+
+
+def open_read_store(data_dir: Path, *, graph: str = "heracles", timeout_s: float = 10.0) -> GraphStore:
+    """A store on the read replica of the embedded database in ``data_dir`` (see :class:`ReadReplicaStore`).
+
+    The replica (and the database, unless the operator stopped it) is started now. After
+    ``heracles db stop`` the store is still returned: its requests fail with NOT_RUNNING until
+    ``heracles db start``, then work.
+    """
     server = EmbeddedServer(data_dir)
-    replica = ReadReplica(server)
-
-    class ReplicaStore(FalkorStore):
-        #: The replica process this store talks to (the one a runaway query is stuck in).
-        _pid = 0
-
-        def _connect(self) -> tuple[Any, Any]:
-            if self._conn is None:  # first use, or the replica went away: make sure one is up and in sync
-                info = server.ensure_read_replica()
-                self._host, self._port, self._pid = info.host, info.port, info.pid
-            return super()._connect()
-
-        def query(self, cypher: str, params: Any = None, *, timeout_s: float | None = None) -> list[Row]:
-            """Trusted reads (snapshot stamps): run once more on a fresh replica if it went away under them."""
-            try:
-                return super().query(cypher, params, timeout_s=timeout_s)
-            except DatabaseUnavailable:
-                return super().query(cypher, params, timeout_s=timeout_s)  # _connect restarts the replica
-
-        def query_capped(
-            self, cypher: str, params: Any = None, *, max_rows: int, timeout_s: float | None = None
-        ) -> CappedRows:
-            self._connect()  # an unreachable replica that cannot be restarted stays DatabaseUnavailable
-            pid = self._pid
-            try:
-                return super().query_capped(cypher, params, max_rows=max_rows, timeout_s=timeout_s)
-            except QueryTimeout as exc:
-                if not isinstance(exc.__cause__, (TimeoutError, redis.exceptions.TimeoutError)):
-                    raise  # the server stopped it at its limit: nothing holds a thread
-                replica.kill(pid)
-                raise QueryTimeout(
-                    f"{exc}. It overran its limit (FalkorDB's limit does not cover parsing, which grows "
-                    "exponentially with nesting), so the read replica was restarted to free it"
-                ) from exc
-            except DatabaseUnavailable as exc:
-                if isinstance(exc.__cause__, (TimeoutError, redis.exceptions.TimeoutError)):
-                    replica.kill(pid)  # no reply and no PING either: hung, it would never be replaced
-                self._conn = None  # the next query starts a fresh replica (or says why it cannot)
-                raise QueryAborted(
-                    f"the read replica went away while running this query ({exc}): it crashed on a query, or "
-                    "was restarted to stop one that overran its limit. It is started again for the next query; "
-                    "if this query keeps failing so, simplify it"
-                ) from exc
-
-        def _reply_wait_s(self, limit_s: float) -> float:
-            """A reply may wait one limit behind a replicated write (itself waiting for running queries),
-            then take one limit to run; past that plus the slack the query overran and holds a thread."""
-            return 2 * limit_s + OVERRUN_SLACK_S
-
-    info = server.ensure_read_replica()
-    store = ReplicaStore(info.host, info.port, graph=graph, timeout_s=timeout_s)
-    store._pid = info.pid
-    store.description = f"read replica of embedded FalkorDB ({data_dir}) graph {graph!r}"
-    return store
+    try:
+        info = server.ensure_read_replica()
+    except DatabaseUnavailable:
+        if not server.stopped_by_operator():
+            raise
+        info = _NONE
+    return ReadReplicaStore(ReadReplica(server), info, graph=graph, timeout_s=timeout_s)
 
 
 _COMPACT_LOCK = ".compact.lock"
@@ -910,6 +967,15 @@ def _pid_alive(pid: int) -> bool:
         if stat[stat.rindex(")") + 2] in "ZX":
             return False
     return True
+
+
+def _accepts(info: ServerInfo) -> bool:
+    """A TCP connection is taken (no command sent: safe at any time, loading or inside a MULTI/EXEC)."""
+    try:
+        with socket.create_connection((info.host, info.port), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 def _answers(info: ServerInfo) -> bool:

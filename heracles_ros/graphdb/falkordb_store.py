@@ -20,6 +20,7 @@ from heracles_ros.errors import (
     DatabaseError,
     DatabaseUnavailable,
     QueryError,
+    QueryRefused,
     QueryTimeout,
     QueryTooLarge,
     ReadOnlyViolation,
@@ -50,6 +51,30 @@ _SERVER_ERRORS: tuple[tuple[str, type[DatabaseError], str], ...] = (
 
 #: The server's code for a query on a graph that does not exist yet.
 _EMPTY_KEY = "Invalid graph operation on empty key"
+
+
+def _carried(params: Params) -> dict[str, Any]:
+    """``params`` as the client inlines them (a ``CYPHER k=v ...`` prefix of the query text), or QueryRefused.
+
+    The server reads that text as a C string: a NUL in a value or key would cut the query there,
+    and its string literals have no escape for NUL (``\\u0000`` stays six characters), so such a
+    parameter cannot travel intact and is refused before anything is sent.
+    """
+    for name, value in params.items():
+        if _has_nul(name) or _has_nul(value):
+            raise QueryRefused(f"query parameter {name!r} contains a NUL character, which FalkorDB cannot carry; "
+                               "nothing was sent")
+    return dict(params)
+
+
+def _has_nul(value: object) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 class FalkorStore(GraphStore):
@@ -100,7 +125,7 @@ class FalkorStore(GraphStore):
         text = undirected_connectivity(sanitize_read_query(cypher))
         graph = self._connect()[1]
         if params:
-            text = graph._build_params_header(dict(params)) + text
+            text = graph._build_params_header(_carried(params)) + text
         ms = self._timeout_ms(timeout_s)
         command: list[str | int] = ["GRAPH.RO_QUERY", self._graph_name, text, "--compact", "timeout", ms]
         try:
@@ -159,7 +184,7 @@ class FalkorStore(GraphStore):
     def _commands(self, statements: Sequence[tuple[str, Params]], ms: int) -> list[tuple[str | int, ...]]:
         graph = self._connect()[1]
         return [
-            ("GRAPH.QUERY", self._graph_name, graph._build_params_header(dict(params)) + cypher, "--compact",
+            ("GRAPH.QUERY", self._graph_name, graph._build_params_header(_carried(params)) + cypher, "--compact",
              "timeout", ms)
             for cypher, params in statements
         ]
@@ -208,8 +233,9 @@ class FalkorStore(GraphStore):
         graph = self._connect()[1]
         call = graph.ro_query if read_only else graph.query
         cypher = undirected_connectivity(cypher)  # FalkorDB 4.16 loses directed variable-length endpoints
+        carried = _carried(params) if params else None
         try:
-            result = call(cypher, dict(params) if params else None, timeout=self._timeout_ms(timeout_s))
+            result = call(cypher, carried, timeout=self._timeout_ms(timeout_s))
         except Exception as exc:
             if read_only and str(exc).startswith(_EMPTY_KEY):
                 return []  # the graph does not exist yet: nothing mirrored, so nothing matches

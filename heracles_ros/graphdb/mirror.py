@@ -242,6 +242,9 @@ class Mirror:
     def read_baseline(self) -> SceneTables:
         """What the database mirrors now, in the diff's shape (nodes and edges written by others are left out).
 
+        Corrected properties hold what Hydra said (the corrections' ``original``), as the baseline
+        kept in memory does: the diff and the history compare Hydra with Hydra, so a restart
+        neither rewrites a corrected node nor records the correction as Hydra's relabel or move.
         A connectivity edge counts only when both of its directions are there
         (a database written before both were stored gets the missing one added).
         """
@@ -255,6 +258,10 @@ class Mirror:
                     continue  # not a mirrored node (written by someone else), or a duplicate
                 node_id = ids[symbol] = id_of(symbol)
                 nodes[node_id] = _row_from_db(row, layer)
+        for correction in self.corrections.active():
+            corrected = ids.get(correction.symbol)
+            if corrected is not None:
+                nodes[corrected] = _as_hydra_said(nodes[corrected], correction.property, correction.original)
         if not ids:
             tables.within_layer = 0
             return tables  # no mirrored nodes, so no mirrored edges
@@ -495,6 +502,22 @@ def _row_from_db(row: dict[str, Any], layer: Layer) -> NodeRow:
     if layer is Layer.OBJECT:
         return (layer, cls, name, x, y, z, *triple(row.get("bc")), *triple(row.get("bd")))
     return (layer, cls, name, x, y, z)
+
+
+#: Column of each correctable property in a NodeRow (layer, class, name, x, y, z, ...).
+_ROW_COLUMN = {"class": 1, "name": 2, "x": 3, "y": 4, "z": 5}
+
+
+def _as_hydra_said(row: NodeRow, prop: str, original: Any) -> NodeRow:
+    """``row`` with ``prop`` back at Hydra's value (unknown: a value no snapshot matches, so it is rewritten)."""
+    column = _ROW_COLUMN.get(prop)
+    if column is None:
+        return row
+    if column <= 2:
+        value: Any = original if isinstance(original, str) else ""
+    else:
+        value = float(original) if isinstance(original, (int, float)) else math.nan
+    return (*row[:column], value, *row[column + 1:])
 
 
 def _group_ids(ids: Iterable[int], rows: dict[int, NodeRow]) -> dict[Layer, list[str]]:

@@ -144,7 +144,7 @@ def _syntax_message(text: str, exc: UnexpectedInput) -> str:
 #: "l<letter>" (lower case), so every symbol has a name and no two collide once PDDL lower-cases them.
 _TO_PDDL = {"P": "mp", "p": "p3d", "O": "o", "R": "r", "B": "b"}
 _FROM_PDDL = {v: k for k, v in _TO_PDDL.items()}
-_PDDL_NAME = re.compile(r"^(mp|p3d|o|r|b|u[a-z]|l[a-z])(\d+)$")
+_PDDL_NAME = re.compile(r"(mp|p3d|o|r|b|u[a-z]|l[a-z])(\d+)")
 _SYMBOL_HINT = "expected a scene symbol: one letter and a number, e.g. O1, P12, Q6, p3, R2"
 
 
@@ -160,7 +160,7 @@ def to_pddl_name(symbol: str) -> str:
 
 def from_pddl_name(name: str) -> str:
     """The scene symbol of a name made by :func:`to_pddl_name` (case-insensitive, as PDDL is)."""
-    match = _PDDL_NAME.match(name.lower())
+    match = _PDDL_NAME.fullmatch(name.lower())
     if match is None:
         raise GoalError(f"{name!r} is not a PDDL name this package made from a scene symbol")
     prefix = match.group(1)

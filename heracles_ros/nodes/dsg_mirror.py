@@ -4,7 +4,8 @@ Thin by design: the subscription callback copies the payload into the
 :class:`MirrorLoop` mailbox and returns, the loop's worker thread decodes,
 diffs and writes, and every outcome is published as ``mirror_status``. The
 ``changes`` service (heracles_ros/srv/Changes) answers what the history
-recorded since a time; each snapshot's time is its DsgUpdate header stamp.
+recorded since a time, corrections retired and returned with their nodes included
+(as ``heracles changes``); each snapshot's time is its DsgUpdate header stamp.
 ``history_markers`` (MarkerArray, namespace ``heracles/moved``) shows what
 moved within ``moved_markers_window_s`` of the newest snapshot.
 """
@@ -28,6 +29,7 @@ from heracles_ros.graphdb import open_store, parse_db_uri
 from heracles_ros.graphdb.history import HistorySettings, read_changes, read_clock
 from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.mirror_loop import MirrorLoop, MirrorState, Snapshot
+from heracles_ros.graphdb.timeline import read_timeline
 from heracles_ros.msg import MirrorStatus
 from heracles_ros.nodes.markers import NS_MOVED, MarkerBook, moved_markers
 from heracles_ros.nodes.parameters import declare
@@ -212,8 +214,8 @@ class DsgMirrorNode(Node):
                 if not free:
                     raise DatabaseBusy(f"the mirror has been writing a snapshot for {_CHANGES_WAIT_S:g} s; "
                                        "ask again")
-                events = read_changes(self.store, since=since, room=request.room or None,
-                                      limit=int(request.limit) or 1000)
+                events = read_timeline(self.store, since=since, room=request.room or None,
+                                       limit=int(request.limit) or 1000)
         except HeraclesError as exc:
             response.error = str(exc)
             return response

@@ -97,7 +97,7 @@ def test_robot_namespace(spot_name, namespace):
     assert robot_namespace(spot_name) == namespace
 
 
-@pytest.mark.parametrize("spot_name", ["my spot", "spot-1", "1spot", "a//b"])
+@pytest.mark.parametrize("spot_name", ["my spot", "spot-1", "1spot", "a//b", "spot\n", "robots/spot\n"])
 def test_a_malformed_spot_name_is_refused(spot_name):
     with pytest.raises(ConfigError, match="spot_name"):
         robot_namespace(spot_name)

@@ -532,3 +532,51 @@ def test_after_db_stop_nothing_that_opens_the_database_starts_it_until_an_explic
     finally:
         late.close()
         server.stop()
+
+
+def test_the_read_replica_store_follows_the_database_through_restarts_and_a_stop(tmp_path: Path) -> None:
+    """The model's queries (the replica store) follow the replica's state file like the primary's store:
+    a replica restarted elsewhere is used at once, a store opened while the database is stopped fails each
+    request clearly, and once ``heracles db start`` ran every store works again, nothing reopened."""
+    from heracles_ros.graphdb.embedded import STOPPED_FILE, ReadReplica, _free_port
+
+    uri = f"embedded:{tmp_path}"
+    server = EmbeddedServer(tmp_path)
+    replica = ReadReplica(server)
+    count = "MATCH (n) RETURN count(n) AS n"
+    with open_store(uri, graph="g") as store:
+        store.write("CREATE (:Object {nodeSymbol: 'O1'})")
+    read = open_store(uri, graph="g", read_replica=True)
+    late = None
+    try:
+        assert read.query_capped(count, max_rows=5).rows == [{"n": 1}]
+        first = replica.running()
+        assert first is not None
+        # Another process restarts it on another port (a start takes the port its last stop recorded).
+        assert replica.stop()
+        elsewhere = next(port for port in iter(_free_port, None) if port != first.port)
+        (replica.data_dir / STOPPED_FILE).write_text(json.dumps({"port": elsewhere}))
+        second = server.ensure_read_replica()
+        assert (second.pid, second.port) != (first.pid, first.port) and second.port == elsewhere
+        assert read.query_capped(count, max_rows=5).rows == [{"n": 1}]  # followed before the request
+        assert replica.running() == second  # and not restarted once more
+
+        assert server.stop()  # `heracles db stop`
+        late = open_store(uri, graph="g", read_replica=True)  # e.g. a language server started now
+        for store in (read, late):
+            for _ in range(2):
+                with pytest.raises(DatabaseUnavailable, match="not running: start it with heracles db start"):
+                    store.query_capped(count, max_rows=5)
+                with pytest.raises(DatabaseUnavailable, match="stopped with 'heracles db stop'"):
+                    store.query(count)
+        assert server.running() is None and replica.running() is None  # no request started either
+
+        server.ensure_started()  # `heracles db start`: the replica comes with the next request
+        for store in (read, late):
+            assert store.query_capped(count, max_rows=5).rows == [{"n": 1}]
+            assert store.query(count) == [{"n": 1}]
+    finally:
+        read.close()
+        if late is not None:
+            late.close()
+        server.stop()

@@ -9,6 +9,7 @@ from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
 from support.tiny_scene import add_object, node_id, tiny_scene
 
 from heracles_ros.errors import ConfigError
+from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.history import HistorySettings
 from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
@@ -94,6 +95,21 @@ def test_relabel_and_rename_are_recorded(store: GraphStore) -> None:
     events = mirror.reconcile(graph, stamp_s=T0 + 1).changes
     assert {(e.kind, e.symbol, e.from_class or e.from_name) for e in events} == {
         ("relabelled", "O1", "bag"), ("renamed", "O2", "bicycle 2")}
+
+
+def test_corrections_are_no_news_to_a_restarted_mirror(store: GraphStore) -> None:
+    """The baseline a restarted mirror reads back holds what Hydra said, not the operator's corrections."""
+    graph = tiny_scene()
+    Mirror(store).reconcile(graph, stamp_s=T0)
+    Corrections(store).apply([("O2", "class", "lamp"), ("O1", "x", 9.0)])
+    assert Mirror(store).reconcile(graph, stamp_s=T0 + 1).changes == []  # no relabel, no move
+    held = "MATCH (n:Object {nodeSymbol: $s}) RETURN n.class AS c, n.x AS x"
+    assert store.query(held, {"s": "O2"})[0]["c"] == "lamp" and store.query(held, {"s": "O1"})[0]["x"] == 9.0
+    graph.get_node(node_id("O2")).attributes.semantic_label = 3  # Hydra itself relabels it after another restart
+    events = Mirror(store).reconcile(graph, stamp_s=T0 + 2).changes
+    assert [(e.kind, e.symbol, e.from_class, e.cls) for e in events] == [
+        ("relabelled", "O2", "bicycle", "chair")]
+    assert store.query(held, {"s": "O2"})[0]["c"] == "lamp"  # the correction still holds over Hydra's new label
 
 
 def test_a_restarted_mirror_keeps_the_reference_positions(store: GraphStore) -> None:

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from heracles_ros.errors import DatabaseUnavailable
+from heracles_ros.errors import DatabaseUnavailable, QueryRefused
 from heracles_ros.graphdb import open_store
+from heracles_ros.graphdb.store import GraphStore
 
 
 class _Outage:
@@ -93,3 +94,36 @@ def test_a_held_store_fails_clearly_while_its_server_is_gone_and_works_when_it_i
     finally:
         store.close()
         outage.down()
+
+
+_NUL = "lamp\x00\" RETURN 1 AS injected //"
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"v": _NUL}, {"v": "a\x00b"}, {"v": ["ok", _NUL]}, {"v": {"k": _NUL}}, {"v": "x", "w\x00": 1}],
+    ids=["value", "short-value", "in-list", "in-map", "in-name"],
+)
+def test_a_nul_in_a_parameter_never_changes_which_query_runs(store: GraphStore, params: dict[str, Any]) -> None:
+    """Corrections' texts, model-supplied strings and ids reach queries as parameters: a NUL in one
+    either travels intact (Bolt) or is refused before anything is sent (FalkorDB cuts the query text there)."""
+    store.write("CREATE (:NulProbe {touched: false})")
+    touched = "MATCH (p:NulProbe) RETURN p.touched AS t"
+    runs = {
+        "write": lambda: store.write("MATCH (p:NulProbe) SET p.touched = true RETURN $v AS v", params),
+        "write_many": lambda: store.write_many([("MATCH (p:NulProbe) SET p.touched = size([$v]) = 1", params)]),
+        "query": lambda: store.query("RETURN $v AS v", params),
+        "query_capped": lambda: store.query_capped("RETURN $v AS v", params, max_rows=10).rows,
+    }
+    for how, run in runs.items():
+        try:
+            rows = run()
+        except QueryRefused as exc:
+            assert "NUL" in str(exc), how
+            assert store.query(touched) == [{"t": False}], how  # nothing ran
+            continue
+        if rows is not None:
+            assert rows == [{"v": params["v"]}], how  # the value arrived whole, and the query's own rows came back
+        if how.startswith("write"):
+            assert store.query(touched) == [{"t": True}], how
+        store.write("MATCH (p:NulProbe) SET p.touched = false")

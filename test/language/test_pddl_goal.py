@@ -77,6 +77,11 @@ def test_symbol_names_are_case_safe_and_round_trip() -> None:
         to_pddl_name("bag1")
     with pytest.raises(GoalError, match="'x12'"):
         from_pddl_name("x12")
+    for malformed in ("O14\n", "O14\r\n", " O14", "O"):  # "$" in a pattern accepts a trailing newline
+        with pytest.raises(GoalError, match="not a scene symbol"):
+            to_pddl_name(malformed)
+    with pytest.raises(GoalError, match="not a PDDL name"):
+        from_pddl_name("o14\n")
 
 
 def test_static_problems_report_everything_at_once() -> None:

@@ -14,6 +14,7 @@ from support.ros import Collector, call_service, qos, ros_session, spinning, wai
 from support.tiny_scene import tiny_scene
 from visualization_msgs.msg import Marker, MarkerArray
 
+from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
 
@@ -51,6 +52,8 @@ def test_stamped_snapshots_make_history_the_changes_service_returns(
                 publisher.publish(_update(graph, sequence, stamp))
                 done = status.wait(lambda s, n=sequence: s.sequence == n, 15.0, after=after, what=f"status {sequence}")
                 assert done.last_error == ""
+                if sequence == 1:  # the operator corrects O3, which the next snapshot lacks
+                    Corrections(store).apply([("O3", "class", "crate")])
             assert client.wait_for_service(timeout_sec=10.0)
             reply = call_service(client, Changes.Request(since_s=float(T0 - 1)))
             room = call_service(client, Changes.Request(since_s=float(T0 - 1), room="R1"))
@@ -62,7 +65,9 @@ def test_stamped_snapshots_make_history_the_changes_service_returns(
     assert [m.text for m in shown.markers if m.type == Marker.TEXT_VIEW_FACING] == ["O0 box 3.0 m"]
     assert reply.error == ""
     events = [json.loads(text) for text in reply.changes]
-    assert [(e["kind"], e["symbol"]) for e in events] == [("moved", "O0"), ("disappeared", "O3"), ("appeared", "O5")]
+    assert [(e["kind"], e["symbol"]) for e in events] == [
+        ("moved", "O0"), ("disappeared", "O3"), ("appeared", "O5"), ("correction retired", "O3")]
+    assert events[3]["correction"] == "O3.class" and events[3]["t"] == T0 + 60.25  # as `heracles changes` lists it
     moved = events[0]
     assert (moved["from_position"], moved["position"]) == (list(MOVED_FROM), list(MOVED_TO))
     assert (moved["t"], moved["seq"]) == (T0 + 60.25, 2)  # the header stamp, not the arrival time

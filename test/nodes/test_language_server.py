@@ -480,3 +480,46 @@ def test_the_entry_point_exits_non_zero_naming_a_bad_parameter(ros_domain_id, fa
     assert process.returncode == 1
     expected = "language_server cannot start: parameter method must be one of agentic, single, context, got 'magic'"
     assert expected in output
+
+
+# -- the database's lifecycle ----------------------------------------------------------------------------------
+def test_a_node_started_while_the_database_is_stopped_runs_the_model_s_queries_on_the_replica_once_it_is_back(
+    ros_domain_id, tmp_path, small_scene
+):
+    """Started while ``heracles db stop`` holds, the node keeps its read-replica store (no fall-back to the
+    server the mirror writes to): once ``heracles db start`` ran, the model's queries reach the replica."""
+    from heracles_ros.graphdb import open_store
+    from heracles_ros.graphdb.embedded import EmbeddedServer, ReadReplica, _client
+    from heracles_ros.graphdb.mirror import Mirror
+
+    uri = f"embedded:{tmp_path}"
+    server = EmbeddedServer(tmp_path)
+    with open_store(uri, graph="g") as store:
+        Mirror(store).reconcile(small_scene)
+        truth = len(store.query(BICYCLES))
+    server.ensure_read_replica()
+    server.stop()  # `heracles db stop`: database and replica
+    llm = ScriptedLLMServer(query_then(BICYCLES, lambda rows: f"<answer>{len(rows)}</answer>")).start()
+    overrides = {"db_uri": uri, "graph_name": "g", "llm": "openai", "model": llm.model,
+                 "base_url": llm.openai_base_url, "instance_check_s": 0.0}
+    try:
+        with ros_session(ros_domain_id):
+            node = LanguageServerNode(parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
+            probe = rclpy.create_node("probe")
+            ask = probe.create_client(Ask, "/ask")
+            with spinning(node, probe, num_threads=4):
+                assert ask.wait_for_service(timeout_sec=10.0)
+                stopped = call_service(ask, Ask.Request(question="How many bicycles?"), 30.0)
+                server.ensure_started()  # `heracles db start`, which brings the replica back
+                replica = server.ensure_read_replica()
+                _client(replica).config_set("slowlog-log-slower-than", 0)  # the replica logs every command
+                reply = call_service(ask, Ask.Request(question="How many bicycles?"), 30.0)
+        assert stopped.error.startswith("DatabaseUnavailable: the database is not running: start it with heracles "
+                                        "db start"), stopped.error
+        assert reply.error == "" and reply.answer == str(truth)
+        logged = [bytes(entry["command"]).decode(errors="replace") for entry in _client(replica).slowlog_get(128)]
+        assert any(BICYCLES in command for command in logged), logged  # the model's query ran on the replica
+        assert ReadReplica(server).running() == replica
+    finally:
+        llm.stop()
+        server.stop()
