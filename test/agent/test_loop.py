@@ -4,7 +4,9 @@ from __future__ import annotations
 import json
 import time
 
+import numpy as np
 import pytest
+import spark_dsg
 from support.scripted_llm import RecordedRequest, Turn, adapter, call, calls, garbage, say, slow
 
 from heracles_ros.agent.loop import Agent, extract_answer, parse_changes
@@ -275,8 +277,15 @@ def test_correction_is_applied_and_survives_the_next_snapshot(small_store, small
     assert result.explanation == f"It is {bicycle}."
     query = f"MATCH (o:Object {{nodeSymbol: '{bicycle}'}}) RETURN o.class AS c"
     assert _one(small_store, query)["c"] == "bag"
-    report = Mirror(small_store).reconcile(small_scene)  # Hydra sends the same (uncorrected) scene again
-    assert report.corrections_reapplied >= 1
+    # Hydra's next snapshot still calls it a bicycle, and moved it: the mirror rewrites the node from Hydra's
+    # view (class included), and the correction is set again on top.
+    node = small_scene.get_node(spark_dsg.NodeSymbol(bicycle[0], int(bicycle[1:])))
+    node.attributes.position = node.attributes.position + np.array([1.0, 0.0, 0.0])
+    report = Mirror(small_store).reconcile(small_scene)
+    assert report.nodes_changed >= 1 and report.corrections_reapplied >= 1
+    assert _one(small_store, query)["c"] == "bag"
+    # The same snapshot once more changes nothing, and the correction still holds.
+    Mirror(small_store).reconcile(small_scene)
     assert _one(small_store, query)["c"] == "bag"
 
 
