@@ -116,9 +116,14 @@ def test_the_robot_launch_defaults_to_spot_ros2_and_confirmation(domain: int, tm
         assert "the spot_ros2 driver cannot be used" in launch.output(), launch.output()[-3000:]
         # SIGTERM (or SIGHUP, a closed terminal): launch exits at once without stopping its processes;
         # the nodes must end all the same.
-        started = launch.processes()
-        nodes = [p for p in started if "lib/heracles_ros/" in " ".join(p.cmdline())]
-        assert len(nodes) == 2, [p.cmdline() for p in started]  # the dispatcher has already exited
+        # The dispatcher logs that it cannot start a moment before its process ends: wait for the end.
+        while True:
+            started = launch.processes()
+            nodes = [p for p in started if "lib/heracles_ros/" in " ".join(p.cmdline())]
+            if len(nodes) == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert len(nodes) == 2, [p.cmdline() for p in started]  # the dispatcher has exited
         launch.process.terminate()
         launch.process.wait(STOP_S)
         _, alive = psutil.wait_procs(nodes, timeout=STOP_S)

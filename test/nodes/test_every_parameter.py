@@ -176,17 +176,20 @@ def _without_objects(count: int) -> Any:
     return graph
 
 
-def _suspect_policy(live: MirrorLive) -> None:
+def _suspect_policy(live: MirrorLive, sequence: int) -> None:
     """suspect_fraction 0.2 and suspect_min_nodes 5 hold back a snapshot removing 4 of 14 nodes (the defaults,
-    0.5 and 20, would apply it); allow_mass_removal is checked after them (see the test)."""
-    status = live.publish(_without_objects(4), 2)
+    0.5 and 20, would apply it); allow_mass_removal is checked after them (see the test).
+
+    Each row sends its own sequence number: the held status of an earlier one, repeated every
+    status_period_s, must not pass for this one's."""
+    status = live.publish(_without_objects(4), sequence)
     assert status.suspect_held and "would remove 4 of 14" in status.last_error, status.last_error
 
 
 def _mass_removal_allowed(live: MirrorLive) -> None:
     (result,) = live.node.set_parameters([Parameter("allow_mass_removal", value=True)])
     assert result.successful
-    status = live.publish(_without_objects(4), 3)
+    status = live.publish(_without_objects(4), 4)
     assert (status.suspect_held, status.last_error, status.nodes_removed) == (False, "", 4)
 
 
@@ -209,7 +212,7 @@ def _closing_is_bounded(live: MirrorLive) -> None:
 
 
 def _no_history(live: MirrorLive) -> None:
-    live.publish(_moved(), 4)
+    live.publish(_moved(), 5)
     assert live.store.query("MATCH (c:Change) RETURN count(c) AS n")[0]["n"] == 0
 
 
@@ -219,8 +222,8 @@ MIRROR_A: Table = {
     "graph_name": Row(FROM_FIXTURE, lambda live: assert_mirrors(live.store, live.scene)),
     "scene_file": Row(FROM_FIXTURE, lambda live: assert_mirrors(live.store, live.scene)),
     "dsg_topic": Row(MIRROR_TOPIC, lambda live: live.publish(tiny_scene(), 1)),
-    "suspect_fraction": Row(0.2, _suspect_policy, runtime=True),
-    "suspect_min_nodes": Row(5, _suspect_policy, runtime=True),
+    "suspect_fraction": Row(0.2, lambda live: _suspect_policy(live, 2), runtime=True),
+    "suspect_min_nodes": Row(5, lambda live: _suspect_policy(live, 3), runtime=True),
     "allow_mass_removal": Row(True, _mass_removal_allowed, runtime=True),
     "retry_period_s": Row(0.35, lambda live: live.node.loop is not None
                           and _eq(live.node.loop.retry_period_s, 0.35), runtime=True),
@@ -233,7 +236,7 @@ MIRROR_A: Table = {
     "history_max_seen": Row(55, lambda live: _eq(live.mirror.history.settings.max_seen, 55)),
     "moved_markers_window_s": Row(0.0, lambda live: _eq(live.node.count_publishers("/history_markers"), 0)),
     "status_period_s": Row(0.1, lambda live: [  # two in a second without a snapshot (default: one per 5 s)
-        live.status.wait(lambda s: s.sequence == 4, 0.5, after=live.status.count, what=f"periodic status {i}")
+        live.status.wait(lambda s: s.sequence == 5, 0.5, after=live.status.count, what=f"periodic status {i}")
         for i in range(2)]),
     "shutdown_timeout_s": Row(0.6, _closing_is_bounded),
 }
