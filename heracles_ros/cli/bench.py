@@ -14,6 +14,7 @@ BENCHMARKS = {
     "db": "restart time and data directory size of the embedded database after many loads of changing snapshots",
     "read-path": "expensive model queries on the read replica next to mirror reconciles and trivial reads",
     "limits": "hostile queries, a 3,000,000-row result, a 1,000-deep and a 5,000-atom goal against the limits",
+    "stop": "from 'heracles stop' starting to the simulated robot standing still, with the CLI's own start-up",
     "cypher-parse": "FalkorDB's parse time against nesting depth per construct, and the worst the query guard admits",
 }
 

@@ -8,7 +8,7 @@ service in which namespace it looked for. ``stop`` is on the operator's fast
 path: this module imports rclpy and the service types only when it runs, and
 nothing else of the package (``heracles`` builds only this module's parsers for
 these commands), so the robot is stopped within about a second of the command
-starting (``test/bench/bench_stop.py`` measures it).
+starting (``heracles bench stop`` measures it).
 
 Exit codes: 0 done; 1 the dispatcher answered but refused (nothing to cancel,
 not stopped, or the driver's stop failed: the message says which); 4 no

@@ -1,0 +1,166 @@
+"""``heracles bench stop``: from ``heracles stop`` starting to the robot standing still.
+
+A dispatcher with the simulator walks the small synthetic scene (embedded FalkorDB
+in a throwaway directory) from one corner towards the other, a plan from the real
+planner; after a few seconds of walking, ``heracles stop`` starts as a new process,
+as an operator would start it. The robot stopped at the last pose of its marker
+that differs from the final one. Then ``resume`` and the next walk. The figure
+includes the CLI's own start-up and discovery, which is what the operator waits for.
+
+Discovery is localhost-only for the bench and its dispatcher (a bench never reaches
+a robot on the lab network); the domain is ``--domain`` or ROS_DOMAIN_ID.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from heracles_ros.errors import HeraclesError
+
+#: Seconds: how long each walk goes on before the stop, and how long the robot is watched after it.
+WALK_S = 3.0
+WATCH_S = 2.0
+#: Seconds to wait for the dispatcher to come up, and for a goal or a resume to be answered.
+START_S = 60.0
+ANSWER_S = 10.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--runs", type=int, default=5, help="stops to measure (default 5)")
+    parser.add_argument("--domain", type=int, default=int(os.environ.get("ROS_DOMAIN_ID", "0")),
+                        help="ROS domain of the bench's own dispatcher (default: ROS_DOMAIN_ID or 0)")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.runs < 1:
+        raise HeraclesError(f"--runs must be at least 1, got {args.runs}")
+    env = {**os.environ, "ROS_DOMAIN_ID": str(args.domain), "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"}
+    env.pop("ROS_LOCALHOST_ONLY", None)
+    os.environ.update({k: env[k] for k in ("ROS_DOMAIN_ID", "ROS_AUTOMATIC_DISCOVERY_RANGE")})
+    os.environ.pop("ROS_LOCALHOST_ONLY", None)
+    namespace = f"/bench_stop_{os.getpid()}"
+    with tempfile.TemporaryDirectory(prefix="heracles-bench-stop-") as data:
+        corners = _load_scene(data)
+        dispatcher = subprocess.Popen(
+            [sys.executable, "-m", "heracles_ros.nodes.dispatcher", "--ros-args", "-r", f"__ns:={namespace}",
+             "-p", f"db_uri:=embedded:{data}", "-p", f"start_place:={corners[0]}", "-p", "sim_speed_mps:=0.5"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            runs = _measure(args.runs, namespace, data, corners, env)
+        finally:
+            dispatcher.send_signal(signal.SIGINT)
+            try:
+                dispatcher.wait(timeout=15.0)
+            except subprocess.TimeoutExpired:
+                dispatcher.kill()
+                dispatcher.wait(timeout=5.0)
+            subprocess.run([sys.executable, "-m", "heracles_ros.cli", "db", "stop", "--db", f"embedded:{data}"],
+                           env=env, capture_output=True, timeout=60.0)  # fmt: skip
+    stopped = [r["stopped_after_s"] for r in runs]
+    returned = [r["cli_returned_s"] for r in runs]
+    return {
+        "runs": len(runs),
+        "stopped_after_median_s": statistics.median(stopped),
+        "stopped_after_max_s": max(stopped),
+        "stopped_after_each_s": " ".join(f"{s:.2f}" for s in stopped),
+        "cli_returned_median_s": statistics.median(returned),
+        "cli_exit_codes": " ".join(str(r["exit"]) for r in runs),
+        "still_at_end_of_every_run": all(r["still"] for r in runs),
+        "load_average_1min": os.getloadavg()[0],
+    }
+
+
+def _load_scene(data: str) -> tuple[str, str]:
+    from heracles_ros.graphdb import open_store
+    from heracles_ros.graphdb.cypher.bench import PLACES_ALONG_DIAGONAL
+    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.scene.synthetic import generate_scene
+
+    with open_store(f"embedded:{data}") as store:
+        Mirror(store).reconcile(generate_scene("small", seed=0))
+        places = [str(row["s"]) for row in store.query(PLACES_ALONG_DIAGONAL)]
+    return places[0], places[-1]
+
+
+def _measure(runs: int, namespace: str, data: str, corners: tuple[str, str], env: dict[str, str]) -> list[dict]:
+    import rclpy
+    from rclpy.action import ActionClient
+    from rclpy.executors import SingleThreadedExecutor
+    from visualization_msgs.msg import MarkerArray
+
+    from heracles_ros.action import ExecutePlan
+    from heracles_ros.graphdb import open_store
+    from heracles_ros.nodes.plan_msgs import plan_to_msg
+    from heracles_ros.planning.planner import Planner
+    from heracles_ros.srv import Resume
+
+    context = rclpy.Context()
+    rclpy.init(context=context, domain_id=int(env["ROS_DOMAIN_ID"]))
+    node = rclpy.create_node(f"bench_stop_{os.getpid()}", context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    poses: list[tuple[float, float, float]] = []  # (receive time, x, y) of the robot's marker
+
+    def on_markers(array: MarkerArray) -> None:
+        for marker in array.markers:
+            if (marker.ns, marker.id, marker.action) == ("heracles/robot", 0, marker.ADD):
+                poses.append((time.monotonic(), marker.pose.position.x, marker.pose.position.y))
+
+    def spin_for(seconds: float) -> None:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            executor.spin_once(timeout_sec=0.05)
+
+    def answered(future: Any) -> Any:
+        executor.spin_until_future_complete(future, timeout_sec=ANSWER_S)
+        if not future.done():
+            raise HeraclesError(f"the bench's dispatcher did not answer within {ANSWER_S:g} s")
+        return future.result()
+
+    node.create_subscription(MarkerArray, f"{namespace}/plan_markers", on_markers, 100)
+    actions = ActionClient(node, ExecutePlan, f"{namespace}/execute_plan")
+    resume = node.create_client(Resume, f"{namespace}/resume")
+    results: list[dict] = []
+    try:
+        if not actions.wait_for_server(timeout_sec=START_S):
+            raise HeraclesError(f"the bench's dispatcher did not start within {START_S:g} s")
+        with open_store(f"embedded:{data}") as store:
+            planner = Planner(store)
+            for index in range(runs):
+                # From wherever the last stop left the robot to the opposite corner.
+                plan = planner.plan(f"(at-place {corners[(index + 1) % 2]})")
+                if not plan.ok:
+                    raise HeraclesError(f"the bench's walk could not be planned: {plan.reason}")
+                message = plan_to_msg(plan, plan_id=f"bench-{index}")
+                goal = answered(actions.send_goal_async(ExecutePlan.Goal(plan=message)))
+                if not goal.accepted:
+                    raise HeraclesError("the bench's dispatcher refused the walk")
+                spin_for(WALK_S)
+                started = time.monotonic()
+                done = subprocess.run([sys.executable, "-m", "heracles_ros.cli", "stop", "--namespace", namespace],
+                                      env=env, capture_output=True, text=True, timeout=60.0)  # fmt: skip
+                returned = time.monotonic() - started
+                spin_for(WATCH_S)
+                if not poses:
+                    raise HeraclesError("the dispatcher published no robot marker while walking")
+                final = poses[-1][1:]
+                moving = [t for t, x, y in poses if (x, y) != final and t >= started - 1.0]
+                watched_until = time.monotonic()
+                results.append({"stopped_after_s": max(0.0, max(moving) - started) if moving else 0.0,
+                                "cli_returned_s": returned, "exit": done.returncode,
+                                # No pose change in the last half second watched: the robot stood still.
+                                "still": not any(t > watched_until - 0.5 for t in moving)})
+                answered(resume.call_async(Resume.Request(operator_name="bench", reason="next run")))
+    finally:
+        executor.shutdown(timeout_sec=1.0)
+        node.destroy_node()
+        rclpy.shutdown(context=context)
+    return results
