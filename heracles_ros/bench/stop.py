@@ -126,8 +126,8 @@ def _measure(runs: int, namespace: str, data: str, corners: tuple[str, str], env
         return future.result()
 
     node.create_subscription(MarkerArray, f"{namespace}/plan_markers", on_markers, 100)
-    actions = ActionClient(node, ExecutePlan, f"{namespace}/execute_plan")
-    resume = node.create_client(Resume, f"{namespace}/resume")
+    actions: Any = ActionClient(node, ExecutePlan, f"{namespace}/execute_plan")
+    resume: Any = node.create_client(Resume, f"{namespace}/resume")
     results: list[dict] = []
     try:
         if not actions.wait_for_server(timeout_sec=START_S):
