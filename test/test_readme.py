@@ -31,14 +31,16 @@ NOT_RUN: dict[str, str] = {
     "./run.sh demo": "the demo itself; heracles demo is run by test/cli/test_demo.py",
     "./run.sh test": "the test suite itself",
     "./run.sh up": "starts the local system until Ctrl-C (a long-running supervisor); its own test starts and stops it",
-    "cd ~/ws": "robot workspace set-up: needs a ROS 2 install with colcon and rosdep (test/test_colcon_build.py builds the package)",
+    "cd ~/ws": "robot workspace set-up: needs a ROS 2 install with colcon and rosdep "
+               "(test/test_colcon_build.py builds the package)",
     "pip install -r heracles_ros/requirements.txt": "robot workspace set-up: the environment here is built by ./run.sh",
     "colcon build": "robot workspace set-up: needs a ROS 2 install (test/test_colcon_build.py builds the package)",
     "export OPENAI_API_KEY": "a secret for a hosted model; the tests use a scripted model server",
     "export NEO4J_USERNAME": "Neo4j set-up: no Neo4j server runs in the tests (the Bolt path runs against ArcadeDB)",
     "docker run": "starts a Neo4j server in Docker, which the tests do not have",
     "heracles load scene.json --db neo4j://": "needs the Neo4j server started above",
-    "heracles cypher \"MATCH (o:Object) RETURN o.class AS class, count(o) AS n\" --db neo4j://": "needs the Neo4j server",
+    "heracles cypher \"MATCH (o:Object) RETURN o.class AS class, count(o) AS n\" --db neo4j://":
+        "needs the Neo4j server",
     "heracles command ": "goes to the running language_server over ROS (--execute): run against the nodes by test/cli",
     "heracles confirm": "answers a command waiting in the running language_server over ROS",
     "heracles ask ": "needs a language model (and, with --session, the running language_server)",
