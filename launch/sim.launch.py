@@ -4,7 +4,7 @@
     ros2 action send_goal --feedback /spot/execute_command heracles_ros/action/ExecuteCommand \
         "{instruction: 'bring a box from the office to the lounge', execute: true}"
 
-(the README's `ros2` lines, run by test/test_readme_ros2.py, show the rest).
+(the `ros2` lines of the README and docs/, run by test/test_readme_ros2.py, show the rest).
 
 It is heracles.launch.py (beside this file) with driver:=sim and scene_file:= the
 example scene shipped in the Python package (heracles_ros/data/example_scene.json);

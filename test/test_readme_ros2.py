@@ -1,9 +1,10 @@
-"""Every ``ros2 ...`` line of the README, run as written against the system sim.launch.py starts.
+"""Every ``ros2 ...`` line of the README and docs/, run as written against the system sim.launch.py starts.
 
 Only the namespace (``/spot/`` becomes this test's) and the domain (the environment's
-ROS_DOMAIN_ID) differ; the model is scripted (support/scripted_llm.py). A README line that cannot
-run here carries ``# not run by the tests: WHY`` and is listed, not run. A new ``ros2`` line in the
-README fails :func:`test_every_readme_ros2_line_is_run_or_marked` until it is run here.
+ROS_DOMAIN_ID) differ; the model is scripted (support/scripted_llm.py). A line that cannot
+run here carries ``# not run by the tests: WHY`` and is listed, not run. A line shown on several
+pages is one line. A new ``ros2`` line in the README or docs/ fails
+:func:`test_every_readme_ros2_line_is_run_or_marked` until it is run here.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from support.ros2_cli import REPO, launched, require_ros2, require_service_call,
 from support.run_guard import pick_domain
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
 
-README = REPO / "README.md"
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 NAMESPACE = "readme_spot"
 NOT_RUN = "# not run by the tests:"
 UP_S = 90.0
@@ -34,16 +35,17 @@ FIRST_OBJECT = "MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box ORDER
 
 def readme_ros2_lines() -> list[tuple[str, str]]:
     """(command, comment) of every ``ros2`` line: fenced shell blocks (continuations joined) and inline code."""
-    text = README.read_text()
-    found: list[tuple[str, str]] = []
-    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            command, _, comment = line.strip().partition("  #")
-            if command.startswith("ros2 "):
-                found.append((" ".join(command.split()), comment.strip()))
-    for inline in re.findall(r"`(ros2 [a-z]+ [a-z_]+ [^`]+)`", text):
-        found.append((" ".join(inline.split()), ""))
-    return found
+    found: dict[str, str] = {}
+    for page in PAGES:
+        text = page.read_text()
+        for block in re.findall(r"```(?:bash|sh)\n(.*?)```", text, re.S):
+            for line in block.replace("\\\n", " ").splitlines():
+                command, _, comment = line.strip().partition("  #")
+                if command.startswith("ros2 "):
+                    found.setdefault(" ".join(command.split()), comment.strip())
+        for inline in re.findall(r"`(ros2 [a-z]+ [a-z_]+ [^`]+)`", text):
+            found.setdefault(" ".join(inline.split()), "")
+    return list(found.items())
 
 
 def model(request: RecordedRequest) -> Turn:
@@ -85,7 +87,7 @@ def as_run(command: str) -> list[str]:
 
 def readme_line(prefix: str) -> list[str]:
     matches = [command for command, _ in readme_ros2_lines() if command.startswith(prefix)]
-    assert len(matches) == 1, f"README lines starting {prefix!r}: {matches}"
+    assert len(matches) == 1, f"README/docs lines starting {prefix!r}: {matches}"
     return as_run(matches[0])
 
 
@@ -143,7 +145,7 @@ def test_every_readme_ros2_line_is_run_or_marked() -> None:
                 "ros2 launch heracles_ros sim.launch.py")
     unaccounted = [command for command, comment in readme_ros2_lines()
                    if not command.startswith(run_here) and not comment.startswith(NOT_RUN[2:])]
-    assert not unaccounted, f"README ros2 lines neither run by this test nor marked '{NOT_RUN}': {unaccounted}"
+    assert not unaccounted, f"README/docs ros2 lines neither run by this test nor marked '{NOT_RUN}': {unaccounted}"
 
 
 @pytest.fixture

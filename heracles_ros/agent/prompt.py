@@ -326,6 +326,7 @@ def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: in
             "point.withinBBox(p, lower, upper) work on them, but write a point literal as a list [1.0, 2.0, 0.0] "
             "(point({x: ..}) does not work here) and read a coordinate as center[0] (not center.x)."
         )
+        # docs/known-issues.md#falkordb-directed-ranges
         lines.append(
             "- Variable-length *_CONNECTED patterns run undirected here (they reach the same nodes); a node is "
             "reached by many paths, so count nodes with DISTINCT, never paths."

@@ -64,7 +64,7 @@ CYPHER_TOOL = ToolSpec(
 #: Environment variable: model queries one process runs at once (default 1). FalkorDB serves all
 #: queries with 2 worker threads and an unbounded queue; one model query per process leaves a
 #: thread to the mirror and the planner.
-SLOTS_ENV = "HERACLES_MODEL_QUERY_SLOTS"
+SLOTS_ENV = "HERACLES_MODEL_QUERY_SLOTS"  # docs/known-issues.md#falkordb-server-defaults
 
 
 @functools.lru_cache(maxsize=1)

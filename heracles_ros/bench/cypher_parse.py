@@ -2,7 +2,8 @@
 
 FalkorDB 4.16's parser backtracks on nested parenthesised expressions (the
 time doubles per level) and its query time limit does not cover parsing; other
-deep expressions exhaust the server's stack. For each construct the query is
+deep expressions exhaust the server's stack (
+docs/known-issues.md#falkordb-parser-backtracking). For each construct the query is
 sent as ``GRAPH.RO_QUERY`` to a throwaway embedded server at growing depths,
 each with a client-side cap; a curve stops at the first query that passes the
 cap, fails to answer, or takes the server down (which is then killed and

@@ -14,7 +14,7 @@ scene, through the same calls as ``heracles load`` and ``heracles db stop|start|
   history on (the default; ``--no-history`` turns it off) the snapshot also
   holds its Change events (``history_changes_after_N_loads``), bounded by its
   limits; with it off the snapshot grows by FalkorDB's matrix slack, flattening
-  (README "Limits and known issues").
+  (docs/known-issues.md#falkordb-server-defaults).
 - ``restart_after_N_loads_s`` (clean stop) and ``kill9_restart_s`` (kill -9, so
   the start replays whatever tail the server had not yet compacted).
 - ``rebuild_s`` and ``snapshot_mb_after_rebuild``: ``heracles db compact`` (each

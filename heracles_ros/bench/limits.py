@@ -26,7 +26,8 @@ from typing import Any
 
 from heracles_ros.errors import ConfigError
 
-#: Texts that crashed FalkorDB 4.16 when sent unsanitized (found by fuzzing; see platform.md).
+#: Texts that crashed FalkorDB 4.16 when sent unsanitized (found by fuzzing;
+#: docs/known-issues.md#falkordb-comment-crash).
 KNOWN_CRASHERS = (
     "CALL db./**/labels()",
     "CALL db.// comment\nlabels()",

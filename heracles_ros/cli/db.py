@@ -37,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="keep the operator corrections; they apply again when their nodes are mirrored")
     reset.add_argument("--yes", action="store_true",
                        help="do not ask for confirmation (needed when the input is not a terminal)")
+    # docs/known-issues.md#falkordb-graph-copy-deadlock
     compact.add_argument("--rebuild", action="store_true",
                          help="also replace each graph by a fresh copy of itself first (drops the space churn left in "
                          "FalkorDB's matrices); stop the mirror first: FalkorDB 4.16.3 can hang in the copy while the "

@@ -1,4 +1,4 @@
-"""``heracles demo``: the whole system on the bundled example scene (README command 1)."""
+"""``heracles demo``: the whole system on the bundled example scene (``./run.sh demo``, the README's first command)."""
 from __future__ import annotations
 
 import argparse

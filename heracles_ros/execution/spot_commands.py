@@ -145,7 +145,7 @@ def trajectory_command(
 
     One command walks the whole path without stopping between points (a new
     goal would pre-empt the running one, and spot_ros2 stops the robot on every
-    pre-emption); spot_ros2 itself splits a trajectory longer than its
+    pre-emption: docs/known-issues.md#spot-ros2-preemption); spot_ros2 itself splits a trajectory longer than its
     ``trajectory_batch_size`` into overlapping batches.
     """
     if not path:

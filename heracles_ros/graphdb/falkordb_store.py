@@ -1,4 +1,4 @@
-"""GraphStore over FalkorDB's own protocol (never its Bolt port: see platform.md).
+"""GraphStore over FalkorDB's own protocol (never its Bolt port: docs/known-issues.md#falkordb-bolt-port).
 
 Read-only queries go through ``GRAPH.RO_QUERY`` so the *server* refuses writes,
 whatever the query text looks like, after :mod:`.query_guard` took out what
@@ -232,7 +232,8 @@ class FalkorStore(GraphStore):
     def _run(self, cypher: str, params: Params | None, timeout_s: float | None, *, read_only: bool) -> list[Row]:
         graph = self._connect()[1]
         call = graph.ro_query if read_only else graph.query
-        cypher = undirected_connectivity(cypher)  # FalkorDB 4.16 loses directed variable-length endpoints
+        # FalkorDB 4.16 loses directed variable-length endpoints: docs/known-issues.md#falkordb-directed-ranges
+        cypher = undirected_connectivity(cypher)
         carried = _carried(params) if params else None
         try:
             result = call(cypher, carried, timeout=self._timeout_ms(timeout_s))

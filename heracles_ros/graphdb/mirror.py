@@ -56,7 +56,8 @@ log = logging.getLogger(__name__)
 _STATEMENTS_PER_TRANSACTION = 1
 #: Rows a diff may write in one transaction (a 1 % change of the kilometre-scale scene is ~800
 #: rows; a first load of it is ~100,000 and goes in phases). What readers see does not depend on
-#: it (FalkorDB's reader threads run between the statements of a MULTI/EXEC anyway): they wait
+#: it (FalkorDB's reader threads run between the statements of a MULTI/EXEC anyway:
+#: docs/known-issues.md#falkordb-readers-inside-multi-exec): they wait
 #: for the reconcile's end through snapshot_reads; it keeps a failed small diff all-or-nothing on Neo4j.
 ATOMIC_ROWS = 20_000
 

@@ -99,6 +99,7 @@ class MirrorLoop:
         #: Held while the worker talks to the database: others sharing the mirror's store take it
         #: so that nothing of this process sends a command (on a fresh connection, whose first
         #: command during a long MULTI/EXEC crashes the embedded server) into a reconcile.
+        #: docs/known-issues.md#redis-loading-in-exec
         self.database_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="dsg-mirror", daemon=True)
 

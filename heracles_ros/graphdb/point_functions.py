@@ -4,7 +4,7 @@ Loaded where the mirror sets up its schema, so it holds for the embedded
 server and for a remote ``falkordb://`` one alike. Idempotent: the library is
 (re)loaded only when the server lacks it or holds other code (``GRAPH.UDF
 LIST`` costs ~0.2 ms; a load ~2-15 ms, the server's first ~270 ms). It lives
-in the server, for every graph, and survives a restart with AOF on.
+in the server, for every graph, and survives a restart with AOF on. docs/known-issues.md#falkordb-no-3d-points
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 FalkorDB 4.16 aborts the *whole server* (signal 6 in ``cypher_fparse``) on a
 comment next to the dot of a procedure name (``CALL db./**/labels()``,
 ``CALL db.// x``), and ``GRAPH.RO_QUERY`` does not protect against it. A fuzz
-of the tool's input (platform.md) found no other crasher: every one had a
+of the tool's input (docs/known-issues.md#falkordb-comment-crash) found no other crasher: every one had a
 comment. So comments are removed outside string literals and backtick names,
 with the same lexical rules as the server's parser (backslash escapes in
 quotes; a backtick name ends at the next backtick), and text the two lexers
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from heracles_ros.errors import QueryRefused
 
+#: docs/known-issues.md#falkordb-sppaths
 #: FalkorDB procedures that ignore the query timeout and can spin forever (measured on 4.16 with
 #: relDirection 'both': adjacent or disconnected nodes never return), so they are not run at all.
 _HANGING_PROCEDURES = re.compile(r"algo\.s[ps]paths", re.IGNORECASE)
@@ -28,6 +29,7 @@ _HANGING_PROCEDURES = re.compile(r"algo\.s[ps]paths", re.IGNORECASE)
 _QUOTES = "'\"`"
 
 #: Limits of a model-written query (see QueryLimits); chosen from ``heracles bench cypher-parse``.
+#: docs/known-issues.md#falkordb-parser-backtracking
 MAX_LENGTH = 8000
 MAX_TOKENS = 2000
 MAX_DEPTH = 12

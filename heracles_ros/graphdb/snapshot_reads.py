@@ -2,7 +2,8 @@
 
 A reconcile is several statements (the diff, then corrections and history),
 and FalkorDB runs read queries on worker threads between the statements of a
-MULTI/EXEC, so a reader could see objects removed but not yet re-added, or
+MULTI/EXEC (
+docs/known-issues.md#falkordb-readers-inside-multi-exec), so a reader could see objects removed but not yet re-added, or
 none in a room. The mirror therefore publishes its progress on the MirrorMeta
 node like a sequence lock: ``writing`` is set before the first statement of a
 reconcile and cleared by the generation bump after the last. A reader reads

@@ -72,7 +72,7 @@ _TOKEN_NAMES = {
 #: Limits on one goal, checked before anything else looks at it. A task goal is a handful of
 #: atoms a few levels deep; the parser and every consumer recurse once per level (Python stops
 #: near 1,000), and the planner's cost grows with the symbols a goal names (each becomes a
-#: PDDL object with shortest paths to all the others): see the README, "Bounded input".
+#: PDDL object with shortest paths to all the others): see docs/limits.md.
 MAX_GOAL_CHARS = 200_000
 MAX_GOAL_DEPTH = 32
 MAX_GOAL_ATOMS = 64

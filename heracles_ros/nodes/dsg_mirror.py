@@ -198,7 +198,7 @@ class DsgMirrorNode(Node):
         self.loop.submit(
             Snapshot(
                 payload=msg.layer_contents.tobytes(),
-                sequence=int(msg.sequence_number),
+                sequence=int(msg.sequence_number),  # 0 from Hydra-ROS: docs/known-issues.md#hydra-sequence-number
                 full_update=bool(msg.full_update),
                 stamp_s=_stamp_seconds(msg.header.stamp),
             )
@@ -227,7 +227,8 @@ class DsgMirrorNode(Node):
         """Whether the mirror's database lock was had within ``wait_s`` (held meanwhile).
 
         Reads share the mirror's store and never run during a reconcile: no fresh
-        connection's first command reaches a MULTI/EXEC (it crashed the embedded server).
+        connection's first command reaches a MULTI/EXEC (it crashed the embedded server:
+        docs/known-issues.md#redis-loading-in-exec).
         """
         loop = self.loop
         if loop is None:

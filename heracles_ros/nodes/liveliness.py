@@ -3,7 +3,7 @@
 A process that exits normally leaves the graph at once; one killed (kill -9,
 a crash, a pulled cable) leaves only when its DDS participant's lease runs
 out, and Fast DDS's default lease is 20 s (measured on Kilted's Fast DDS 3.2
-and Jazzy's 2.14: a kill -9'd node stayed on the graph 19.97 s). Client
+and Jazzy's 2.14: a kill -9'd node stayed on the graph 19.97 s; docs/known-issues.md#fastdds-lease). Client
 presence (:mod:`.client_presence`) gives up a moving robot's goal when its
 sender left the graph, so that lease is part of the time the robot walks on
 after its client died. The lease is announced by the participant itself, so

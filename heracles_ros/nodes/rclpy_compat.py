@@ -3,7 +3,7 @@
 Nodes and tests use only rclpy API the three distros share; where they differ,
 the shared form lives here. ``rclpy.init()`` returns a context manager only
 from Kilted's rclpy (9.x) on; Humble's (3.x) and Jazzy's (7.1) return None, so
-``with rclpy.init(...)`` kills every node at start there.
+``with rclpy.init(...)`` kills every node at start there. docs/known-issues.md#rclpy-init-context-manager
 """
 from __future__ import annotations
 

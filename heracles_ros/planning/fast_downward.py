@@ -57,6 +57,7 @@ DEFAULT_SEARCH = anytime_search()
 _SOLVED = {0, 1, 2, 3}
 _UNSOLVABLE = {10, 11, 12, 13}
 #: SEARCH_UNSOLVED_INCOMPLETE: an incomplete search found nothing, which proves nothing.
+#: docs/known-issues.md#fast-downward-incomplete
 _INCOMPLETE = 12
 _OUT_OF_TIME = {21, 23, 24}
 

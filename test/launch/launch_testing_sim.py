@@ -1,6 +1,7 @@
 """launch_testing of sim.launch.py, run by test_launch.py with ``launch_test`` (not collected by pytest).
 
-launch_testing's own pytest plugin does not load under pytest 9, so its runner runs this file:
+launch_testing's own pytest plugin does not load under pytest 9 (
+docs/known-issues.md#launch-testing-pytest), so its runner runs this file:
 the three nodes come up (each says what it serves and answers a parameter request, so it is
 spinning), and after launch shuts them down (SIGINT, as Ctrl-C does) every process has exited
 with status 0, without a traceback. Argument: ``db_uri:=embedded:DIR`` (launch_test passes it on).

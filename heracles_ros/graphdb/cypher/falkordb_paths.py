@@ -5,7 +5,8 @@ ranges on cyclic graphs: on the mirrored mesh-place graph, where each
 connection is stored in both directions, ``(p)-[:MESH_PLACE_CONNECTED*1..5]->(c)``
 missed places in 15 of 30 measured cases while the undirected pattern matched
 a breadth-first search in all of them (upstream FalkorDB issue #2106, fixed
-after 4.18). Because ``*_CONNECTED`` relationships are stored both ways, the
+after 4.18;
+docs/known-issues.md#falkordb-directed-ranges). Because ``*_CONNECTED`` relationships are stored both ways, the
 undirected pattern reaches exactly the places the directed one should, so the
 reference system's directed patterns are rewritten before FalkorDB sees them.
 Only patterns whose types are all ``*_CONNECTED`` and that have a ``*`` are

@@ -51,7 +51,7 @@ def delete_nodes(layer: Layer) -> str:
     A batch ``DETACH DELETE`` over the kilometre-scale scene left FalkorDB 4.16 with deleted nodes
     in its label scans in 7 of 13 runs (their properties "undefined", returning them whole
     segfaulted the server, and it persisted across restarts); deleting the distinct relationships
-    first did not, in 7 of 7.
+    first did not, in 7 of 7 (docs/known-issues.md#falkordb-detach-delete).
     """
     return (
         f"UNWIND $symbols AS s MATCH (n:{layer.value} {{nodeSymbol: s}}) WITH collect(n) AS gone "

@@ -1,6 +1,7 @@
 """The ``point`` function library FalkorDB loads, so the reference system's point queries run there.
 
-FalkorDB has no 3D points (its ``point()`` takes latitude/longitude only), so
+FalkorDB has no 3D points (its ``point()`` takes latitude/longitude only;
+docs/known-issues.md#falkordb-no-3d-points), so
 the mirror stores ``center``, ``bbox_center`` and ``bbox_dim`` as [x, y, z]
 arrays and registers these JavaScript functions (``GRAPH.UDF LOAD``) under
 the names Neo4j's Cypher uses: ``point.distance(a, b)`` (Euclidean, any number
