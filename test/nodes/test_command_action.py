@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -554,11 +555,19 @@ def test_ctrl_c_while_waiting_for_confirmation_cancels_and_nothing_moves(rig_fac
     rig = rig_factory(fetch_farthest_box, require_confirmation=True)
     cli = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS, "--json",
                    stdin=subprocess.PIPE)
-    wait_until(lambda: (r := rig.language.commands._running) is not None and r.waiting, 60.0,
-               "the command to wait for confirmation")
+    assert cli.stderr is not None and cli.stdout is not None
+    shown: list[str] = []  # the CLI's terminal, read as it is written
+    reader = threading.Thread(target=lambda: shown.extend(iter(lambda: cli.stderr.read(1), "")), daemon=True)
+    reader.start()
+    # Ctrl-C when the operator sees the question (the server waits from a moment before).
+    wait_until(lambda: "Go ahead?" in "".join(shown), 60.0, "the CLI to ask for confirmation")
+    assert (running := rig.language.commands._running) is not None and running.waiting
     interrupted = time.monotonic()
     cli.send_signal(signal.SIGINT)
-    out, err = cli.communicate(timeout=30)
+    out = cli.stdout.read()
+    cli.wait(timeout=30)
+    reader.join(timeout=10)
+    err = "".join(shown)
     assert cli.returncode == 130, err
     assert time.monotonic() - interrupted < 5.0
     result = json.loads(out)

@@ -69,7 +69,9 @@ def end_processes(processes: list[psutil.Process], grace_s: float = 3.0) -> list
     lines = []
     for proc in processes:
         try:
-            lines.append(f"  pid {proc.pid} (parent {proc.ppid()}): {' '.join(proc.cmdline())[:200]}")
+            # A process mid-exec or already a zombie shows an empty command line: its name still tells.
+            shown = " ".join(proc.cmdline()) or f"{proc.name()} ({proc.status()})"
+            lines.append(f"  pid {proc.pid} (parent {proc.ppid()}): {shown[:200]}")
             proc.terminate()
         except psutil.Error:
             continue
