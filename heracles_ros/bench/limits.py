@@ -149,9 +149,9 @@ def _huge_result(uri: str) -> dict[str, Any]:
 
 def _goal_limits(uri: str, seed: str) -> dict[str, Any]:
     from heracles_ros.errors import GoalError
+    from heracles_ros.formats.pddl_goal import parse_goal
     from heracles_ros.graphdb import open_store
     from heracles_ros.graphdb.mirror import Mirror
-    from heracles_ros.language.pddl_goal import parse_goal
     from heracles_ros.planning.planner import Planner
     from heracles_ros.scene.synthetic import generate_scene
 

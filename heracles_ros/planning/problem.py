@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from heracles_ros.language.goal_ast import And, Atom, GoalExpr, Not, Or, symbols
-from heracles_ros.language.pddl_goal import to_pddl_name
+from heracles_ros.formats.goal_ast import And, Atom, GoalExpr, Not, Or, symbols
+from heracles_ros.formats.pddl_goal import to_pddl_name
 from heracles_ros.planning.places import PlaceGraph
 from heracles_ros.schema import Layer
 

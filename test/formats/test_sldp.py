@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heracles_ros.errors import AnswerFormatError, ConfigError
-from heracles_ros.language.sldp import (
+from heracles_ros.formats.sldp import (
     SLDP_TYPES,
     Point,
     SldpDict,
@@ -216,7 +216,7 @@ def test_from_python_converts_database_rows() -> None:
 
 # -- clarifications --------------------------------------------------------------------------
 def test_a_clarification_is_a_question_and_a_set_of_candidates():
-    from heracles_ros.language.sldp import Clarification, parse_clarification
+    from heracles_ros.formats.sldp import Clarification, parse_clarification
 
     assert parse_clarification('CLARIFY("Which bicycle do you mean?", <O3, O7, O3>)') == Clarification(
         "Which bicycle do you mean?", ("O3", "O7"))
@@ -236,7 +236,7 @@ def test_a_clarification_is_a_question_and_a_set_of_candidates():
     ('CLARIFY("Which one?", <O3, O7)', "not valid SLDP"),
 ])
 def test_a_malformed_clarification_says_what_is_wrong(text, message):
-    from heracles_ros.language.sldp import parse_clarification
+    from heracles_ros.formats.sldp import parse_clarification
 
     with pytest.raises(AnswerFormatError, match=message):
         parse_clarification(text)
@@ -247,7 +247,7 @@ def test_a_clarification_never_parses_as_a_value():
         parse_sldp('CLARIFY("Which one?", <O3, O7>)')
 
 def test_limits_give_one_line_errors_not_recursion_errors() -> None:
-    from heracles_ros.language.sldp import MAX_SLDP_CHARS, MAX_SLDP_DEPTH
+    from heracles_ros.formats.sldp import MAX_SLDP_CHARS, MAX_SLDP_DEPTH
 
     at_limit = "[" * MAX_SLDP_DEPTH + "1" + "]" * MAX_SLDP_DEPTH
     assert to_sldp(parse_sldp(at_limit)) == at_limit

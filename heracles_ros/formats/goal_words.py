@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from heracles_ros.language.goal_ast import And, Atom, GoalExpr, Not, Or
+from heracles_ros.formats.goal_ast import And, Atom, GoalExpr, Not, Or
 
 #: predicate -> template over its arguments (each argument shown with its class).
 _TEMPLATES = {

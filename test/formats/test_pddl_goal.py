@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from heracles_ros.domain import load_domain
 from heracles_ros.errors import GoalError
-from heracles_ros.language.goal_ast import And, Atom, Not, Or, symbols
-from heracles_ros.language.pddl_goal import from_pddl_name, parse_goal, static_problems, to_pddl_name
+from heracles_ros.formats.goal_ast import And, Atom, Not, Or, symbols
+from heracles_ros.formats.pddl_goal import from_pddl_name, parse_goal, static_problems, to_pddl_name
 from heracles_ros.schema import Layer
 
 
@@ -97,7 +97,7 @@ def test_static_problems_report_everything_at_once() -> None:
 
 
 def test_limits_give_one_line_errors_not_recursion_errors() -> None:
-    from heracles_ros.language.pddl_goal import MAX_GOAL_ATOMS, MAX_GOAL_CHARS, MAX_GOAL_DEPTH
+    from heracles_ros.formats.pddl_goal import MAX_GOAL_ATOMS, MAX_GOAL_CHARS, MAX_GOAL_DEPTH
 
     at_limit = "(and " * (MAX_GOAL_DEPTH - 1) + "(visited-place P1)" + ")" * (MAX_GOAL_DEPTH - 1)
     assert symbols(parse_goal(at_limit)) == ["P1"]

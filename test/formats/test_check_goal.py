@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from heracles_ros.errors import GoalError
+from heracles_ros.formats.goal_ast import Atom
+from heracles_ros.formats.pddl_goal import check_goal
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.language.goal_ast import Atom
-from heracles_ros.language.pddl_goal import check_goal
 
 
 def test_valid_goal_returns_the_tree(small_store: GraphStore) -> None:

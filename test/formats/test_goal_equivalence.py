@@ -7,8 +7,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heracles_ros.language.goal_ast import And, Atom, GoalExpr, Not, Or, atoms
-from heracles_ros.language.goal_equivalence import (
+from heracles_ros.formats.goal_ast import And, Atom, GoalExpr, Not, Or, atoms
+from heracles_ros.formats.goal_equivalence import (
     describe_difference,
     evaluate,
     goal_difference,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from heracles_ros.language.goal_ast import And, Atom, GoalExpr, Not, atoms
+from heracles_ros.formats.goal_ast import And, Atom, GoalExpr, Not, atoms
 
 _FALSE = 0
 _TRUE = 1
@@ -92,7 +92,7 @@ def _xor(a: bool, b: bool) -> bool:
 
 def _as_expr(goal: GoalExpr | str) -> GoalExpr:
     if isinstance(goal, str):
-        from heracles_ros.language.pddl_goal import parse_goal
+        from heracles_ros.formats.pddl_goal import parse_goal
 
         return parse_goal(goal)
     return goal

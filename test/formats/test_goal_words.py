@@ -1,8 +1,8 @@
 """Goals in plain words, for the operator who confirms them."""
 from __future__ import annotations
 
-from heracles_ros.language.goal_words import goal_in_words
-from heracles_ros.language.pddl_goal import parse_goal
+from heracles_ros.formats.goal_words import goal_in_words
+from heracles_ros.formats.pddl_goal import parse_goal
 
 
 def test_every_predicate_reads_as_words_with_the_classes_of_its_symbols():
