@@ -15,14 +15,14 @@ from dataclasses import dataclass
 import pytest
 from support.tiny_scene import tiny_scene
 
-from heracles_ros.execution.dispatcher import (
+from heracles_ros.execution.driver import CancelToken, Pose
+from heracles_ros.execution.plan_runner import (
     DispatchConfig,
-    Dispatcher,
     DispatchStatus,
+    PlanRunner,
     ProgressEvent,
     StepState,
 )
-from heracles_ros.execution.driver import CancelToken, Pose
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
 from heracles_ros.graphdb.mirror import Mirror
@@ -83,7 +83,7 @@ class LinePlanner:
 
 @dataclass
 class Rig:
-    dispatcher: Dispatcher
+    dispatcher: PlanRunner
     driver: SimSpotDriver
     events: list[ProgressEvent]
     states: RobotStateStore
@@ -97,7 +97,7 @@ def make_dispatcher(store, sim: SimConfig, *, replan=None, config: DispatchConfi
     events: list[ProgressEvent] = []
     states = RobotStateStore(store)
     states.write(start)
-    dispatcher = Dispatcher(
+    dispatcher = PlanRunner(
         driver, state_store=states, replan=replan, config=config, on_progress=events.append, initial=start
     )
     return Rig(dispatcher, driver, events, states)
@@ -159,7 +159,7 @@ def test_a_walk_straight_to_its_target_and_a_place_naming_no_place(tiny_store):
 def test_without_a_listener_no_event_is_sent_anywhere(tiny_store, caplog):
     rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST))
     rig.dispatcher.on_progress = None
-    with caplog.at_level(logging.WARNING, logger="heracles_ros.execution.dispatcher"):
+    with caplog.at_level(logging.WARNING, logger="heracles_ros.execution.plan_runner"):
         outcome = rig.dispatcher.run(LinePlanner(tiny_store).plan(FETCH_O2, "P0"))
     assert outcome.success and rig.events == []
     assert caplog.records == []  # not one "progress listener failed"
@@ -337,7 +337,7 @@ def test_the_robot_is_recorded_where_its_driver_says_it_really_is(tiny_store, re
     recorded = RobotState((0.0, 0.0, 0.0), place=recorded_place, holding="O1")
     states.write(recorded)
     driver = SimSpotDriver(SimConfig(), start=Pose(real[0], real[1]))
-    dispatcher = Dispatcher(driver, state_store=states, initial=recorded)
+    dispatcher = PlanRunner(driver, state_store=states, initial=recorded)
     dispatcher.adopt_real_pose(1.0)
     # The recorded place stays only if the robot really stands at it; what it holds is kept.
     expected = RobotState((real[0], real[1], 0.0), place=place, holding="O1")

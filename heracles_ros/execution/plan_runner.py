@@ -143,7 +143,7 @@ def path_length(start: Point3, action: PlanAction) -> float:
     return sum(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in itertools.pairwise(points))
 
 
-class Dispatcher:
+class PlanRunner:
     """Executes plans on one driver, keeping the robot's recorded state true."""
 
     def __init__(
@@ -295,7 +295,7 @@ class Dispatcher:
 class _PlanRun:
     """Counters and event emission shared by the plans of one dispatch (original + replans)."""
 
-    def __init__(self, dispatcher: Dispatcher, plan_id: str, cancel: CancelToken):
+    def __init__(self, dispatcher: PlanRunner, plan_id: str, cancel: CancelToken):
         self.d = dispatcher
         self.plan_id = plan_id
         self.cancel = cancel
