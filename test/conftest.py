@@ -193,7 +193,7 @@ def small_scene(_small_scene_binary: bytes) -> Any:
 @pytest.fixture
 def small_store(store: GraphStore, small_scene: Any) -> GraphStore:
     """A fresh graph holding the small synthetic scene, mirrored."""
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
 
     Mirror(store).reconcile(small_scene)
     return store
@@ -211,7 +211,7 @@ def large_scene() -> Any:
 def large_store(falkordb_server: ServerInfo, large_scene: Any) -> Iterator[GraphStore]:
     """The kilometre-scale scene mirrored once per session on FalkorDB (treat as read-only)."""
     from heracles_ros.graphdb.falkordb_store import FalkorStore
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
 
     name = f"large_{uuid.uuid4().hex[:8]}"
     graph = FalkorStore(falkordb_server.host, falkordb_server.port, graph=name, timeout_s=60.0)

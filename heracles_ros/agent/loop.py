@@ -57,9 +57,9 @@ from heracles_ros.formats.sldp import (
     parse_sldp,
     to_sldp,
 )
-from heracles_ros.graphdb.corrections import Corrections
-from heracles_ros.graphdb.snapshot_reads import DEFAULT_WAIT_S
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import Corrections
+from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S
 from heracles_ros.schema import ROBOT_SYMBOL
 
 log = logging.getLogger(__name__)

@@ -43,8 +43,8 @@ from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.cypher import admin as q
 from heracles_ros.graphdb.embedded import EmbeddedServer
-from heracles_ros.graphdb.history import HistorySettings
-from heracles_ros.graphdb.mirror import Mirror
+from heracles_ros.mirror.history import HistorySettings
+from heracles_ros.mirror.reconcile import Mirror
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

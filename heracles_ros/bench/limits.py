@@ -92,7 +92,7 @@ def _hostile_queries(uri: str, seed: int, count: int) -> dict[str, Any]:
     from heracles_ros.agent.tool import CypherTool
     from heracles_ros.graphdb import open_store
     from heracles_ros.graphdb.embedded import EmbeddedServer
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
     from heracles_ros.scene.synthetic import generate_scene
 
     server = EmbeddedServer(Path(uri.split(":", 1)[1]))
@@ -151,7 +151,7 @@ def _goal_limits(uri: str, seed: str) -> dict[str, Any]:
     from heracles_ros.errors import GoalError
     from heracles_ros.formats.pddl_goal import parse_goal
     from heracles_ros.graphdb import open_store
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
     from heracles_ros.planning.planner import Planner
     from heracles_ros.scene.synthetic import generate_scene
 

@@ -24,8 +24,8 @@ import spark_dsg as dsg
 from heracles_ros.errors import HeraclesError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.embedded import REPLICA_MODULE_ARGS, EmbeddedServer, open_read_store
-from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.reconcile import Mirror
 
 CARTESIAN = "MATCH (a),(b),(c) RETURN count(*) AS n"
 TRIVIAL = "MATCH (r:Room) RETURN count(r) AS n"

@@ -10,9 +10,9 @@ from heracles_ros.cli.common import add_db_option, print_json
 from heracles_ros.cli.scene import database_counts
 from heracles_ros.errors import ConfigError, DatabaseError, DataDirError
 from heracles_ros.graphdb import open_store, parse_db_uri
-from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.cypher import admin as q
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import Corrections
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -19,7 +19,7 @@ from heracles_ros.domain import TYPE_DESCRIPTIONS, TYPE_LAYERS, Domain, load_dom
 from heracles_ros.errors import GoalError
 from heracles_ros.formats.goal_ast import And, Atom, GoalExpr, Not, Or, atoms
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.graphdb.symbols import symbol_layers
+from heracles_ros.mirror.symbols import symbol_layers
 from heracles_ros.schema import Layer, is_scene_symbol
 
 _GRAMMAR = r"""

@@ -164,7 +164,7 @@ def removed_places(graph: PlaceGraph, avoid: frozenset[Atom], objects: dict[str,
     return frozenset(removed)
 
 
-#: Symbol -> its database label (see graphdb.symbols): what decides whether a symbol is an object,
+#: Symbol -> its database label (see mirror.symbols): what decides whether a symbol is an object,
 #: a place or a room.
 Kinds = Mapping[str, Layer]
 _PLACE_LAYERS = (Layer.MESH_PLACE, Layer.PLACE)

@@ -33,7 +33,7 @@ def main(runs: int) -> None:
     from visualization_msgs.msg import MarkerArray
 
     from heracles_ros.graphdb import open_store
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
     from heracles_ros.nodes.plan_msgs import plan_to_msg
     from heracles_ros.planning.planner import Planner
     from heracles_ros.scene.synthetic import generate_scene

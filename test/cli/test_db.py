@@ -9,10 +9,10 @@ from support.cli import heracles
 from support.tiny_scene import tiny_scene
 
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.embedded import AOF_DIR, EmbeddedServer
-from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import Corrections
+from heracles_ros.mirror.reconcile import Mirror
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from heracles_ros.execution.plan_runner import (
 )
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
-from heracles_ros.graphdb.mirror import Mirror
+from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus
 
 FAST = 100.0

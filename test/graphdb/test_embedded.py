@@ -61,7 +61,7 @@ def _legacy_dir(data_dir: Path, scale: float) -> int:
 
     from heracles_ros.graphdb.embedded import _free_port
     from heracles_ros.graphdb.falkordb_store import FalkorStore
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
     from heracles_ros.scene.synthetic import generate_scene
 
     data_dir.mkdir(parents=True)
@@ -225,9 +225,9 @@ def test_kill_9_mid_stream_then_restart_keeps_corrections_and_mirrors_the_newest
     import spark_dsg as dsg
     from support.mirror_checks import assert_mirrors
 
-    from heracles_ros.graphdb.corrections import Corrections
-    from heracles_ros.graphdb.mirror import Mirror
-    from heracles_ros.graphdb.mirror_loop import MirrorLoop, Snapshot
+    from heracles_ros.mirror.corrections import Corrections
+    from heracles_ros.mirror.loop import MirrorLoop, Snapshot
+    from heracles_ros.mirror.reconcile import Mirror
     from heracles_ros.scene.synthetic import generate_scene
 
     uri = f"embedded:{tmp_path}"

@@ -36,8 +36,8 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
-from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.cypher import mirror as mirror_q
+from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.language_server import ANSWER_LIFT_M, NS_ANSWER, PARAMETERS, LanguageServerNode
 from heracles_ros.nodes.parameters import declare
 
@@ -490,7 +490,7 @@ def test_a_node_started_while_the_database_is_stopped_runs_the_model_s_queries_o
     server the mirror writes to): once ``heracles db start`` ran, the model's queries reach the replica."""
     from heracles_ros.graphdb import open_store
     from heracles_ros.graphdb.embedded import EmbeddedServer, ReadReplica, _client
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
 
     uri = f"embedded:{tmp_path}"
     server = EmbeddedServer(tmp_path)

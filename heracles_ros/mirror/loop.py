@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from heracles_ros.errors import DatabaseUnavailable, HeraclesError, SceneError, SuspectSnapshot
-from heracles_ros.graphdb.mirror import Mirror, ReconcileReport
+from heracles_ros.mirror.reconcile import Mirror, ReconcileReport
 from heracles_ros.scene.io import SnapshotDecoder, load_scene
 
 log = logging.getLogger(__name__)

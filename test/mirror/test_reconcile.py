@@ -14,8 +14,8 @@ from heracles_ros.errors import DatabaseUnavailable, SuspectSnapshot
 from heracles_ros.graphdb.cypher import admin
 from heracles_ros.graphdb.cypher import mirror as mirror_q
 from heracles_ros.graphdb.falkordb_store import FalkorStore
-from heracles_ros.graphdb.history import HistorySettings
-from heracles_ros.graphdb.mirror import _STATEMENTS_PER_TRANSACTION, Mirror
+from heracles_ros.mirror.history import HistorySettings
+from heracles_ros.mirror.reconcile import _STATEMENTS_PER_TRANSACTION, Mirror
 
 
 def test_first_reconcile_writes_the_schema(store: FalkorStore) -> None:
@@ -297,7 +297,7 @@ def test_a_mirror_killed_mid_snapshot_leaves_it_marked_and_the_restart_reconcile
     """Issue 20 item 4: a snapshot dropped half-written at shutdown stays marked (readers know), and the
     restarted mirror's first snapshot clears the mark with the newest scene whole, even when the
     diff had landed (nothing left to write)."""
-    from heracles_ros.graphdb.snapshot_reads import read_stamp
+    from heracles_ros.mirror.snapshot_reads import read_stamp
 
     Mirror(store).reconcile(tiny_scene())
     moved = tiny_scene()

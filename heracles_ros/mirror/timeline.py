@@ -6,9 +6,9 @@ say the same thing: an operator's correction that stopped holding must not pass 
 """
 from __future__ import annotations
 
-from heracles_ros.graphdb.corrections import CorrectionEvent, Corrections
-from heracles_ros.graphdb.history import ChangeEvent, read_changes
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import CorrectionEvent, Corrections
+from heracles_ros.mirror.history import ChangeEvent, read_changes
 
 TimelineEvent = ChangeEvent | CorrectionEvent
 

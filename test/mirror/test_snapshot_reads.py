@@ -15,9 +15,9 @@ from heracles_ros.agent.tool import CypherTool
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.cypher import mirror as mirror_q
 from heracles_ros.graphdb.embedded import EmbeddedServer
-from heracles_ros.graphdb.mirror import Mirror
-from heracles_ros.graphdb.snapshot_reads import DEFAULT_WAIT_S, read_stamp, read_whole
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.reconcile import Mirror
+from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S, read_stamp, read_whole
 from heracles_ros.planning.planner import Planner
 from heracles_ros.scene.synthetic import generate_scene
 from heracles_ros.scene.tables import SceneTables, extract_tables

@@ -4,8 +4,8 @@ from __future__ import annotations
 from support.hydra_scene import hydra_scene
 
 from heracles_ros.graphdb.falkordb_store import FalkorStore
-from heracles_ros.graphdb.mirror import Mirror
-from heracles_ros.graphdb.symbols import symbol_layers
+from heracles_ros.mirror.reconcile import Mirror
+from heracles_ros.mirror.symbols import symbol_layers
 from heracles_ros.schema import Layer
 
 

@@ -10,8 +10,8 @@ from support.mirror_checks import assert_mirrors, database_contents
 from support.tiny_scene import node_id, tiny_scene
 
 from heracles_ros.graphdb.falkordb_store import FalkorStore
-from heracles_ros.graphdb.mirror import Mirror
-from heracles_ros.graphdb.mirror_loop import MirrorLoop, MirrorState, Snapshot
+from heracles_ros.mirror.loop import MirrorLoop, MirrorState, Snapshot
+from heracles_ros.mirror.reconcile import Mirror
 
 
 def payload(graph: dsg.DynamicSceneGraph) -> bytes:

@@ -16,8 +16,8 @@ import spark_dsg as dsg
 from support.hydra_scene import hydra_scene, node_id
 from support.scene_oracle import assert_equals_oracle, differences
 
-from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.reconcile import Mirror
 
 Change = Callable[[dsg.DynamicSceneGraph], None]
 

@@ -9,10 +9,10 @@ from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
 from support.tiny_scene import add_object, node_id, tiny_scene
 
 from heracles_ros.errors import ConfigError
-from heracles_ros.graphdb.corrections import Corrections
-from heracles_ros.graphdb.history import HistorySettings
-from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import Corrections
+from heracles_ros.mirror.history import HistorySettings
+from heracles_ros.mirror.reconcile import Mirror
 
 T0 = 1_800_000_000.0
 
@@ -217,7 +217,7 @@ def new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def test_history_times_are_utc_whatever_the_local_zone(store: GraphStore, new_york: None) -> None:
     """Issue 21: times read without a zone passed only because the machine ran in UTC."""
     from heracles_ros.cli.changes import parse_since
-    from heracles_ros.graphdb.history import iso_time, read_changes
+    from heracles_ros.mirror.history import iso_time, read_changes
 
     t0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z, 03:00 in New York
     assert iso_time(t0 + 0.25) == "2027-01-15T08:00:00.250Z"

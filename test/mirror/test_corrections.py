@@ -14,10 +14,10 @@ from support.tiny_scene import OBJECT_CLASSES, node_id, tiny_scene
 from support.zone import local_zone
 
 from heracles_ros.errors import CorrectionError
-from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.falkordb_store import FalkorStore
-from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import Corrections
+from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.plan_types import PlanStatus
 from heracles_ros.planning.planner import Planner
 

@@ -41,8 +41,8 @@ from typing import Any
 
 from heracles_ros.errors import ConfigError, DatabaseError
 from heracles_ros.graphdb.cypher import history as q
-from heracles_ros.graphdb.indexes import ensure_indexes
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.indexes import ensure_indexes
 from heracles_ros.scene.tables import NodeRow, SceneTables, id_of, relation_of, symbol_of
 from heracles_ros.schema import CONTAINS, Layer
 

@@ -29,12 +29,12 @@ from typing import Any
 import spark_dsg as dsg
 
 from heracles_ros.errors import DatabaseError, SuspectSnapshot
-from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.cypher import mirror as q
-from heracles_ros.graphdb.history import ChangeEvent, History, HistorySettings
-from heracles_ros.graphdb.indexes import ensure_indexes
 from heracles_ros.graphdb.point_functions import ensure_point_functions
 from heracles_ros.graphdb.store import GraphStore, Params
+from heracles_ros.mirror.corrections import Corrections
+from heracles_ros.mirror.history import ChangeEvent, History, HistorySettings
+from heracles_ros.mirror.indexes import ensure_indexes
 from heracles_ros.scene.tables import (
     EdgeKey,
     NodeRow,

@@ -27,9 +27,9 @@ from typing import Any
 
 from heracles_ros.errors import CorrectionError
 from heracles_ros.graphdb.cypher import corrections as q
-from heracles_ros.graphdb.history import iso_time
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.graphdb.symbols import symbol_layers
+from heracles_ros.mirror.history import iso_time
+from heracles_ros.mirror.symbols import symbol_layers
 from heracles_ros.schema import CORRECTABLE_PROPERTIES, Layer, is_scene_symbol
 
 log = logging.getLogger(__name__)
