@@ -31,8 +31,9 @@ from typing import Any
 import pytest
 from support.bolt_server import ARCADEDB_DEVIATIONS, USER, BoltServer, start_bolt_server
 
+from heracles_ros.embedded.process import ServerInfo
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.embedded import EmbeddedServer, ServerInfo
 from heracles_ros.graphdb.store import GraphStore
 
 BACKENDS = ("falkordb", "bolt")

@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from heracles_ros.graphdb.embedded import temporary_server
+    from heracles_ros.embedded.server import temporary_server
 
     if args.fuzz < 0:
         raise ConfigError("--fuzz must be 0 or more")
@@ -90,8 +90,8 @@ def corpus(seed: int, count: int) -> list[str]:
 
 def _hostile_queries(uri: str, seed: int, count: int) -> dict[str, Any]:
     from heracles_ros.agent.tool import CypherTool
+    from heracles_ros.embedded.server import EmbeddedServer
     from heracles_ros.graphdb import open_store
-    from heracles_ros.graphdb.embedded import EmbeddedServer
     from heracles_ros.mirror.reconcile import Mirror
     from heracles_ros.scene.synthetic import generate_scene
 

@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 import spark_dsg as dsg
 
+from heracles_ros.embedded.server import temporary_server
 from heracles_ros.errors import ConfigError
 from heracles_ros.formats.goal_ast import symbols
 from heracles_ros.formats.pddl_goal import parse_goal, to_pddl_name
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.embedded import temporary_server
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.mirror.symbols import symbol_layers

@@ -12,9 +12,9 @@ import pytest
 from support.tiny_scene import node_id, tiny_scene
 
 from heracles_ros.agent.tool import CypherTool
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.cypher import mirror as mirror_q
-from heracles_ros.graphdb.embedded import EmbeddedServer
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S, read_stamp, read_whole

@@ -23,8 +23,8 @@ from support.mirror_checks import assert_mirrors, database_contents
 from support.ros import Collector, qos, ros_session, spinning, wait_for_subscribers, wait_until
 from support.tiny_scene import add_object, node_id, tiny_scene
 
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.errors import ConfigError
-from heracles_ros.graphdb.embedded import EmbeddedServer
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.corrections import Corrections

@@ -21,10 +21,13 @@ import pytest
 
 from heracles_ros.agent import tool as tool_module
 from heracles_ros.agent.tool import SLOTS_ENV, CypherTool
+from heracles_ros.embedded.process import pid_alive
+from heracles_ros.embedded.replica import ReadReplica
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.errors import QueryAborted, QueryTimeout
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.embedded import EmbeddedServer, ReadReplica, _pid_alive, open_read_store
 from heracles_ros.graphdb.query_guard import MODEL_QUERY_LIMITS, QueryLimits
+from heracles_ros.graphdb.replica_store import open_read_store
 from heracles_ros.graphdb.store import GraphStore
 
 OBJECTS = 40
@@ -302,7 +305,7 @@ def test_a_hung_replica_is_replaced_not_waited_for(tmp_path: Path, primary: tupl
     try:
         with pytest.raises(QueryAborted, match="read replica went away"):
             read.query_capped(COUNT, max_rows=5, timeout_s=1.0)
-        assert not _pid_alive(info.pid)  # killed at once, not left to be waited for
+        assert not pid_alive(info.pid)  # killed at once, not left to be waited for
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(info.pid, signal.SIGCONT)
