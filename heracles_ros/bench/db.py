@@ -25,7 +25,7 @@ scene, through the same calls as ``heracles load`` and ``heracles db stop|start|
 (a different 1 % each) mirrored at HZ for ``--wear-seconds``, and what the
 server wrote meanwhile, extrapolated to an hour: ``wear_HZhz.disk_mb_per_hour``
 (the kernel's count of bytes the server and its rewrite children sent to the
-disk, /proc/PID/io ``write_bytes``), ``aof_rewrites_per_hour`` (each
+disk, psutil's ``write_bytes``), ``aof_rewrites_per_hour`` (each
 writes the whole snapshot, ``base_mb``), at the rate achieved (``achieved_hz``).
 """
 from __future__ import annotations
@@ -37,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from heracles_ros.bench.mirror import changed_copy
 from heracles_ros.embedded.maintenance import compact, rebuild_graphs
@@ -212,10 +214,7 @@ def _wear(server: EmbeddedServer, scene: Any, snapshots: list[Any], hz: float, s
 
 def _written_bytes(pid: int) -> int:
     """Bytes the process (and its reaped children: rewrite forks) caused to be sent to storage."""
-    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
-        if line.startswith("write_bytes:"):
-            return int(line.split()[1])
-    return 0
+    return int(psutil.Process(pid).io_counters().write_bytes)
 
 
 def _wait_idle(client: Any) -> None:
