@@ -54,7 +54,7 @@ AT = "AT"  # (:Robot)-[:AT]->(:MeshPlace|Place)
 HOLDING = "HOLDING"  # (:Robot)-[:HOLDING]->(:Object)
 CORRECTION_LABEL = "Correction"
 MIRROR_META_LABEL = "MirrorMeta"
-# The scene's history (see graphdb/history.py): linked to nothing, keyed by ``symbol`` (not ``nodeSymbol``), so
+# The scene's history (see mirror/history.py): linked to nothing, keyed by ``symbol`` (not ``nodeSymbol``), so
 # present-tense queries never meet it.
 CHANGE_LABEL = "Change"
 SEEN_LABEL = "Seen"

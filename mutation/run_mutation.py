@@ -10,7 +10,7 @@ against each, and print killed / survived per module. Survivors' diffs go to
 
     ./run.sh mutation                       every module, 25 mutants each
     ./run.sh mutation --sample 0            every mutant (hours on 2 cores)
-    ./run.sh mutation --only graphdb/mirror --tree /tmp/old-checkout
+    ./run.sh mutation --only mirror/reconcile --tree /tmp/old-checkout
 """
 from __future__ import annotations
 

@@ -31,8 +31,9 @@ from typing import Any
 import pytest
 from support.bolt_server import ARCADEDB_DEVIATIONS, USER, BoltServer, start_bolt_server
 
+from heracles_ros.embedded.process import ServerInfo
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.embedded import EmbeddedServer, ServerInfo
 from heracles_ros.graphdb.store import GraphStore
 
 BACKENDS = ("falkordb", "bolt")
@@ -193,7 +194,7 @@ def small_scene(_small_scene_binary: bytes) -> Any:
 @pytest.fixture
 def small_store(store: GraphStore, small_scene: Any) -> GraphStore:
     """A fresh graph holding the small synthetic scene, mirrored."""
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
 
     Mirror(store).reconcile(small_scene)
     return store
@@ -211,7 +212,7 @@ def large_scene() -> Any:
 def large_store(falkordb_server: ServerInfo, large_scene: Any) -> Iterator[GraphStore]:
     """The kilometre-scale scene mirrored once per session on FalkorDB (treat as read-only)."""
     from heracles_ros.graphdb.falkordb_store import FalkorStore
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
 
     name = f"large_{uuid.uuid4().hex[:8]}"
     graph = FalkorStore(falkordb_server.host, falkordb_server.port, graph=name, timeout_s=60.0)

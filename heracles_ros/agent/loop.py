@@ -11,7 +11,7 @@ request fails with a clear error. Failures come back in the result's ``error``
 field (the caller's process keeps running), with the usage spent so far.
 
 Questions and commands may end with a clarification instead
-(``CLARIFY("question", <O3, O7>)``, see :mod:`~heracles_ros.language.sldp`)
+(``CLARIFY("question", <O3, O7>)``, see :mod:`~heracles_ros.formats.sldp`)
 when the scene does not pin down what they mean; the candidates are checked
 and described from the database. A request that names a ``session`` sees
 that session's recent exchanges (:mod:`~heracles_ros.agent.sessions`), so
@@ -44,12 +44,9 @@ from heracles_ros.errors import (
     RequestCancelled,
     describe,
 )
-from heracles_ros.graphdb.corrections import Corrections
-from heracles_ros.graphdb.snapshot_reads import DEFAULT_WAIT_S
-from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.language.goal_ast import GoalExpr, symbols
-from heracles_ros.language.goal_words import goal_in_words
-from heracles_ros.language.sldp import (
+from heracles_ros.formats.goal_ast import GoalExpr, symbols
+from heracles_ros.formats.goal_words import goal_in_words
+from heracles_ros.formats.sldp import (
     Clarification,
     SldpDict,
     SldpList,
@@ -60,6 +57,9 @@ from heracles_ros.language.sldp import (
     parse_sldp,
     to_sldp,
 )
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import Corrections
+from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S
 from heracles_ros.schema import ROBOT_SYMBOL
 
 log = logging.getLogger(__name__)

@@ -22,10 +22,10 @@ from heracles_ros.agent.schema_facts import FactsCache, SchemaFacts
 from heracles_ros.agent.tool import TOOL_NAME, count_tokens
 from heracles_ros.domain import TYPE_DESCRIPTIONS, Domain, load_domain
 from heracles_ros.errors import ConfigError
+from heracles_ros.formats.sldp import format_guidance
 from heracles_ros.graphdb.cypher import history as history_q
 from heracles_ros.graphdb.cypher import introspection as q
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.language.sldp import format_guidance
 from heracles_ros.schema import (
     CHANGE_LABEL,
     CORRECTABLE_PROPERTIES,

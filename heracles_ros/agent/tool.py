@@ -13,7 +13,7 @@ before it reaches any server (FalkorDB's parser takes time exponential in the
 nesting, outside the query time limit). Database errors become the tool's output, each
 naming the limit that was hit, so the model can repair its query; only an
 unreachable database is raised, since no query can fix that. A query that
-overlapped a reconcile runs again after it (:mod:`..graphdb.snapshot_reads`),
+overlapped a reconcile runs again after it (:mod:`..mirror.snapshot_reads`),
 so the model sees the scene before or after a snapshot, never half of one.
 """
 from __future__ import annotations
@@ -40,8 +40,8 @@ from heracles_ros.errors import (
     ReadOnlyViolation,
 )
 from heracles_ros.graphdb.query_guard import MODEL_QUERY_LIMITS, QueryLimits, check_model_query
-from heracles_ros.graphdb.snapshot_reads import DEFAULT_WAIT_S, read_whole
 from heracles_ros.graphdb.store import CappedRows, GraphStore
+from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S, read_whole
 
 log = logging.getLogger(__name__)
 

@@ -131,7 +131,7 @@ class _Server:
     """A throwaway embedded server, killed and started again when a query leaves it stuck or kills it."""
 
     def __init__(self, data_dir: Path, cap_s: float):
-        from heracles_ros.graphdb.embedded import EmbeddedServer
+        from heracles_ros.embedded.server import EmbeddedServer
 
         self.embedded = EmbeddedServer(data_dir)
         self.cap_s = cap_s

@@ -25,7 +25,7 @@ scene, through the same calls as ``heracles load`` and ``heracles db stop|start|
 (a different 1 % each) mirrored at HZ for ``--wear-seconds``, and what the
 server wrote meanwhile, extrapolated to an hour: ``wear_HZhz.disk_mb_per_hour``
 (the kernel's count of bytes the server and its rewrite children sent to the
-disk, /proc/PID/io ``write_bytes``), ``aof_rewrites_per_hour`` (each
+disk, psutil's ``write_bytes``), ``aof_rewrites_per_hour`` (each
 writes the whole snapshot, ``base_mb``), at the rate achieved (``achieved_hz``).
 """
 from __future__ import annotations
@@ -38,13 +38,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from heracles_ros.bench.mirror import changed_copy
+from heracles_ros.embedded.maintenance import compact, rebuild_graphs
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.cypher import admin as q
-from heracles_ros.graphdb.embedded import EmbeddedServer
-from heracles_ros.graphdb.history import HistorySettings
-from heracles_ros.graphdb.mirror import Mirror
+from heracles_ros.mirror.history import HistorySettings
+from heracles_ros.mirror.reconcile import Mirror
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -109,7 +112,7 @@ def _measure(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
             largest_tail = max(largest_tail, server.aof_tail_bytes())
             if load in checkpoints:
                 figures[f"disk_mb_after_{load}_loads"] = _disk_mb(server)  # as the server left it
-                server.compact(wait_s=120.0, min_tail_bytes=-1)  # the snapshot of the graph as it is now
+                compact(server, wait_s=120.0, min_tail_bytes=-1)  # the snapshot of the graph as it is now
                 figures[f"snapshot_mb_after_{load}_loads"] = _snapshot_mb(server)
                 if history.enabled:
                     figures[f"history_changes_after_{load}_loads"] = mirror.history.size()["changes"]
@@ -132,8 +135,8 @@ def _measure(data_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
         with open_store(uri) as store:
             before = _count(store)
         started = time.perf_counter()
-        rebuilt = server.rebuild_graphs()
-        server.compact(wait_s=120.0, min_tail_bytes=-1)
+        rebuilt = rebuild_graphs(server)
+        compact(server, wait_s=120.0, min_tail_bytes=-1)
         figures["rebuild_s"] = round(time.perf_counter() - started, 3)
         figures["rebuilt"] = rebuilt
         figures["snapshot_mb_after_rebuild"] = _snapshot_mb(server)
@@ -169,14 +172,14 @@ def _wear(server: EmbeddedServer, scene: Any, snapshots: list[Any], hz: float, s
           history: HistorySettings, percentage: int | None) -> dict[str, Any]:
     """Mirror ``snapshots`` in turn at ``hz`` for ``seconds``; what the server wrote, per hour, and what a
     kill -9 then costs the restart (the tail it replays)."""
-    from heracles_ros.graphdb.embedded import _client
+    from heracles_ros.embedded.process import redis_client
 
     info = server.ensure_started()
     with open_store(f"embedded:{server.data_dir}", timeout_s=120.0) as store:
         mirror = Mirror(store, history=history)
         mirror.reconcile(scene, force=True)  # the first load is not wear of the running robot
-        server.compact(wait_s=120.0, min_tail_bytes=-1)
-        client = _client(info)
+        compact(server, wait_s=120.0, min_tail_bytes=-1)
+        client = redis_client(info)
         if percentage is not None:
             client.config_set("auto-aof-rewrite-percentage", percentage)
         before_io, before = _written_bytes(info.pid), client.info("persistence")
@@ -211,10 +214,7 @@ def _wear(server: EmbeddedServer, scene: Any, snapshots: list[Any], hz: float, s
 
 def _written_bytes(pid: int) -> int:
     """Bytes the process (and its reaped children: rewrite forks) caused to be sent to storage."""
-    for line in Path(f"/proc/{pid}/io").read_text().splitlines():
-        if line.startswith("write_bytes:"):
-            return int(line.split()[1])
-    return 0
+    return int(psutil.Process(pid).io_counters().write_bytes)
 
 
 def _wait_idle(client: Any) -> None:
@@ -243,7 +243,7 @@ def _fresh_snapshot_mb(graph: Any, history: HistorySettings) -> float:
         try:
             with open_store(f"embedded:{tmp}", timeout_s=120.0) as store:
                 Mirror(store, history=history).reconcile(graph, force=True)
-            server.compact(wait_s=120.0, min_tail_bytes=-1)
+            compact(server, wait_s=120.0, min_tail_bytes=-1)
             return _snapshot_mb(server)
         finally:
             server.stop()

@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from heracles_ros.graphdb.embedded import temporary_server
+    from heracles_ros.embedded.server import temporary_server
 
     if args.fuzz < 0:
         raise ConfigError("--fuzz must be 0 or more")
@@ -91,9 +91,9 @@ def corpus(seed: int, count: int) -> list[str]:
 
 def _hostile_queries(uri: str, seed: int, count: int) -> dict[str, Any]:
     from heracles_ros.agent.tool import CypherTool
+    from heracles_ros.embedded.server import EmbeddedServer
     from heracles_ros.graphdb import open_store
-    from heracles_ros.graphdb.embedded import EmbeddedServer
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
     from heracles_ros.scene.synthetic import generate_scene
 
     server = EmbeddedServer(Path(uri.split(":", 1)[1]))
@@ -150,9 +150,9 @@ def _huge_result(uri: str) -> dict[str, Any]:
 
 def _goal_limits(uri: str, seed: str) -> dict[str, Any]:
     from heracles_ros.errors import GoalError
+    from heracles_ros.formats.pddl_goal import parse_goal
     from heracles_ros.graphdb import open_store
-    from heracles_ros.graphdb.mirror import Mirror
-    from heracles_ros.language.pddl_goal import parse_goal
+    from heracles_ros.mirror.reconcile import Mirror
     from heracles_ros.planning.planner import Planner
     from heracles_ros.scene.synthetic import generate_scene
 

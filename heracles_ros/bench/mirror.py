@@ -39,13 +39,13 @@ from typing import Any
 import numpy as np
 import spark_dsg as dsg
 
+from heracles_ros.embedded.server import temporary_server
 from heracles_ros.errors import ConfigError, HeraclesError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.cypher import bench as q
 from heracles_ros.graphdb.cypher import mirror as mirror_q
-from heracles_ros.graphdb.embedded import temporary_server
-from heracles_ros.graphdb.mirror import Mirror, node_params
 from heracles_ros.graphdb.store import GraphStore, Params
+from heracles_ros.mirror.reconcile import Mirror, node_params
 from heracles_ros.scene.io import SnapshotDecoder
 from heracles_ros.scene.tables import SceneTables, extract_tables, group_edges
 from heracles_ros.schema import Layer

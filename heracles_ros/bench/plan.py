@@ -25,14 +25,14 @@ from typing import Any
 import numpy as np
 import spark_dsg as dsg
 
+from heracles_ros.embedded.server import temporary_server
 from heracles_ros.errors import ConfigError
+from heracles_ros.formats.goal_ast import symbols
+from heracles_ros.formats.pddl_goal import parse_goal, to_pddl_name
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.embedded import temporary_server
-from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.graphdb.symbols import symbol_layers
-from heracles_ros.language.goal_ast import symbols
-from heracles_ros.language.pddl_goal import parse_goal, to_pddl_name
+from heracles_ros.mirror.reconcile import Mirror
+from heracles_ros.mirror.symbols import symbol_layers
 from heracles_ros.planning.fast_downward import FDStatus, run_fast_downward
 from heracles_ros.planning.places import PlaceGraph
 from heracles_ros.planning.planner import Planner

@@ -21,11 +21,13 @@ from typing import Any
 import numpy as np
 import spark_dsg as dsg
 
+from heracles_ros.embedded.replica import REPLICA_MODULE_ARGS
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.errors import HeraclesError
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.embedded import REPLICA_MODULE_ARGS, EmbeddedServer, open_read_store
-from heracles_ros.graphdb.mirror import Mirror
+from heracles_ros.graphdb.replica_store import open_read_store
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.reconcile import Mirror
 
 CARTESIAN = "MATCH (a),(b),(c) RETURN count(*) AS n"
 TRIVIAL = "MATCH (r:Room) RETURN count(r) AS n"

@@ -1,7 +1,7 @@
 """``heracles changes``: what changed in the scene since a time, from the mirror's history.
 
 Corrections whose node left the scene (retired) or came back (returned) are
-listed with the scene's events (:mod:`heracles_ros.graphdb.timeline`, which the
+listed with the scene's events (:mod:`heracles_ros.mirror.timeline`, which the
 dsg_mirror node's ``changes`` service answers from too).
 """
 from __future__ import annotations
@@ -15,9 +15,9 @@ from datetime import datetime, timezone
 from heracles_ros.cli.common import add_db_option, print_json
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.corrections import CorrectionEvent
-from heracles_ros.graphdb.history import ChangeEvent
-from heracles_ros.graphdb.timeline import read_timeline
+from heracles_ros.mirror.corrections import CorrectionEvent
+from heracles_ros.mirror.history import ChangeEvent
+from heracles_ros.mirror.timeline import read_timeline
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")

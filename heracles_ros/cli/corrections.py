@@ -5,7 +5,7 @@ import argparse
 
 from heracles_ros.cli.common import add_db_option, print_json
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.corrections import Corrections, operator_name
+from heracles_ros.mirror.corrections import Corrections, operator_name
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -10,9 +10,9 @@ from heracles_ros.cli.common import add_db_option, print_json
 from heracles_ros.cli.scene import database_counts
 from heracles_ros.errors import ConfigError, DatabaseError, DataDirError
 from heracles_ros.graphdb import open_store, parse_db_uri
-from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.cypher import admin as q
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import Corrections
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _embedded_server(uri: str, action: str) -> Any:
-    from heracles_ros.graphdb.embedded import EmbeddedServer
+    from heracles_ros.embedded.server import EmbeddedServer
     from heracles_ros.graphdb.uri import default_data_dir
 
     target = parse_db_uri(uri)
@@ -61,13 +61,13 @@ def _progress(line: str) -> None:
 
 def _start(args: argparse.Namespace) -> int:
     """Start (or reuse) the server, and its read replica if one ran before: running nodes reconnect to both."""
-    from heracles_ros.graphdb.embedded import REPLICA_DIR
+    from heracles_ros.embedded.replica import REPLICA_DIR, ensure_read_replica
 
     server = _embedded_server(args.db, "start")
     reused = server.running() is not None or server.loading()
     info = server.ensure_started()
     if (server.data_dir / REPLICA_DIR).is_dir():
-        server.ensure_read_replica()
+        ensure_read_replica(server)
     report: dict[str, Any] = {"running": True, "reused": reused, "data_dir": str(server.data_dir), "host": info.host,
                               "port": info.port, "pid": info.pid, "uri": f"falkordb://{info.host}:{info.port}"}
     dropped = [] if reused else server.load_warnings()
@@ -87,12 +87,14 @@ def _stop(args: argparse.Namespace) -> int:
 
 
 def _compact(args: argparse.Namespace) -> int:
+    from heracles_ros.embedded.maintenance import compact, rebuild_graphs
+
     server = _embedded_server(args.db, "compact")
     server.ensure_started()
     before = server.files()
     started = time.perf_counter()
-    graphs = server.rebuild_graphs() if args.rebuild else {}
-    server.compact(wait_s=120.0, min_tail_bytes=-1)
+    graphs = rebuild_graphs(server) if args.rebuild else {}
+    compact(server, wait_s=120.0, min_tail_bytes=-1)
     after = server.files()
     print_json({"data_dir": str(server.data_dir), "graphs": graphs, "seconds": round(time.perf_counter() - started, 3),
                 "bytes_before": before["snapshot_bytes"] + before["tail_bytes"],
@@ -147,6 +149,8 @@ def _confirmed(target: str) -> bool:
 
 
 def _reset(args: argparse.Namespace) -> int:
+    from heracles_ros.embedded.maintenance import compact
+
     target = parse_db_uri(args.db)
     if not (args.yes or _confirmed(target.description)):
         print("heracles db reset: nothing was changed", file=sys.stderr)
@@ -174,6 +178,6 @@ def _reset(args: argparse.Namespace) -> int:
             after = store.query(q.COUNT_ALL_NODES)
             removed[name] = int(before[0]["n"] if before else 0) - int(after[0]["n"] if after else 0)
     if target.kind == "embedded":
-        server.compact(wait_s=60.0, min_tail_bytes=-1)  # the files shrink now, not at the next rewrite
+        compact(server, wait_s=60.0, min_tail_bytes=-1)  # the files shrink now, not at the next rewrite
     print_json({**report, "nodes_removed": removed})
     return 0

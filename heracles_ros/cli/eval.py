@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _load_scene(store: Any, scene: SceneRef) -> None:
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
 
     if scene.file is not None:
         from heracles_ros.scene.io import load_scene

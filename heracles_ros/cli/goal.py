@@ -6,9 +6,9 @@ import sys
 
 from heracles_ros.cli.common import add_db_option, print_json
 from heracles_ros.errors import GoalError
+from heracles_ros.formats.goal_ast import atoms, symbols
+from heracles_ros.formats.pddl_goal import check_goal
 from heracles_ros.graphdb import open_store
-from heracles_ros.language.goal_ast import atoms, symbols
-from heracles_ros.language.pddl_goal import check_goal
 
 
 def register(sub: argparse._SubParsersAction) -> None:

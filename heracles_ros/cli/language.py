@@ -113,7 +113,7 @@ def _command(args: argparse.Namespace) -> int:
 
 
 def _correct(args: argparse.Namespace) -> int:
-    from heracles_ros.graphdb.corrections import operator_name
+    from heracles_ros.mirror.corrections import operator_name
 
     author = f"heracles correct ({operator_name()})"
     result = _request(args, CorrectResult, lambda agent: agent.correct(args.instruction, author=author))

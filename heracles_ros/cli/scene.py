@@ -60,7 +60,7 @@ def database_counts(store: GraphStore) -> dict[str, Any]:
 
 def _load(args: argparse.Namespace) -> int:
     from heracles_ros.cli.changes import parse_since
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
     from heracles_ros.scene.io import load_scene
 
     started = time.perf_counter()

@@ -79,9 +79,9 @@ class DemoReport:
 
 def run_demo(options: DemoOptions, out: TextIO | None = None) -> DemoReport:
     """Run the demo, printing to ``out`` (default stdout); raises a HeraclesError subclass naming what went wrong."""
+    from heracles_ros.embedded.server import EmbeddedServer
     from heracles_ros.execution.robot_state import RobotStateStore
     from heracles_ros.graphdb import open_store, parse_db_uri
-    from heracles_ros.graphdb.embedded import EmbeddedServer
 
     printer = _Printer(out if out is not None else sys.stdout)
     report = DemoReport()

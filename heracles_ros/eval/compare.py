@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from heracles_ros.agent.results import AskResult, CommandResult
 from heracles_ros.errors import AnswerFormatError, GoalError
 from heracles_ros.eval.dataset import EvalItem
-from heracles_ros.language.goal_equivalence import describe_difference, goals_equivalent
-from heracles_ros.language.sldp import check_type, parse_sldp, sldp_equal, to_sldp
+from heracles_ros.formats.goal_equivalence import describe_difference, goals_equivalent
+from heracles_ros.formats.sldp import check_type, parse_sldp, sldp_equal, to_sldp
 
 
 @dataclass(frozen=True)

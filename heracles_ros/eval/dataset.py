@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 
 from heracles_ros.errors import AnswerFormatError, ConfigError, GoalError
-from heracles_ros.language.sldp import SldpValue, check_type, parse_sldp, parse_type
+from heracles_ros.formats.sldp import SldpValue, check_type, parse_sldp, parse_type
 
 KINDS = ("ask", "command")
 _TOP_KEYS = {"name", "description", "scene", "items"}
@@ -245,7 +245,7 @@ def _scalar_text(value: Any) -> str | None:
 
 def _goal_problems(goal: str) -> list[str]:
     from heracles_ros.domain import load_domain
-    from heracles_ros.language.pddl_goal import parse_goal, static_problems
+    from heracles_ros.formats.pddl_goal import parse_goal, static_problems
 
     try:
         return static_problems(parse_goal(goal), load_domain())

@@ -14,9 +14,8 @@ from typing import Any
 
 from heracles_ros.errors import ConfigError, GoalError, HeraclesError
 from heracles_ros.eval.dataset import Dataset, EvalItem
-from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.language.goal_ast import symbols
-from heracles_ros.language.sldp import (
+from heracles_ros.formats.goal_ast import symbols
+from heracles_ros.formats.sldp import (
     Point,
     SldpDict,
     SldpList,
@@ -28,6 +27,7 @@ from heracles_ros.language.sldp import (
     sldp_type,
     to_sldp,
 )
+from heracles_ros.graphdb.store import GraphStore
 
 _POINT_KEYS = {"x", "y", "z"}
 
@@ -95,7 +95,7 @@ def derive_symbols(item: EvalItem, store: GraphStore) -> set[str]:
 
 def verify_gold(dataset: Dataset, store: GraphStore) -> list[str]:
     """Every disagreement between the dataset's gold answers and the scene in ``store``."""
-    from heracles_ros.language.pddl_goal import check_goal
+    from heracles_ros.formats.pddl_goal import check_goal
 
     problems: list[str] = []
     for item in dataset.items:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from heracles_ros.errors import ExecutionError
 from heracles_ros.graphdb.cypher import robot as cypher
 from heracles_ros.graphdb.store import GraphStore, Params
-from heracles_ros.graphdb.symbols import symbol_layers
+from heracles_ros.mirror.symbols import symbol_layers
 from heracles_ros.plan_types import Point3
 from heracles_ros.schema import ROBOT_SYMBOL, Layer, is_scene_symbol
 

@@ -24,7 +24,7 @@ def open_store(
     """
     target = parse_db_uri(uri)
     if read_replica and target.kind == "embedded":
-        from heracles_ros.graphdb.embedded import open_read_store
+        from heracles_ros.graphdb.replica_store import open_read_store
 
         return open_read_store(target.data_dir or default_data_dir(), graph=graph, timeout_s=timeout_s)
     if target.kind == "neo4j":
@@ -34,7 +34,7 @@ def open_store(
     from heracles_ros.graphdb.falkordb_store import FalkorStore
 
     if target.kind == "embedded":
-        from heracles_ros.graphdb.embedded import open_embedded_store
+        from heracles_ros.graphdb.embedded_store import open_embedded_store
 
         return open_embedded_store(target.data_dir or default_data_dir(), graph=graph, timeout_s=timeout_s)
     return FalkorStore(target.host, target.port, graph=graph, timeout_s=timeout_s)

@@ -47,7 +47,7 @@ Plans run on a worker thread; the action's execute callback (reentrant group,
 one executor thread while a plan runs) only waits for the worker's outcome,
 and every other callback only hands work over or flips a cancel token. All behaviour (steps, timeouts,
 replanning, robot state in the database) is the library's
-:class:`~heracles_ros.execution.dispatcher.Dispatcher`.
+:class:`~heracles_ros.execution.plan_runner.PlanRunner`.
 """
 from __future__ import annotations
 
@@ -78,19 +78,19 @@ from visualization_msgs.msg import MarkerArray
 
 from heracles_ros.action import ExecutePlan
 from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
-from heracles_ros.execution.dispatcher import (
-    DispatchConfig,
-    Dispatcher,
-    DispatchOutcome,
-    DispatchStatus,
-    ProgressEvent,
-    Replanner,
-    StepState,
-)
 from heracles_ros.execution.driver import CancelToken, RobotDriver
 from heracles_ros.execution.driver_factory import DRIVER_KINDS, checked_settings, make_driver
 from heracles_ros.execution.driver_factory import SETTINGS as DRIVER_SETTINGS
 from heracles_ros.execution.plan_check import PlanLimits
+from heracles_ros.execution.plan_runner import (
+    DispatchConfig,
+    DispatchOutcome,
+    DispatchStatus,
+    PlanRunner,
+    ProgressEvent,
+    Replanner,
+    StepState,
+)
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore, check_symbol
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
@@ -336,7 +336,7 @@ class DispatcherNode(Node):
         except BaseException:
             self.store.close()
             raise
-        self.dispatcher = Dispatcher(
+        self.dispatcher = PlanRunner(
             self.driver,
             state_store=self.states,
             replan=replan,

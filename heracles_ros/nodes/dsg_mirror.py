@@ -26,10 +26,10 @@ from visualization_msgs.msg import MarkerArray
 
 from heracles_ros.errors import ConfigError, DatabaseBusy, HeraclesError
 from heracles_ros.graphdb import open_store, parse_db_uri
-from heracles_ros.graphdb.history import HistorySettings, read_changes, read_clock
-from heracles_ros.graphdb.mirror import Mirror
-from heracles_ros.graphdb.mirror_loop import MirrorLoop, MirrorState, Snapshot
-from heracles_ros.graphdb.timeline import read_timeline
+from heracles_ros.mirror.history import HistorySettings, read_changes, read_clock
+from heracles_ros.mirror.loop import MirrorLoop, MirrorState, Snapshot
+from heracles_ros.mirror.reconcile import Mirror
+from heracles_ros.mirror.timeline import read_timeline
 from heracles_ros.msg import MirrorStatus
 from heracles_ros.nodes.markers import NS_MOVED, MarkerBook, moved_markers
 from heracles_ros.nodes.parameters import declare
@@ -76,7 +76,7 @@ PARAMETERS: tuple[Setting, ...] = (
 
 #: Library loggers whose records this node forwards to its ROS logger (not the whole package: other
 #: nodes may share the process).
-_LIBRARY_LOGGERS = ("heracles_ros.graphdb.mirror_loop", "heracles_ros.graphdb.mirror")
+_LIBRARY_LOGGERS = ("heracles_ros.mirror.loop", "heracles_ros.mirror.reconcile")
 #: Parameters that may change while the node runs (the Mirror attributes of the same names, and the loop's period).
 _RUNTIME_PARAMETERS = {"allow_mass_removal", "suspect_fraction", "suspect_min_nodes", "retry_period_s"}
 

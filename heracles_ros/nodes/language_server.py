@@ -62,8 +62,8 @@ from heracles_ros.agent.sessions import Sessions
 from heracles_ros.errors import ConfigError, HeraclesError, describe
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.command_action import (
     CommandAction,
     candidate_msgs,

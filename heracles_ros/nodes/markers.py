@@ -39,7 +39,7 @@ from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.execution.driver import Pose as RobotPose
-from heracles_ros.graphdb.history import ChangeEvent
+from heracles_ros.mirror.history import ChangeEvent
 from heracles_ros.nodes.plan_msgs import point_msg
 from heracles_ros.plan_types import PlanAction, PlanResult, Point3
 

@@ -19,7 +19,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from heracles_ros.errors import ConfigError
-from heracles_ros.graphdb.snapshot_reads import DEFAULT_WAIT_S
+from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S
 from heracles_ros.settings import Setting
 
 #: The widest ROS IntegerRange (int64) for a bound a Setting leaves open.

@@ -12,7 +12,7 @@ from geometry_msgs.msg import Point
 from std_msgs.msg import Header
 
 from heracles_ros.errors import PlanningError
-from heracles_ros.execution.dispatcher import DispatchOutcome, ProgressEvent
+from heracles_ros.execution.plan_runner import DispatchOutcome, ProgressEvent
 from heracles_ros.msg import DispatchProgress, DispatchResult, Plan, PlanStep
 from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus, Point3
 

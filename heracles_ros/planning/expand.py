@@ -7,7 +7,7 @@ database again.
 from __future__ import annotations
 
 from heracles_ros.errors import PlanningError
-from heracles_ros.language.pddl_goal import from_pddl_name
+from heracles_ros.formats.pddl_goal import from_pddl_name
 from heracles_ros.plan_types import PlanAction, Point3
 from heracles_ros.planning.places import PlaceGraph, path_indices
 from heracles_ros.planning.problem import COST_SCALE, CompactProblem, ObjectInfo

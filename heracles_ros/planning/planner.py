@@ -21,11 +21,11 @@ from typing import Any
 from heracles_ros.domain import Domain, load_domain
 from heracles_ros.errors import GoalError, HeraclesError, PlanningError
 from heracles_ros.execution.robot_state import RobotStateStore
+from heracles_ros.formats.goal_ast import GoalExpr, symbols
+from heracles_ros.formats.pddl_goal import check_goal, checked_goal, parse_goal
 from heracles_ros.graphdb.cypher import planning as cypher
-from heracles_ros.graphdb.snapshot_reads import DEFAULT_WAIT_S, read_whole
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.language.goal_ast import GoalExpr, symbols
-from heracles_ros.language.pddl_goal import check_goal, checked_goal, parse_goal
+from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S, read_whole
 from heracles_ros.plan_types import PlanResult, PlanStatus
 from heracles_ros.planning.expand import expand_plan
 from heracles_ros.planning.fast_downward import FDResult, FDStatus, anytime_search, run_fast_downward

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from heracles_ros.language.goal_ast import And, Atom, GoalExpr, Not, Or, symbols
-from heracles_ros.language.pddl_goal import to_pddl_name
+from heracles_ros.formats.goal_ast import And, Atom, GoalExpr, Not, Or, symbols
+from heracles_ros.formats.pddl_goal import to_pddl_name
 from heracles_ros.planning.places import PlaceGraph
 from heracles_ros.schema import Layer
 
@@ -164,7 +164,7 @@ def removed_places(graph: PlaceGraph, avoid: frozenset[Atom], objects: dict[str,
     return frozenset(removed)
 
 
-#: Symbol -> its database label (see graphdb.symbols): what decides whether a symbol is an object,
+#: Symbol -> its database label (see mirror.symbols): what decides whether a symbol is an object,
 #: a place or a room.
 Kinds = Mapping[str, Layer]
 _PLACE_LAYERS = (Layer.MESH_PLACE, Layer.PLACE)

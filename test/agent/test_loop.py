@@ -11,7 +11,7 @@ from support.scripted_llm import RecordedRequest, Turn, adapter, call, calls, ga
 
 from heracles_ros.agent.loop import Agent, extract_answer, parse_changes
 from heracles_ros.errors import ConfigError, CorrectionError
-from heracles_ros.graphdb.mirror import Mirror
+from heracles_ros.mirror.reconcile import Mirror
 
 COUNT_ALL = "MATCH (n) RETURN count(n) AS n"
 

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from heracles_ros.agent.tool import CypherTool
-from heracles_ros.graphdb.embedded import EmbeddedServer, ServerInfo
+from heracles_ros.embedded.process import ServerInfo
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 
 _VOCABULARY = [

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from heracles_ros.cli import main
-from heracles_ros.graphdb.embedded import EmbeddedServer, ReadReplica
+from heracles_ros.embedded.replica import ReadReplica
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.graphdb.store import GraphStore
 
 COUNT_ALL = "MATCH (n) RETURN count(n) AS n"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from heracles_ros.bench.plan import naive_problem, random_goals
+from heracles_ros.formats.pddl_goal import parse_goal
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.language.pddl_goal import parse_goal
 from heracles_ros.planning.fast_downward import run_fast_downward
 from heracles_ros.planning.planner import Planner
 from heracles_ros.planning.problem import COST_SCALE

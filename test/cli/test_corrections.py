@@ -8,9 +8,9 @@ from support.cli import heracles
 from support.tiny_scene import node_id, tiny_scene
 from support.zone import local_zone
 
-from heracles_ros.graphdb.corrections import Corrections
-from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import Corrections
+from heracles_ros.mirror.reconcile import Mirror
 
 #: A snapshot time (2027-01-15T08:00:00Z).
 T0 = 1_800_000_000.0

@@ -8,11 +8,12 @@ import pytest
 from support.cli import heracles
 from support.tiny_scene import tiny_scene
 
+from heracles_ros.embedded.maintenance import compact
+from heracles_ros.embedded.server import AOF_DIR, EmbeddedServer
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.corrections import Corrections
-from heracles_ros.graphdb.embedded import AOF_DIR, EmbeddedServer
-from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import Corrections
+from heracles_ros.mirror.reconcile import Mirror
 
 
 @pytest.fixture
@@ -62,7 +63,7 @@ def test_reset_sets_unreadable_files_aside(capsys: pytest.CaptureFixture[str], t
     store = open_store(uri)
     Mirror(store).reconcile(tiny_scene())
     store.close()
-    server.compact(wait_s=30, min_tail_bytes=0)
+    compact(server, wait_s=30, min_tail_bytes=0)
     server.stop()
     [base] = (tmp_path / AOF_DIR).glob("*.base.rdb")
     base.write_bytes(base.read_bytes()[:40])

@@ -17,8 +17,8 @@ from PIL import Image
 from heracles_ros import cli
 from heracles_ros.demo.language import HOW_TO_ENABLE
 from heracles_ros.demo.run import EXAMPLE_SCENE, GRAPH_NAME, PICTURE_NAME
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.execution.robot_state import RobotStateStore
-from heracles_ros.graphdb.embedded import EmbeddedServer
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.scene.io import load_scene
 from heracles_ros.scene.tables import edge_ends, extract_tables, id_of, relation_of, symbol_of

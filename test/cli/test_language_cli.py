@@ -153,7 +153,8 @@ def test_a_question_back_is_printed_with_its_candidates_and_exits_3(small_store,
 
 def test_the_models_queries_go_to_the_embedded_read_replica(tmp_path, capsys):
     """On the embedded database the Cypher tool reads from the replica; the primary is left to the mirror."""
-    from heracles_ros.graphdb.embedded import EmbeddedServer, ReadReplica
+    from heracles_ros.embedded.replica import ReadReplica
+    from heracles_ros.embedded.server import EmbeddedServer
 
     data_dir = tmp_path / "db"
     db = ["--db", f"embedded:{data_dir}", "--graph", "heracles"]

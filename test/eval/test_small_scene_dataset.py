@@ -10,7 +10,7 @@ import pytest
 from heracles_ros.errors import ConfigError
 from heracles_ros.eval.dataset import Dataset, load_dataset
 from heracles_ros.eval.gold import derive_answer, rows_to_sldp, verify_gold
-from heracles_ros.language.sldp import Point, SldpDict, SldpList, SldpSet, parse_sldp, sldp_equal
+from heracles_ros.formats.sldp import Point, SldpDict, SldpList, SldpSet, parse_sldp, sldp_equal
 
 BUNDLED = Path(__file__).resolve().parents[2] / "heracles_ros" / "data" / "eval" / "small_scene.yaml"
 

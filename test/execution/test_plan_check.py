@@ -13,7 +13,7 @@ from support.tiny_scene import tiny_scene
 from heracles_ros.errors import ConfigError
 from heracles_ros.execution.plan_check import Located, PlanLimits, check_plan, plan_symbols, read_world
 from heracles_ros.execution.robot_state import RobotState
-from heracles_ros.graphdb.mirror import Mirror
+from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus
 from heracles_ros.schema import Layer
 

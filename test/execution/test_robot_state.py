@@ -6,7 +6,7 @@ from support.tiny_scene import tiny_scene
 
 from heracles_ros.errors import ExecutionError
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
-from heracles_ros.graphdb.mirror import Mirror
+from heracles_ros.mirror.reconcile import Mirror
 
 
 @pytest.fixture

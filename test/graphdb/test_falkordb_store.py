@@ -7,6 +7,7 @@ import threading
 import pytest
 import redis
 
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.errors import (
     DatabaseBusy,
     DatabaseError,
@@ -17,7 +18,6 @@ from heracles_ros.errors import (
     QueryTooLarge,
     ReadOnlyViolation,
 )
-from heracles_ros.graphdb.embedded import EmbeddedServer
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 
 pytestmark = pytest.mark.backends("falkordb")  # the Neo4j store's own tests: test_neo4j_store.py

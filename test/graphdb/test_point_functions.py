@@ -6,8 +6,8 @@ from support.hydra_scene import hydra_scene
 
 from heracles_ros.graphdb.cypher import point_udf
 from heracles_ros.graphdb.falkordb_store import FalkorStore
-from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.point_functions import ensure_point_functions, loaded_code
+from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.scene.synthetic import generate_scene
 
 

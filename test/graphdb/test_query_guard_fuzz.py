@@ -16,8 +16,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from heracles_ros.embedded.process import ServerInfo
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.errors import QueryError, QueryRefused
-from heracles_ros.graphdb.embedded import EmbeddedServer, ServerInfo
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.query_guard import MODEL_QUERY_LIMITS, check_model_query
 

@@ -23,11 +23,11 @@ from support.mirror_checks import assert_mirrors, database_contents
 from support.ros import Collector, qos, ros_session, spinning, wait_for_subscribers, wait_until
 from support.tiny_scene import add_object, node_id, tiny_scene
 
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.errors import ConfigError
-from heracles_ros.graphdb.corrections import Corrections
-from heracles_ros.graphdb.embedded import EmbeddedServer
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.dsg_mirror import PARAMETERS, DsgMirrorNode
 
 TOPIC = "/test/dsg"
@@ -141,7 +141,7 @@ def test_bad_input_is_reported_and_the_last_good_state_kept(
 ) -> None:
     # While the node runs, the loop's records go to the node's ROS logger only (not propagated),
     # so listen on the library logger itself.
-    loop_logger = logging.getLogger("heracles_ros.graphdb.mirror_loop")
+    loop_logger = logging.getLogger("heracles_ros.mirror.loop")
     good = tiny_scene()
     payload = good.to_binary(include_mesh=False)
     corrupted = bytearray(payload)

@@ -14,8 +14,8 @@ from support.ros import Collector, call_service, qos, ros_session, spinning, wai
 from support.tiny_scene import tiny_scene
 from visualization_msgs.msg import Marker, MarkerArray
 
-from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
 
 TOPIC = "/test/dsg_history"

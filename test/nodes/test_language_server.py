@@ -36,8 +36,8 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
-from heracles_ros.graphdb.corrections import Corrections
 from heracles_ros.graphdb.cypher import mirror as mirror_q
+from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.language_server import ANSWER_LIFT_M, NS_ANSWER, PARAMETERS, LanguageServerNode
 from heracles_ros.nodes.parameters import declare
 
@@ -488,16 +488,18 @@ def test_a_node_started_while_the_database_is_stopped_runs_the_model_s_queries_o
 ):
     """Started while ``heracles db stop`` holds, the node keeps its read-replica store (no fall-back to the
     server the mirror writes to): once ``heracles db start`` ran, the model's queries reach the replica."""
+    from heracles_ros.embedded.process import redis_client
+    from heracles_ros.embedded.replica import ReadReplica, ensure_read_replica
+    from heracles_ros.embedded.server import EmbeddedServer
     from heracles_ros.graphdb import open_store
-    from heracles_ros.graphdb.embedded import EmbeddedServer, ReadReplica, _client
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
 
     uri = f"embedded:{tmp_path}"
     server = EmbeddedServer(tmp_path)
     with open_store(uri, graph="g") as store:
         Mirror(store).reconcile(small_scene)
         truth = len(store.query(BICYCLES))
-    server.ensure_read_replica()
+    ensure_read_replica(server)
     server.stop()  # `heracles db stop`: database and replica
     llm = ScriptedLLMServer(query_then(BICYCLES, lambda rows: f"<answer>{len(rows)}</answer>")).start()
     overrides = {"db_uri": uri, "graph_name": "g", "llm": "openai", "model": llm.model,
@@ -511,13 +513,13 @@ def test_a_node_started_while_the_database_is_stopped_runs_the_model_s_queries_o
                 assert ask.wait_for_service(timeout_sec=10.0)
                 stopped = call_service(ask, Ask.Request(question="How many bicycles?"), 30.0)
                 server.ensure_started()  # `heracles db start`, which brings the replica back
-                replica = server.ensure_read_replica()
-                _client(replica).config_set("slowlog-log-slower-than", 0)  # the replica logs every command
+                replica = ensure_read_replica(server)
+                redis_client(replica).config_set("slowlog-log-slower-than", 0)  # the replica logs every command
                 reply = call_service(ask, Ask.Request(question="How many bicycles?"), 30.0)
         assert stopped.error.startswith("DatabaseUnavailable: the database is not running: start it with heracles "
                                         "db start"), stopped.error
         assert reply.error == "" and reply.answer == str(truth)
-        logged = [bytes(entry["command"]).decode(errors="replace") for entry in _client(replica).slowlog_get(128)]
+        logged = [bytes(entry["command"]).decode(errors="replace") for entry in redis_client(replica).slowlog_get(128)]
         assert any(BICYCLES in command for command in logged), logged  # the model's query ran on the replica
         assert ReadReplica(server).running() == replica
     finally:

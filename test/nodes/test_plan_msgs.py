@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from heracles_ros.errors import PlanningError
-from heracles_ros.execution.dispatcher import (
+from heracles_ros.execution.plan_runner import (
     DispatchOutcome,
     DispatchStatus,
     ProgressEvent,

@@ -14,8 +14,8 @@ from support.tiny_scene import node_id
 
 from heracles_ros.domain import load_domain
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
-from heracles_ros.graphdb.mirror import Mirror
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.plan_types import PlanResult, PlanStatus
 from heracles_ros.planning.planner import Planner
 
@@ -250,7 +250,7 @@ def test_preload_without_a_database_only_warns(caplog: pytest.LogCaptureFixture)
 
 def test_the_whole_plan_call_stays_within_its_time_limit(large_store: GraphStore) -> None:
     """Problem building counts: 64 visits on the kilometre-scale scene take ~0.7 s to build, then FD gets the rest."""
-    from heracles_ros.language.pddl_goal import MAX_GOAL_ATOMS
+    from heracles_ros.formats.pddl_goal import MAX_GOAL_ATOMS
 
     planner = Planner(large_store, timeout_s=2.0)
     graph = planner.place_graph()  # loaded once, as a running system has it

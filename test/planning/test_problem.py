@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from heracles_ros.language.goal_ast import Atom
-from heracles_ros.language.pddl_goal import parse_goal
+from heracles_ros.formats.goal_ast import Atom
+from heracles_ros.formats.pddl_goal import parse_goal
 from heracles_ros.planning.places import PlaceGraph
 from heracles_ros.planning.problem import (
     MAX_ROOM_ENTRIES,

@@ -30,7 +30,7 @@ from support.actions import FeedbackLog, goal_result, send_goal
 from support.ros import Collector, call_service, qos, ros_session, spinning, wait_for_subscribers, wait_until
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
 
-from heracles_ros.language.sldp import parse_sldp
+from heracles_ros.formats.sldp import parse_sldp
 from heracles_ros.nodes.dispatcher import DispatcherNode
 from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
 from heracles_ros.nodes.language_server import LanguageServerNode

@@ -1,4 +1,4 @@
-"""Statements of the scene's history (see :mod:`heracles_ros.graphdb.history` for the schema).
+"""Statements of the scene's history (see :mod:`heracles_ros.mirror.history` for the schema).
 
 Event rows are lists, [symbol, kind, layer, class, name, x, y, z, from_x, from_y, from_z, from_class,
 from_name, room]; Seen rows are [symbol, layer, class, name, x, y, z, first_t, first_seq].

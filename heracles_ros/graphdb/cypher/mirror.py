@@ -107,7 +107,7 @@ def read_edges(relation: str) -> str:
 
 # --- mirror bookkeeping ---------------------------------------------------------
 #: Set before the first statement of a reconcile that changes anything; BUMP_GENERATION clears it
-#: after the last (see :mod:`heracles_ros.graphdb.snapshot_reads`).
+#: after the last (see :mod:`heracles_ros.mirror.snapshot_reads`).
 BEGIN_UPDATE = f"MERGE (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) SET m.writing = true"
 #: ``token`` is new with every bump (whoever bumps): a mirror that finds another token than the one it wrote last
 #: (a reset deleted the node, a restore brought back an older one, another writer bumped it) reads

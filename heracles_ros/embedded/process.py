@@ -1,0 +1,83 @@
+"""Where a server process is and whether it is there: its pid and port, probed without disturbing it.
+
+Probes that send no command (:func:`accepts`) are safe at any time; :func:`answers` sends PING, so it
+is only for a server whose log says it has loaded (see :mod:`heracles_ros.embedded.server`).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    pid: int
+    port: int
+    host: str = "127.0.0.1"
+
+
+def redis_client(info: ServerInfo, timeout_s: float = 10.0) -> Any:
+    import redis
+
+    return redis.Redis(host=info.host, port=info.port, socket_timeout=timeout_s,
+                       password=os.environ.get("FALKORDB_PASSWORD"))
+
+
+def pid_alive(pid: int) -> bool:
+    """True while process ``pid`` runs. A zombie counts as gone: ours is reaped here; another process's
+    (the server was started by a node that has not reaped it) stays until that process exits, and
+    ``db stop`` must not wait for it."""
+    if pid <= 0:
+        return False  # no process (and waitpid would reap any child of ours)
+    with contextlib.suppress(ChildProcessError, OSError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    try:
+        return psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:
+        return True
+
+
+def accepts(info: ServerInfo) -> bool:
+    """A TCP connection is taken (no command sent: safe at any time, loading or inside a MULTI/EXEC)."""
+    try:
+        with socket.create_connection((info.host, info.port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def answers(info: ServerInfo) -> bool:
+    """PING; only for a server whose log says it has loaded (see the module docstring)."""
+    try:
+        with socket.create_connection((info.host, info.port), timeout=0.5) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def port_free(port: int) -> bool:
+    """No one listens on ``port`` (connections the stopped server closed may linger in TIME_WAIT: as
+    redis itself, bind with SO_REUSEADDR, so that a restart keeps its port and clients find it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True

