@@ -68,7 +68,7 @@ class System:
                     if match := re.search(pattern, line):
                         return match
                 left = deadline - time.monotonic()
-                if left <= 0 or self.process.poll() is not None and not self._reader.is_alive():
+                if left <= 0 or (self.process.poll() is not None and not self._reader.is_alive()):
                     raise AssertionError(f"no line matching {pattern!r}:\n" + "\n".join(self.lines))
                 self._changed.wait(min(left, 0.5))
 
