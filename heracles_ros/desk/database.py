@@ -1,10 +1,12 @@
 """The embedded database as one process of ``heracles up``: start (or reuse) it, watch it, stop it on SIGTERM.
 
 The FalkorDB server runs detached (its own session, see :mod:`heracles_ros.graphdb.embedded`), so
-this process owns its lifetime for the runner: it exits 1 when the server goes away under it (a
-crash, or ``heracles db stop`` from another terminal), and on SIGINT/SIGTERM stops the server
-cleanly, bounded by ``--stop-timeout``. The runner sends that signal only after the nodes have
-exited, so none of them loses the database while it finishes its work.
+this process owns its lifetime for the runner: it exits 1 when the server dies under it (a crash:
+the runner then stops the nodes and names this process), follows an operator's ``heracles db
+stop`` and ``heracles db start`` from another terminal (the nodes follow the database through
+both), and on SIGINT/SIGTERM stops the server cleanly, bounded by ``--stop-timeout``. The runner
+sends that signal only after the nodes have exited, so none of them loses the database while it
+finishes its work.
 
 ``python -m heracles_ros.desk.database DATA_DIR [--stop-timeout S]``
 """
@@ -35,11 +37,20 @@ def serve(data_dir: Path, stop_timeout_s: float) -> int:
         return 1
     print(f"embedded FalkorDB at falkordb://{info.host}:{info.port} (pid {info.pid}), data in {data_dir}",
           flush=True)
+    stopped_by_operator = False
     while not stopping.wait(WATCH_PERIOD_S):
-        if server.current() is None and not server.loading():
-            why = "stopped with 'heracles db stop'" if server.stopped_by_operator() else "exited"
-            print(f"the database server {why}; see {data_dir}", flush=True)
+        up = server.current() is not None or server.loading()
+        if not up and server.stopped_by_operator():
+            if not stopped_by_operator:
+                print("the database was stopped with 'heracles db stop'; 'heracles db start' brings it back",
+                      flush=True)
+            stopped_by_operator = True
+        elif not up:
+            print(f"the database server exited; its log is in {data_dir}", flush=True)
             return 1
+        elif stopped_by_operator:
+            stopped_by_operator = False
+            print("the database is back", flush=True)
     server.stop(timeout_s=stop_timeout_s)
     print("database stopped", flush=True)
     return 0

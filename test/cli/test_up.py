@@ -171,3 +171,27 @@ def test_a_node_that_dies_stops_the_rest_and_the_runner_names_it(up):
     assert re.search(r"heracles up: language_server \(exit status -9\) ended on its own; stopped the others", up.text)
     left = {name: pid for name, pid in pids.items() if alive(pid)}
     assert left == {}, left
+
+
+def test_the_database_follows_an_operators_stop_and_start_and_a_crash_stops_the_system(up, tmp_path, ros_domain_id):
+    wait_for_nodes(up)
+    db = ["--db", f"embedded:{tmp_path / 'db'}"]
+    env = env_for(ros_domain_id)
+    heracles = [sys.executable, "-m", "heracles_ros.cli", "db"]
+    stop = subprocess.run([*heracles, "stop", *db], env=env, capture_output=True, text=True, timeout=60)
+    assert stop.returncode == 0, stop.stderr
+    up.wait_line(r"db +\| the database was stopped with 'heracles db stop'", 10.0)
+    assert up.process.poll() is None and alive(up.pids()["db"])  # an operator's stop is not a crash
+    start = subprocess.run([*heracles, "start", *db], env=env, capture_output=True, text=True, timeout=60)
+    assert start.returncode == 0, start.stderr
+    up.wait_line(r"db +\| the database is back", 10.0)
+
+    server = int(re.search(r'"pid": (\d+)', start.stdout)[1])  # type: ignore[index]
+    os.kill(server, signal.SIGKILL)
+    code = up.process.wait(SHUTDOWN_S + MARGIN_S)
+    up._reader.join(5.0)
+    assert code == 1, up.text
+    assert re.search(r"db +\| the database server exited", up.text), up.text
+    assert re.search(r"heracles up: db \(exit status 1\) ended on its own; stopped the others", up.text), up.text
+    left = {name: pid for name, pid in up.pids().items() if alive(pid)}
+    assert left == {}, left
