@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from heracles_ros.agent.tool import TOOL_NAME
 from heracles_ros.graphdb.cypher import demo as cypher
 
 #: The model name the server reports, so a log line naming the model says it too.
@@ -139,7 +140,7 @@ class ScriptedModelServer:
             self.served.append(turn)
             serial = len(self.served)
         calls = [{"id": f"call_{serial}_{k}", "type": "function",
-                  "function": {"name": "run_cypher_query", "arguments": json.dumps({"query": q})}}
+                  "function": {"name": TOOL_NAME, "arguments": json.dumps({"query": q})}}
                  for k, q in enumerate(turn.queries)]
         message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
         if calls:
