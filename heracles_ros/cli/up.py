@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import sys
 from pathlib import Path
 
 from heracles_ros.cli.common import add_db_option
 from heracles_ros.demo.language import PROVIDERS, choose_language_model
-from heracles_ros.errors import ConfigError
+from heracles_ros.errors import ConfigError, SceneError
 
 DEFAULT_NAMESPACE = "/spot"
 #: The nodes' shutdown_timeout_s default (config/*.yaml).
@@ -71,8 +72,11 @@ def run(args: argparse.Namespace) -> int:
     scene = None if args.no_scene else (args.scene or EXAMPLE_SCENE).expanduser().resolve()
     if scene is not None and not scene.is_file():
         raise ConfigError(f"--scene {scene}: no such file")
-    place = args.start_place if args.start_place is not None else (
-        start_place(scene, START_ROOM_CLASS) if scene is not None else "")
+    try:
+        place = args.start_place if args.start_place is not None else (
+            start_place(scene, START_ROOM_CLASS) if scene is not None else "")
+    except SceneError as exc:
+        raise ConfigError(f"{exc}; name the robot's start with --start-place") from exc
     target = parse_db_uri(args.db)
     embedded = (target.data_dir or default_data_dir()) if target.kind == "embedded" else None
     db_uri = f"embedded:{embedded}" if embedded is not None else args.db
@@ -85,10 +89,16 @@ def run(args: argparse.Namespace) -> int:
     print(f"heracles up: nodes in {args.namespace}, database {db_uri} (graph {args.graph}), simulated Spot"
           + (f" starting at {place}" if place else "") + (f", scene {scene}" if scene else ", no scene"), flush=True)
     print(f"heracles up: language model: {language.description if language else LABEL}", flush=True)
-    if embedded is not None:
-        _start_database(embedded)  # before any node, so that no node ever starts one of its own
-    if scene is not None:
-        _write_scene(db_uri, args.graph, scene)
+    signal.signal(signal.SIGTERM, _interrupt)  # until the runner takes over: a stop during set-up cleans up
+    try:
+        if embedded is not None:
+            _start_database(embedded)  # before any node, so that no node ever starts one of its own
+        if scene is not None:
+            _write_scene(db_uri, args.graph, scene)
+    except BaseException:
+        if embedded is not None:
+            _stop_leftover_database(embedded)
+        raise
     env = environment(os.environ)
     if env.get("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST" and "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ:
         print("heracles up: ROS discovery on this host only; in other terminals: "
@@ -100,6 +110,10 @@ def run(args: argparse.Namespace) -> int:
         _stop_leftover_database(embedded)
     print(result.summary(), file=sys.stderr if result.exit_status else sys.stdout, flush=True)
     return result.exit_status
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _start_database(data_dir: Path) -> None:
@@ -121,12 +135,12 @@ def _write_scene(db_uri: str, graph_name: str, scene: Path) -> None:
 
 
 def _stop_leftover_database(data_dir: Path) -> None:
-    """The database process was killed before it could stop its server: stop it here."""
+    """Stop the server when nothing else did (a stop during set-up, or a database process that was killed)."""
     from heracles_ros.graphdb.embedded import EmbeddedServer
 
     server = EmbeddedServer(data_dir)
     if server.current() is not None or server.loading():
-        print("heracles up: the database process did not stop its server; stopping it", file=sys.stderr, flush=True)
+        print("heracles up: stopping the database server", file=sys.stderr, flush=True)
         server.stop(timeout_s=DATABASE_STOP_S)
 
 

@@ -195,3 +195,17 @@ def test_the_database_follows_an_operators_stop_and_start_and_a_crash_stops_the_
     assert re.search(r"heracles up: db \(exit status 1\) ended on its own; stopped the others", up.text), up.text
     left = {name: pid for name, pid in up.pids().items() if alive(pid)}
     assert left == {}, left
+
+
+def test_a_bad_scene_is_named_before_anything_starts(tmp_path, ros_domain_id):
+    notes = tmp_path / "notes.json"
+    notes.write_text("{not a scene")
+    for scene, message in ((tmp_path / "missing.json", f"--scene {tmp_path / 'missing.json'}: no such file"),
+                           (notes, str(notes))):
+        done = subprocess.run([sys.executable, "-m", "heracles_ros.cli", "up", "--db", f"embedded:{tmp_path / 'db'}",
+                               "--scene", str(scene)], env=env_for(ros_domain_id), capture_output=True, text=True,
+                              timeout=60)  # fmt: skip
+        assert done.returncode == 1, done.stdout
+        assert message in done.stderr and done.stderr.startswith("error: "), done.stderr
+        assert "started (pid=" not in done.stdout
+        assert not (tmp_path / "db").exists(), "a database was started for a system that could not start"
