@@ -64,7 +64,7 @@ class DemoReport:
     mirrored_nodes: int = 0
     mirrored_edges: int = 0
     answer: str = ""
-    #: The task in words (the command given, or what the goal-level path chose).
+    #: The task in words (the command given).
     task: str = ""
     goal: str = ""
     plan: PlanResult | None = None
