@@ -209,3 +209,15 @@ def test_a_bad_scene_is_named_before_anything_starts(tmp_path, ros_domain_id):
         assert message in done.stderr and done.stderr.startswith("error: "), done.stderr
         assert "started (pid=" not in done.stdout
         assert not (tmp_path / "db").exists(), "a database was started for a system that could not start"
+
+
+def test_sigterm_stops_every_process_cleanly_too(up):
+    wait_for_nodes(up)
+    pids = up.pids()
+    up.process.send_signal(signal.SIGTERM)
+    code = up.process.wait(SHUTDOWN_S + MARGIN_S)
+    up._reader.join(5.0)
+    assert code == 0, up.text
+    assert "heracles up: stopped on SIGTERM; every process exited cleanly" in up.text
+    left = {name: pid for name, pid in pids.items() if alive(pid)}
+    assert left == {}, left

@@ -3,7 +3,8 @@
 The ``ros2`` profile of MCAP (foxglove/mcap docs/specification/profiles/ros2.md,
 what rosbag2_storage_mcap writes): the schema is named ``hydra_msgs/msg/DsgUpdate``,
 encoded ``ros2msg`` and holds the message definition followed by those of the
-types it uses, each after a ``=====`` line and ``MSG: <type>``; the channel's
+types it uses, each after a line of 80 ``=`` and ``MSG: <package>/msg/<Type>``
+(ros2/rosbag2 docs/message_definition_encoding.md); the channel's
 messages are ``cdr``, the middleware's own serialization (here rclpy's
 ``serialize_message``, as rosbag2 stores what the subscription received), and
 its metadata carries ``offered_qos_profiles``. The reader under test decodes it
@@ -29,15 +30,15 @@ _QOS = ("- history: 3\n  depth: 0\n  reliability: 1\n  durability: 2\n  deadline
 _DEFINITIONS = {
     SCHEMA_NAME: "std_msgs/Header header\nuint8[] layer_contents\nuint64[] deleted_nodes\nuint64[] deleted_edges\n"
                  "bool full_update\nint64 sequence_number\n",
-    "std_msgs/Header": "builtin_interfaces/Time stamp\nstring frame_id\n",
-    "builtin_interfaces/Time": "int32 sec\nuint32 nanosec\n",
+    "std_msgs/msg/Header": "builtin_interfaces/Time stamp\nstring frame_id\n",
+    "builtin_interfaces/msg/Time": "int32 sec\nuint32 nanosec\n",
 }
 
 
 def msgdef() -> str:
     """The DsgUpdate definition with its dependencies, as rosbag2 stores it in the schema record."""
     parts = [_DEFINITIONS[SCHEMA_NAME]]
-    for name in ("std_msgs/Header", "builtin_interfaces/Time"):
+    for name in ("std_msgs/msg/Header", "builtin_interfaces/msg/Time"):
         parts.append(f"{_SEPARATOR}\nMSG: {name}\n{_DEFINITIONS[name]}")
     return "\n".join(parts)
 
