@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from heracles_ros.cli.common import add_db_option
+from heracles_ros.demo.goal import START_ROOM_CLASS
 from heracles_ros.demo.language import PROVIDERS, choose_language_model
 from heracles_ros.errors import ConfigError, SceneError
 
@@ -23,7 +24,6 @@ DEFAULT_NAMESPACE = "/spot"
 DEFAULT_SHUTDOWN_S = 5.0
 #: What the database's own clean stop may take on top of the nodes' shutdown.
 DATABASE_STOP_S = 5.0
-START_ROOM_CLASS = "kitchen"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -60,10 +60,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from heracles_ros.demo.goal import EXAMPLE_SCENE
     from heracles_ros.demo.scripted_model import LABEL
     from heracles_ros.desk.runner import run_processes
     from heracles_ros.desk.start_place import start_place
-    from heracles_ros.desk.system import DATABASE, EXAMPLE_SCENE, SystemOptions, environment, processes
+    from heracles_ros.desk.system import DATABASE, SystemOptions, environment, processes
     from heracles_ros.graphdb import parse_db_uri
     from heracles_ros.graphdb.uri import default_data_dir
 

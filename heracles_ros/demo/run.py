@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from heracles_ros.demo.goal import START_ROOM_CLASS, Anchor, candidate_goals, room_anchor
+from heracles_ros.demo.goal import EXAMPLE_SCENE, START_ROOM_CLASS, Anchor, candidate_goals, room_anchor
 from heracles_ros.demo.language import HOW_TO_ENABLE, LanguageChoice
 from heracles_ros.demo.plot import Overlay, Target, render_scene
 from heracles_ros.demo.scripted_model import LABEL, MODEL_NAME, QUESTION, ScriptedModelServer
@@ -27,7 +27,6 @@ from heracles_ros.demo.session import NAMESPACE, DemoSession
 from heracles_ros.errors import ExecutionError, HeraclesError
 from heracles_ros.plan_types import PlanAction, PlanResult, Point3
 
-EXAMPLE_SCENE = Path(__file__).resolve().parents[1] / "data" / "example_scene.json"
 #: The demo's own graph: a FalkorDB server may hold the user's real scene under another name.
 GRAPH_NAME = "heracles_demo"
 PICTURE_NAME = "heracles_demo.png"

@@ -18,8 +18,6 @@ from pathlib import Path
 from heracles_ros.demo.language import LanguageChoice
 from heracles_ros.demo.scripted_model import MODEL_NAME
 
-#: The bundled example scene (what ``sim.launch.py`` mirrors by default).
-EXAMPLE_SCENE = Path(__file__).resolve().parents[1] / "data" / "example_scene.json"
 #: Name of the process that owns the embedded database; it is stopped after every other one.
 DATABASE = "db"
 SCRIPTED_MODEL = "scripted_model"
