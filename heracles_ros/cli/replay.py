@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 from heracles_ros.errors import ReplayInputError
 
 DEFAULT_TOPIC = "/hydra/backend/dsg"
-EXIT_OK, EXIT_NO_MIRROR, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_NO_MIRROR, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: How long one snapshot may take to be acknowledged by the subscribers before the replay says so.
 ACK_WAIT_S = 5.0
 
@@ -61,7 +62,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _publish(sources: Any, args: argparse.Namespace) -> int:
     import rclpy
-    from rclpy.duration import Duration
     from rclpy.signals import SignalHandlerOptions
 
     from heracles_ros.nodes.dsg_mirror import dsg_qos
@@ -74,8 +74,11 @@ def _publish(sources: Any, args: argparse.Namespace) -> int:
               "build it next to heracles_ros and source the workspace", file=sys.stderr)
         return EXIT_NO_MIRROR
     prefer_short_lease()
+    # Ctrl-C, SIGTERM and a closed terminal end the replay between two snapshots (exit 130), also when the
+    # shell started it with SIGINT ignored (a background job); rclpy's own handler stays off.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _interrupt)
     context = rclpy.Context()
-    # Python's own handler stays: Ctrl-C raises KeyboardInterrupt (exit 130) between two snapshots.
     rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     try:
         node = rclpy.create_node(f"heracles_replay_{os.getpid()}", context=context,
@@ -92,24 +95,23 @@ def _publish(sources: Any, args: argparse.Namespace) -> int:
         period = 1.0 / args.rate
         count = 0
         passes = 0
-        while passes == 0 or args.loop:
-            for frame in sources.frames():
-                if count:
-                    time.sleep(period)
-                msg = dsg_update()
-                sequence = numbering.next(frame.sequence, passes)
-                stamp = frame.stamp_s if args.keep_stamps and frame.stamp_s is not None else time.time()
-                msg.header.frame_id = "map"
-                msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp * 1e9), 1_000_000_000)
-                msg.layer_contents = frame.payload
-                msg.full_update = frame.full_update
-                msg.sequence_number = sequence
-                publisher.publish(msg)
-                count += 1
-                acked = publisher.wait_for_all_acked(Duration(seconds=ACK_WAIT_S))
-                print(f"{time.strftime('%H:%M:%S')} published {frame.source} as sequence {sequence} on {args.topic}"
-                      + ("" if acked else f" (not acknowledged within {ACK_WAIT_S:g} s)"), flush=True)
-            passes += 1
+        try:
+            while passes == 0 or args.loop:
+                for frame in sources.frames():
+                    if count:
+                        time.sleep(period)
+                    sequence = numbering.next(frame.sequence, passes)
+                    stamp = frame.stamp_s if args.keep_stamps and frame.stamp_s is not None else time.time()
+                    publisher.publish(_message(dsg_update(), frame, sequence, stamp))
+                    count += 1
+                    acked = _wait_acked(publisher, ACK_WAIT_S)
+                    print(f"{time.strftime('%H:%M:%S')} published {frame.source} as sequence {sequence} on "
+                          f"{args.topic}" + ("" if acked else f" (not acknowledged within {ACK_WAIT_S:g} s)"),
+                          flush=True)
+                passes += 1
+        except KeyboardInterrupt:
+            print(f"replay stopped after {count} snapshot{'s' if count != 1 else ''}", file=sys.stderr, flush=True)
+            return EXIT_INTERRUPTED
         print(f"replayed {count} snapshot{'s' if count != 1 else ''}", flush=True)
         return EXIT_OK
     except ReplayInputError as exc:  # a recording that breaks off mid-way
@@ -117,6 +119,32 @@ def _publish(sources: Any, args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     finally:
         rclpy.try_shutdown(context=context)
+
+
+def _message(msg: Any, frame: Any, sequence: int, stamp_s: float) -> Any:
+    """``msg`` (an empty DsgUpdate) filled as Hydra fills it: a full snapshot in the map frame."""
+    msg.header.frame_id = "map"
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(round(stamp_s * 1e9), 1_000_000_000)
+    msg.layer_contents = frame.payload
+    msg.full_update = frame.full_update
+    msg.sequence_number = sequence
+    return msg
+
+
+def _wait_acked(publisher: Any, timeout_s: float) -> bool:
+    """Whether every subscriber acknowledged what was published, waiting in short slices (a signal ends the
+    wait at once: rclpy's wait is a C call that Python cannot interrupt)."""
+    from rclpy.duration import Duration
+
+    deadline = time.monotonic() + timeout_s
+    while not publisher.wait_for_all_acked(Duration(seconds=0.1)):
+        if time.monotonic() >= deadline:
+            return False
+    return True
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 class _Numbering:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -130,3 +132,32 @@ def test_bad_input_is_named_and_nothing_is_published(tmp_path, capsys, monkeypat
         err = capsys.readouterr().err
         assert code == 2, (argv, err)
         assert message in err, err
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_looping_replay_stops_on_a_signal_even_when_started_with_sigint_ignored(ros_domain_id, mirror, tmp_path,
+                                                                                  signum):
+    scene = tmp_path / "scene.json"
+    tiny_scene().save(str(scene), include_mesh=False)
+    env = {**os.environ, "ROS_DOMAIN_ID": str(ros_domain_id), "PYTHONPATH": str(ROOT)}
+    # As a shell starts a background job: SIGINT ignored, which Python then leaves alone.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "heracles_ros.cli", "replay", str(scene), "--loop", "--rate", "20", "--topic", TOPIC,
+         "--wait", "60"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        for _ in range(3):  # it runs: three snapshots out
+            assert "published scene.json" in process.stdout.readline()
+        process.send_signal(signum)
+        started = time.monotonic()
+        _, err = process.communicate(timeout=10.0)
+        assert time.monotonic() - started < 2.0
+        assert process.returncode == 130, err
+        assert re.search(r"replay stopped after \d+ snapshots", err), err
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
