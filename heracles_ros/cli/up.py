@@ -8,6 +8,7 @@ its process's name, and Ctrl-C (or SIGTERM) stops them all, the database last.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import socket
@@ -109,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
                            last_stop_s=DATABASE_STOP_S)
     if embedded is not None:
         _stop_leftover_database(embedded)
-    print(result.summary(), file=sys.stderr if result.exit_status else sys.stdout, flush=True)
+    with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP): the status still says it
+        print(result.summary(), file=sys.stderr if result.exit_status else sys.stdout, flush=True)
     return result.exit_status
 
 

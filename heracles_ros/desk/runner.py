@@ -3,8 +3,10 @@
 honcho (the Procfile runner) starts every process in its own session, prints
 each line prefixed by the process's name, and on SIGINT/SIGTERM, or when any
 process exits, sends SIGTERM to every process group and SIGKILL to what is
-left ``KILL_WAIT`` seconds after the first one ended. Two things are ours:
+left ``KILL_WAIT`` seconds after the first one ended. What is ours:
 
+- a closed terminal (SIGHUP) stops everything as SIGTERM does, and output that
+  can no longer be written is dropped rather than ending the runner mid-stop;
 - the order: the nodes get SIGTERM first, the database (``last``) only once
   they have all exited or ``grace_s`` has passed, so a node finishing a
   snapshot or writing where the robot stopped still has its database;
@@ -14,6 +16,7 @@ left ``KILL_WAIT`` seconds after the first one ended. Two things are ours:
 """
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 import time
@@ -49,13 +52,22 @@ class RunResult:
         return f"heracles up: stopped on {self.signal_name}; every process exited cleanly"
 
 
+class _Printer(Printer):
+    """honcho's printer, but a terminal that went away (closed window, broken pipe) never ends the runner:
+    the stop it is carrying out must go on without anyone reading."""
+
+    def write(self, message: Message) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            super().write(message)
+
+
 class SystemRunner(honcho_manager.Manager):
     """honcho's Manager with the database stopped after the nodes, and the exit status of :class:`RunResult`."""
 
     _terminating: bool
 
     def __init__(self, out: TextIO, *, last: Iterable[str], grace_s: float, last_stop_s: float):
-        super().__init__(Printer(out))
+        super().__init__(_Printer(out))
         self._last = set(last)
         self._grace_s = grace_s
         self._ended_first: dict[str, int] = {}
@@ -65,11 +77,18 @@ class SystemRunner(honcho_manager.Manager):
         honcho_manager.KILL_WAIT = grace_s + last_stop_s
 
     def run(self) -> RunResult:
+        # honcho handles SIGINT and SIGTERM; a closed terminal (SIGHUP) stops the system the same way,
+        # where it would otherwise end this process alone and leave the others (own sessions) running.
+        signal.signal(signal.SIGHUP, self._hang_up)
         self.loop()
         codes = {name: p.get("returncode") for name, p in self._processes.items()}
         unclean = {name: code for name, code in codes.items() if code not in _CLEAN and name not in self._ended_first}
         ok = not self._ended_first and not unclean
         return RunResult(0 if ok else 1, dict(self._ended_first), unclean, self._signal_name)
+
+    def _hang_up(self, signum: int, frame: object) -> None:
+        self._signal_name = "SIGHUP"
+        signal.raise_signal(signal.SIGTERM)
 
     def terminate(self) -> None:
         """SIGTERM to every process but ``last``; those follow once the others are gone (a thread waits)."""
@@ -77,7 +96,7 @@ class SystemRunner(honcho_manager.Manager):
             return
         self._terminating = True
         self._ended_first = {name: p["returncode"] for name, p in self._processes.items() if "returncode" in p}
-        if not self._ended_first:
+        if not self._ended_first and self._signal_name is None:
             # honcho's handler set returncode to 128 + the signal's number just before calling this
             self._signal_name = _SIGNAL_NAMES.get(self.returncode, "a signal")
         threading.Thread(target=self._stop_in_order, name="stop-in-order", daemon=True).start()

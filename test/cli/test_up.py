@@ -211,13 +211,14 @@ def test_a_bad_scene_is_named_before_anything_starts(tmp_path, ros_domain_id):
         assert not (tmp_path / "db").exists(), "a database was started for a system that could not start"
 
 
-def test_sigterm_stops_every_process_cleanly_too(up):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_a_closed_terminal_stop_every_process_cleanly_too(up, signum):
     wait_for_nodes(up)
     pids = up.pids()
-    up.process.send_signal(signal.SIGTERM)
+    up.process.send_signal(signum)
     code = up.process.wait(SHUTDOWN_S + MARGIN_S)
     up._reader.join(5.0)
     assert code == 0, up.text
-    assert "heracles up: stopped on SIGTERM; every process exited cleanly" in up.text
+    assert f"heracles up: stopped on {signal.Signals(signum).name}; every process exited cleanly" in up.text
     left = {name: pid for name, pid in pids.items() if alive(pid)}
     assert left == {}, left
