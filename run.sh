@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One front door for a fresh machine (Debian 12, Python 3.11, no ROS):
 #   ./run.sh demo      set up (first run only) and run the demo
+#   ./run.sh up [ARGS...]   set up and run the whole system locally (heracles up; Ctrl-C stops it)
 #   ./run.sh test      set up and run the whole test suite (+ ruff, mypy)
 #   ./run.sh setup     only set up the virtual environment
 #   ./run.sh heracles ARGS...   the heracles CLI inside the environment
@@ -206,8 +207,9 @@ case "$cmd" in
     # runs are repeatable; 'random' for a new one, printed in the header; --randomly-seed=N wins).
     exec python -m pytest -p randomly --randomly-seed="${HERACLES_TEST_SEED:-20261123}" "$@" ;;
   demo) setup; activate; exec heracles demo "$@" ;;
+  up) setup; activate; exec heracles up "$@" ;;
   heracles) setup; activate; exec heracles "$@" ;;
   exec) activate; cd "$REPO"; exec "$@" ;;  # run a command in the environment (no set-up)
   mutation) setup; activate; cd "$REPO"; exec python mutation/run_mutation.py "$@" ;;  # see mutation/run_mutation.py
-  *) sed -n '2,10p' "$0"; exit 2 ;;
+  *) sed -n '2,11p' "$0"; exit 2 ;;
 esac

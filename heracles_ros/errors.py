@@ -78,6 +78,11 @@ class SceneDecodeError(SceneError):
     """A spark_dsg payload or file could not be decoded."""
 
 
+class ReplayInputError(SceneError):
+    """What ``heracles replay`` was given cannot be replayed: a missing or unreadable scene file, a file that
+    is not MCAP, a recording without the topic."""
+
+
 class SuspectSnapshot(SceneError):
     """A snapshot would remove most of the mirror at once and was held back."""
 

@@ -46,6 +46,12 @@ NOT_RUN: dict[str, str] = {
     "heracles ask ": "needs a language model (and, with --session, the running language_server)",
     "heracles cancel": "calls the running dispatcher over ROS: run against the node by test/cli/test_control.py",
     "heracles stop": "calls the running dispatcher over ROS: run against the node by test/cli/test_control.py",
+    "heracles demo": "the demo, run by test/cli/test_demo.py (the --llm forms need a hosted or Ollama model)",
+    "heracles up": "starts the local system until Ctrl-C; test/cli/test_up.py starts it, uses it and stops it",
+    "heracles replay": "publishes to the running mirror over ROS: test/cli/test_replay.py runs it against the node",
+    "export ROS_AUTOMATIC_DISCOVERY_RANGE": "a setting for the operator's terminal; the tests set it for the run",
+    "python - <<": "writes a scene with one object moved for the replay after it (test/cli/test_replay.py moves "
+                   "an object the same way)",
     "heracles resume": "calls the running dispatcher over ROS: run against the node by test/cli/test_control.py",
 }
 
@@ -69,8 +75,15 @@ def shell_blocks() -> list[Block]:
         fenced = re.findall(r"^ *```(?:bash|sh)\n(.*?)^ *```", page.read_text(), re.S | re.M)
         for index, text in enumerate(fenced):
             commands = []
+            heredoc_end = None  # a here-document's lines belong to the command that opened it
             for line in text.replace("\\\n", " ").splitlines():
+                if heredoc_end is not None:
+                    commands[-1] += "\n" + line
+                    heredoc_end = None if line.strip() == heredoc_end else heredoc_end
+                    continue
                 command = line.strip().partition("  #")[0].strip()
+                if (opened := re.search(r"<<-?\s*'?(\w+)'?", command)) is not None:
+                    heredoc_end = opened[1]
                 if command and not command.startswith("#"):
                     commands.append(" ".join(command.split()).replace("./run.sh heracles ", "heracles "))
             blocks.append(Block(page.relative_to(REPO).as_posix(), index, tuple(commands)))
@@ -151,7 +164,7 @@ def test_the_readme_stays_a_front_door() -> None:
     lines = README.read_text().splitlines()
     assert len(lines) < 200, f"README.md has {len(lines)} lines: move reference into docs/"
     missing = [link for link in re.findall(r"\]\((docs/[^)#]+)", "\n".join(lines))
-               if not (REPO / link).exists() and link not in ("docs/desk.md", "docs/client-api.md")]
+               if not (REPO / link).exists() and link != "docs/client-api.md"]
     assert not missing, f"README links to missing docs: {missing}"
 
 
@@ -166,8 +179,8 @@ def test_every_link_between_the_docs_resolves() -> None:
         links = re.findall(r"\]\(((?:\.\./|docs/)?[A-Za-z0-9_./-]+\.md)(?:#([a-z0-9-]+))?\)", page.read_text())
         for target, anchor in links:
             path = (page.parent / target).resolve()
-            if path.name in ("desk.md", "client-api.md") and path.parent == REPO / "docs":
-                continue  # written by the desk and client parts of issue 23
+            if path.name == "client-api.md" and path.parent == REPO / "docs":
+                continue  # written by the client part of issue 23
             if not path.exists() or (path.name == "known-issues.md" and anchor and anchor not in anchors):
                 broken.append(f"{page.relative_to(REPO)}: {target}#{anchor}")
     assert not broken, f"links to missing pages or anchors: {broken}"

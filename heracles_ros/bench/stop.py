@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def _load_scene(data: str) -> tuple[str, str]:
     from heracles_ros.graphdb import open_store
     from heracles_ros.graphdb.cypher.bench import PLACES_ALONG_DIAGONAL
-    from heracles_ros.graphdb.mirror import Mirror
+    from heracles_ros.mirror.reconcile import Mirror
     from heracles_ros.scene.synthetic import generate_scene
 
     with open_store(f"embedded:{data}") as store:

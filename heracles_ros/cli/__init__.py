@@ -15,7 +15,7 @@ from heracles_ros.errors import HeraclesError
 #: Sub-modules that contribute commands, in help order.
 _COMMAND_MODULES = (
     "db", "scene", "cypher", "changes", "corrections", "bench", "goal", "plan", "language", "control", "eval",
-    "demo",
+    "demo", "up", "replay",
 )
 #: Commands on the operator's fast path (``heracles stop``): only their module is imported to parse them.
 _FAST_COMMANDS = {"stop": "control", "resume": "control", "cancel": "control"}

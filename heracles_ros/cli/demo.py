@@ -1,4 +1,4 @@
-"""``heracles demo``: the whole system on the bundled example scene (``./run.sh demo``, the README's first command)."""
+"""``heracles demo``: the whole system on the bundled example scene (``./run.sh demo``; docs/desk.md)."""
 from __future__ import annotations
 
 import argparse
@@ -14,8 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "demo",
         help="run the whole system on the example scene with a simulated Spot",
         description="Start the database, mirror the bundled example scene, bring up the nodes with the "
-        "simulated Spot, then ask a question and execute a command in plain language (when a language "
-        "model is configured) or send a PDDL goal straight to the planner and dispatcher (when not). "
+        "simulated Spot, then ask a question and execute a command in plain language through the language "
+        "server, with the configured language model or, without one, SCRIPTED model turns (labelled as such). "
         "Prints every step and writes a picture of the scene with the path walked.",
     )
     parser.add_argument("--db", default=None, metavar="URI",
@@ -23,7 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "example scene into its graph 'heracles_demo'")
     parser.add_argument("--llm", choices=PROVIDERS, default=None,
                         help="language model provider (default: openai if OPENAI_API_KEY or --base-url is set, "
-                        "ollama if OLLAMA_HOST is set, else none: goal-level path)")
+                        "ollama if OLLAMA_HOST is set, else the scripted model turns, labelled as such)")
     parser.add_argument("--model", default=None, help="model name (default: the provider's default)")
     parser.add_argument("--base-url", default=None, metavar="URL",
                         help="OpenAI-compatible endpoint, or the Ollama host with --llm ollama")

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from heracles_ros.errors import SceneError
 from heracles_ros.graphdb.cypher import demo as cypher
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.plan_types import Point3
 
+#: The scene the demo and ``heracles up`` start from (package data; sim.launch.py's default too).
+EXAMPLE_SCENE = Path(__file__).resolve().parents[1] / "data" / "example_scene.json"
 OBJECT_CLASS = "box"
 TARGET_ROOM_CLASS = "lounge"
 START_ROOM_CLASS = "kitchen"

@@ -1,7 +1,7 @@
 """Whether the demo can use a language model, and which, from options and the environment.
 
-The demo talks plain language only when someone configured a model; otherwise it
-runs the goal-level path and prints :data:`HOW_TO_ENABLE`. API keys are never
+Without a configured model the demo (and ``heracles up``) plays the scripted model
+turns and prints :data:`HOW_TO_ENABLE`. API keys are never
 read here beyond "is it set": the OpenAI adapter takes ``OPENAI_API_KEY`` from
 the environment itself.
 """
@@ -15,10 +15,11 @@ from heracles_ros.agent.llm import PROVIDERS
 from heracles_ros.errors import ConfigError
 
 HOW_TO_ENABLE = """\
-The language layer (questions and commands in plain language) was not used: no language model is configured.
-Enable it with one of:
+The question and the command above were answered by SCRIPTED model turns: no language model is configured.
+Use a real model with one of:
   export OPENAI_API_KEY=...; heracles demo                 OpenAI (model gpt-4.1 unless --model)
-  heracles demo --llm ollama --model qwen3:32b             a local Ollama server (OLLAMA_HOST, default 127.0.0.1:11434)
+  heracles demo --llm ollama --model qwen3:8b              a small local Ollama model (first: ollama pull qwen3:8b;
+                                                           OLLAMA_HOST, default 127.0.0.1:11434; qwen3:32b is better)
   heracles demo --base-url http://HOST:PORT/v1 --model M   an OpenAI-compatible server (key: OPENAI_API_KEY)"""
 
 

@@ -1,14 +1,16 @@
 """``heracles demo``: the whole system on the bundled example scene, from database to picture.
 
 Steps: start the database; mirror the example scene through the ``dsg_mirror``
-node; start the ``dispatcher`` with the simulated Spot; then either talk to the
-``language_server`` (a question, and a command that is executed) when a model
-is configured, or send a PDDL goal straight to the planner and the plan to the
-dispatcher; follow execution over DDS; check what the database recorded; draw
+node; start the ``dispatcher`` with the simulated Spot; then talk to the ``language_server``
+(a question, and a command that is planned and executed) through the real agent
+loop, Cypher tool, goal checker and planner, with the configured model or,
+without one, the scripted model turns (:mod:`.scripted_model`, labelled as
+such in every line they produce); follow execution over DDS; check what the database recorded; draw
 the scene with the path walked. Everything printed goes to ``out``.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import sys
@@ -17,18 +19,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from heracles_ros.demo.goal import START_ROOM_CLASS, Anchor, DemoGoal, candidate_goals, room_anchor
+from heracles_ros.demo.goal import EXAMPLE_SCENE, START_ROOM_CLASS, Anchor, candidate_goals, room_anchor
 from heracles_ros.demo.language import HOW_TO_ENABLE, LanguageChoice
 from heracles_ros.demo.plot import Overlay, Target, render_scene
+from heracles_ros.demo.scripted_model import LABEL, MODEL_NAME, QUESTION, ScriptedModelServer
 from heracles_ros.demo.session import NAMESPACE, DemoSession
-from heracles_ros.errors import ExecutionError, HeraclesError, PlanningError
+from heracles_ros.errors import ExecutionError, HeraclesError
 from heracles_ros.plan_types import PlanAction, PlanResult, Point3
 
-EXAMPLE_SCENE = Path(__file__).resolve().parents[1] / "data" / "example_scene.json"
 #: The demo's own graph: a FalkorDB server may hold the user's real scene under another name.
 GRAPH_NAME = "heracles_demo"
 PICTURE_NAME = "heracles_demo.png"
-QUESTION = "How many boxes are there in the lounge?"
+#: Printed before every scripted line of the output.
+SCRIPTED_TAG = "scripted"
 _NO_MODEL_HINT = (" (to run the demo without a language model, unset OPENAI_API_KEY and OLLAMA_HOST and leave out "
                   "--llm / --base-url)")
 
@@ -60,7 +63,7 @@ class DemoReport:
     mirrored_nodes: int = 0
     mirrored_edges: int = 0
     answer: str = ""
-    #: The task in words (the command given, or what the goal-level path chose).
+    #: The task in words (the command given).
     task: str = ""
     goal: str = ""
     plan: PlanResult | None = None
@@ -70,7 +73,8 @@ class DemoReport:
     holding: str = ""
     path: list[Point3] = field(default_factory=list)
     picture: Path | None = None
-    used_language: bool = False
+    #: The model's turns were the scripted ones (no language model configured).
+    scripted: bool = False
 
     @property
     def success(self) -> bool:
@@ -118,11 +122,13 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> DemoReport:
             printer.line(f"robot at {start.place} in the {start.room_class} ({start.room}); simulated time runs "
                          f"{options.time_scale:g}x; node {NAMESPACE}/dispatcher")
 
-            if options.language is not None:
-                report.used_language = True
-                plan_msg = _language_path(session, store, start, options, printer, report, common)
-            else:
-                plan_msg = _goal_path(session, store, start, options, printer, report)
+            with contextlib.ExitStack() as scripted:
+                language = options.language
+                if language is None:  # no model configured: the same loop, with the scripted turns
+                    model = scripted.enter_context(ScriptedModelServer())
+                    language = LanguageChoice("openai", MODEL_NAME, model.base_url, "no language model configured")
+                    report.scripted = True
+                plan_msg = _language_path(session, store, start, options, language, printer, report, common)
 
             printer.step("execute")
             _follow(session, plan_msg, options.execution_timeout_s, printer, report, start)
@@ -151,7 +157,7 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> DemoReport:
         if started_server and server is not None:
             server.stop()
 
-    if not report.used_language:
+    if report.scripted:
         printer.blank()
         printer.text(HOW_TO_ENABLE)
     printer.blank()
@@ -160,68 +166,36 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> DemoReport:
     return report
 
 
-# -- the two ways to a plan ----------------------------------------------------------------
-def _goal_path(session: DemoSession, store: Any, start: Anchor, options: DemoOptions, printer: _Printer,
-               report: DemoReport) -> Any:
-    """No language model: a PDDL goal from the scene, straight to the planner."""
-    from heracles_ros.nodes.plan_msgs import plan_to_msg
-    from heracles_ros.planning.planner import Planner
-
-    printer.step("goal (no language model configured: goal-level path)")
-    planner = Planner(store, timeout_s=options.planner_timeout_s)
-    chosen: tuple[DemoGoal, PlanResult] | None = None
-    tried = []
-    for candidate in candidate_goals(store, start)[:4]:
-        result = planner.plan(candidate.goal)
-        if result.ok:
-            chosen = (candidate, result)
-            break
-        tried.append(f"{candidate.goal}: {result.status.value} {result.reason}".strip())
-    if chosen is None:
-        raise PlanningError("no candidate goal could be planned: " + "; ".join(tried))
-    goal, plan = chosen
-    report.goal, report.task = goal.goal, goal.description
-    for line in tried:
-        printer.line(f"skipped {line}")
-    printer.line(f"task: {goal.description}")
-    printer.line(f"goal: {goal.goal}")
-    _print_plan(printer, plan)
-    report.plan = plan
-    msg = plan_to_msg(plan, plan_id="demo-1", frame_id="map")
-    session.send_plan(msg)
-    return msg
-
-
-def _language_path(session: DemoSession, store: Any, start: Anchor, options: DemoOptions, printer: _Printer,
-                   report: DemoReport, common: dict[str, Any]) -> Any:
+# -- the language layer ----------------------------------------------------------------
+def _language_path(session: DemoSession, store: Any, start: Anchor, options: DemoOptions, language: LanguageChoice,
+                   printer: _Printer, report: DemoReport, common: dict[str, Any]) -> Any:
     """A question and a command in plain language through the language_server's services."""
     from heracles_ros.nodes.plan_msgs import plan_from_msg
 
-    language = options.language
-    assert language is not None  # the caller chose this path because one is configured
-    printer.step(f"language layer: {language.description}")
+    label = f"[{SCRIPTED_TAG}] " if report.scripted else ""
+    printer.step(f"language layer: {LABEL if report.scripted else language.description}")
     session.start_language_server({
         **common, "llm": language.provider, "model": language.model, "base_url": language.base_url,
     })
     printer.line(f"node {NAMESPACE}/language_server up")
 
-    printer.line(f"ask: {QUESTION}")
+    printer.line(f"{label}ask: {QUESTION}")
     answer = session.ask(QUESTION, timeout_s=options.llm_timeout_s)
     if answer.error:
         raise HeraclesError(f"the question failed: {answer.error}{_NO_MODEL_HINT}")
     report.answer = answer.answer
-    printer.line(f"answer: {answer.answer}" + (f"  ({answer.explanation})" if answer.explanation else ""))
+    printer.line(f"{label}answer: {answer.answer}" + (f"  ({answer.explanation})" if answer.explanation else ""))
     printer.line(f"        {answer.tool_calls} Cypher quer{'y' if answer.tool_calls == 1 else 'ies'}, "
                  f"{answer.input_tokens} + {answer.output_tokens} tokens, {answer.latency_s:.1f} s")
 
     instruction = candidate_goals(store, start)[0].instruction
     report.task = instruction
-    printer.line(f"command: {instruction}")
+    printer.line(f"{label}command: {instruction}")
     reply = session.command(instruction, timeout_s=options.llm_timeout_s)
     if not reply.plan.steps:  # the command ended before a plan: its result says why
         raise HeraclesError(f"the command did not reach a plan: {reply.outcome}: {reply.reason}{_NO_MODEL_HINT}")
     report.goal = reply.goal
-    printer.line(f"goal: {reply.goal}  ({reply.goal_text})")
+    printer.line(f"{label}goal: {reply.goal}  ({reply.goal_text})")
     plan_msg = reply.plan
     report.plan = plan_from_msg(plan_msg)
     _print_plan(printer, report.plan)
@@ -327,7 +301,7 @@ def _draw(options: DemoOptions, report: DemoReport, start: Anchor) -> Path:
             targets.append(Target(action.target_symbol, f"{action.name} {action.target_symbol}{what}{where}",
                                   action.target))
     overlay = Overlay(
-        title=f"heracles demo, {'language layer' if report.used_language else 'goal-level path'}: "
+        title=f"heracles demo, {'scripted model turns' if report.scripted else 'language model'}: "
         f"{report.task or 'no task'}",
         subtitle=f"goal {report.goal}: {report.status or 'not run'}" if report.goal else "",
         path=report.path,

@@ -17,6 +17,7 @@ from PIL import Image
 from heracles_ros import cli
 from heracles_ros.demo.language import HOW_TO_ENABLE
 from heracles_ros.demo.run import EXAMPLE_SCENE, GRAPH_NAME, PICTURE_NAME
+from heracles_ros.demo.scripted_model import LABEL, QUESTION
 from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb.falkordb_store import FalkorStore
@@ -50,25 +51,42 @@ def _room_of_places(tables):
     return rooms
 
 
-def test_demo_without_a_language_model_runs_a_valid_goal_and_draws_the_path(
+def test_demo_without_a_language_model_runs_scripted_turns_through_the_real_loop_and_draws_the_path(
     tmp_path, ros_domain_id, no_language_model, heracles, capsys
 ):
     out_dir = tmp_path / "demo"
     code = heracles(["demo", "--out", str(out_dir), "--time-scale", "30"])
     text = capsys.readouterr().out
     assert code == 0, text
-
-    # The goal brings a box from outside the lounge to a place of the lounge, per the scene file.
-    match = re.search(r"goal: \(object-in-place (O\d+) (P\d+)\)", text)
-    assert match, text
-    obj, place = match.groups()
     tables = extract_tables(load_scene(EXAMPLE_SCENE))
     room_of = _room_of_places(tables)
+
+    # The question and the command went through the language server with the scripted turns, labelled so;
+    # the answer is what the agent's real query found in the database (counted here from the scene file).
+    assert LABEL in text
+    relations = [relation_of(*edge_ends(k), tables.nodes) for k in tables.edges]
+    in_lounge = {
+        symbol_of(r[1]) for r in relations
+        if r and r[2] == CONTAINS and symbol_of(r[1]).startswith("O") and symbol_of(r[0]) in room_of
+        and tables.nodes[id_of(symbol_of(r[1]))][1] == "box"
+        and tables.nodes[id_of(room_of[symbol_of(r[0])])][1] == "lounge"
+    }
+    assert in_lounge, "the example scene has boxes in the lounge: a count of 0 would prove nothing"
+    assert f"[scripted] ask: {QUESTION}" in text
+    assert re.search(rf"^    \[scripted\] answer: {len(in_lounge)}$", text, flags=re.M), text
+    assert "1 Cypher query," in text
+    command = re.search(r"^    \[scripted\] command: Bring a box from the ([\w ]+) to the lounge\.$", text, flags=re.M)
+    assert command, text
+
+    # The goal brings a box from outside the lounge to a place of the lounge, per the scene file.
+    match = re.search(r"\[scripted\] goal: \(object-in-place (O\d+) (P\d+)\)", text)
+    assert match, text
+    obj, place = match.groups()
     assert tables.nodes[id_of(obj)][1] == "box"
     assert tables.nodes[id_of(room_of[place])][1] == "lounge"
-    relations = [relation_of(*edge_ends(k), tables.nodes) for k in tables.edges]
     parents = {symbol_of(r[0]) for r in relations if r and r[2] == CONTAINS and symbol_of(r[1]) == obj}
     assert parents and all(room_of.get(p) != room_of[place] for p in parents), "the box was already in the lounge"
+    assert {tables.nodes[id_of(room_of[p])][1] for p in parents} == {command.group(1)}, "not the room commanded"
 
     # The plan and every step of its execution are printed, ending in success.
     steps = re.findall(r"^\s+(\d+)\. (goto|pick|place|inspect)\b", text, flags=re.M)

@@ -1,0 +1,153 @@
+"""``heracles up``: the whole system on this machine in one command, until Ctrl-C.
+
+The embedded database, the three nodes (dispatcher on the simulated Spot), and
+the scripted model when no language model is configured, run under one
+process runner (:mod:`heracles_ros.desk.runner`): every log line is prefixed by
+its process's name, and Ctrl-C (or SIGTERM) stops them all, the database last.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+from heracles_ros.cli.common import add_db_option
+from heracles_ros.demo.goal import START_ROOM_CLASS
+from heracles_ros.demo.language import PROVIDERS, choose_language_model
+from heracles_ros.errors import ConfigError, SceneError
+
+DEFAULT_NAMESPACE = "/spot"
+#: The nodes' shutdown_timeout_s default (config/*.yaml).
+DEFAULT_SHUTDOWN_S = 5.0
+#: What the database's own clean stop may take on top of the nodes' shutdown.
+DATABASE_STOP_S = 5.0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "up", help="start the whole system locally (database, nodes, simulated Spot) until Ctrl-C",
+        description="Start the embedded database, the dsg_mirror, language_server and dispatcher nodes (simulated "
+        "Spot) under one process runner, each log line prefixed by its process; Ctrl-C stops everything. Without "
+        "a configured language model the language server gets SCRIPTED model turns (the demo's question and "
+        "command only). Talk to it from another terminal: heracles command --execute '...', heracles stop, "
+        "heracles replay ...",
+    )
+    add_db_option(parser)
+    parser.add_argument("--scene", type=Path, default=None, metavar="FILE",
+                        help="spark_dsg file the mirror starts from (default: the bundled example scene)")
+    parser.add_argument("--no-scene", action="store_true",
+                        help="start with an empty mirror (e.g. to fill it with heracles replay)")
+    parser.add_argument("--start-place", default=None, metavar="SYMBOL",
+                        help=f"place the simulated robot starts at (default: the middle of the scene's "
+                        f"{START_ROOM_CLASS}; with --no-scene: where the database last had it)")
+    parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS",
+                        help=f"robot namespace of the nodes (default {DEFAULT_NAMESPACE})")
+    parser.add_argument("--graph", default="heracles", help="graph the nodes use (default: heracles)")
+    parser.add_argument("--llm", choices=PROVIDERS, default=None,
+                        help="language model provider (default: openai if OPENAI_API_KEY or --base-url is set, "
+                        "ollama if OLLAMA_HOST is set, else the scripted model turns)")
+    parser.add_argument("--model", default=None, help="model name (default: the provider's default)")
+    parser.add_argument("--base-url", default=None, metavar="URL",
+                        help="OpenAI-compatible endpoint, or the Ollama host with --llm ollama")
+    parser.add_argument("--time-scale", type=float, default=1.0, metavar="X",
+                        help="simulated seconds per wall-clock second of the simulated Spot (default: 1)")
+    parser.add_argument("--shutdown-timeout", type=float, default=DEFAULT_SHUTDOWN_S, metavar="S",
+                        help=f"each node's shutdown_timeout_s (default {DEFAULT_SHUTDOWN_S:g})")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from heracles_ros.demo.goal import EXAMPLE_SCENE
+    from heracles_ros.demo.scripted_model import LABEL
+    from heracles_ros.desk.runner import run_processes
+    from heracles_ros.desk.start_place import start_place
+    from heracles_ros.desk.system import DATABASE, SystemOptions, environment, processes
+    from heracles_ros.graphdb import parse_db_uri
+    from heracles_ros.graphdb.uri import default_data_dir
+
+    if args.time_scale <= 0 or args.shutdown_timeout <= 0:
+        raise ConfigError("--time-scale and --shutdown-timeout must be > 0")
+    scene = None if args.no_scene else (args.scene or EXAMPLE_SCENE).expanduser().resolve()
+    if scene is not None and not scene.is_file():
+        raise ConfigError(f"--scene {scene}: no such file")
+    try:
+        place = args.start_place if args.start_place is not None else (
+            start_place(scene, START_ROOM_CLASS) if scene is not None else "")
+    except SceneError as exc:
+        raise ConfigError(f"{exc}; name the robot's start with --start-place") from exc
+    target = parse_db_uri(args.db)
+    embedded = (target.data_dir or default_data_dir()) if target.kind == "embedded" else None
+    db_uri = f"embedded:{embedded}" if embedded is not None else args.db
+    language = choose_language_model(args.llm, args.model, args.base_url)
+    options = SystemOptions(
+        db_uri=db_uri, embedded_dir=embedded, namespace=args.namespace, graph_name=args.graph, scene_file=scene,
+        start_place=place, language=language, scripted_port=_free_port() if language is None else 0,
+        time_scale=args.time_scale, shutdown_timeout_s=args.shutdown_timeout,
+    )
+    print(f"heracles up: nodes in {args.namespace}, database {db_uri} (graph {args.graph}), simulated Spot"
+          + (f" starting at {place}" if place else "") + (f", scene {scene}" if scene else ", no scene"), flush=True)
+    print(f"heracles up: language model: {language.description if language else LABEL}", flush=True)
+    signal.signal(signal.SIGTERM, _interrupt)  # until the runner takes over: a stop during set-up cleans up
+    try:
+        if embedded is not None:
+            _start_database(embedded)  # before any node, so that no node ever starts one of its own
+        if scene is not None:
+            _write_scene(db_uri, args.graph, scene)
+    except BaseException:
+        if embedded is not None:
+            _stop_leftover_database(embedded)
+        raise
+    env = environment(os.environ)
+    if env.get("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST" and "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ:
+        print("heracles up: ROS discovery on this host only; in other terminals: "
+              "export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST", flush=True)
+    print("heracles up: Ctrl-C stops everything", flush=True)
+    result = run_processes(processes(options), env, sys.stdout, last={DATABASE}, grace_s=args.shutdown_timeout + 2.0,
+                           last_stop_s=DATABASE_STOP_S)
+    if embedded is not None:
+        _stop_leftover_database(embedded)
+    with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP): the status still says it
+        print(result.summary(), file=sys.stderr if result.exit_status else sys.stdout, flush=True)
+    return result.exit_status
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _start_database(data_dir: Path) -> None:
+    from heracles_ros.embedded.server import EmbeddedServer
+
+    EmbeddedServer(data_dir, progress=lambda line: print(f"heracles up: {line}", flush=True)).ensure_started()
+
+
+def _write_scene(db_uri: str, graph_name: str, scene: Path) -> None:
+    """The scene in the database before the dispatcher looks up its start place there (the mirror node,
+    given the same file, then finds nothing to change)."""
+    from heracles_ros.graphdb import open_store
+    from heracles_ros.mirror.reconcile import Mirror
+    from heracles_ros.scene.io import load_scene
+
+    with open_store(db_uri, graph=graph_name, timeout_s=120.0) as store:
+        report = Mirror(store).reconcile(load_scene(scene), stamp_s=scene.stat().st_mtime)
+    print(f"heracles up: {scene.name} in the database ({report.nodes} nodes, {report.edges} edges)", flush=True)
+
+
+def _stop_leftover_database(data_dir: Path) -> None:
+    """Stop the server when nothing else did (a stop during set-up, or a database process that was killed)."""
+    from heracles_ros.embedded.server import EmbeddedServer
+
+    server = EmbeddedServer(data_dir)
+    if server.current() is not None or server.loading():
+        print("heracles up: stopping the database server", file=sys.stderr, flush=True)
+        server.stop(timeout_s=DATABASE_STOP_S)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
