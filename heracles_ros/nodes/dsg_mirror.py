@@ -16,6 +16,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from dataclasses import fields
 from typing import Any
 
 from rcl_interfaces.msg import SetParametersResult
@@ -260,25 +261,7 @@ class DsgMirrorNode(Node):
         return self.loop.state if self.loop is not None else MirrorState()
 
     def _publish(self, state: MirrorState) -> None:
-        msg = MirrorStatus()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.sequence = state.sequence
-        msg.nodes = state.nodes
-        msg.edges = state.edges
-        msg.nodes_added = state.nodes_added
-        msg.nodes_changed = state.nodes_changed
-        msg.nodes_removed = state.nodes_removed
-        msg.edges_added = state.edges_added
-        msg.edges_removed = state.edges_removed
-        msg.last_latency_s = state.last_latency_s
-        msg.snapshots_received = state.snapshots_received
-        msg.snapshots_applied = state.snapshots_applied
-        msg.snapshots_dropped = state.snapshots_dropped
-        msg.suspect_held = state.suspect_held
-        msg.corrections_active = state.corrections_active
-        msg.corrections_retired = list(state.corrections_retired)
-        msg.last_error = state.last_error
-        self._status.publish(msg)
+        self._status.publish(status_msg(state, self.get_clock().now().to_msg()))
 
     def close(self) -> None:
         """On SIGINT/SIGTERM (the runner calls it): the snapshot being written may finish within most of
@@ -305,10 +288,22 @@ class DsgMirrorNode(Node):
         super().destroy_node()
 
 
+#: The fields of MirrorState, each published under its own name in MirrorStatus.
+MIRROR_STATE_FIELDS = tuple(f.name for f in fields(MirrorState))
 #: Seconds between refreshes of the history markers.
 _MARKER_PERIOD_S = 2.0
 #: Longest wait of the ``changes`` service for a reconcile in progress.
 _CHANGES_WAIT_S = 5.0
+
+
+def status_msg(state: MirrorState, stamp: Any) -> MirrorStatus:
+    """The status message of ``state``: every MirrorState field onto the message field of its name."""
+    msg = MirrorStatus()
+    msg.header.stamp = stamp
+    for name in MIRROR_STATE_FIELDS:
+        value = getattr(state, name)
+        setattr(msg, name, list(value) if isinstance(value, tuple) else value)
+    return msg
 
 
 def _stamp_seconds(stamp: Any) -> float | None:
