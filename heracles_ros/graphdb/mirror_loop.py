@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from heracles_ros.errors import DatabaseUnavailable, HeraclesError, SceneError, SuspectSnapshot
 from heracles_ros.graphdb.mirror import Mirror, ReconcileReport
@@ -74,9 +75,9 @@ REPORTED_FIELDS = (
 )
 
 
-def report_counts(report: ReconcileReport) -> dict[str, object]:
+def report_counts(report: ReconcileReport) -> dict[str, Any]:
     """What one reconcile wrote and what the mirror holds after it, as MirrorState fields."""
-    counts: dict[str, object] = {name: getattr(report, name) for name in REPORTED_FIELDS}
+    counts: dict[str, Any] = {name: getattr(report, name) for name in REPORTED_FIELDS}
     counts["corrections_retired"] = tuple(report.corrections_retired)
     return counts
 
