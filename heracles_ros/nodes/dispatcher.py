@@ -78,15 +78,7 @@ from visualization_msgs.msg import MarkerArray
 
 from heracles_ros.action import ExecutePlan
 from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
-from heracles_ros.execution.dispatcher import (
-    DispatchConfig,
-    Dispatcher,
-    DispatchOutcome,
-    DispatchStatus,
-    ProgressEvent,
-    Replanner,
-    StepState,
-)
+from heracles_ros.execution.dispatcher import DispatchConfig, Dispatcher, DispatchOutcome, ProgressEvent, Replanner
 from heracles_ros.execution.driver import CancelToken, RobotDriver
 from heracles_ros.execution.driver_factory import DRIVER_KINDS, checked_settings, make_driver
 from heracles_ros.execution.driver_factory import SETTINGS as DRIVER_SETTINGS
@@ -101,6 +93,7 @@ from heracles_ros.nodes.parameters import SNAPSHOT_WAIT, declare
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
 from heracles_ros.nodes.qos import latched, reliable
 from heracles_ros.nodes.runner import SHUTDOWN_TIMEOUT, run_node
+from heracles_ros.outcomes import DispatchStatus, StepState
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Resume

@@ -19,10 +19,10 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from heracles_ros.errors import PlanningError
+from heracles_ros.outcomes import FDStatus
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +59,6 @@ _UNSOLVABLE = {10, 11, 12, 13}
 #: SEARCH_UNSOLVED_INCOMPLETE: an incomplete search found nothing, which proves nothing.
 _INCOMPLETE = 12
 _OUT_OF_TIME = {21, 23, 24}
-
-
-class FDStatus(str, Enum):
-    SOLVED = "solved"
-    UNSOLVABLE = "unsolvable"
-    TIMEOUT = "timeout"
-    ERROR = "error"
 
 
 @dataclass(frozen=True)
