@@ -43,6 +43,6 @@ def test_a_dispatched_plan_ends_the_command_under_the_same_word() -> None:
 
 
 def test_only_succeeded_and_planned_are_successful_and_compare_as_words() -> None:
-    assert SUCCESSFUL_COMMANDS == {"succeeded", "planned"}
+    assert {"succeeded", "planned"} == SUCCESSFUL_COMMANDS
     assert "succeeded" in SUCCESSFUL_COMMANDS and CommandOutcome.SUCCEEDED in SUCCESSFUL_COMMANDS
     assert "cancelled" not in SUCCESSFUL_COMMANDS
