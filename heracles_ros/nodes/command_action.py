@@ -52,6 +52,7 @@ from std_msgs.msg import Header
 from heracles_ros.action import ExecuteCommand, ExecutePlan
 from heracles_ros.agent.loop import Agent
 from heracles_ros.agent.results import Candidate, CommandResult
+from heracles_ros.command_pipeline import CommandPipeline
 from heracles_ros.errors import HeraclesError, describe
 from heracles_ros.msg import Candidate as CandidateMsg
 from heracles_ros.msg import CommandRejection, StopState
@@ -147,6 +148,7 @@ class CommandAction:
         node: Node,
         *,
         get_agent: Callable[[], Agent],
+        pipeline: CommandPipeline,
         summary: Callable[[PlanResult | None], str],
         announce: Callable[[str, str, str], None],
         require_confirmation: bool,
@@ -156,6 +158,7 @@ class CommandAction:
     ):
         self.node = node
         self._get_agent = get_agent
+        self._pipeline = pipeline
         self._summary = summary
         self._announce = announce
         self.require_confirmation = require_confirmation
@@ -363,8 +366,8 @@ class CommandAction:
             self._feedback(goal, "grounding", f"query {len(queries)}: {query}", queries=list(queries))
 
         self._feedback(goal, "grounding", request.instruction.strip())
-        command = self._get_agent().command(
-            request.instruction, plan=True, session=request.session, on_query=on_query,
+        command = self._pipeline.command(
+            self._get_agent(), request.instruction, session=request.session, on_query=on_query,
             cancelled=lambda: bool(self._interruption(running, goal, "grounding")),
         )
         _fill(result, command, self._summary(command.plan))

@@ -58,6 +58,7 @@ from heracles_ros.agent.loop import Agent
 from heracles_ros.agent.prompt import METHODS
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult, Usage
 from heracles_ros.agent.sessions import Sessions
+from heracles_ros.command_pipeline import CommandPipeline
 from heracles_ros.errors import ConfigError, HeraclesError, describe
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb import open_store
@@ -275,6 +276,8 @@ class LanguageServerNode(HeraclesNode):
             snapshot_wait_s=self.settings.snapshot_wait_s,
         )
         self._planner.preload()  # the first command must not wait seconds for a kilometre-scale place graph
+        #: Checks (through the agent), plans: the node's one planner, shared by both.
+        self.pipeline = CommandPipeline(self._planner)
         self._agent_lock = threading.Lock()
         self._agent: Agent | None = None
         self._llm: LLM | None = None
@@ -291,7 +294,8 @@ class LanguageServerNode(HeraclesNode):
         self.create_service(Correct, "correct", self._on_correct, callback_group=requests)
         self.create_service(ManageCorrections, "corrections", self._on_corrections, callback_group=requests)
         self.commands = self.destroyed_with_node(CommandAction(
-            self, get_agent=self._get_agent, summary=plan_summary, announce=self._publish_answer,
+            self, get_agent=self._get_agent, pipeline=self.pipeline, summary=plan_summary,
+            announce=self._publish_answer,
             require_confirmation=self.settings.require_confirmation,
             confirm_timeout_s=self.settings.confirm_timeout_s, map_frame=self.settings.map_frame,
             client_lost_s=self.settings.client_lost_s,
@@ -330,7 +334,7 @@ class LanguageServerNode(HeraclesNode):
                 self._agent = Agent(
                     self.store,
                     llm,
-                    planner=self._planner,
+                    checker=self._planner,
                     method=s.method,
                     max_goal_retries=s.max_goal_retries,
                     query_timeout_s=s.query_timeout_s,
@@ -362,7 +366,7 @@ class LanguageServerNode(HeraclesNode):
     def _on_command(self, request: Command.Request, response: Command.Response) -> Command.Response:
         result = self._serve(
             "command", request.instruction, CommandResult,
-            lambda agent: agent.command(request.instruction, plan=True, session=request.session),
+            lambda agent: self.pipeline.command(agent, request.instruction, session=request.session),
             request.session,
         )
         response.goal = result.goal
