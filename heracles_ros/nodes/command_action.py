@@ -42,11 +42,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionClient, CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, qos_profile_services_default
 from std_msgs.msg import Header
 
 from heracles_ros.action import ExecuteCommand, ExecutePlan
@@ -59,6 +58,7 @@ from heracles_ros.msg import CommandRejection, StopState
 from heracles_ros.nodes.client_presence import GRAPH_READ_PERIOD_S, ClientPresence
 from heracles_ros.nodes.plan_msgs import plan_to_msg
 from heracles_ros.nodes.qos import latched
+from heracles_ros.nodes.single_goal import SingleGoalServer, end_goal
 from heracles_ros.outcomes import SUCCESSFUL_COMMANDS, CommandOutcome, RejectionCode
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.srv import Confirm
@@ -133,13 +133,6 @@ def candidate_msgs(candidates: list[Candidate]) -> list[CandidateMsg]:
     ]
 
 
-def _service_queue() -> QoSProfile:
-    """The services' default QoS with room for a burst of requests."""
-    profile = QoSProfile(**{name: getattr(qos_profile_services_default, name)
-                            for name in ("history", "reliability", "durability")}, depth=SERVICE_DEPTH)
-    return profile
-
-
 class CommandAction:
     """Serves ``execute_command`` and ``confirm`` on ``node``; sends plans to ``execute_plan``."""
 
@@ -182,12 +175,10 @@ class CommandAction:
                                                 callback_group=MutuallyExclusiveCallbackGroup())
         # The dispatcher's latched stop: while it is on, motion goals are refused at once.
         node.create_subscription(StopState, "stop_state", self._on_stop_state, latched(1), callback_group=group)
-        self.server = ActionServer(
-            node, ExecuteCommand, "execute_command", self._execute_unknown,
-            goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
-            cancel_callback=lambda goal: CancelResponse.ACCEPT, callback_group=group,
-            goal_service_qos_profile=_service_queue(), cancel_service_qos_profile=_service_queue(),
-            result_service_qos_profile=_service_queue(), result_timeout=RESULT_KEPT_S,
+        self.server = SingleGoalServer(
+            node, ExecuteCommand, "execute_command", judge=self._on_goal, start=self._on_accepted,
+            cancel=lambda goal: CancelResponse.ACCEPT, callback_group=group, queue_depth=SERVICE_DEPTH,
+            result_keep_s=RESULT_KEPT_S,
         )
         self.confirm_service = node.create_service(Confirm, "confirm", self._on_confirm, callback_group=group)
         self._client_watch = node.create_timer(GRAPH_READ_PERIOD_S, self._watch_client,
@@ -213,17 +204,18 @@ class CommandAction:
         return state if state is not None and state.stopped else None
 
     # -- acceptance --------------------------------------------------------------------
-    def _on_goal(self, goal: ExecuteCommand.Goal) -> GoalResponse:
+    def _on_goal(self, goal: ExecuteCommand.Goal) -> bool:
+        """Accept (True), or refuse with the reason published on command_rejections."""
         code, reason = self._refusal(goal)
         if code is None:
-            return GoalResponse.ACCEPT
+            return True
         command_id = clip(goal.command_id, MAX_ID_CHARS)
         self.node.get_logger().warning(f"command {clip(command_id)} rejected ({code.value}): {reason}")
         self._rejections.publish(CommandRejection(
             header=Header(stamp=self.node.get_clock().now().to_msg()), command_id=command_id,
             instruction=clip(goal.instruction, MAX_INSTRUCTION_CHARS), code=code.value, reason=reason,
         ))
-        return GoalResponse.REJECT
+        return False
 
     def _refusal(self, goal: ExecuteCommand.Goal) -> tuple[RejectionCode | None, str]:
         """(code, reason) why the goal cannot start, or (None, "") after reserving the one command slot."""
@@ -268,16 +260,13 @@ class CommandAction:
             self.idle.clear()
         return None, ""
 
-    def _on_accepted(self, goal: ServerGoalHandle) -> None:
+    def _on_accepted(self, goal: ServerGoalHandle) -> Callable[[ServerGoalHandle], ExecuteCommand.Result]:
+        """The accepted goal's command: the slot its judgement reserved."""
         with self._lock:
             running = self._running
             assert running is not None and running.command_id == goal.request.command_id
             running.started = True
-        goal.execute(lambda handle: self._execute(running, handle))
-
-    def _execute_unknown(self, goal: ServerGoalHandle) -> ExecuteCommand.Result:
-        goal.abort()  # every accepted goal runs with its own record (see _on_accepted)
-        return ExecuteCommand.Result()
+        return lambda handle: self._execute(running, handle)
 
     # -- confirmation ------------------------------------------------------------------
     def _on_confirm(self, request: Confirm.Request, response: Confirm.Response) -> Confirm.Response:
@@ -338,12 +327,8 @@ class CommandAction:
         # The answer marker reads the robot's record (a database read): off this thread, after the result.
         threading.Thread(target=self._announce_quietly, args=(request.instruction, announced),
                          name=f"announce-{running.command_id}", daemon=True).start()
-        if result.outcome == CommandOutcome.CANCELLED and goal.is_cancel_requested:
-            goal.canceled()
-        elif result.outcome in SUCCESSFUL_COMMANDS:
-            goal.succeed()
-        else:
-            goal.abort()
+        end_goal(goal, cancelled=result.outcome == CommandOutcome.CANCELLED,
+                 succeeded=result.outcome in SUCCESSFUL_COMMANDS)
         return result
 
     def _announce_quietly(self, instruction: str, outcome: str) -> None:

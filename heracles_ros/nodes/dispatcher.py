@@ -65,7 +65,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.duration import Duration
@@ -93,6 +93,7 @@ from heracles_ros.nodes.parameters import SNAPSHOT_WAIT
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
 from heracles_ros.nodes.qos import latched, reliable
 from heracles_ros.nodes.runner import SHUTDOWN_TIMEOUT
+from heracles_ros.nodes.single_goal import SingleGoalServer, end_goal, request_queue, wait_until_done
 from heracles_ros.outcomes import DispatchStatus, StepState
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.settings import Setting
@@ -294,12 +295,7 @@ def _claim_order(claim: str) -> tuple[float, str]:
 
 def action_queue_qos() -> QoSProfile:
     """Reliable, volatile, deep: the execute_plan action's goal, cancel and result services (and their clients)."""
-    return QoSProfile(
-        history=HistoryPolicy.KEEP_LAST,
-        depth=ACTION_QUEUE_DEPTH,
-        reliability=ReliabilityPolicy.RELIABLE,
-        durability=DurabilityPolicy.VOLATILE,
-    )
+    return request_queue(ACTION_QUEUE_DEPTH)
 
 
 class DispatcherNode(HeraclesNode):
@@ -342,13 +338,10 @@ class DispatcherNode(HeraclesNode):
         self._result_pub = self.create_publisher(DispatchResult, "dispatch_result", reliable(10))
         self._markers_pub = self.create_publisher(MarkerArray, "plan_markers", reliable(10))
         self._stop_pub = self.create_publisher(StopState, "stop_state", latched())
-        requests = action_queue_qos()
-        self._action = self.destroyed_with_node(ActionServer(
-            self, ExecutePlan, "execute_plan", self._execute_unknown,
-            goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
-            cancel_callback=self._on_cancel_goal, callback_group=ReentrantCallbackGroup(),
-            goal_service_qos_profile=requests, cancel_service_qos_profile=requests,
-            result_service_qos_profile=requests, result_timeout=RESULT_KEEP_S,
+        self._action = self.destroyed_with_node(SingleGoalServer(
+            self, ExecutePlan, "execute_plan", judge=self._on_goal, start=self._on_accepted,
+            cancel=self._on_cancel_goal, callback_group=ReentrantCallbackGroup(), queue_depth=ACTION_QUEUE_DEPTH,
+            result_keep_s=RESULT_KEEP_S,
         ))  # fmt: skip
         # The operator's controls: their own group, never behind a plan, a query or the markers.
         controls = MutuallyExclusiveCallbackGroup()
@@ -468,16 +461,16 @@ class DispatcherNode(HeraclesNode):
             )
         return None
 
-    def _on_goal(self, goal: ExecutePlan.Goal) -> GoalResponse:
-        """Accept or reject at once; a rejection's reason goes out on dispatch_result."""
+    def _on_goal(self, goal: ExecutePlan.Goal) -> bool:
+        """Accept (True) or reject at once; a rejection's reason goes out on dispatch_result."""
         plan_id = goal.plan.plan_id or f"{self.get_name()}-{next(self._ids)}"
         goal.plan.plan_id = plan_id  # the accepted goal keeps the id it was judged under
         with self._lock:
             refusal = self._refusal_locked()
         if refusal is None:
-            return GoalResponse.ACCEPT
+            return True
         self._reject(plan_id, *refusal)
-        return GoalResponse.REJECT
+        return False
 
     def _reject(self, plan_id: str, status: DispatchStatus, reason: str) -> DispatchOutcome:
         self.get_logger().warning(f"plan {plan_id} {status.value}: {reason}")
@@ -485,7 +478,8 @@ class DispatcherNode(HeraclesNode):
         self._publish_result(outcome)
         return outcome
 
-    def _on_accepted(self, goal: ServerGoalHandle) -> None:
+    def _on_accepted(self, goal: ServerGoalHandle) -> Callable[[ServerGoalHandle], ExecutePlan.Result]:
+        """The accepted goal's job, queued for the worker (or already ended, when judged again refused)."""
         msg = goal.request.plan
         job = _Job(msg.plan_id, plan_from_msg(msg), CancelToken(), goal=goal)
         with self._lock:
@@ -500,11 +494,7 @@ class DispatcherNode(HeraclesNode):
         else:
             self.get_logger().info(f"plan {job.plan_id}: {len(msg.steps)} steps for {msg.goal}")
             self._jobs.put(job)
-        goal.execute(lambda handle: self._execute_goal(job, handle))
-
-    def _execute_unknown(self, goal: ServerGoalHandle) -> ExecutePlan.Result:
-        goal.abort()  # every accepted goal is executed with its own job (see _on_accepted)
-        return ExecutePlan.Result()
+        return lambda handle: self._execute_goal(job, handle)
 
     def _on_cancel_goal(self, goal: ServerGoalHandle) -> CancelResponse:
         with self._lock:
@@ -521,28 +511,24 @@ class DispatcherNode(HeraclesNode):
         closes, the shutdown deadline, so this thread is never held past it.
         """
         client = goal.request.client_node
+
+        def watch_client() -> bool:
+            if client and not job.cancel.cancelled and self._presence.lost(client):
+                self._client_lost(job, client)
+            return False  # the plan's own end (its cancel included) is what this waits for
+
         try:
-            while not job.done.wait(GOAL_POLL_S):
-                if client and not job.cancel.cancelled and self._presence.lost(client):
-                    self._client_lost(job, client)
-                deadline = self._deadline
-                if deadline is not None and time.monotonic() > deadline:
-                    job.outcome = job.outcome or DispatchOutcome(
-                        job.plan_id, DispatchStatus.CANCELLED, "the dispatcher shut down before the plan ended",
-                        0, 0, self.dispatcher.robot,
-                    )  # fmt: skip
-                    break
+            if not wait_until_done(job.done, poll_s=GOAL_POLL_S, check=watch_client, deadline=lambda: self._deadline):
+                job.outcome = job.outcome or DispatchOutcome(
+                    job.plan_id, DispatchStatus.CANCELLED, "the dispatcher shut down before the plan ended",
+                    0, 0, self.dispatcher.robot,
+                )  # fmt: skip
         finally:
             if client:
                 self._presence.forget(client)
         outcome = job.outcome
         assert outcome is not None
-        if goal.is_cancel_requested:
-            goal.canceled()
-        elif outcome.success:
-            goal.succeed()
-        else:
-            goal.abort()
+        end_goal(goal, cancelled=True, succeeded=outcome.success)
         return ExecutePlan.Result(result=self._result_msg(outcome))
 
     def _client_lost(self, job: _Job, client: str) -> None:
