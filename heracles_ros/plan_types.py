@@ -2,17 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+
+from heracles_ros.outcomes import PlanStatus
 
 Point3 = tuple[float, float, float]
-
-
-class PlanStatus(str, Enum):
-    SOLVED = "solved"
-    UNSOLVABLE = "unsolvable"
-    TIMEOUT = "timeout"
-    ERROR = "error"
-    INVALID_GOAL = "invalid_goal"
 
 
 @dataclass(frozen=True)

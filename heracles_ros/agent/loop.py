@@ -69,8 +69,8 @@ _EXPLANATION_CHARS = 1000
 T = TypeVar("T")
 #: ``on_query(query)``: told of every Cypher query the model has run, as it runs (progress for operators).
 QueryListener = Callable[[str], None]
-#: ``cancelled()``: True once the caller gave the request up; checked between model turns, before each
-#: query and before planning, so a cancel ends a request within the model's current turn.
+#: ``cancelled()``: True once the caller gave the request up; checked between model turns and before each
+#: query (and by the command pipeline before planning), so a cancel ends a request within the current turn.
 CancelToken = Callable[[], bool]
 
 
@@ -115,7 +115,7 @@ class Agent:
         store: GraphStore,
         llm: LLM,
         *,
-        planner: Any = None,
+        checker: Any = None,
         method: str = "agentic",
         max_tool_calls: int | None = None,
         max_goal_retries: int = 2,
@@ -148,19 +148,20 @@ class Agent:
         self.prompts = prompts or PromptBuilder(
             store, max_tool_calls=self.max_tool_calls, result_token_budget=result_token_budget
         )
-        self._planner = planner
+        self._checker = checker
         self.referents = Referents(store, robot_symbol=robot_symbol)
         #: Recent exchanges per session id (requests without a session neither read nor add any).
         self.sessions = Sessions() if sessions is None else sessions  # an empty one is falsy: keep it
 
     @property
-    def planner(self) -> Any:
-        """The goal checker and planner (built on first use: it reads the PDDL domain)."""
-        if self._planner is None:
+    def checker(self) -> Any:
+        """The goal checker, a :class:`~heracles_ros.planning.planner.Planner` (built on first use: it reads
+        the PDDL domain; a node passes its own, which also plans)."""
+        if self._checker is None:
             from heracles_ros.planning.planner import Planner
 
-            self._planner = Planner(self.store)
-        return self._planner
+            self._checker = Planner(self.store)
+        return self._checker
 
     # -- requests -------------------------------------------------------------------
     def ask(self, question: str, answer_type: str | None = None, *, session: str = "") -> AskResult:
@@ -189,19 +190,20 @@ class Agent:
         return result
 
     def command(
-        self, instruction: str, *, plan: bool = True, session: str = "", on_query: QueryListener | None = None,
+        self, instruction: str, *, session: str = "", on_query: QueryListener | None = None,
         cancelled: CancelToken | None = None,
     ) -> CommandResult:
-        """A PDDL goal the checker accepted (or a question back); with ``plan`` also the planner's result.
+        """A PDDL goal the checker accepted (or a question back): grounding only, planning is the command
+        pipeline's (:mod:`heracles_ros.command_pipeline`).
 
-        ``cancelled`` is polled between model turns, before each query and before planning: once it
-        is true the request ends with a RequestCancelled error and nothing more runs.
+        ``cancelled`` is polled between model turns and before each query: once it is true the request
+        ends with a RequestCancelled error and nothing more runs.
         """
         result = CommandResult()
 
         def check(text: str) -> GoalExpr:
             try:
-                goal: GoalExpr = self.planner.check(text)
+                goal: GoalExpr = self.checker.check(text)
             except GoalError as exc:
                 problems = "\n".join(f"- {p}" for p in exc.problems)
                 feedback = (
@@ -226,13 +228,6 @@ class Agent:
             result.goal = str(goal)
             result.goal_text = self._in_words(goal)
         self._remember(session, "command", instruction, answer, result)
-        if plan and result.goal:
-            try:
-                conversation.check_cancelled("planning")
-            except RequestCancelled as exc:
-                result.error = describe(exc)
-                return result
-            self._plan(result)
         return result
 
     def correct(self, instruction: str, *, author: str = "operator", session: str = "") -> CorrectResult:
@@ -430,16 +425,6 @@ class Agent:
         elapsed = time.monotonic() - session.started
         if elapsed > self.request_timeout_s:
             raise LLMTimeout(f"the request took longer than its {self.request_timeout_s:g} s limit ({elapsed:.1f} s)")
-
-    def _plan(self, result: CommandResult) -> None:
-        try:
-            plan = self.planner.plan(result.goal)
-        except HeraclesError as exc:
-            result.error = describe(exc)
-            return
-        result.plan = plan
-        if not plan.ok:
-            result.error = f"PlanningError: no plan ({plan.status.value}){': ' + plan.reason if plan.reason else ''}"
 
 
 # --- answer text ------------------------------------------------------------------------

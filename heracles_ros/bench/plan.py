@@ -33,7 +33,8 @@ from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.mirror.symbols import symbol_layers
-from heracles_ros.planning.fast_downward import FDStatus, run_fast_downward
+from heracles_ros.outcomes import FDStatus
+from heracles_ros.planning.fast_downward import run_fast_downward
 from heracles_ros.planning.places import PlaceGraph
 from heracles_ros.planning.planner import Planner
 from heracles_ros.planning.problem import COST_SCALE, render_goal

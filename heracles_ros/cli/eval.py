@@ -64,7 +64,7 @@ class _GoalOnly:
         return result
 
     def command(self, instruction: str) -> CommandResult:
-        result: CommandResult = self.agent.command(instruction, plan=False)
+        result: CommandResult = self.agent.command(instruction)
         return result
 
 

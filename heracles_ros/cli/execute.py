@@ -33,6 +33,7 @@ from typing import Any
 
 from heracles_ros.cli.common import print_json
 from heracles_ros.errors import ConfigError
+from heracles_ros.outcomes import SUCCESSFUL_COMMANDS, CommandOutcome
 
 #: heracles.launch.py's default namespace (robot_name:=spot).
 DEFAULT_NAMESPACE = "/spot"
@@ -281,7 +282,8 @@ class _Follower:
 
     def _rejected(self, goal: Any, as_json: bool) -> int:
         deadline = time.monotonic() + REJECTION_WAIT_S
-        reason, code = "the language_server rejected the command (its reason did not arrive)", "rejected"
+        reason = "the language_server rejected the command (its reason did not arrive)"
+        code = CommandOutcome.REJECTED.value
         while time.monotonic() < deadline:
             try:
                 rejection = self.rejections.get(timeout=max(0.01, deadline - time.monotonic()))
@@ -291,7 +293,8 @@ class _Follower:
                 reason, code = rejection.reason, rejection.code
                 break
         if as_json:
-            print_json({"outcome": "rejected", "code": code, "reason": reason, "command_id": goal.command_id})
+            print_json({"outcome": CommandOutcome.REJECTED.value, "code": code, "reason": reason,
+                        "command_id": goal.command_id})
         else:
             _err(f"rejected ({code}): {reason}")
         return EXIT_FAILED
@@ -356,9 +359,9 @@ class _Follower:
                 for candidate in data["candidates"]:
                     print(f"  - {candidate}")
             _err(f"{result.outcome}" + (f": {result.reason}" if result.reason and not result.clarification else ""))
-        if result.outcome in ("succeeded", "planned"):
+        if result.outcome in SUCCESSFUL_COMMANDS:
             return EXIT_OK
-        return EXIT_CLARIFY if result.outcome == "clarify" else EXIT_FAILED
+        return EXIT_CLARIFY if result.outcome == CommandOutcome.CLARIFY else EXIT_FAILED
 
 
 def _err(text: str) -> None:

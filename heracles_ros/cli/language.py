@@ -104,7 +104,13 @@ def _ask(args: argparse.Namespace) -> int:
 def _command(args: argparse.Namespace) -> int:
     if args.execute:
         return execute(args)
-    result = _request(args, CommandResult, lambda agent: agent.command(args.instruction, plan=not args.no_plan))
+    def run(agent: Any) -> CommandResult:
+        from heracles_ros.command_pipeline import CommandPipeline
+
+        # One planner for the request: the one the agent's goals were checked with.
+        return CommandPipeline(agent.checker).command(agent, args.instruction, plan=not args.no_plan)
+
+    result = _request(args, CommandResult, run)
     lines = [result.goal]
     if result.plan is not None and result.plan.ok:
         lines += [f"  {i}. {a.name} {' '.join(a.args)}" for i, a in enumerate(result.plan.actions, start=1)]

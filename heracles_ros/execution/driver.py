@@ -15,8 +15,8 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import Enum
 
+from heracles_ros.outcomes import DriverOutcome
 from heracles_ros.plan_types import PlanAction, Point3
 
 #: Actions a driver must carry out (the PDDL domain's action names).
@@ -58,18 +58,11 @@ def goto_path(action: PlanAction) -> tuple[list[Point3], list[str]]:
     return points, [""] * (len(points) - 1) + [action.target_symbol]
 
 
-class Outcome(str, Enum):
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    TIMEOUT = "timeout"
-
-
 @dataclass(frozen=True)
 class StepOutcome:
     """How one action ended, and where the robot is now."""
 
-    outcome: Outcome
+    outcome: DriverOutcome
     pose: Pose
     reason: str = ""
     #: Last place symbol the robot is known to have reached during this step
@@ -78,7 +71,7 @@ class StepOutcome:
 
     @property
     def ok(self) -> bool:
-        return self.outcome is Outcome.SUCCEEDED
+        return self.outcome is DriverOutcome.SUCCEEDED
 
 
 class CancelToken:

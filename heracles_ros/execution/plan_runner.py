@@ -18,13 +18,11 @@ import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from enum import Enum
 
 from heracles_ros.errors import ConfigError, DriverError, HeraclesError
 from heracles_ros.execution.driver import (
     ACTIONS,
     CancelToken,
-    Outcome,
     Pose,
     RobotDriver,
     StepOutcome,
@@ -32,7 +30,8 @@ from heracles_ros.execution.driver import (
 )
 from heracles_ros.execution.plan_check import PlanLimits, check_plan, object_of, place_of, plan_symbols, read_world
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
-from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus, Point3
+from heracles_ros.outcomes import DispatchStatus, DriverOutcome, PlanStatus, StepState
+from heracles_ros.plan_types import PlanAction, PlanResult, Point3
 from heracles_ros.schema import Layer, is_scene_symbol
 
 log = logging.getLogger(__name__)
@@ -40,24 +39,6 @@ log = logging.getLogger(__name__)
 #: ``replan(goal, from_symbol)``: a new plan for the same goal from where the robot is
 #: (``from_symbol`` None when its place is unknown: the planner reads the database).
 Replanner = Callable[[str, str | None], PlanResult]
-
-
-class StepState(str, Enum):
-    STARTED = "started"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    REPLANNING = "replanning"
-    CANCELLED = "cancelled"
-
-
-class DispatchStatus(str, Enum):
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    #: The plan was not run at all (not solved, malformed, contradicted by the database).
-    REJECTED = "rejected"
-    #: Cut short or refused by the latched stop (the dispatcher node's ``stop`` service).
-    STOPPED = "stopped"
 
 
 @dataclass(frozen=True)
@@ -244,7 +225,7 @@ class PlanRunner:
             failure = run.execute(current)
             if failure is None:
                 return self._outcome(plan_id, DispatchStatus.SUCCEEDED, "", run.completed, run.replans)
-            if failure.outcome is Outcome.CANCELLED:
+            if failure.outcome is DriverOutcome.CANCELLED:
                 return self._outcome(plan_id, DispatchStatus.CANCELLED, failure.reason, run.completed, run.replans)
             if run.driver_broken:
                 return self._outcome(plan_id, DispatchStatus.FAILED, failure.reason, run.completed, run.replans)
@@ -331,7 +312,7 @@ class _PlanRun:
             if self.cancel.cancelled:
                 reason = self.cancel.reason or "cancelled"
                 self.emit(StepState.CANCELLED, index, action, reason)
-                return StepOutcome(Outcome.CANCELLED, self.d.pose(), reason)
+                return StepOutcome(DriverOutcome.CANCELLED, self.d.pose(), reason)
             self.emit(StepState.STARTED, index, action, _describe(action))
             try:
                 outcome = self.d.driver.execute(
@@ -339,13 +320,13 @@ class _PlanRun:
                 )
             except DriverError as exc:
                 self.driver_broken = True
-                outcome = StepOutcome(Outcome.FAILED, self.d.pose(), f"driver error: {exc}")
+                outcome = StepOutcome(DriverOutcome.FAILED, self.d.pose(), f"driver error: {exc}")
             note = self.d._record(action, outcome)
             if outcome.ok:
                 self.completed += 1
                 self.emit(StepState.SUCCEEDED, index, action, _done(action) + note)
                 continue
-            if outcome.outcome is Outcome.CANCELLED:
+            if outcome.outcome is DriverOutcome.CANCELLED:
                 self.emit(StepState.CANCELLED, index, action, outcome.reason + note)
                 return outcome
             reason = f"step {index} ({action.name} {action.target_symbol}) {outcome.outcome.value}: {outcome.reason}"

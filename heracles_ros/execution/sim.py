@@ -24,15 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from heracles_ros.errors import ConfigError, DriverError
-from heracles_ros.execution.driver import (
-    CancelToken,
-    FeedbackCallback,
-    Outcome,
-    Pose,
-    RobotDriver,
-    StepOutcome,
-    goto_path,
-)
+from heracles_ros.execution.driver import CancelToken, FeedbackCallback, Pose, RobotDriver, StepOutcome, goto_path
+from heracles_ros.outcomes import DriverOutcome
 from heracles_ros.plan_types import PlanAction, Point3
 
 
@@ -199,17 +192,19 @@ class SimSpotDriver(RobotDriver):
             return run.manipulate(action, self.config.inspect_s, on_success=None)
         if action.name == "pick":
             if self._holding:
-                return run.end(Outcome.FAILED, f"cannot pick {action.target_symbol}: already holding {self._holding}")
+                return run.end(
+                    DriverOutcome.FAILED, f"cannot pick {action.target_symbol}: already holding {self._holding}"
+                )
             return run.manipulate(action, self.config.pick_s, on_success=self._grasp)
         if action.name == "place":
             if not self._holding:
-                return run.end(Outcome.FAILED, f"cannot place {action.target_symbol}: the gripper is empty")
+                return run.end(DriverOutcome.FAILED, f"cannot place {action.target_symbol}: the gripper is empty")
             if action.target_symbol and action.target_symbol != self._holding:
                 return run.end(
-                    Outcome.FAILED, f"cannot place {action.target_symbol}: the gripper holds {self._holding}"
+                    DriverOutcome.FAILED, f"cannot place {action.target_symbol}: the gripper holds {self._holding}"
                 )
             return run.manipulate(action, self.config.place_s, on_success=self._release)
-        return run.end(Outcome.FAILED, f"sim driver cannot execute unknown action {action.name!r}")
+        return run.end(DriverOutcome.FAILED, f"sim driver cannot execute unknown action {action.name!r}")
 
     # -- state changes (called from _Run) ------------------------------------------
     def _set_pose(self, pose: Pose) -> None:
@@ -242,13 +237,13 @@ class _Run:
         self.clock = _SimClock(sim.config.time_scale)
         self.reached = ""
 
-    def end(self, outcome: Outcome, reason: str = "") -> StepOutcome:
+    def end(self, outcome: DriverOutcome, reason: str = "") -> StepOutcome:
         return StepOutcome(outcome, self.sim.pose(), reason, self.reached)
 
     def _tick(self) -> StepOutcome | None:
         """Sleep one tick; the outcome if the step was cancelled meanwhile."""
         if self.cancel.wait(self.sim.config.tick_s):
-            return self.end(Outcome.CANCELLED, self.cancel.reason or "cancelled")
+            return self.end(DriverOutcome.CANCELLED, self.cancel.reason or "cancelled")
         return None
 
     def _now(self) -> float:
@@ -258,7 +253,7 @@ class _Run:
 
     def _timed_out(self) -> StepOutcome | None:
         if self.clock.now() > self.timeout_s:
-            return self.end(Outcome.TIMEOUT, f"step exceeded its {self.timeout_s:.1f} s limit")
+            return self.end(DriverOutcome.TIMEOUT, f"step exceeded its {self.timeout_s:.1f} s limit")
         return None
 
     def _report(self, pose: Pose) -> None:
@@ -285,12 +280,12 @@ class _Run:
             if s >= stop_at:
                 where = f" after reaching {self.reached}" if self.reached else ""
                 return self.end(
-                    Outcome.FAILED,
+                    DriverOutcome.FAILED,
                     f"injected failure: path to {action.target_symbol} blocked{where}, "
                     f"{s:.1f} m of {path.length:.1f} m walked",
                 )
             if s >= path.length:
-                return self.end(Outcome.SUCCEEDED)
+                return self.end(DriverOutcome.SUCCEEDED)
             if (ended := self._timed_out()) is not None:
                 return ended
 
@@ -307,11 +302,11 @@ class _Run:
             self._report(self.sim.pose())
             if now >= give_up_at:
                 return self.end(
-                    Outcome.FAILED, f"injected failure: {action.name} of {action.target_symbol} did not succeed"
+                    DriverOutcome.FAILED, f"injected failure: {action.name} of {action.target_symbol} did not succeed"
                 )
             if now >= duration_s:
                 if on_success is not None:
                     on_success(action)
-                return self.end(Outcome.SUCCEEDED)
+                return self.end(DriverOutcome.SUCCEEDED)
             if (ended := self._timed_out()) is not None:
                 return ended

@@ -52,17 +52,11 @@ from typing import Any
 
 from heracles_ros.errors import ConfigError, DriverError, ExecutionError
 from heracles_ros.execution import spot_commands as sc
-from heracles_ros.execution.driver import (
-    CancelToken,
-    FeedbackCallback,
-    Outcome,
-    Pose,
-    RobotDriver,
-    StepOutcome,
-)
+from heracles_ros.execution.driver import CancelToken, FeedbackCallback, Pose, RobotDriver, StepOutcome
 from heracles_ros.execution.map_frame import FixedMapFrame, MapFrameSource, Tf2MapFrame
 from heracles_ros.execution.spot_config import SpotConfig
 from heracles_ros.execution.spot_frames import SE2Transform, yaw_from_quaternion
+from heracles_ros.outcomes import DriverOutcome
 from heracles_ros.plan_types import PlanAction
 
 log = logging.getLogger(__name__)
@@ -448,7 +442,7 @@ class SpotRos2Driver(RobotDriver):
         }
         handler = handlers.get(action.name)
         if handler is None:
-            return step.end(Outcome.FAILED, f"spot_ros2 driver cannot execute unknown action {action.name!r}")
+            return step.end(DriverOutcome.FAILED, f"spot_ros2 driver cannot execute unknown action {action.name!r}")
         self._running = step
         try:
             return handler(action)
@@ -495,7 +489,7 @@ class _Step:
         self._halted = True
         self.cancel.cancel(reason)
 
-    def end(self, outcome: Outcome, reason: str = "") -> StepOutcome:
+    def end(self, outcome: DriverOutcome, reason: str = "") -> StepOutcome:
         self._report()
         return StepOutcome(outcome, self.d.pose(), reason, self.reached)
 
@@ -510,9 +504,9 @@ class _Step:
 
     def _interrupted(self) -> StepOutcome | None:
         if self.cancel.cancelled:
-            return self.end(Outcome.CANCELLED, self.cancel.reason or "cancelled")
+            return self.end(DriverOutcome.CANCELLED, self.cancel.reason or "cancelled")
         if time.monotonic() > self.deadline:
-            return self.end(Outcome.TIMEOUT, f"step exceeded its {self.timeout_s:.1f} s limit")
+            return self.end(DriverOutcome.TIMEOUT, f"step exceeded its {self.timeout_s:.1f} s limit")
         return None
 
     def _stop(self, handle: Any = None) -> str:
@@ -539,7 +533,7 @@ class _Step:
         try:
             return self.d.map_frame.current()
         except ExecutionError as exc:
-            return self.end(Outcome.FAILED, f"{what}: {exc}")
+            return self.end(DriverOutcome.FAILED, f"{what}: {exc}")
 
     def run_goal(
         self,
@@ -554,7 +548,7 @@ class _Step:
             return ended
         accept_s = min(self.cfg.accept_timeout_s, self._remaining())
         if not client.server_is_ready() and not client.wait_for_server(timeout_sec=accept_s):
-            return self.end(Outcome.FAILED, f"{what}: action server not available within {accept_s:.1f} s")
+            return self.end(DriverOutcome.FAILED, f"{what}: action server not available within {accept_s:.1f} s")
         sent = client.send_goal_async(goal)
         if not wait_future(sent, accept_s, self.cancel, self.cfg.tick_s):
             # Cancel the goal should it be accepted after all, then make sure the robot stands still.
@@ -562,10 +556,10 @@ class _Step:
             ended = self._interrupt()
             if ended is not None:
                 return ended
-            return self.end(Outcome.FAILED, f"{what}: goal not accepted within {accept_s:.1f} s{self._stop()}")
+            return self.end(DriverOutcome.FAILED, f"{what}: goal not accepted within {accept_s:.1f} s{self._stop()}")
         handle = sent.result()
         if not handle.accepted:
-            return self.end(Outcome.FAILED, f"{what}: the driver rejected the goal")
+            return self.end(DriverOutcome.FAILED, f"{what}: the driver rejected the goal")
         result = handle.get_result_async()
         done = _done_event(result)
         budget_end = time.monotonic() + budget_s
@@ -577,7 +571,8 @@ class _Step:
                 return ended
             if time.monotonic() > budget_end:
                 return self.end(
-                    Outcome.FAILED, f"{what} did not finish within {budget_s:.1f} s (blocked?){self._stop(handle)}"
+                    DriverOutcome.FAILED,
+                    f"{what} did not finish within {budget_s:.1f} s (blocked?){self._stop(handle)}",
                 )
             done.wait(self.cfg.tick_s)
         if on_tick is not None:
@@ -587,7 +582,7 @@ class _Step:
         if response.status == self.d._goal_status.STATUS_SUCCEEDED and reply.success:
             return None
         status = _status_name(self.d._goal_status, response.status)
-        return self.end(Outcome.FAILED, f"{what} failed: {reply.message or 'goal ' + status}")
+        return self.end(DriverOutcome.FAILED, f"{what} failed: {reply.message or 'goal ' + status}")
 
     def _trigger(self, service: str) -> StepOutcome | None:
         """Call a Trigger service within the step; None on success, else the outcome ending the step."""
@@ -598,7 +593,7 @@ class _Step:
             return None
         if (ended := self._interrupt()) is not None:
             return ended
-        return self.end(Outcome.FAILED, f"{service} failed: {reply.message}")
+        return self.end(DriverOutcome.FAILED, f"{service} failed: {reply.message}")
 
     def _pause(self, seconds: float) -> StepOutcome | None:
         self.cancel.wait(min(seconds, self._remaining()))
@@ -618,7 +613,7 @@ class _Step:
         try:
             budget_s = sc.walk_time_budget(path[-1].time_s, cfg.walk_margin_s)
         except ExecutionError as exc:
-            return self.end(Outcome.FAILED, f"walk to {where}: {exc}")
+            return self.end(DriverOutcome.FAILED, f"walk to {where}: {exc}")
         command = sc.trajectory_command(
             path, frame=cfg.frame, map_to_frame=transform, max_speed_mps=cfg.max_speed_mps
         )
@@ -652,9 +647,9 @@ class _Step:
         final = path[-1]
         problem = self._arrival_problem(final)
         if problem:
-            return self.end(Outcome.FAILED, f"walk to {where} reported done, but {problem}")
+            return self.end(DriverOutcome.FAILED, f"walk to {where} reported done, but {problem}")
         self.reached = final.symbol or self.reached
-        return self.end(Outcome.SUCCEEDED)
+        return self.end(DriverOutcome.SUCCEEDED)
 
     def _arrival_problem(self, final: sc.PathPoint) -> str:
         """Check a finished walk against a pose that arrived after the driver said it was done."""
@@ -683,13 +678,15 @@ class _Step:
         # A held object is carried, not stowed.
         if (failed := self._trigger("arm_carry" if self.d.holding else "arm_stow")) is not None:
             return failed
-        return self.end(Outcome.SUCCEEDED)
+        return self.end(DriverOutcome.SUCCEEDED)
 
     def pick(self, action: PlanAction) -> StepOutcome:
         cfg = self.cfg
         what = f"pick {action.target_symbol}"
         if self.d.holding:
-            return self.end(Outcome.FAILED, f"cannot pick {action.target_symbol}: already holding {self.d.holding}")
+            return self.end(
+                DriverOutcome.FAILED, f"cannot pick {action.target_symbol}: already holding {self.d.holding}"
+            )
         transform = self._map_frame(what)
         if isinstance(transform, StepOutcome):
             return transform
@@ -707,15 +704,15 @@ class _Step:
         self.d._holding = action.target_symbol
         # The grasp is what the plan needs; an arm left out of the carry pose is only reported.
         failed = self._trigger("arm_carry")
-        return self.end(Outcome.SUCCEEDED, "" if failed is None else f"grasped, but {failed.reason}")
+        return self.end(DriverOutcome.SUCCEEDED, "" if failed is None else f"grasped, but {failed.reason}")
 
     def place(self, action: PlanAction) -> StepOutcome:
         cfg = self.cfg
         holding = self.d.holding
         if not holding:
-            return self.end(Outcome.FAILED, f"cannot place {action.target_symbol}: the gripper is empty")
+            return self.end(DriverOutcome.FAILED, f"cannot place {action.target_symbol}: the gripper is empty")
         if action.target_symbol and action.target_symbol != holding:
-            return self.end(Outcome.FAILED, f"cannot place {action.target_symbol}: the gripper holds {holding}")
+            return self.end(DriverOutcome.FAILED, f"cannot place {action.target_symbol}: the gripper holds {holding}")
         transform = self._map_frame(f"place {holding}")
         if isinstance(transform, StepOutcome):
             return transform
@@ -731,7 +728,7 @@ class _Step:
                 release_pause_s=cfg.release_pause_s,
             )
         except ExecutionError as exc:
-            return self.end(Outcome.FAILED, f"cannot place {holding}: {exc}")
+            return self.end(DriverOutcome.FAILED, f"cannot place {holding}: {exc}")
         for step in steps:
             ended: StepOutcome | None
             if isinstance(step, sc.CommandStep):
@@ -746,10 +743,10 @@ class _Step:
                 if self.d.holding:
                     return ended
                 # Released already: the object is placed whatever the arm does next.
-                return self.end(Outcome.SUCCEEDED, f"placed {holding}, but {ended.reason}")
+                return self.end(DriverOutcome.SUCCEEDED, f"placed {holding}, but {ended.reason}")
             if isinstance(step, sc.TriggerStep) and step.service == "open_gripper":
                 self.d._holding = ""
-        return self.end(Outcome.SUCCEEDED)
+        return self.end(DriverOutcome.SUCCEEDED)
 
 
 def _status_name(goal_status: Any, status: int) -> str:

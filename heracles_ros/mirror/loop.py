@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from heracles_ros.errors import DatabaseUnavailable, HeraclesError, SceneError, SuspectSnapshot
 from heracles_ros.mirror.reconcile import Mirror, ReconcileReport
@@ -65,6 +66,20 @@ class MirrorState:
     corrections_active: int = 0
     corrections_retired: tuple[str, ...] = ()
     last_error: str = ""
+
+
+#: The MirrorState fields a reconcile sets from its report, by the same names.
+REPORTED_FIELDS = (
+    "nodes", "edges", "nodes_added", "nodes_changed", "nodes_removed", "edges_added", "edges_removed",
+    "corrections_retired",
+)
+
+
+def report_counts(report: ReconcileReport) -> dict[str, Any]:
+    """What one reconcile wrote and what the mirror holds after it, as MirrorState fields."""
+    counts: dict[str, Any] = {name: getattr(report, name) for name in REPORTED_FIELDS}
+    counts["corrections_retired"] = tuple(report.corrections_retired)
+    return counts
 
 
 class MirrorLoop:
@@ -201,17 +216,10 @@ class MirrorLoop:
         self._update(
             applied=1,
             sequence=sequence,
-            nodes=report.nodes,
-            edges=report.edges,
-            nodes_added=report.nodes_added,
-            nodes_changed=report.nodes_changed,
-            nodes_removed=report.nodes_removed,
-            edges_added=report.edges_added,
-            edges_removed=report.edges_removed,
+            **report_counts(report),
             last_latency_s=time.monotonic() - started,
             suspect_held=False,
             corrections_active=active,
-            corrections_retired=tuple(report.corrections_retired),
             last_error="",
         )
         if report.corrections_retired:

@@ -42,27 +42,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionClient, CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, qos_profile_services_default
 from std_msgs.msg import Header
 
 from heracles_ros.action import ExecuteCommand, ExecutePlan
 from heracles_ros.agent.loop import Agent
 from heracles_ros.agent.results import Candidate, CommandResult
+from heracles_ros.command_pipeline import CommandPipeline
 from heracles_ros.errors import HeraclesError, describe
 from heracles_ros.msg import Candidate as CandidateMsg
 from heracles_ros.msg import CommandRejection, StopState
 from heracles_ros.nodes.client_presence import GRAPH_READ_PERIOD_S, ClientPresence
 from heracles_ros.nodes.plan_msgs import plan_to_msg
 from heracles_ros.nodes.qos import latched
+from heracles_ros.nodes.single_goal import SingleGoalServer, end_goal
+from heracles_ros.outcomes import SUCCESSFUL_COMMANDS, CommandOutcome, RejectionCode
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.srv import Confirm
 
-#: Outcomes after which the action's status is SUCCEEDED (anything else: ABORTED, or CANCELED on a cancel).
-SUCCESSFUL = ("succeeded", "planned")
 #: Seconds to wait for the dispatcher to accept or reject a plan.
 DISPATCH_ACCEPT_TIMEOUT_S = 10.0
 #: How often a waiting command looks for a cancel, seconds.
@@ -133,13 +133,6 @@ def candidate_msgs(candidates: list[Candidate]) -> list[CandidateMsg]:
     ]
 
 
-def _service_queue() -> QoSProfile:
-    """The services' default QoS with room for a burst of requests."""
-    profile = QoSProfile(**{name: getattr(qos_profile_services_default, name)
-                            for name in ("history", "reliability", "durability")}, depth=SERVICE_DEPTH)
-    return profile
-
-
 class CommandAction:
     """Serves ``execute_command`` and ``confirm`` on ``node``; sends plans to ``execute_plan``."""
 
@@ -148,6 +141,7 @@ class CommandAction:
         node: Node,
         *,
         get_agent: Callable[[], Agent],
+        pipeline: CommandPipeline,
         summary: Callable[[PlanResult | None], str],
         announce: Callable[[str, str, str], None],
         require_confirmation: bool,
@@ -157,6 +151,7 @@ class CommandAction:
     ):
         self.node = node
         self._get_agent = get_agent
+        self._pipeline = pipeline
         self._summary = summary
         self._announce = announce
         self.require_confirmation = require_confirmation
@@ -180,12 +175,10 @@ class CommandAction:
                                                 callback_group=MutuallyExclusiveCallbackGroup())
         # The dispatcher's latched stop: while it is on, motion goals are refused at once.
         node.create_subscription(StopState, "stop_state", self._on_stop_state, latched(1), callback_group=group)
-        self.server = ActionServer(
-            node, ExecuteCommand, "execute_command", self._execute_unknown,
-            goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
-            cancel_callback=lambda goal: CancelResponse.ACCEPT, callback_group=group,
-            goal_service_qos_profile=_service_queue(), cancel_service_qos_profile=_service_queue(),
-            result_service_qos_profile=_service_queue(), result_timeout=RESULT_KEPT_S,
+        self.server = SingleGoalServer(
+            node, ExecuteCommand, "execute_command", judge=self._on_goal, start=self._on_accepted,
+            cancel=lambda goal: CancelResponse.ACCEPT, callback_group=group, queue_depth=SERVICE_DEPTH,
+            result_keep_s=RESULT_KEPT_S,
         )
         self.confirm_service = node.create_service(Confirm, "confirm", self._on_confirm, callback_group=group)
         self._client_watch = node.create_timer(GRAPH_READ_PERIOD_S, self._watch_client,
@@ -211,71 +204,69 @@ class CommandAction:
         return state if state is not None and state.stopped else None
 
     # -- acceptance --------------------------------------------------------------------
-    def _on_goal(self, goal: ExecuteCommand.Goal) -> GoalResponse:
+    def _on_goal(self, goal: ExecuteCommand.Goal) -> bool:
+        """Accept (True), or refuse with the reason published on command_rejections."""
         code, reason = self._refusal(goal)
-        if not code:
-            return GoalResponse.ACCEPT
+        if code is None:
+            return True
         command_id = clip(goal.command_id, MAX_ID_CHARS)
-        self.node.get_logger().warning(f"command {clip(command_id)} rejected ({code}): {reason}")
+        self.node.get_logger().warning(f"command {clip(command_id)} rejected ({code.value}): {reason}")
         self._rejections.publish(CommandRejection(
             header=Header(stamp=self.node.get_clock().now().to_msg()), command_id=command_id,
-            instruction=clip(goal.instruction, MAX_INSTRUCTION_CHARS), code=code, reason=reason,
+            instruction=clip(goal.instruction, MAX_INSTRUCTION_CHARS), code=code.value, reason=reason,
         ))
-        return GoalResponse.REJECT
+        return False
 
-    def _refusal(self, goal: ExecuteCommand.Goal) -> tuple[str, str]:
-        """(code, reason) why the goal cannot start, or ("", "") after reserving the one command slot."""
+    def _refusal(self, goal: ExecuteCommand.Goal) -> tuple[RejectionCode | None, str]:
+        """(code, reason) why the goal cannot start, or (None, "") after reserving the one command slot."""
         too_long = size_problem(goal.instruction, command_id=goal.command_id, session=goal.session,
                                 client_node=goal.client_node)
         if too_long:
-            return "invalid", too_long
+            return RejectionCode.INVALID, too_long
         goal.command_id = goal.command_id.strip() or f"cmd-{uuid.uuid4().hex[:8]}"
         if not goal.instruction.strip():
-            return "invalid", "the instruction is empty"
+            return RejectionCode.INVALID, "the instruction is empty"
         if self.closing.is_set():
-            return "shutting_down", "the language server is shutting down"
+            return RejectionCode.SHUTTING_DOWN, "the language server is shutting down"
         try:
             self._get_agent()
         except HeraclesError as exc:
-            return "no_model", f"no language model: {describe(exc)}"
+            return RejectionCode.NO_MODEL, f"no language model: {describe(exc)}"
         if goal.execute and not self.plans.server_is_ready():
-            return "no_dispatcher", (
+            return RejectionCode.NO_DISPATCHER, (
                 f"no dispatcher serves {self._plan_action}; start the dispatcher in this namespace, "
                 "or send the goal with execute: false"
             )
         stop = self.stopped() if goal.execute else None
         if stop is not None:
-            return "stopped", (
+            return RejectionCode.STOPPED, (
                 f"the robot is stopped ({stop.reason or 'latched stop'}); nothing moves until an operator "
                 "resumes it (heracles resume), or send the goal with execute: false"
             )
         with self._lock:
             if self.closing.is_set():
-                return "shutting_down", "the language server is shutting down"
+                return RejectionCode.SHUTTING_DOWN, "the language server is shutting down"
             running = self._running
             if running is not None and not running.started and \
                     time.monotonic() - running.reserved_at > STALE_RESERVATION_S:
                 running = self._running = None  # accepted, but never handed over: nothing runs
                 self.idle.set()
             if running is not None:
-                return "busy", (
+                return RejectionCode.BUSY, (
                     f"busy: command {running.command_id} ({clip(running.instruction)!r}) is running; "
                     "cancel it first to replace it"
                 )
             self._running = _Running(goal.command_id, goal.instruction, client_node=goal.client_node.strip())
             self.idle.clear()
-        return "", ""
+        return None, ""
 
-    def _on_accepted(self, goal: ServerGoalHandle) -> None:
+    def _on_accepted(self, goal: ServerGoalHandle) -> Callable[[ServerGoalHandle], ExecuteCommand.Result]:
+        """The accepted goal's command: the slot its judgement reserved."""
         with self._lock:
             running = self._running
             assert running is not None and running.command_id == goal.request.command_id
             running.started = True
-        goal.execute(lambda handle: self._execute(running, handle))
-
-    def _execute_unknown(self, goal: ServerGoalHandle) -> ExecuteCommand.Result:
-        goal.abort()  # every accepted goal runs with its own record (see _on_accepted)
-        return ExecuteCommand.Result()
+        return lambda handle: self._execute(running, handle)
 
     # -- confirmation ------------------------------------------------------------------
     def _on_confirm(self, request: Confirm.Request, response: Confirm.Response) -> Confirm.Response:
@@ -318,7 +309,7 @@ class CommandAction:
             self._run(running, goal, result)
         except Exception as exc:  # the node must outlive a bug in one command
             self.node.get_logger().error(f"command {running.command_id} failed with an internal error: {exc!r}")
-            result.outcome, result.reason = "failed", f"internal error: {exc!r}"
+            result.outcome, result.reason = CommandOutcome.FAILED.value, f"internal error: {exc!r}"
         finally:
             self.presence.forget(running.client_node)
             with self._lock:
@@ -328,20 +319,16 @@ class CommandAction:
         text = result.outcome + (f": {result.reason}" if result.reason else "")
         line = f"command {running.command_id} {clip(request.instruction)!r} -> {clip(text, 400)}"
         # Two call sites: an rclpy logger raises when one call site logs at two severities.
-        if result.reason.startswith(("client_lost", "shutting_down")):
+        if result.reason.startswith(("client_lost", RejectionCode.SHUTTING_DOWN.value)):
             self.node.get_logger().warning(line)
         else:
             self.node.get_logger().info(line)
-        announced = result.goal if result.outcome in SUCCESSFUL else text
+        announced = result.goal if result.outcome in SUCCESSFUL_COMMANDS else text
         # The answer marker reads the robot's record (a database read): off this thread, after the result.
         threading.Thread(target=self._announce_quietly, args=(request.instruction, announced),
                          name=f"announce-{running.command_id}", daemon=True).start()
-        if result.outcome == "cancelled" and goal.is_cancel_requested:
-            goal.canceled()
-        elif result.outcome in SUCCESSFUL:
-            goal.succeed()
-        else:
-            goal.abort()
+        end_goal(goal, cancelled=result.outcome == CommandOutcome.CANCELLED,
+                 succeeded=result.outcome in SUCCESSFUL_COMMANDS)
         return result
 
     def _announce_quietly(self, instruction: str, outcome: str) -> None:
@@ -364,27 +351,27 @@ class CommandAction:
             self._feedback(goal, "grounding", f"query {len(queries)}: {query}", queries=list(queries))
 
         self._feedback(goal, "grounding", request.instruction.strip())
-        command = self._get_agent().command(
-            request.instruction, plan=True, session=request.session, on_query=on_query,
+        command = self._pipeline.command(
+            self._get_agent(), request.instruction, session=request.session, on_query=on_query,
             cancelled=lambda: bool(self._interruption(running, goal, "grounding")),
         )
         _fill(result, command, self._summary(command.plan))
         interrupted = self._interruption(running, goal, "grounding")
         if interrupted:
-            result.outcome, result.reason = "cancelled", interrupted
+            result.outcome, result.reason = CommandOutcome.CANCELLED.value, interrupted
             return
         if command.clarification:
-            result.outcome, result.reason = "clarify", command.clarification
+            result.outcome, result.reason = CommandOutcome.CLARIFY.value, command.clarification
             result.clarification = command.clarification
             result.candidates = candidate_msgs(command.candidates)
             return
         if not command.goal:
-            result.outcome, result.reason = "failed", command.error
+            result.outcome, result.reason = CommandOutcome.FAILED.value, command.error
             return
         self._feedback(goal, "goal", f"{command.goal_text}  {command.goal}", goal=command.goal,
                        goal_text=command.goal_text)
         if command.plan is None or not command.plan.ok:
-            result.outcome, result.reason = "failed", command.error or "no plan"
+            result.outcome, result.reason = CommandOutcome.FAILED.value, command.error or "no plan"
             return
         plan = plan_to_msg(command.plan, plan_id=f"{running.command_id}-plan", frame_id=self.map_frame,
                            stamp=self.node.get_clock().now().to_msg())
@@ -392,7 +379,7 @@ class CommandAction:
         self._feedback(goal, "plan", result.plan_summary, goal=command.goal, goal_text=command.goal_text,
                        plan_summary=result.plan_summary, plan=plan)
         if not request.execute:
-            result.outcome = "planned"
+            result.outcome = CommandOutcome.PLANNED.value
             return
         if (self.require_confirmation or request.require_confirmation) and not self._confirmed(
             running, goal, result
@@ -402,7 +389,7 @@ class CommandAction:
             return
         interrupted = self._interruption(running, goal, "planning")
         if interrupted:
-            result.outcome, result.reason = "cancelled", f"{interrupted}; nothing moved"
+            result.outcome, result.reason = CommandOutcome.CANCELLED.value, f"{interrupted}; nothing moved"
             return
         self._dispatch(running, goal, plan, result)
 
@@ -410,7 +397,7 @@ class CommandAction:
         stop = self.stopped()
         if stop is None:
             return False
-        result.outcome = "stopped"
+        result.outcome = CommandOutcome.STOPPED.value
         result.reason = f"the robot was stopped {when} ({stop.reason or 'latched stop'}); nothing moved"
         return True
 
@@ -428,16 +415,16 @@ class CommandAction:
         while not running.decided.wait(_POLL_S):
             interrupted = self._interruption(running, goal, "waiting for confirmation")
             if interrupted:
-                result.outcome, result.reason = "cancelled", f"{interrupted}; nothing moved"
+                result.outcome, result.reason = CommandOutcome.CANCELLED.value, f"{interrupted}; nothing moved"
                 return False
             if self._stopped_before_moving(result, "while waiting for confirmation"):
                 return False
             if time.monotonic() > deadline:
-                result.outcome = "refused"
+                result.outcome = CommandOutcome.REFUSED.value
                 result.reason = f"not confirmed within {self.confirm_timeout_s:g} s; nothing moved"
                 return False
         if not running.approved:
-            result.outcome, result.reason = "refused", "the operator refused the plan; nothing moved"
+            result.outcome, result.reason = CommandOutcome.REFUSED.value, "the operator refused the plan; nothing moved"
             return False
         return True
 
@@ -449,7 +436,8 @@ class CommandAction:
         :data:`CANCEL_CONFIRM_S`.
         """
         if not self.plans.server_is_ready():
-            result.outcome, result.reason = "failed", "the dispatcher went away before the plan could be sent"
+            result.outcome = CommandOutcome.FAILED.value
+            result.reason = "the dispatcher went away before the plan could be sent"
             return
         answered = threading.Event()
         order = threading.Lock()
@@ -481,7 +469,7 @@ class CommandAction:
             if time.monotonic() > deadline:
                 break
         if not answered.is_set() or sent.result() is None:
-            result.outcome = "failed"
+            result.outcome = CommandOutcome.FAILED.value
             result.reason = "the dispatcher did not answer the plan in time" + (
                 " (the language server is shutting down)" if self.closing.is_set() else
                 f" ({DISPATCH_ACCEPT_TIMEOUT_S:g} s)")
@@ -491,7 +479,7 @@ class CommandAction:
         if not plan_goal.accepted:
             if self._stopped_before_moving(result, "as the plan was sent"):
                 return
-            result.outcome = "rejected"
+            result.outcome = CommandOutcome.REJECTED.value
             result.reason = (f"the dispatcher rejected plan {plan.plan_id} (it runs another plan, is stopped or "
                              "is shutting down; its dispatch_result says which)")
             return
@@ -511,22 +499,22 @@ class CommandAction:
                     plan_goal.cancel_goal_async()  # sent at once, executor or not
                     cancel_sent_at = now
             if interrupted and now - cancel_sent_at > CANCEL_CONFIRM_S:
-                result.outcome = "cancelled"
+                result.outcome = CommandOutcome.CANCELLED.value
                 result.reason = (f"{interrupted}; the cancel of plan {plan.plan_id} was sent, but the dispatcher "
                                  f"did not confirm it within {CANCEL_CONFIRM_S:g} s")
                 return
             lost_since = None if self.plans.server_is_ready() else (lost_since or now)
             if lost_since is not None and now - lost_since > DISPATCHER_LOST_S:
-                result.outcome = "failed"
+                result.outcome = CommandOutcome.FAILED.value
                 result.reason = (f"the dispatcher went away while running plan {plan.plan_id}; "
                                  "what the robot did since is unknown")
                 return
         response = outcome.result()
         assert response is not None
         dispatched = response.result.result
-        result.outcome = dispatched.status or "failed"
+        result.outcome = dispatched.status or CommandOutcome.FAILED.value
         result.reason = dispatched.reason
-        if interrupted and result.outcome == "cancelled":
+        if interrupted and result.outcome == CommandOutcome.CANCELLED:
             result.reason = f"{interrupted}; the dispatcher stopped the robot" + (
                 f" ({dispatched.reason})" if dispatched.reason else "")
         result.steps_completed = dispatched.steps_completed

@@ -65,12 +65,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.action import CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.duration import Duration
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_msgs.msg import Header, String
 from std_srvs.srv import Trigger
@@ -85,11 +84,9 @@ from heracles_ros.execution.plan_check import PlanLimits
 from heracles_ros.execution.plan_runner import (
     DispatchConfig,
     DispatchOutcome,
-    DispatchStatus,
     PlanRunner,
     ProgressEvent,
     Replanner,
-    StepState,
 )
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore, check_symbol
 from heracles_ros.graphdb import open_store
@@ -97,10 +94,13 @@ from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import DispatchProgress, DispatchResult, StopState
 from heracles_ros.nodes.client_presence import ClientPresence
 from heracles_ros.nodes.markers import MarkerBook, plan_markers, robot_markers
-from heracles_ros.nodes.parameters import SNAPSHOT_WAIT, declare
+from heracles_ros.nodes.node_base import HeraclesNode
+from heracles_ros.nodes.parameters import SNAPSHOT_WAIT
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
 from heracles_ros.nodes.qos import latched, reliable
-from heracles_ros.nodes.runner import SHUTDOWN_TIMEOUT, run_node
+from heracles_ros.nodes.runner import SHUTDOWN_TIMEOUT
+from heracles_ros.nodes.single_goal import SingleGoalServer, end_goal, request_queue, wait_until_done
+from heracles_ros.outcomes import DispatchStatus, StepState
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Resume
@@ -301,41 +301,26 @@ def _claim_order(claim: str) -> tuple[float, str]:
 
 def action_queue_qos() -> QoSProfile:
     """Reliable, volatile, deep: the execute_plan action's goal, cancel and result services (and their clients)."""
-    return QoSProfile(
-        history=HistoryPolicy.KEEP_LAST,
-        depth=ACTION_QUEUE_DEPTH,
-        reliability=ReliabilityPolicy.RELIABLE,
-        durability=DurabilityPolicy.VOLATILE,
-    )
+    return request_queue(ACTION_QUEUE_DEPTH)
 
 
-class DispatcherNode(Node):
+class DispatcherNode(HeraclesNode):
     """Feeds received plans to the library dispatcher on a worker thread and publishes what it reports."""
 
-    def __init__(self, **kwargs: Any):
-        self._lock = threading.Lock()
-        self._closed = True  # until _setup completes there is nothing of ours to release
-        super().__init__(NODE_NAME, **kwargs)
-        try:
-            self._setup()
-        except BaseException:
-            super().destroy_node()
-            raise
+    NODE_NAME = NODE_NAME
+    PARAMETERS = PARAMETERS
 
-    def _setup(self) -> None:
-        values = declare(self, PARAMETERS)
+    def setup(self, values: dict[str, Any]) -> None:
         self.settings = DispatcherSettings.from_values(values)
+        #: monotonic time by which closing must be done (None while running).
+        self._deadline: float | None = None
         self._claim_robot()
         self.store: GraphStore = open_store(self.settings.db_uri, graph=self.settings.graph_name)
-        try:
-            self.states = RobotStateStore(self.store, symbol=self.settings.robot_symbol)
-            initial = initial_state(self.states, self.settings.start_place)
-            self.driver = self._make_driver(initial)
-            self.states.write(initial)
-            replan = self._make_replanner()
-        except BaseException:
-            self.store.close()
-            raise
+        self.states = RobotStateStore(self.store, symbol=self.settings.robot_symbol)
+        initial = initial_state(self.states, self.settings.start_place)
+        self.driver = self._make_driver(initial)
+        self.states.write(initial)
+        replan = self._make_replanner()
         self.dispatcher = PlanRunner(
             self.driver,
             state_store=self.states,
@@ -354,21 +339,16 @@ class DispatcherNode(Node):
         #: Driver state, kept by the worker: started (claimed, powered) and whether a hard stop undid that.
         self._started = False
         self._restart = False
-        #: monotonic time by which closing must be done (None while running).
-        self._deadline: float | None = None
 
         self._progress_pub = self.create_publisher(DispatchProgress, "dispatch_progress", reliable(100))
         self._result_pub = self.create_publisher(DispatchResult, "dispatch_result", reliable(10))
         self._markers_pub = self.create_publisher(MarkerArray, "plan_markers", reliable(10))
         self._stop_pub = self.create_publisher(StopState, "stop_state", latched())
-        requests = action_queue_qos()
-        self._action = ActionServer(
-            self, ExecutePlan, "execute_plan", self._execute_unknown,
-            goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
-            cancel_callback=self._on_cancel_goal, callback_group=ReentrantCallbackGroup(),
-            goal_service_qos_profile=requests, cancel_service_qos_profile=requests,
-            result_service_qos_profile=requests, result_timeout=RESULT_KEEP_S,
-        )  # fmt: skip
+        self._action = self.destroyed_with_node(SingleGoalServer(
+            self, ExecutePlan, "execute_plan", judge=self._on_goal, start=self._on_accepted,
+            cancel=self._on_cancel_goal, callback_group=ReentrantCallbackGroup(), queue_depth=ACTION_QUEUE_DEPTH,
+            result_keep_s=RESULT_KEEP_S,
+        ))  # fmt: skip
         # The operator's controls: their own group, never behind a plan, a query or the markers.
         controls = MutuallyExclusiveCallbackGroup()
         self.create_service(Trigger, "cancel", self._on_cancel, callback_group=controls)
@@ -381,7 +361,6 @@ class DispatcherNode(Node):
         self._driver_error = ""
         self._worker = threading.Thread(target=self._work, name="dispatcher-worker", daemon=True)
         self._worker.start()
-        self._closed = False
         self._publish_stop_state()
         self.get_logger().info(
             f"dispatching with the {self.driver.name} driver on {self.store.description}; "
@@ -488,16 +467,16 @@ class DispatcherNode(Node):
             )
         return None
 
-    def _on_goal(self, goal: ExecutePlan.Goal) -> GoalResponse:
-        """Accept or reject at once; a rejection's reason goes out on dispatch_result."""
+    def _on_goal(self, goal: ExecutePlan.Goal) -> bool:
+        """Accept (True) or reject at once; a rejection's reason goes out on dispatch_result."""
         plan_id = goal.plan.plan_id or f"{self.get_name()}-{next(self._ids)}"
         goal.plan.plan_id = plan_id  # the accepted goal keeps the id it was judged under
         with self._lock:
             refusal = self._refusal_locked()
         if refusal is None:
-            return GoalResponse.ACCEPT
+            return True
         self._reject(plan_id, *refusal)
-        return GoalResponse.REJECT
+        return False
 
     def _reject(self, plan_id: str, status: DispatchStatus, reason: str) -> DispatchOutcome:
         self.get_logger().warning(f"plan {plan_id} {status.value}: {reason}")
@@ -505,7 +484,8 @@ class DispatcherNode(Node):
         self._publish_result(outcome)
         return outcome
 
-    def _on_accepted(self, goal: ServerGoalHandle) -> None:
+    def _on_accepted(self, goal: ServerGoalHandle) -> Callable[[ServerGoalHandle], ExecutePlan.Result]:
+        """The accepted goal's job, queued for the worker (or already ended, when judged again refused)."""
         msg = goal.request.plan
         job = _Job(msg.plan_id, plan_from_msg(msg), CancelToken(), goal=goal)
         with self._lock:
@@ -520,11 +500,7 @@ class DispatcherNode(Node):
         else:
             self.get_logger().info(f"plan {job.plan_id}: {len(msg.steps)} steps for {msg.goal}")
             self._jobs.put(job)
-        goal.execute(lambda handle: self._execute_goal(job, handle))
-
-    def _execute_unknown(self, goal: ServerGoalHandle) -> ExecutePlan.Result:
-        goal.abort()  # every accepted goal is executed with its own job (see _on_accepted)
-        return ExecutePlan.Result()
+        return lambda handle: self._execute_goal(job, handle)
 
     def _on_cancel_goal(self, goal: ServerGoalHandle) -> CancelResponse:
         with self._lock:
@@ -541,28 +517,24 @@ class DispatcherNode(Node):
         closes, the shutdown deadline, so this thread is never held past it.
         """
         client = goal.request.client_node
+
+        def watch_client() -> bool:
+            if client and not job.cancel.cancelled and self._presence.lost(client):
+                self._client_lost(job, client)
+            return False  # the plan's own end (its cancel included) is what this waits for
+
         try:
-            while not job.done.wait(GOAL_POLL_S):
-                if client and not job.cancel.cancelled and self._presence.lost(client):
-                    self._client_lost(job, client)
-                deadline = self._deadline
-                if deadline is not None and time.monotonic() > deadline:
-                    job.outcome = job.outcome or DispatchOutcome(
-                        job.plan_id, DispatchStatus.CANCELLED, "the dispatcher shut down before the plan ended",
-                        0, 0, self.dispatcher.robot,
-                    )  # fmt: skip
-                    break
+            if not wait_until_done(job.done, poll_s=GOAL_POLL_S, check=watch_client, deadline=lambda: self._deadline):
+                job.outcome = job.outcome or DispatchOutcome(
+                    job.plan_id, DispatchStatus.CANCELLED, "the dispatcher shut down before the plan ended",
+                    0, 0, self.dispatcher.robot,
+                )  # fmt: skip
         finally:
             if client:
                 self._presence.forget(client)
         outcome = job.outcome
         assert outcome is not None
-        if goal.is_cancel_requested:
-            goal.canceled()
-        elif outcome.success:
-            goal.succeed()
-        else:
-            goal.abort()
+        end_goal(goal, cancelled=True, succeeded=outcome.success)
         return ExecutePlan.Result(result=self._result_msg(outcome))
 
     def _client_lost(self, job: _Job, client: str) -> None:
@@ -755,18 +727,15 @@ class DispatcherNode(Node):
             self._markers_pub.publish(self._book.update(markers))
 
     # -- shutdown ----------------------------------------------------------------------
-    def close(self) -> None:
-        """Cancel a running plan, stop the robot, release the driver and the database, within shutdown_timeout_s.
+    def finish(self) -> None:
+        """Cancel a running plan, stop the robot, release the driver (the lease), within shutdown_timeout_s.
 
-        Call it while the executor still spins, so a real driver can stop, sit the
-        robot and return the lease; :meth:`destroy_node` calls it too. Safe to call twice.
+        Runs while the executor still spins (the node's close), so a real driver can stop, sit the
+        robot and return the lease; no plan is taken from the moment closing began.
         """
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
             job = self._active
-        budget = self.settings.shutdown_timeout_s
+        budget = self.shutdown_timeout_s
         self._deadline = deadline = time.monotonic() + budget
         if job is not None:
             job.cancel.cancel("the dispatcher is shutting down")
@@ -784,12 +753,16 @@ class DispatcherNode(Node):
         ack_s = max(0.0, min(RESULT_ACK_WAIT_S, deadline - time.monotonic()))
         if not self._result_pub.wait_for_all_acked(Duration(nanoseconds=int(ack_s * 1e9))):
             self.get_logger().warning(f"dispatch_result not acknowledged by every subscriber within {ack_s:.1f} s")
-        _bounded(self.store.close, deadline + 1.0, "closing the database", self.get_logger())
 
-    def destroy_node(self) -> None:
-        self.close()
-        self._action.destroy()
-        super().destroy_node()
+    def release(self) -> None:
+        """The database (after the robot's last record was written)."""
+        store = getattr(self, "store", None)
+        if store is not None:
+            deadline = getattr(self, "_deadline", None) or time.monotonic() + self.shutdown_timeout_s
+            _bounded(store.close, deadline + 1.0, "closing the database", self.get_logger())
+
+    def executor_threads(self) -> int:
+        return EXECUTOR_THREADS
 
 
 def _bounded(work: Callable[[], object], deadline: float, what: str, logger: Any) -> bool:
@@ -803,8 +776,7 @@ def _bounded(work: Callable[[], object], deadline: float, what: str, logger: Any
     return True
 
 
-def main(args: list[str] | None = None) -> int:
-    return run_node("dispatcher", DispatcherNode, args, threads=lambda node: EXECUTOR_THREADS)
+main = DispatcherNode.main
 
 
 if __name__ == "__main__":

@@ -16,11 +16,10 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from dataclasses import fields
 from typing import Any
 
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile
 from visualization_msgs.msg import MarkerArray
 
@@ -32,9 +31,9 @@ from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.mirror.timeline import read_timeline
 from heracles_ros.msg import MirrorStatus
 from heracles_ros.nodes.markers import NS_MOVED, MarkerBook, moved_markers
-from heracles_ros.nodes.parameters import declare
+from heracles_ros.nodes.node_base import HeraclesNode
 from heracles_ros.nodes.qos import reliable
-from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT, run_node
+from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Changes
 
@@ -114,27 +113,24 @@ class _RosLogHandler(logging.Handler):
             self._logger.info(text)
 
 
-class DsgMirrorNode(Node):
+class DsgMirrorNode(HeraclesNode):
     """Subscribes to DsgUpdate snapshots and mirrors them into the graph database."""
 
+    NODE_NAME = "dsg_mirror"
+    PARAMETERS = PARAMETERS
+    RUNTIME_PARAMETERS = _RUNTIME_PARAMETERS
+
     def __init__(self, **kwargs: Any):
-        super().__init__("dsg_mirror", **kwargs)
+        self.loop: MirrorLoop | None = None
+        super().__init__(**kwargs)
+
+    def setup(self, params: dict[str, Any]) -> None:
         self._log_handler = _RosLogHandler(self)
         for name in _LIBRARY_LOGGERS:  # the node's ROS logger is their one output while it runs
             library = logging.getLogger(name)
             library.addHandler(self._log_handler)
             library.setLevel(logging.INFO)
             library.propagate = False
-        self.loop: MirrorLoop | None = None
-        try:
-            self._setup()
-        except BaseException:
-            self._teardown()
-            raise
-
-    def _setup(self) -> None:
-        params = declare(self, PARAMETERS, runtime=_RUNTIME_PARAMETERS)
-        self._specs = {spec.name: spec for spec in PARAMETERS}
         self._target = parse_db_uri(params["db_uri"])  # a malformed URI fails here, naming the value
         dsg_update = _dsg_update_type()
         self._params = params
@@ -172,24 +168,17 @@ class DsgMirrorNode(Node):
             self._markers = self.create_publisher(MarkerArray, "history_markers", 1)
             self._marker_book = MarkerBook()
             self.create_timer(_MARKER_PERIOD_S, self._refresh_markers)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
         if params["status_period_s"] > 0:
             self.create_timer(params["status_period_s"], lambda: self._publish(self._current_state()))
 
-    def _on_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
+    def apply_parameter(self, name: str, value: Any) -> None:
         """Suspect-snapshot policy and retry period may change at run time (the rest is read-only)."""
-        for change in changes:
-            try:
-                self._specs[change.name].check(change.value)
-            except ConfigError as exc:
-                return SetParametersResult(successful=False, reason=str(exc))
-        if self.loop is not None:
-            for change in changes:
-                if change.name == "retry_period_s":
-                    self.loop.retry_period_s = float(change.value)
-                else:
-                    setattr(self.loop.mirror, change.name, change.value)
-        return SetParametersResult(successful=True)
+        if self.loop is None:
+            return
+        if name == "retry_period_s":
+            self.loop.retry_period_s = float(value)
+        else:
+            setattr(self.loop.mirror, name, value)
 
     def _on_update(self, msg: Any) -> None:
         """Hand the payload over and return: decoding and writing happen in the worker."""
@@ -261,55 +250,48 @@ class DsgMirrorNode(Node):
         return self.loop.state if self.loop is not None else MirrorState()
 
     def _publish(self, state: MirrorState) -> None:
-        msg = MirrorStatus()
-        msg.header.stamp = self.get_clock().now().to_msg()
-        msg.sequence = state.sequence
-        msg.nodes = state.nodes
-        msg.edges = state.edges
-        msg.nodes_added = state.nodes_added
-        msg.nodes_changed = state.nodes_changed
-        msg.nodes_removed = state.nodes_removed
-        msg.edges_added = state.edges_added
-        msg.edges_removed = state.edges_removed
-        msg.last_latency_s = state.last_latency_s
-        msg.snapshots_received = state.snapshots_received
-        msg.snapshots_applied = state.snapshots_applied
-        msg.snapshots_dropped = state.snapshots_dropped
-        msg.suspect_held = state.suspect_held
-        msg.corrections_active = state.corrections_active
-        msg.corrections_retired = list(state.corrections_retired)
-        msg.last_error = state.last_error
-        self._status.publish(msg)
+        self._status.publish(status_msg(state, self.get_clock().now().to_msg()))
 
-    def close(self) -> None:
-        """On SIGINT/SIGTERM (the runner calls it): the snapshot being written may finish within most of
-        ``shutdown_timeout_s``; past that it is dropped, marked half-written until the next start."""
-        self._stop_loop(CLOSE_SHARE * self._params["shutdown_timeout_s"])
+    def finish(self) -> None:
+        """On SIGINT/SIGTERM (the runner closes the node): the snapshot being written may finish within most
+        of ``shutdown_timeout_s``; past that it is dropped, marked half-written until the next start."""
+        self._stop_loop(CLOSE_SHARE * self.shutdown_timeout_s)
 
     def _stop_loop(self, timeout_s: float) -> None:
         loop, self.loop = self.loop, None
         if loop is not None:
             loop.stop(timeout_s)
 
-    def _teardown(self) -> None:
-        self._stop_loop(getattr(self, "_params", {}).get("shutdown_timeout_s", 5.0))
+    def release(self) -> None:
+        self._stop_loop(getattr(self, "shutdown_timeout_s", SHUTDOWN_TIMEOUT.default))
         store = getattr(self, "store", None)
         if store is not None:
             store.close()
+        handler: logging.Handler | None = getattr(self, "_log_handler", None)
+        if handler is None:
+            return
         for name in _LIBRARY_LOGGERS:
             library = logging.getLogger(name)
-            library.removeHandler(self._log_handler)
+            library.removeHandler(handler)
             library.propagate = True
 
-    def destroy_node(self) -> None:
-        self._teardown()
-        super().destroy_node()
 
-
+#: The fields of MirrorState, each published under its own name in MirrorStatus.
+MIRROR_STATE_FIELDS = tuple(f.name for f in fields(MirrorState))
 #: Seconds between refreshes of the history markers.
 _MARKER_PERIOD_S = 2.0
 #: Longest wait of the ``changes`` service for a reconcile in progress.
 _CHANGES_WAIT_S = 5.0
+
+
+def status_msg(state: MirrorState, stamp: Any) -> MirrorStatus:
+    """The status message of ``state``: every MirrorState field onto the message field of its name."""
+    msg = MirrorStatus()
+    msg.header.stamp = stamp
+    for name in MIRROR_STATE_FIELDS:
+        value = getattr(state, name)
+        setattr(msg, name, list(value) if isinstance(value, tuple) else value)
+    return msg
 
 
 def _stamp_seconds(stamp: Any) -> float | None:
@@ -318,8 +300,7 @@ def _stamp_seconds(stamp: Any) -> float | None:
     return seconds if seconds > 0 else None
 
 
-def main(args: list[str] | None = None) -> int:
-    return run_node("dsg_mirror", DsgMirrorNode, args)
+main = DsgMirrorNode.main
 
 
 if __name__ == "__main__":

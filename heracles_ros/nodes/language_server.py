@@ -50,7 +50,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.node import Node
 from std_msgs.msg import Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -59,6 +58,7 @@ from heracles_ros.agent.loop import Agent
 from heracles_ros.agent.prompt import METHODS
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult, Usage
 from heracles_ros.agent.sessions import Sessions
+from heracles_ros.command_pipeline import CommandPipeline
 from heracles_ros.errors import ConfigError, HeraclesError, describe
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb import open_store
@@ -71,9 +71,10 @@ from heracles_ros.nodes.command_action import (
     size_problem,
 )
 from heracles_ros.nodes.markers import make_marker
-from heracles_ros.nodes.parameters import SNAPSHOT_WAIT, declare
+from heracles_ros.nodes.node_base import HeraclesNode
+from heracles_ros.nodes.parameters import SNAPSHOT_WAIT
 from heracles_ros.nodes.qos import latched
-from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT, run_node
+from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
 from heracles_ros.settings import Setting
@@ -243,20 +244,13 @@ def marker_text(kind: str, request: str, outcome: str) -> str:
     return "\n".join(lines)
 
 
-class LanguageServerNode(Node):
+class LanguageServerNode(HeraclesNode):
     """Serves ask / command / correct and execute_command through one shared agent; publishes the last answer."""
 
-    def __init__(self, **kwargs: Any):
-        self._closed = True  # until _setup completes there is nothing of ours to release
-        super().__init__(NODE_NAME, **kwargs)
-        try:
-            self._setup()
-        except BaseException:
-            super().destroy_node()
-            raise
+    NODE_NAME = NODE_NAME
+    PARAMETERS = PARAMETERS
 
-    def _setup(self) -> None:
-        values = declare(self, PARAMETERS)
+    def setup(self, values: dict[str, Any]) -> None:
         self.settings = LanguageSettings.from_values(values)
         self._refuse_a_second_instance(self.settings.instance_check_s)
         self.store: GraphStore = open_store(
@@ -282,6 +276,8 @@ class LanguageServerNode(Node):
             snapshot_wait_s=self.settings.snapshot_wait_s,
         )
         self._planner.preload()  # the first command must not wait seconds for a kilometre-scale place graph
+        #: Checks (through the agent), plans: the node's one planner, shared by both.
+        self.pipeline = CommandPipeline(self._planner)
         self._agent_lock = threading.Lock()
         self._agent: Agent | None = None
         self._llm: LLM | None = None
@@ -297,13 +293,13 @@ class LanguageServerNode(Node):
         self.create_service(Command, "command", self._on_command, callback_group=requests)
         self.create_service(Correct, "correct", self._on_correct, callback_group=requests)
         self.create_service(ManageCorrections, "corrections", self._on_corrections, callback_group=requests)
-        self.commands = CommandAction(
-            self, get_agent=self._get_agent, summary=plan_summary, announce=self._publish_answer,
+        self.commands = self.destroyed_with_node(CommandAction(
+            self, get_agent=self._get_agent, pipeline=self.pipeline, summary=plan_summary,
+            announce=self._publish_answer,
             require_confirmation=self.settings.require_confirmation,
             confirm_timeout_s=self.settings.confirm_timeout_s, map_frame=self.settings.map_frame,
             client_lost_s=self.settings.client_lost_s,
-        )
-        self._closed = False
+        ))
         try:
             self._get_agent()
         except HeraclesError as exc:  # e.g. no API key yet: every request will say so, and retry
@@ -338,7 +334,7 @@ class LanguageServerNode(Node):
                 self._agent = Agent(
                     self.store,
                     llm,
-                    planner=self._planner,
+                    checker=self._planner,
                     method=s.method,
                     max_goal_retries=s.max_goal_retries,
                     query_timeout_s=s.query_timeout_s,
@@ -370,7 +366,7 @@ class LanguageServerNode(Node):
     def _on_command(self, request: Command.Request, response: Command.Response) -> Command.Response:
         result = self._serve(
             "command", request.instruction, CommandResult,
-            lambda agent: agent.command(request.instruction, plan=True, session=request.session),
+            lambda agent: self.pipeline.command(agent, request.instruction, session=request.session),
             request.session,
         )
         response.goal = result.goal
@@ -464,29 +460,30 @@ class LanguageServerNode(Node):
             self._marker_pub.publish(MarkerArray(markers=[marker]))
 
     # -- shutdown ----------------------------------------------------------------------
-    def close(self) -> None:
-        """Refuse new requests, end the running command (its plan is cancelled at the dispatcher, its goal
-        aborted with reason shutting_down) within the shutdown budget, then release the model client and
-        the database. Safe to call twice."""
-        if self._closed:
-            return
-        self._closed = True
-        budget_s = self.settings.shutdown_timeout_s * CLOSE_SHARE * 0.8
+    def finish(self) -> None:
+        """New requests are refused from now; the running command ends (its plan is cancelled at the
+        dispatcher, its goal aborted with reason shutting_down) within the shutdown budget."""
+        budget_s = self.shutdown_timeout_s * CLOSE_SHARE * 0.8
         if not self.commands.close(budget_s):
             self.get_logger().error(f"the running command did not end within {budget_s:.1f} s of closing")
-        with self._agent_lock:
-            if self._llm is not None:
-                self._llm.close()
-            self._agent = self._llm = None
-        if self.query_store is not self.store:
-            self.query_store.close()
-        self.store.close()
 
-    def destroy_node(self) -> None:
-        self.close()
-        if hasattr(self, "commands"):
-            self.commands.destroy()
-        super().destroy_node()
+    def release(self) -> None:
+        """The model client and the database connections."""
+        if hasattr(self, "_agent_lock"):
+            with self._agent_lock:
+                if self._llm is not None:
+                    self._llm.close()
+                self._agent = self._llm = None
+        store = getattr(self, "store", None)
+        query_store = getattr(self, "query_store", store)
+        if query_store is not store and query_store is not None:
+            query_store.close()
+        if store is not None:
+            store.close()
+
+    def executor_threads(self) -> int:
+        """One per request worker, and spares so that a full house of slow models blocks nothing else."""
+        return self.settings.request_workers + SPARE_THREADS
 
 
 def _fill_usage(response: Any, usage: Usage, error: str) -> None:
@@ -498,11 +495,7 @@ def _fill_usage(response: Any, usage: Usage, error: str) -> None:
     response.error = error
 
 
-def main(args: list[str] | None = None) -> int:
-    return run_node(
-        "language_server", LanguageServerNode, args,
-        threads=lambda node: node.settings.request_workers + SPARE_THREADS,
-    )
+main = LanguageServerNode.main
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ from std_msgs.msg import Header
 from heracles_ros.errors import PlanningError
 from heracles_ros.execution.plan_runner import DispatchOutcome, ProgressEvent
 from heracles_ros.msg import DispatchProgress, DispatchResult, Plan, PlanStep
-from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus, Point3
+from heracles_ros.outcomes import PlanStatus
+from heracles_ros.plan_types import PlanAction, PlanResult, Point3
 
 
 def _header(frame_id: str, stamp: Time | None) -> Header:

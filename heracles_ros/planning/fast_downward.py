@@ -19,10 +19,10 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 
 from heracles_ros.errors import PlanningError
+from heracles_ros.outcomes import FDStatus
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +60,6 @@ _UNSOLVABLE = {10, 11, 12, 13}
 #: docs/known-issues.md#fast-downward-incomplete
 _INCOMPLETE = 12
 _OUT_OF_TIME = {21, 23, 24}
-
-
-class FDStatus(str, Enum):
-    SOLVED = "solved"
-    UNSOLVABLE = "unsolvable"
-    TIMEOUT = "timeout"
-    ERROR = "error"
 
 
 @dataclass(frozen=True)

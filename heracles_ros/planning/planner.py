@@ -26,9 +26,10 @@ from heracles_ros.formats.pddl_goal import check_goal, checked_goal, parse_goal
 from heracles_ros.graphdb.cypher import planning as cypher
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S, read_whole
-from heracles_ros.plan_types import PlanResult, PlanStatus
+from heracles_ros.outcomes import FDStatus, PlanStatus
+from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.expand import expand_plan
-from heracles_ros.planning.fast_downward import FDResult, FDStatus, anytime_search, run_fast_downward
+from heracles_ros.planning.fast_downward import FDResult, anytime_search, run_fast_downward
 from heracles_ros.planning.places import PlaceGraph, load_place_graph
 from heracles_ros.planning.problem import (
     COST_SCALE,

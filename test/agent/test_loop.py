@@ -86,7 +86,7 @@ def test_write_attempt_is_refused_by_the_server(small_store, llm_server, task):
         say(final),
     ])
     agent = Agent(small_store, adapter(server))
-    result = agent.ask("Relabel the bicycles") if task == "ask" else agent.command("Take a bicycle", plan=False)
+    result = agent.ask("Relabel the bicycles") if task == "ask" else agent.command("Take a bicycle")
     assert result.ok, result.error
     refusals = server.requests[2].tool_results()
     assert len(refusals) == 3
@@ -102,7 +102,7 @@ def test_hallucinated_symbol_is_rejected_fed_back_and_fixed(small_store, llm_ser
         call("MATCH (o:Object {class: 'bag'}) RETURN o.nodeSymbol AS s ORDER BY s LIMIT 1"),
         say(f"<answer>(holding {bag})</answer>"),
     ])
-    result = Agent(small_store, adapter(server)).command("Pick up the bag", plan=False)
+    result = Agent(small_store, adapter(server)).command("Pick up the bag")
     assert result.ok, result.error
     assert result.goal == f"(holding {bag})"
     feedback = server.requests[1].last("user")["content"]
@@ -111,50 +111,12 @@ def test_hallucinated_symbol_is_rejected_fed_back_and_fixed(small_store, llm_ser
     assert [t["function"]["name"] for t in server.requests[1].tools] == ["run_cypher_query"]  # may query again
 
 
-def test_goal_retries_are_bounded_and_nothing_reaches_the_planner(small_store, llm_server):
-    server = llm_server([say("<answer>(holding O999)</answer>")] * 3)
-    result = Agent(small_store, adapter(server), max_goal_retries=2).command("Pick up the unicorn", plan=True)
-    assert result.error.startswith("GoalError: unknown symbol 'O999'")
-    assert result.goal == "" and result.plan is None
-    assert len(server.requests) == 3 and server.remaining == 0
-
-
 def test_malformed_goal_gets_the_syntax_problem(small_store, llm_server):
     room = _one(small_store, "MATCH (r:Room) RETURN r.nodeSymbol AS s LIMIT 1")["s"]
     server = llm_server([say("<answer>(visited-room R0</answer>"), say(f"<answer>(visited-room {room})</answer>")])
-    result = Agent(small_store, adapter(server)).command("Go to the room", plan=False)
+    result = Agent(small_store, adapter(server)).command("Go to the room")
     assert result.goal == f"(visited-room {room})"
     assert "missing ')'" in server.requests[1].last("user")["content"]
-
-
-def test_valid_goal_is_planned(small_store, llm_server):
-    bag = _one(
-        small_store, "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {class: 'bag'}) RETURN o.nodeSymbol AS s LIMIT 1"
-    )
-    server = llm_server([say(f"<answer>(visited-object {bag['s']})</answer>")])
-    result = Agent(small_store, adapter(server)).command("Go to the bag")
-    assert result.plan is not None
-    assert result.ok, result.error
-    assert result.plan.ok and result.plan.actions
-
-
-@pytest.mark.parametrize("cancel_after", [1, 2])
-def test_a_cancel_ends_a_command_within_the_current_turn_and_nothing_after_it_runs(
-    small_store, llm_server, cancel_after
-):
-    """Cancelled during turn 1: no query, no second turn. Cancelled during turn 2 (the answer): no planning."""
-    bag = _one(small_store, "MATCH (o:Object {class: 'bag'}) RETURN o.nodeSymbol AS s LIMIT 1")["s"]
-    script = [slow(0.5, call(COUNT_ALL)), slow(0.5, say(f"<answer>(visited-object {bag})</answer>"))]
-    server = llm_server(script)
-    agent = Agent(small_store, adapter(server))
-    planned: list[str] = []
-    real_plan = agent.planner.plan
-    agent.planner.plan = lambda goal: planned.append(goal) or real_plan(goal)  # type: ignore[method-assign]
-    result = agent.command("Go to the bag.", cancelled=lambda: len(server.requests) >= cancel_after)
-    assert result.error.startswith("RequestCancelled: cancelled before"), result.error
-    assert len(server.requests) == cancel_after and result.plan is None and not planned
-    # Cancelled during the turn that asks for the query: it never runs; during the answer: it ran once.
-    assert result.usage.tool_calls == cancel_after - 1
 
 
 def test_oversized_result_reaches_the_model_trimmed(small_store, llm_server):
@@ -383,13 +345,6 @@ def test_an_ambiguous_question_ends_with_a_clarification_whose_candidates_come_f
     assert exchange.note == "Candidates: " + "; ".join(c.description for c in result.candidates)
 
 
-def test_a_command_may_ask_back_and_is_then_neither_checked_nor_planned(small_store, llm_server):
-    server = llm_server([say('<answer>CLARIFY("Nothing here is a unicorn; what should I fetch?", <>)</answer>')])
-    result = Agent(small_store, adapter(server)).command("Fetch the unicorn.")
-    assert result.ok and (result.goal, result.plan, result.candidates) == ("", None, [])
-    assert result.clarification == "Nothing here is a unicorn; what should I fetch?"
-
-
 def test_corrections_cannot_ask_back(small_store, llm_server):
     server = llm_server([say('<answer>CLARIFY("Which one?", <O1>)</answer>'),
                          say('<answer>CLARIFY("?", <O1>)</answer>')])
@@ -405,7 +360,7 @@ def test_a_session_carries_earlier_exchanges_to_the_model_and_queries_are_report
     agent = Agent(small_store, adapter(server))
     assert agent.ask("Which box is the first?", session="s").answer == box
     seen: list[str] = []
-    result = agent.command("Bring it.", session="s", plan=False, on_query=seen.append)
+    result = agent.command("Bring it.", session="s", on_query=seen.append)
     assert result.goal == f"(holding {box})" and result.goal_text == f"hold {box} (box)"
     assert seen == [BICYCLES]
     sent = server.requests[1].messages

@@ -14,7 +14,8 @@ from heracles_ros.errors import ConfigError
 from heracles_ros.execution.plan_check import Located, PlanLimits, check_plan, plan_symbols, read_world
 from heracles_ros.execution.robot_state import RobotState
 from heracles_ros.mirror.reconcile import Mirror
-from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus
+from heracles_ros.outcomes import PlanStatus
+from heracles_ros.plan_types import PlanAction, PlanResult
 from heracles_ros.schema import Layer
 
 LIMITS = PlanLimits(max_steps=10, max_path_length_m=100.0, tolerance_m=0.5)

@@ -16,17 +16,12 @@ import pytest
 from support.tiny_scene import tiny_scene
 
 from heracles_ros.execution.driver import CancelToken, Pose
-from heracles_ros.execution.plan_runner import (
-    DispatchConfig,
-    DispatchStatus,
-    PlanRunner,
-    ProgressEvent,
-    StepState,
-)
+from heracles_ros.execution.plan_runner import DispatchConfig, PlanRunner, ProgressEvent
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
 from heracles_ros.mirror.reconcile import Mirror
-from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus
+from heracles_ros.outcomes import DispatchStatus, PlanStatus, StepState
+from heracles_ros.plan_types import PlanAction, PlanResult
 
 FAST = 100.0
 FETCH_O2 = "(holding O2)"

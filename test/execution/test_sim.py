@@ -8,8 +8,9 @@ import time
 import pytest
 
 from heracles_ros.errors import ConfigError, DriverError
-from heracles_ros.execution.driver import CancelToken, Outcome, Pose
+from heracles_ros.execution.driver import CancelToken, Pose
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
+from heracles_ros.outcomes import DriverOutcome
 from heracles_ros.plan_types import PlanAction
 
 FAST = 200.0  # simulated seconds per wall-clock second
@@ -41,7 +42,7 @@ def test_walks_the_waypoints_and_reports_poses_along_them():
     poses: list[Pose] = []
     path = [(0.0, 0.0, 0.0), (10.0, 0.0, 0.0), (10.0, 6.0, 0.5)]
     out = driver.execute(goto(path, ["P1", "P2", "P3"]), cancel=CancelToken(), timeout_s=100, feedback=poses.append)
-    assert out.outcome is Outcome.SUCCEEDED
+    assert out.outcome is DriverOutcome.SUCCEEDED
     assert out.reached_symbol == "P3"
     assert out.pose.position == pytest.approx((10.0, 6.0, 0.5))
     assert out.pose.yaw == pytest.approx(math.pi / 2)
@@ -68,14 +69,14 @@ def test_walk_takes_length_over_speed_in_simulated_time():
 def test_manipulation_changes_what_the_robot_holds():
     driver = started(SimConfig(time_scale=FAST, pick_s=2.0, place_s=2.0))
     cancel = CancelToken()
-    assert driver.execute(act("place", "O1", (1, 0, 0)), cancel=cancel, timeout_s=60).outcome is Outcome.FAILED
+    assert driver.execute(act("place", "O1", (1, 0, 0)), cancel=cancel, timeout_s=60).outcome is DriverOutcome.FAILED
     out = driver.execute(act("pick", "O1", (1.0, 1.0, 0.3)), cancel=cancel, timeout_s=60)
     assert out.ok and driver.holding == "O1"
     assert out.pose.yaw == pytest.approx(math.pi / 4)  # turned to face the object
     refused = driver.execute(act("pick", "O2", (1, 0, 0)), cancel=cancel, timeout_s=60)
-    assert refused.outcome is Outcome.FAILED and "already holding O1" in refused.reason
+    assert refused.outcome is DriverOutcome.FAILED and "already holding O1" in refused.reason
     wrong = driver.execute(act("place", "O2", (1, 0, 0)), cancel=cancel, timeout_s=60)
-    assert wrong.outcome is Outcome.FAILED and "holds O1" in wrong.reason
+    assert wrong.outcome is DriverOutcome.FAILED and "holds O1" in wrong.reason
     assert driver.execute(act("place", "O1", (1, 0, 0)), cancel=cancel, timeout_s=60).ok
     assert driver.holding == ""
 
@@ -86,7 +87,7 @@ def test_injected_failure_by_step_stops_part_way_and_names_the_last_place():
     first = driver.execute(goto(path[:2], ["P1", "P2"]), cancel=CancelToken(), timeout_s=100)
     assert first.ok
     second = driver.execute(goto(path[1:], ["P2", "P3", "P4"]), cancel=CancelToken(), timeout_s=100)
-    assert second.outcome is Outcome.FAILED
+    assert second.outcome is DriverOutcome.FAILED
     assert "injected failure" in second.reason
     assert second.pose.x == pytest.approx(8.0)  # half of the 8 m path
     assert second.reached_symbol == "P3"
@@ -113,7 +114,7 @@ def test_cancel_stops_a_walk_promptly():
     threading.Timer(0.3, cancel.cancel, args=("operator stop",)).start()
     t0 = time.monotonic()
     out = driver.execute(goto([(0, 0, 0), (100.0, 0, 0)], ["P1", "P2"]), cancel=cancel, timeout_s=1000)
-    assert out.outcome is Outcome.CANCELLED
+    assert out.outcome is DriverOutcome.CANCELLED
     assert out.reason == "operator stop"
     assert time.monotonic() - t0 < 0.6
     assert 0.1 < out.pose.x < 1.0  # stopped where it was, about 0.3 m along
@@ -126,7 +127,7 @@ def test_stop_from_another_thread_ends_the_running_step_and_is_harmless_when_idl
     threading.Timer(0.3, driver.stop, kwargs={"hard": True}).start()
     t0 = time.monotonic()
     out = driver.execute(goto([(0, 0, 0), (100.0, 0, 0)], ["P1", "P2"]), cancel=CancelToken(), timeout_s=1000)
-    assert (out.outcome, out.reason) == (Outcome.CANCELLED, "stopped (hard)")
+    assert (out.outcome, out.reason) == (DriverOutcome.CANCELLED, "stopped (hard)")
     assert time.monotonic() - t0 < 0.6 and 0.1 < out.pose.x < 1.0
     driver.stop()
     driver.stop(hard=True)  # twice, after the step: still harmless
@@ -142,14 +143,14 @@ def test_a_step_that_ended_before_its_limit_succeeds_even_when_the_check_comes_l
     short = driver.execute(goto([(0, 0, 0), (0.05, 0, 0)], ["P1", "P2"]), cancel=CancelToken(), timeout_s=0.1)
     assert short.ok and short.pose.x == pytest.approx(0.05)
     long = driver.execute(goto([(0.05, 0, 0), (5.0, 0, 0)], ["P2", "P3"]), cancel=CancelToken(), timeout_s=0.1)
-    assert long.outcome is Outcome.TIMEOUT
+    assert long.outcome is DriverOutcome.TIMEOUT
     assert long.pose.x == pytest.approx(0.15)  # where it was at the limit, not where the late tick would put it
 
 
 def test_timeout_is_in_simulated_seconds():
     driver = started(SimConfig(time_scale=FAST, pick_s=30.0))
     out = driver.execute(act("pick", "O1", (1, 0, 0)), cancel=CancelToken(), timeout_s=5.0)
-    assert out.outcome is Outcome.TIMEOUT
+    assert out.outcome is DriverOutcome.TIMEOUT
     assert "5.0 s" in out.reason
     assert driver.holding == ""
 
@@ -157,7 +158,7 @@ def test_timeout_is_in_simulated_seconds():
 def test_unknown_action_fails_with_its_name_and_use_before_start_is_an_error():
     driver = started(SimConfig(time_scale=FAST))
     out = driver.execute(act("dance", "O1", (0, 0, 0)), cancel=CancelToken(), timeout_s=5)
-    assert out.outcome is Outcome.FAILED and "'dance'" in out.reason
+    assert out.outcome is DriverOutcome.FAILED and "'dance'" in out.reason
     with pytest.raises(DriverError, match="before start"):
         SimSpotDriver(SimConfig()).execute(act("pick", "O1", (0, 0, 0)), cancel=CancelToken(), timeout_s=5)
 

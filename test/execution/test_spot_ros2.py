@@ -33,7 +33,7 @@ from support.spot_driver import (
 
 from heracles_ros.errors import ConfigError, DriverError, ExecutionError
 from heracles_ros.execution import spot_commands as sc
-from heracles_ros.execution.driver import CancelToken, Outcome, Pose
+from heracles_ros.execution.driver import CancelToken, Pose
 from heracles_ros.execution.spot_ros2 import (
     PoseTracker,
     SpotConfig,
@@ -42,6 +42,7 @@ from heracles_ros.execution.spot_ros2 import (
     robot_namespace,
     wait_future,
 )
+from heracles_ros.outcomes import DriverOutcome
 from heracles_ros.plan_types import PlanAction
 
 
@@ -402,7 +403,7 @@ def test_a_missing_or_stale_map_to_odom_fails_the_step_and_sends_nothing(ros_dom
 
         wait_until(stale, 5.0, "the last map->odom to grow stale")
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (13.0, 5.0)]))
-        assert outcome.outcome is Outcome.FAILED
+        assert outcome.outcome is DriverOutcome.FAILED
         assert "walk to p2: the map->odom transform is stale" in outcome.reason
         assert "(limit 1 s)" in outcome.reason
         assert outcome.pose == known  # the last pose known in the map frame
@@ -423,7 +424,7 @@ def test_a_walk_reported_done_short_of_its_goal_fails_the_arrival_check(ros_doma
         started(r)
         r.fake.walks.append(Walk.SHORT)
         outcome = r.execute(goto(["p1", "p2", "p3"], [(10.0, 5.0), (10.0, 8.0), (10.0, 12.0)]))
-        assert outcome.outcome is Outcome.FAILED
+        assert outcome.outcome is DriverOutcome.FAILED
         assert "walk to p3 reported done, but robot is 2.00 m from the goal" in outcome.reason
         assert outcome.reached_symbol == "p2"  # passed on the way
         assert r.fake.map_pose().y == pytest.approx(10.0, abs=1e-6)
@@ -445,7 +446,7 @@ def test_arrival_is_judged_on_odometry_newer_than_the_drivers_done(ros_domain_id
         monkeypatch.setattr(r.driver.odometry, "wait_newer", resume_when_the_adapter_waits)
         r.fake.walks.append(Walk.SLIP)
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]))
-        assert outcome.outcome is Outcome.FAILED
+        assert outcome.outcome is DriverOutcome.FAILED
         assert "walk to p2 reported done, but robot is 1.00 m from the goal" in outcome.reason
         assert at(r.fake.map_pose()) == pytest.approx((10.0, 9.0), abs=1e-6)
 
@@ -455,7 +456,7 @@ def test_an_aborted_walk_fails_with_the_drivers_message(ros_domain_id):
         started(r)
         r.fake.walks.append(Walk.ABORT)
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]))
-        assert outcome.outcome is Outcome.FAILED
+        assert outcome.outcome is DriverOutcome.FAILED
         assert outcome.reason == "walk to p2 failed: robot fell over"
 
 
@@ -466,7 +467,7 @@ def test_cancel_stops_the_robot(ros_domain_id):
         cancel = CancelToken()
         threading.Timer(0.5, cancel.cancel, args=("operator stop",)).start()
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), cancel=cancel)
-        assert outcome.outcome is Outcome.CANCELLED and outcome.reason == "operator stop"
+        assert outcome.outcome is DriverOutcome.CANCELLED and outcome.reason == "operator stop"
         assert r.fake.called("stop") == 1
         wait_until(lambda: r.fake.cancelled == 1, 5.0, "the driver to see the goal cancelled")
 
@@ -476,13 +477,13 @@ def test_a_step_timeout_and_a_walk_whose_result_never_comes_stop_the_robot(ros_d
         started(r)
         r.fake.walks.extend([Walk.HANG, Walk.DEAF])
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=0.8)
-        assert outcome.outcome is Outcome.TIMEOUT
+        assert outcome.outcome is DriverOutcome.TIMEOUT
         assert r.fake.called("stop") == 1
         # The action has no timeout of its own and this driver never ends the goal, not even on cancel:
         # 3 m at 2 m/s plus a 0.5 s margin, and the walk gives up long before the step's limit.
         started_at = time.monotonic()
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=30.0)
-        assert outcome.outcome is Outcome.FAILED
+        assert outcome.outcome is DriverOutcome.FAILED
         assert "walk to p2 did not finish within 2.0 s (blocked?)" in outcome.reason
         assert time.monotonic() - started_at < 10.0
         assert r.fake.called("stop") == 2
@@ -493,7 +494,7 @@ def test_a_driver_without_its_action_server_fails_the_step(ros_domain_id):
         started(r)
         started_at = time.monotonic()
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]))
-        assert outcome.outcome is Outcome.FAILED
+        assert outcome.outcome is DriverOutcome.FAILED
         assert outcome.reason == "walk to p2: action server not available within 0.5 s"
         assert time.monotonic() - started_at < 5.0
 
@@ -504,7 +505,7 @@ def test_a_driver_that_never_answers_a_goal_fails_the_step_and_stops_the_robot(r
         r.fake.answering.clear()
         r.fake.walks.append(Walk.HANG)
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]))
-        assert outcome.outcome is Outcome.FAILED
+        assert outcome.outcome is DriverOutcome.FAILED
         assert outcome.reason == "walk to p2: goal not accepted within 0.5 s"
         assert r.fake.called("stop") == 1
         # Accepted after all, later: the adapter cancels it at once.
@@ -517,7 +518,7 @@ def test_a_walk_whose_time_is_not_finite_is_refused_before_anything_moves(ros_do
         started(r)
         for far in (math.inf, math.nan, 1e300):
             outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (far, 8.0)]))
-            assert outcome.outcome is Outcome.FAILED
+            assert outcome.outcome is DriverOutcome.FAILED
             assert "walk to p2: the walk's time budget cannot be set" in outcome.reason
         assert r.fake.commands == []
 
@@ -588,7 +589,7 @@ def test_stop_during_a_walk_ends_it_promptly_whatever_the_driver_does(ros_domain
         assert not walking.is_alive(), "the walk went on after stop()"
         assert time.monotonic() - stopped_at < 3.0
         (outcome,) = ended
-        assert outcome.outcome is Outcome.CANCELLED
+        assert outcome.outcome is DriverOutcome.CANCELLED
         assert outcome.reason == ("stopped (hard)" if hard else "stopped")
         assert r.fake.calls == (["stop", "estop/gentle"] if hard else ["stop"])
 
@@ -607,7 +608,7 @@ def test_shutdown_during_a_walk_ends_it_and_returns_the_lease(ros_domain_id):
         r.driver.shutdown()
         walking.join(5.0)
         assert not walking.is_alive(), "the walk went on after shutdown()"
-        assert ended[0].outcome is Outcome.CANCELLED
+        assert ended[0].outcome is DriverOutcome.CANCELLED
         assert r.fake.calls == ["stop", "sit", "release"]
 
 

@@ -18,7 +18,7 @@ from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.mirror.reconcile import Mirror
-from heracles_ros.plan_types import PlanStatus
+from heracles_ros.outcomes import PlanStatus
 from heracles_ros.planning.planner import Planner
 
 #: A snapshot time (2027-01-15T08:00:00Z).

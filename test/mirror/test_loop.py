@@ -141,3 +141,19 @@ def test_a_snapshot_with_a_non_finite_value_is_skipped_and_reported(store: Falko
         assert_mirrors(store, without("O4"))
     finally:
         loop.stop()
+
+
+def test_a_reconcile_report_sets_every_state_field_it_shares_by_name() -> None:
+    """The loop's state after a reconcile takes every count the report and the state share."""
+    from dataclasses import fields
+
+    from heracles_ros.mirror.loop import REPORTED_FIELDS, MirrorState, report_counts
+    from heracles_ros.mirror.reconcile import ReconcileReport
+
+    shared = {f.name for f in fields(ReconcileReport)} & {f.name for f in fields(MirrorState)}
+    assert set(REPORTED_FIELDS) == shared
+    report = ReconcileReport(nodes_added=1, nodes_changed=2, nodes_removed=3, edges_added=4, edges_removed=5,
+                             nodes=6, edges=7, corrections_retired=["O1"])
+    state = MirrorState(**report_counts(report))  # type: ignore[arg-type]
+    assert (state.nodes_added, state.nodes_changed, state.nodes_removed, state.edges_added, state.edges_removed,
+            state.nodes, state.edges, state.corrections_retired) == (1, 2, 3, 4, 5, 6, 7, ("O1",))

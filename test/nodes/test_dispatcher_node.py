@@ -783,7 +783,7 @@ def test_two_goals_judged_at_the_same_moment_never_run_together(rig_factory, sma
     plan = solved(small_store, f"(holding {obj})", START)
     rig = rig_factory(sim_time_scale=40.0)
     first_accepting, second_judged = threading_events()
-    real_accepted = rig.node._on_accepted
+    real_accepted = rig.node._action._on_accepted
     calls = []
 
     def accepted(goal: Any) -> None:  # the first goal's acceptance is held until the second was judged free too
@@ -793,7 +793,7 @@ def test_two_goals_judged_at_the_same_moment_never_run_together(rig_factory, sma
             second_judged.wait(10.0)
         real_accepted(goal)
 
-    rig.node._action.register_handle_accepted_callback(accepted)
+    rig.node._action.server.register_handle_accepted_callback(accepted)
     goal = ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="twin-a"))
     first = rig.actions.send_goal_async(goal)
     assert first_accepting.wait(10.0)

@@ -460,3 +460,36 @@ def test_parameters_reach_history_retention_and_the_shutdown_bound(
             assert time.monotonic() - started < 1.5, "closing waited past shutdown_timeout_s"
         finally:
             loop.database_lock.release()
+
+
+def test_every_status_field_comes_from_the_mirror_state_by_name() -> None:
+    """The status message and the loop's state are one set of fields: a counter added to one and not the
+    other, or a field published from the wrong counter, is caught here."""
+    from dataclasses import fields
+
+    from builtin_interfaces.msg import Time
+
+    from heracles_ros.mirror.loop import MirrorState
+    from heracles_ros.nodes.dsg_mirror import status_msg
+
+    message_fields = set(MirrorStatus.get_fields_and_field_types()) - {"header"}
+    state_fields = {f.name for f in fields(MirrorState)}
+    assert message_fields == state_fields
+    # Distinct values per field, so a swap or a missed copy shows.
+    values: dict[str, Any] = {}
+    for number, f in enumerate(fields(MirrorState), start=1):
+        default = getattr(MirrorState(), f.name)
+        if isinstance(default, bool):
+            values[f.name] = True
+        elif isinstance(default, float):
+            values[f.name] = number + 0.5
+        elif isinstance(default, int):
+            values[f.name] = number
+        elif isinstance(default, tuple):
+            values[f.name] = (f"s{number}", f"t{number}")
+        else:
+            values[f.name] = f"text {number}"
+    msg = status_msg(MirrorState(**values), Time(sec=7))
+    assert msg.header.stamp.sec == 7
+    for name, value in values.items():
+        assert getattr(msg, name) == (list(value) if isinstance(value, tuple) else value), name

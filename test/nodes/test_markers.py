@@ -20,7 +20,8 @@ from heracles_ros.nodes.markers import (
     remaining_path,
     robot_markers,
 )
-from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus
+from heracles_ros.outcomes import PlanStatus
+from heracles_ros.plan_types import PlanAction, PlanResult
 
 # P0 (0,0) -> P1 (2,0) -> P2 (2,2) -> P3 (4,2); O7 next to P3; then back to P1 and put O7 down there.
 PLAN = PlanResult(

@@ -4,15 +4,11 @@ from __future__ import annotations
 import pytest
 
 from heracles_ros.errors import PlanningError
-from heracles_ros.execution.plan_runner import (
-    DispatchOutcome,
-    DispatchStatus,
-    ProgressEvent,
-    StepState,
-)
+from heracles_ros.execution.plan_runner import DispatchOutcome, ProgressEvent
 from heracles_ros.execution.robot_state import RobotState
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, plan_to_msg, progress_to_msg
-from heracles_ros.plan_types import PlanAction, PlanResult, PlanStatus
+from heracles_ros.outcomes import DispatchStatus, PlanStatus, StepState
+from heracles_ros.plan_types import PlanAction, PlanResult
 
 PLAN = PlanResult(
     PlanStatus.SOLVED,

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from heracles_ros.domain import load_domain
-from heracles_ros.planning.fast_downward import FDStatus, anytime_search, parse_plan, run_fast_downward
+from heracles_ros.outcomes import FDStatus
+from heracles_ros.planning.fast_downward import anytime_search, parse_plan, run_fast_downward
 
 # Three places in a line a - b - c; o1 lies at c. The `or` goal's cheap branch needs more steps.
 PROBLEM = """(define (problem t) (:domain heracles)

@@ -16,7 +16,8 @@ from heracles_ros.domain import load_domain
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.reconcile import Mirror
-from heracles_ros.plan_types import PlanResult, PlanStatus
+from heracles_ros.outcomes import PlanStatus
+from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
 
 

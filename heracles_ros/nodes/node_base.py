@@ -1,0 +1,134 @@
+"""What every node of ours does the same way: parameters, start, the closing order, and ``main``.
+
+A node names its parameter table (``PARAMETERS``, with ``shutdown_timeout_s``)
+and fills in three steps: :meth:`HeraclesNode.setup` (given the checked
+parameter values), :meth:`HeraclesNode.finish` (end the work in flight: cancel
+a plan, stop the robot, let a snapshot finish) and
+:meth:`HeraclesNode.release` (close the database and the clients). The base
+runs them in that order, each once:
+
+- a setup that raises releases what it had opened and destroys the node, so a
+  node that cannot start leaves nothing behind (the runner then exits 1);
+- :meth:`~HeraclesNode.close` (the runner calls it on SIGINT/SIGTERM, within
+  ``shutdown_timeout_s``, while the executor still serves what closing needs)
+  finishes, then releases; a second call does nothing;
+- ``destroy_node`` closes first, then destroys the node's action servers and
+  clients (:meth:`~HeraclesNode.destroyed_with_node`) and the node.
+
+:meth:`HeraclesNode.main` is the one rclpy bring-up: :func:`~.runner.run_node`
+with the node's executor threads.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection
+from typing import Any, ClassVar, Protocol
+
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from heracles_ros.errors import ConfigError
+from heracles_ros.nodes.parameters import declare
+from heracles_ros.nodes.runner import SHUTDOWN_TIMEOUT, run_node
+from heracles_ros.settings import Setting
+
+
+class _Destroyable(Protocol):
+    def destroy(self) -> Any: ...
+
+
+class HeraclesNode(Node):
+    """An rclpy node with our parameter table, start-or-release, and the closing order."""
+
+    #: The node's ROS name (also its name in the runner's log lines).
+    NODE_NAME: ClassVar[str]
+    #: Every parameter the node declares; must include ``shutdown_timeout_s`` (:data:`.runner.SHUTDOWN_TIMEOUT`).
+    PARAMETERS: ClassVar[tuple[Setting, ...]]
+    #: Parameters that may change while the node runs (the rest are read-only); each change is checked
+    #: against its Setting, then handed to :meth:`apply_parameter`.
+    RUNTIME_PARAMETERS: ClassVar[Collection[str]] = ()
+
+    def __init__(self, **kwargs: Any):
+        #: Guards the node's own state; subclasses use it for theirs, so closing flips under the same lock.
+        self._lock = threading.Lock()
+        self._closed = True  # until setup completes there is nothing to finish
+        self._destroy_with_node: list[_Destroyable] = []
+        super().__init__(self.NODE_NAME, **kwargs)
+        try:
+            values = declare(self, self.PARAMETERS, runtime=self.RUNTIME_PARAMETERS)
+            #: Seconds SIGINT/SIGTERM leave the node to end (the runner's bound, read by the closing steps).
+            self.shutdown_timeout_s = float(values[SHUTDOWN_TIMEOUT.name])
+            if self.RUNTIME_PARAMETERS:
+                self.add_on_set_parameters_callback(self._on_set_parameters)
+            self.setup(values)
+        except BaseException:
+            self.release()
+            super().destroy_node()
+            raise
+        with self._lock:
+            self._closed = False
+
+    # -- what a node fills in ----------------------------------------------------------
+    def setup(self, values: dict[str, Any]) -> None:
+        """Open what the node needs and create its interfaces, from the checked parameter ``values``."""
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        """End the work in flight within the shutdown budget (the executor still serves meanwhile)."""
+
+    def release(self) -> None:
+        """Close what :meth:`setup` opened; also called after a setup that failed half-way, so it
+        looks for what exists."""
+
+    def apply_parameter(self, name: str, value: Any) -> None:
+        """Apply one checked change of a run-time parameter."""
+
+    def executor_threads(self) -> int | None:
+        """Threads of the node's MultiThreadedExecutor (None: rclpy's default)."""
+        return None
+
+    # -- the shared skeleton -------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """True before the node has started and once it began closing: no new work is taken."""
+        return self._closed
+
+    def destroyed_with_node(self, entity: _Destroyable) -> Any:
+        """Destroy ``entity`` (an action server or client) after closing, as the node goes; returns it."""
+        self._destroy_with_node.append(entity)
+        return entity
+
+    def close(self) -> None:
+        """Finish the work in flight, then release; once (a second call returns at once)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self.finish()
+        finally:
+            self.release()
+
+    def destroy_node(self) -> None:
+        self.close()
+        for entity in self._destroy_with_node:
+            entity.destroy()
+        super().destroy_node()
+
+    def _on_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
+        specs = {spec.name: spec for spec in self.PARAMETERS}
+        for change in changes:
+            try:
+                specs[change.name].check(change.value)
+            except ConfigError as exc:
+                return SetParametersResult(successful=False, reason=str(exc))
+        for change in changes:
+            self.apply_parameter(change.name, change.value)
+        return SetParametersResult(successful=True)
+
+    @classmethod
+    def main(cls, args: list[str] | None = None) -> int:
+        """Run the node until SIGINT/SIGTERM or ROS shutdown; the process's exit code."""
+        make: Callable[[], HeraclesNode] = cls
+        return run_node(cls.NODE_NAME, make, args, threads=lambda node: node.executor_threads())
