@@ -10,7 +10,10 @@ import importlib
 import logging
 import sys
 
-from heracles_ros.errors import HeraclesError
+from heracles_ros.errors import HeraclesError, SystemUnavailable
+
+#: Exit status when a service or action of the running system did not answer within its bound.
+EXIT_UNREACHABLE = 4
 
 #: Sub-modules that contribute commands, in help order.
 _COMMAND_MODULES = (
@@ -18,7 +21,7 @@ _COMMAND_MODULES = (
     "demo",
 )
 #: Commands on the operator's fast path (``heracles stop``): only their module is imported to parse them.
-_FAST_COMMANDS = {"stop": "control", "resume": "control", "cancel": "control"}
+_FAST_COMMANDS = {"stop": "control", "resume": "control", "cancel": "control", "confirm": "control"}
 
 
 def build_parser(modules: tuple[str, ...] = _COMMAND_MODULES) -> argparse.ArgumentParser:
@@ -52,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return int(args.func(args) or 0)
+    except SystemUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     except HeraclesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
