@@ -23,10 +23,10 @@ import json
 import sys
 from typing import Any
 
+from heracles_ros.client.system import DEFAULT_NAMESPACE
+
 #: The commands this module serves (``heracles`` builds only their parsers when one of them is asked for).
 COMMANDS = ("stop", "resume", "cancel", "confirm")
-#: heracles.launch.py's default robot namespace (robot_name:=spot), as the client has it.
-DEFAULT_NAMESPACE = "/spot"
 EXIT_OK, EXIT_REFUSED = 0, 1
 
 

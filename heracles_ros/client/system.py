@@ -56,6 +56,11 @@ class HeraclesClient:
     :meth:`cancel_command`, :meth:`stop` and the waits, which may come from a signal-watching loop.
     """
 
+    _goal: Any
+    _handle: Any
+    _result: Any
+    _feedback: queue.Queue[Any]
+
     def __init__(self, namespace: str = DEFAULT_NAMESPACE, *, node_name: str = "heracles_client",
                  find_timeout_s: float = FIND_TIMEOUT_S, answer_timeout_s: float = ANSWER_TIMEOUT_S,
                  short_lease: bool = True):
@@ -288,14 +293,14 @@ class HeraclesClient:
         return bool(self._action_client().server_is_ready())
 
     def _reset_command(self) -> None:
-        self._goal: Any = None
-        self._handle: Any = None
+        self._goal = None
+        self._handle = None
         self._accepted = False
         self._cancel_wanted = False
         self._answered = threading.Event()
         self._finished = threading.Event()
-        self._result: Any = None
-        self._feedback: queue.Queue[Any] = queue.Queue()
+        self._result = None
+        self._feedback = queue.Queue()
         if not hasattr(self, "_rejection_queue"):
             self._rejection_queue: queue.Queue[Any] = queue.Queue()
             self._rejections: Any = None
