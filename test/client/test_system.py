@@ -6,10 +6,14 @@ its own rclpy context, as a script or console would. Only the model is scripted.
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,6 +38,7 @@ from heracles_ros.nodes.language_server import LanguageServerNode
 pytestmark = pytest.mark.backends("falkordb")
 
 NS = "/spotc"
+ROOT = Path(__file__).resolve().parents[2]
 START = "P0"
 T0 = 1_700_000_000
 BOXES = "MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box ORDER BY box"
@@ -223,7 +228,8 @@ def test_changes_through_the_running_mirror_read_as_the_database_does(ros_domain
             assert live[0] == 0 and live[1] == offline[1] == events, live
             live_text = heracles(capsys, "changes", *since, "--live", "--namespace", NS)
             offline_text = heracles(capsys, "changes", *since, "--db", db_uri, "--graph", graph_name)
-            assert live_text[1] == offline_text[1] and "moved       O0 (box) in R0 from (0.00, 1.00, 0.50) to (3.00, 1.00, 0.50) (3.0 m)" in live_text[1]
+            moved = "moved       O0 (box) in R0 from (0.00, 1.00, 0.50) to (3.00, 1.00, 0.50) (3.0 m)"
+            assert live_text[1] == offline_text[1] and moved in live_text[1]
 
 
 def test_when_nothing_answers_every_call_names_what_within_its_bound(ros_domain_id, capsys):
@@ -251,3 +257,20 @@ def test_when_nothing_answers_every_call_names_what_within_its_bound(ros_domain_
         code, _, err = heracles(capsys, *argv, "--live", "--namespace", "/nobody", "--server-timeout", "0.5")
         assert code == 4 and "answered on /nobody/" in err and "within 0.5 s" in err, (argv, err)
         assert time.monotonic() - started < 0.5 + 2.0
+
+
+def test_the_example_of_the_client_api_document_runs_against_the_running_system(system):
+    """docs/client-api.md's first example, as a user copies it (only its namespace is the test's)."""
+    document = (ROOT / "docs" / "client-api.md").read_text()
+    example = re.findall(r"```python\n(.*?)```", document, re.S)[0]
+    assert 'HeraclesClient("/spot")' in example
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", example.replace('"/spot"', repr(NS))], env=env, capture_output=True,
+                          text=True, timeout=180)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    box = system["store"].query(FARTHEST_BOX)[0]["box"]
+    assert lines[0] == f"boxes: {len(system['store'].query(BOXES))}"
+    assert re.fullmatch(r"plan: \d+ steps, \d+\.\d m of walking", lines[1]), lines
+    assert lines[-1].startswith("succeeded, ") and lines[-1].endswith(f"holding {box}"), lines
+    assert any(line.startswith("step 1/") for line in lines)
