@@ -7,7 +7,6 @@ from support.cli import heracles
 
 from heracles_ros.cli import build_parser
 
-
 Leaf = tuple[tuple[str, ...], argparse.ArgumentParser]
 
 
