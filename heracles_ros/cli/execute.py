@@ -1,12 +1,15 @@
-"""``heracles command --execute`` and ``heracles cancel``: the running system's execute_command action.
+"""``heracles command --execute``: the running system's execute_command action, on the terminal.
 
 Only the running ``language_server`` can reach the dispatcher and the robot,
-so execution is a goal of its ``execute_command`` action. The CLI prints one
-line per feedback message (grounding queries, goal, plan, each step with the
-robot's position) on stderr, asks on the terminal when the command waits for
-confirmation (only an explicit yes approves), and exits by the outcome:
-0 succeeded (or planned), 3 the model asks back (clarify), 1 anything else.
-``--json`` prints the result on stdout.
+so execution is a goal of its ``execute_command`` action, sent and followed
+through :class:`heracles_ros.client.HeraclesClient`. The CLI prints one
+time-stamped line per feedback message (grounding queries, goal, the plan in
+words, each step with the robot's position) on stderr, asks on the terminal
+when the command waits for confirmation (only an explicit yes approves), ends
+with a line on stdout saying how it ended, where the robot is and what it
+holds, and exits by the outcome: 0 succeeded (or planned), 3 the model asks
+back (clarify), 1 anything else, 4 no language server answered. ``--json``
+prints the result on stdout instead.
 
 Stopping: Ctrl-C, SIGTERM and SIGHUP (the terminal closing) cancel the command
 at any moment (a goal whose response has not arrived yet is cancelled as soon

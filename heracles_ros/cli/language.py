@@ -55,6 +55,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     correct.set_defaults(func=_correct)
 
     for parser in (ask, command, correct):
+        parser.description = (
+            "Two forms: by default in this process, on the "
+            "database named by --db with the model named by --llm/--model (no running node needed); with --live "
+            "through the running system's language_server (its database, its model, and the conversation named by "
+            "--session)" + (", as --execute does to move the robot" if parser is command else "") + ".")
         _add_common(parser)
         _add_llm_options(parser)
         add_live_options(parser, what="language_server (its model and database)", session=True)
