@@ -226,7 +226,7 @@ class HeraclesClient:
         sent = actions.send_goal_async(goal, feedback_callback=lambda message: self._feedback.put(message.feedback))
         sent.add_done_callback(self._on_goal_response)
         if wait:
-            if not self._answered.wait(self.answer_timeout_s):
+            if not self._wait(self._answered, self.answer_timeout_s):
                 raise SystemUnavailable(
                     f"the language_server did not answer the goal on {self.action_name} within "
                     f"{self.answer_timeout_s:g} s (if it takes it later, it cancels it once this client is gone)",
@@ -285,7 +285,7 @@ class HeraclesClient:
     def result(self, timeout_s: float = 0.0) -> Any:
         """The command's ExecuteCommand result (outcome, reason, robot_place, holding, ...), or None yet."""
         if timeout_s > 0:
-            self._finished.wait(timeout_s)
+            self._wait(self._finished, timeout_s)
         return self._result if self._finished.is_set() else None
 
     def command_server_present(self) -> bool:
@@ -314,7 +314,10 @@ class HeraclesClient:
             latched(_REJECTIONS_KEPT))
 
     def _on_goal_response(self, future: Any) -> None:
-        handle = future.result()
+        try:
+            handle = future.result()
+        except Exception:  # the context went down under the call: no answer (the waits run out)
+            return
         with self._lock:
             self._handle = handle
             self._accepted = handle is not None and bool(handle.accepted)
@@ -350,10 +353,20 @@ class HeraclesClient:
         answered = threading.Event()
         future = client.call_async(request)
         future.add_done_callback(lambda _: answered.set())
-        if not answered.wait(answer_s) or future.result() is None:
+        if not self._wait(answered, answer_s) or future.result() is None:
             future.cancel()
             raise SystemUnavailable(f"no {server} answered on {name} within {answer_s:g} s", name=name)
         return future.result()
+
+    def _wait(self, event: threading.Event, timeout_s: float) -> bool:
+        """``event.wait(timeout_s)`` that also gives up once this client closes."""
+        deadline = time.monotonic() + timeout_s
+        while not event.is_set() and not self._closing.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            event.wait(min(left, 0.1))
+        return event.is_set()
 
     def _find(self, ready: Any, name: str, server: str) -> None:
         deadline = time.monotonic() + self.find_timeout_s
