@@ -14,6 +14,7 @@ from typing import Any
 
 from heracles_ros.cli.common import print_json
 from heracles_ros.client.system import DEFAULT_NAMESPACE, LANGUAGE_TIMEOUT_S
+from heracles_ros.client.words import message_dict
 
 #: Exit status when the model asks back (as the in-process forms).
 EXIT_CLARIFY = 3
@@ -38,12 +39,6 @@ def _client(args: argparse.Namespace) -> Any:
 
     return HeraclesClient(args.namespace, node_name="heracles_cli", find_timeout_s=args.server_timeout,
                           answer_timeout_s=args.server_timeout, short_lease=False)
-
-
-def _as_dict(message: Any) -> dict[str, Any]:
-    from rosidl_runtime_py.convert import message_to_ordereddict
-
-    return dict(message_to_ordereddict(message))
 
 
 def _usage(response: Any) -> None:
@@ -72,7 +67,7 @@ def ask(args: argparse.Namespace) -> int:
         response = client.ask(args.question, answer_type=args.answer_type or "", session=args.session,
                               timeout_s=max(args.timeout * (args.max_tool_calls + 1), LANGUAGE_TIMEOUT_S))
     if args.json:
-        print_json(_as_dict(response))
+        print_json(message_dict(response))
         return _exit(response)
     if not _clarified(response) and response.answer:
         print(response.answer)
@@ -87,7 +82,7 @@ def command(args: argparse.Namespace) -> int:
         response = client.plan_command(args.instruction, session=args.session,
                                        timeout_s=max(args.timeout * (args.max_tool_calls + 1), LANGUAGE_TIMEOUT_S))
     if args.json:
-        print_json(_as_dict(response))
+        print_json(message_dict(response))
         return _exit(response)
     if not _clarified(response):
         if response.goal:
@@ -103,7 +98,7 @@ def correct(args: argparse.Namespace) -> int:
         response = client.correct(args.instruction, session=args.session,
                                   timeout_s=max(args.timeout * (args.max_tool_calls + 1), LANGUAGE_TIMEOUT_S))
     if args.json:
-        print_json(_as_dict(response))
+        print_json(message_dict(response))
         return _exit(response)
     print("\n".join(response.changes) or (f"no change: {response.explanation}" if not response.error else ""))
     _usage(response)

@@ -52,6 +52,18 @@ def final_line(result: Any, position: Any = None) -> str:
     return f"{ended}; robot at {where_robot_is(result.robot_place, position)}, holding {result.holding or 'nothing'}"
 
 
+def message_dict(message: Any) -> dict[str, Any]:
+    """A ROS message as plain JSON-able data (nested messages and arrays too), for ``--json``."""
+    def plain(value: Any) -> Any:
+        if hasattr(value, "get_fields_and_field_types"):
+            return message_dict(value)
+        if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
+            return [plain(item) for item in (value.tolist() if hasattr(value, "tolist") else value)]
+        return value
+
+    return {name: plain(getattr(message, name)) for name in message.get_fields_and_field_types()}
+
+
 def _walk_m(step: Any) -> float:
     if step.action != "goto" or len(step.waypoints) < 2:
         return 0.0
