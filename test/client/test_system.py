@@ -185,12 +185,15 @@ def test_cancel_stop_and_resume_reach_the_robot_through_the_client(system):
 
         stopped = client.stop()
         assert stopped.success and stopped.message.startswith("stopped"), stopped.message
+        language = system["language"]
+        wait_until(lambda: language.commands.stopped() is not None, 10.0, "the stop to reach the language server")
         with pytest.raises(RequestFailed, match=r"rejected \(stopped\)"):
             client.command("Bring me the farthest box.", command_id="walk-2")
         assert client.is_task_complete() and client.accepted() is False
         assert not client.cancel_plan().success  # nothing runs
         assert client.resume("ana", "path clear").success
         assert not client.resume("ana").success  # nothing stopped any more
+        wait_until(lambda: language.commands.stopped() is None, 10.0, "the resume to reach the language server")
         client.command("Bring me the farthest box.", command_id="walk-3")
         while (event := client.feedback(timeout_s=60.0)) is not None and event.stage != "step":
             pass
