@@ -143,14 +143,15 @@ class _Follower:
                      "takes it later, it cancels it once this CLI is gone")
                 return EXIT_INTERRUPTED if self.interrupts.first.is_set() else EXIT_FAILED
             if self.interrupts.first.is_set() and not self.cancel_sent:
-                client.cancel_command()  # sent as soon as the goal is accepted
+                self._cancel(command_id)  # sent as soon as the goal is accepted
             time.sleep(_TICK_S)
         if not client.accepted():
             code = self._rejected(command_id, as_json)
             return EXIT_INTERRUPTED if self.interrupts.first.is_set() else code
         _err(stamped(f"accepted as {command_id}"))
         self.stage = "accepted"
-        cancel_deadline = lost_since = None
+        lost_since = None
+        cancel_deadline = time.monotonic() + CANCEL_RESULT_WAIT_S if self.cancel_sent else None
         confirming = False
         while not client.is_task_complete():
             self._leave_if_asked_again()
