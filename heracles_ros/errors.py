@@ -137,6 +137,21 @@ class AnswerFormatError(LLMOutputError):
     """An answer is not valid SLDP, or not of the requested type."""
 
 
+# --- the running system ---------------------------------------------------
+class SystemUnavailable(HeraclesError):
+    """A service or action of the running system was not found, or did not answer, within its bound.
+
+    ``name`` is what did not answer (e.g. ``/spot/stop``); the CLI exits 4 on it.
+    """
+
+    def __init__(self, message: str, *, name: str):
+        super().__init__(message)
+        self.name = name
+
+
+class RequestFailed(HeraclesError):
+    """The running system answered, but with an error (its text is the message)."""
+
 
 class RequestCancelled(HeraclesError):
     """The caller cancelled the request; nothing after the current model turn ran."""

@@ -10,15 +10,20 @@ import importlib
 import logging
 import sys
 
-from heracles_ros.errors import HeraclesError
+from heracles_ros.errors import HeraclesError, SystemUnavailable
+
+#: Exit status when a service or action of the running system did not answer within its bound.
+EXIT_UNREACHABLE = 4
 
 #: Sub-modules that contribute commands, in help order.
 _COMMAND_MODULES = (
     "db", "scene", "cypher", "changes", "corrections", "bench", "goal", "plan", "language", "control", "eval",
     "demo", "up", "replay",
 )
+#: Commands whose output is a report for people only (no JSON form).
+_TEXT_ONLY = {"demo"}
 #: Commands on the operator's fast path (``heracles stop``): only their module is imported to parse them.
-_FAST_COMMANDS = {"stop": "control", "resume": "control", "cancel": "control"}
+_FAST_COMMANDS = {"stop": "control", "resume": "control", "cancel": "control", "confirm": "control"}
 
 
 def build_parser(modules: tuple[str, ...] = _COMMAND_MODULES) -> argparse.ArgumentParser:
@@ -36,7 +41,21 @@ def build_parser(modules: tuple[str, ...] = _COMMAND_MODULES) -> argparse.Argume
                 raise
             continue  # that command group is not built yet
         module.register(sub)
+    for name, command in sub.choices.items():
+        if name not in _TEXT_ONLY:
+            _accept_json(command)
     return parser
+
+
+def _accept_json(parser: argparse.ArgumentParser) -> None:
+    """``--json`` on every command: the data commands (db, load, summary, cypher, ...) print JSON anyway."""
+    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if actions:
+        for command in actions[0].choices.values():
+            _accept_json(command)
+    elif not any("--json" in a.option_strings for a in parser._actions):
+        parser.add_argument("--json", action="store_true", help="one JSON document on stdout (this command's "
+                            "output is JSON either way)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return int(args.func(args) or 0)
+    except SystemUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     except HeraclesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -2,7 +2,9 @@
 
 Corrections whose node left the scene (retired) or came back (returned) are
 listed with the scene's events (:mod:`heracles_ros.mirror.timeline`, which the
-dsg_mirror node's ``changes`` service answers from too).
+dsg_mirror node's ``changes`` service answers from too). ``--live`` asks that
+service of the running mirror instead of reading ``--db`` here; both print the
+same lines, or the same JSON list.
 """
 from __future__ import annotations
 
@@ -11,12 +13,12 @@ import math
 import re
 import time
 from datetime import datetime, timezone
+from typing import Any
 
 from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.live import add_live_options
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
-from heracles_ros.mirror.corrections import CorrectionEvent
-from heracles_ros.mirror.history import ChangeEvent
 from heracles_ros.mirror.timeline import read_timeline
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -38,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", action="store_true", help="print the events as a JSON list")
     add_db_option(parser)
     parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+    add_live_options(parser, what="dsg_mirror (its changes service)")
     parser.set_defaults(func=_run)
 
 
@@ -73,32 +76,41 @@ def _run(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise ConfigError(f"--limit must be 1 or more, got {args.limit}")
     since = parse_since(args.since)
-    with open_store(args.db, graph=args.graph) as store:
-        timeline = read_timeline(store, since=since, room=args.room, limit=args.limit)
+    if args.live:
+        from heracles_ros.cli import live
+
+        events = live.changes(args, since)
+    else:
+        with open_store(args.db, graph=args.graph) as store:
+            events = [event.to_json() for event in read_timeline(store, since=since, room=args.room,
+                                                                 limit=args.limit)]
     if args.json:
-        print_json([event.to_json() for event in timeline])
+        print_json(events)
         return 0
-    for event in timeline:
+    for event in events:
         print(_line(event))
-    if not timeline:
+    if not events:
         print("no changes recorded since then")
     return 0
 
 
-def _line(e: ChangeEvent | CorrectionEvent) -> str:
-    what = e.to_json()
-    if isinstance(e, CorrectionEvent):
-        return f"{what['time']}  {e.correction.symbol}: {e}"
+def _line(what: dict[str, Any]) -> str:
+    """One event (as its JSON object, the same from the database and from the service) in words."""
+    if what["kind"].startswith("correction "):
+        value = f"correction {what['correction']} = {what['value']!r}"
+        if what["kind"] == "correction retired":
+            return f"{what['time']}  {what['symbol']}: {value} retired: {what.get('why', '')}"
+        return f"{what['time']}  {what['symbol']}: {value} returned with its node"
     if "from_position" in what:
         detail = f" from {_xyz(what['from_position'])} to {_xyz(what['position'])} ({what['distance_m']} m)"
-    elif e.from_class is not None:
-        detail = f" from {e.from_class!r} to {e.cls!r}"
-    elif e.from_name is not None:
-        detail = f" from {e.from_name!r} to {e.name!r}"
+    elif what.get("from_class") is not None:
+        detail = f" from {what['from_class']!r} to {what['class']!r}"
+    elif what.get("from_name") is not None:
+        detail = f" from {what['from_name']!r} to {what['name']!r}"
     else:
         detail = f" at {_xyz(what['position'])}"
-    room = f" in {e.room}" if e.room else ""
-    return f"{what['time']}  {e.kind:<11} {e.symbol} ({e.cls}){room}{detail}"
+    room = f" in {what['room']}" if what.get("room") else ""
+    return f"{what['time']}  {what['kind']:<11} {what['symbol']} ({what['class']}){room}{detail}"
 
 
 def _xyz(values: list[float]) -> str:

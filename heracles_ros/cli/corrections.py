@@ -1,15 +1,23 @@
-"""``heracles corrections list|revert|clear``: see and undo what operators corrected."""
+"""``heracles corrections list|revert|clear``: see and undo what operators corrected.
+
+By default on the database (``--db``) in this process; ``--live`` through the
+running language server's ``corrections`` service (the same JSON either way).
+"""
 from __future__ import annotations
 
 import argparse
 
+from heracles_ros.cli import live
 from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.live import add_live_options
 from heracles_ros.graphdb import open_store
 from heracles_ros.mirror.corrections import Corrections, operator_name
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    parser = sub.add_parser("corrections", help="list, revert or clear operator corrections")
+    parser = sub.add_parser("corrections", help="list, revert or clear operator corrections",
+                            description="On the database (--db) in this process, or with --live through the "
+                            "running language_server's corrections service. Prints JSON either way.")
     actions = parser.add_subparsers(dest="corrections_action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="every correction: id, node, property, value, who, when, state")
     listing.add_argument("--active", action="store_true", help="only the active ones")
@@ -19,10 +27,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     for action, func in ((listing, _list), (revert, _revert), (clear, _clear)):
         add_db_option(action)
         action.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+        add_live_options(action, what="language_server (its corrections service)")
+        action.add_argument("--json", action="store_true", help="JSON on stdout (always; accepted for uniformity)")
         action.set_defaults(func=func)
 
 
 def _list(args: argparse.Namespace) -> int:
+    if args.live:
+        return live.corrections(args)
     with open_store(args.db, graph=args.graph) as store:
         corrections = Corrections(store)
         records = corrections.active() if args.active else corrections.all()
@@ -31,6 +43,8 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _revert(args: argparse.Namespace) -> int:
+    if args.live:
+        return live.corrections(args)
     with open_store(args.db, graph=args.graph) as store:
         change = Corrections(store).revert(args.id, author=f"heracles corrections ({operator_name()})")
     print_json({"reverted": args.id.strip(), "change": str(change)})
@@ -38,6 +52,8 @@ def _revert(args: argparse.Namespace) -> int:
 
 
 def _clear(args: argparse.Namespace) -> int:
+    if args.live:
+        return live.corrections(args)
     with open_store(args.db, graph=args.graph) as store:
         changes = Corrections(store).clear(author=f"heracles corrections ({operator_name()})")
     print_json({"cleared": True, "reverted": [str(change) for change in changes]})

@@ -1,12 +1,15 @@
-"""``heracles command --execute`` and ``heracles cancel``: the running system's execute_command action.
+"""``heracles command --execute``: the running system's execute_command action, on the terminal.
 
 Only the running ``language_server`` can reach the dispatcher and the robot,
-so execution is a goal of its ``execute_command`` action. The CLI prints one
-line per feedback message (grounding queries, goal, plan, each step with the
-robot's position) on stderr, asks on the terminal when the command waits for
-confirmation (only an explicit yes approves), and exits by the outcome:
-0 succeeded (or planned), 3 the model asks back (clarify), 1 anything else.
-``--json`` prints the result on stdout.
+so execution is a goal of its ``execute_command`` action, sent and followed
+through :class:`heracles_ros.client.HeraclesClient`. The CLI prints one
+time-stamped line per feedback message (grounding queries, goal, the plan in
+words, each step with the robot's position) on stderr, asks on the terminal
+when the command waits for confirmation (only an explicit yes approves), ends
+with a line on stdout saying how it ended, where the robot is and what it
+holds, and exits by the outcome: 0 succeeded (or planned), 3 the model asks
+back (clarify), 1 anything else, 4 no language server answered. ``--json``
+prints the result on stdout instead.
 
 Stopping: Ctrl-C, SIGTERM and SIGHUP (the terminal closing) cancel the command
 at any moment (a goal whose response has not arrived yet is cancelled as soon
@@ -26,17 +29,17 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heracles_ros.cli.common import print_json
-from heracles_ros.errors import ConfigError
+from heracles_ros.client.words import final_line, plan_lines, stamped, where_robot_is
+from heracles_ros.errors import HeraclesError, SystemUnavailable
 from heracles_ros.outcomes import SUCCESSFUL_COMMANDS, CommandOutcome
 
-#: heracles.launch.py's default namespace (robot_name:=spot).
-DEFAULT_NAMESPACE = "/spot"
+if TYPE_CHECKING:
+    from heracles_ros.client import HeraclesClient
+
 #: Exit codes by outcome; 130 (128 + SIGINT, the shell's convention) when the operator interrupted.
 EXIT_OK, EXIT_FAILED, EXIT_CLARIFY, EXIT_INTERRUPTED = 0, 1, 3, 130
 #: Seconds to wait for the server to accept or reject the goal.
@@ -45,8 +48,6 @@ GOAL_RESPONSE_TIMEOUT_S = 10.0
 CANCEL_RESULT_WAIT_S = 10.0
 #: The language server's action gone from the graph this long: the server is reported dead.
 SERVER_LOST_S = 3.0
-#: Seconds to wait for the confirm service's answer.
-CONFIRM_ANSWER_S = 10.0
 #: The signals that cancel the command: Ctrl-C, a kill, the terminal closing.
 CANCEL_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: What a feedback stage means for "cancelled while ...".
@@ -62,10 +63,6 @@ _RESULT_FIELDS = (
     "outcome", "reason", "command_id", "goal", "goal_text", "plan_summary", "clarification", "steps_completed",
     "replans", "robot_place", "holding", "tool_calls", "input_tokens", "output_tokens", "latency_s",
 )
-
-
-def _name(namespace: str, name: str) -> str:
-    return f"{namespace.rstrip('/')}/{name}"
 
 
 class Interrupts:
@@ -95,156 +92,103 @@ class Interrupts:
             self.first.set()
 
 
-@contextmanager
-def _ros_node(name: str) -> Iterator[Any]:
-    """An rclpy node spun in the background for the block (ConfigError when rclpy is missing)."""
-    try:
-        import rclpy
-        from rclpy.executors import MultiThreadedExecutor
-        from rclpy.signals import SignalHandlerOptions
-    except ImportError as exc:
-        raise ConfigError(
-            "this needs the running system: rclpy and the heracles_ros interfaces are not importable here "
-            "(source ROS 2, or run ./run.sh heracles ...)"
-        ) from exc
-    from heracles_ros.nodes.liveliness import prefer_short_lease
-    from heracles_ros.nodes.runner import BackgroundSpinner
-
-    # rclpy's signal handler would shut the context down on Ctrl-C, before the goal could be cancelled.
-    prefer_short_lease()  # killed outright, this CLI leaves the graph in seconds: the server then cancels
-    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
-    try:
-        # One name per process: the server watches this node's presence, and two CLIs must not share it.
-        node = rclpy.create_node(f"{name}_{os.getpid()}")
-        executor = MultiThreadedExecutor(num_threads=2)
-        executor.add_node(node)
-        spinner = BackgroundSpinner(executor, name=f"{name}-executor").start()
-        try:
-            yield node
-        finally:
-            spinner.stop()
-            node.destroy_node()
-    finally:
-        rclpy.try_shutdown()
-
-
-def _wait(future: Any, timeout_s: float | None = None) -> Any:
-    done = threading.Event()
-    future.add_done_callback(lambda _: done.set())
-    return future.result() if done.wait(timeout_s) else None
-
-
 def execute(args: argparse.Namespace) -> int:
     """Send the instruction as an ExecuteCommand goal and follow it to its result."""
-    from heracles_ros.action import ExecuteCommand
+    from heracles_ros.client import HeraclesClient
 
-    with Interrupts() as interrupts, _ros_node("heracles_cli") as node:
-        follower = _Follower(node, args.namespace, interrupts)
+    with Interrupts() as interrupts, HeraclesClient(
+        args.namespace, node_name="heracles_cli", find_timeout_s=args.server_timeout,
+        answer_timeout_s=GOAL_RESPONSE_TIMEOUT_S,
+    ) as client:
+        follower = _Follower(client, interrupts)
         deadline = time.monotonic() + args.server_timeout
-        while not follower.actions.server_is_ready():
+        while not client.command_server_present():
             if interrupts.first.is_set():
                 _err(f"{interrupts.name}: nothing was sent")
                 return EXIT_INTERRUPTED
             if time.monotonic() > deadline:
-                raise ConfigError(
-                    f"no language_server serves {follower.action_name} within {args.server_timeout:g} s: start "
-                    "the system (ros2 launch heracles_ros heracles.launch.py) or name its namespace with --namespace"
-                )
+                raise SystemUnavailable(
+                    f"no language_server serves {client.action_name} within {args.server_timeout:g} s: start "
+                    "the system (heracles up, or ros2 launch heracles_ros heracles.launch.py) or name its "
+                    "namespace with --namespace", name=client.action_name)
             time.sleep(_TICK_S)
-        goal = ExecuteCommand.Goal(
-            instruction=args.instruction, execute=True, require_confirmation=args.confirm,
-            session=args.session, command_id=f"cli-{uuid.uuid4().hex[:8]}",
-            client_node=node.get_fully_qualified_name(),
-        )
-        return follower.run(goal, as_json=args.json)
+        command_id = client.command(args.instruction, execute=True, require_confirmation=args.confirm,
+                                    session=args.session, command_id=f"cli-{uuid.uuid4().hex[:8]}", wait=False)
+        return follower.run(command_id, args.instruction, as_json=args.json)
 
 
 class _Follower:
-    """One goal's life on the terminal: progress lines, confirmation, signals, the result.
+    """One command's life on the terminal: progress lines, confirmation, signals, the result.
 
     Everything is waited for in one loop on the main thread that also looks at the
     signals, so no wait blocks a cancel and none is unbounded.
     """
 
-    def __init__(self, node: Any, namespace: str, interrupts: Interrupts):
-        from rclpy.action import ActionClient
-
-        from heracles_ros.action import ExecuteCommand
-        from heracles_ros.msg import CommandRejection
-        from heracles_ros.nodes.command_action import REJECTIONS_KEPT
-        from heracles_ros.nodes.qos import latched
-        from heracles_ros.srv import Confirm
-
-        self.node = node
+    def __init__(self, client: HeraclesClient, interrupts: Interrupts):
+        self.client = client
         self.interrupts = interrupts
-        self.action_name = _name(namespace, "execute_command")
-        self.actions: Any = ActionClient(node, ExecuteCommand, self.action_name)
-        self.confirm = node.create_client(Confirm, _name(namespace, "confirm"))
-        self.rejections: queue.Queue[Any] = queue.Queue()
-        node.create_subscription(CommandRejection, _name(namespace, "command_rejections"), self.rejections.put,
-                                 latched(REJECTIONS_KEPT))
-        self.events: queue.Queue[Any] = queue.Queue()
         self.answers: queue.Queue[str] = queue.Queue()
+        self.confirmations: queue.Queue[str] = queue.Queue()
         #: What the command was doing as last heard, and where the robot was.
         self.stage = "waiting for the server to accept it"
         self.position: Any = None
-        self.handle: Any = None
         self.cancel_sent = False
 
-    def run(self, goal: Any, *, as_json: bool) -> int:
-        sent = self.actions.send_goal_async(goal, feedback_callback=lambda m: self.events.put(m.feedback))
+    def run(self, command_id: str, instruction: str, *, as_json: bool) -> int:
+        client = self.client
         deadline = time.monotonic() + GOAL_RESPONSE_TIMEOUT_S
-        while not sent.done():
+        while client.accepted() is None:
             self._leave_if_asked_again()
             if time.monotonic() > deadline:
                 _err(f"the language_server did not answer the goal within {GOAL_RESPONSE_TIMEOUT_S:g} s; if it "
                      "takes it later, it cancels it once this CLI is gone")
                 return EXIT_INTERRUPTED if self.interrupts.first.is_set() else EXIT_FAILED
+            if self.interrupts.first.is_set() and not self.cancel_sent:
+                self._cancel(command_id)  # sent as soon as the goal is accepted
             time.sleep(_TICK_S)
-        self.handle = sent.result()
-        if self.handle is None or not self.handle.accepted:
-            code = self._rejected(goal, as_json)
+        if not client.accepted():
+            code = self._rejected(command_id, as_json)
             return EXIT_INTERRUPTED if self.interrupts.first.is_set() else code
-        _err(f"accepted as {goal.command_id}")
+        _err(stamped(f"accepted as {command_id}"))
         self.stage = "accepted"
-        finished = self.handle.get_result_async()
-        confirming: Any = None  # the confirm service call in flight, with its deadline
-        cancel_deadline = lost_since = None
-        while not finished.done():
+        lost_since = None
+        cancel_deadline = time.monotonic() + CANCEL_RESULT_WAIT_S if self.cancel_sent else None
+        confirming = False
+        while not client.is_task_complete():
             self._leave_if_asked_again()
             now = time.monotonic()
             if self.interrupts.first.is_set() and not self.cancel_sent:
-                self._cancel(goal.command_id)
+                self._cancel(command_id)
                 cancel_deadline = now + CANCEL_RESULT_WAIT_S
-            try:
-                event = self.events.get(timeout=_TICK_S)
-            except queue.Empty:
-                event = None
+            event = client.feedback(timeout_s=_TICK_S)
             if event is not None:
                 self._show(event)
             if event is not None and event.stage == "confirm" and not self.cancel_sent:
                 self._ask_confirmation()
-            confirming = self._confirm_if_answered(goal.command_id, confirming)
-            lost_since = None if self.actions.server_is_ready() else (lost_since or now)
+            confirming = self._confirm_if_answered(command_id, confirming)
+            lost_since = None if client.command_server_present() else (lost_since or now)
             if lost_since is not None and now - lost_since > SERVER_LOST_S:
-                _err(f"the language_server of {self.action_name} is gone (not on the ROS graph for "
+                _err(f"the language_server of {client.action_name} is gone (not on the ROS graph for "
                      f"{SERVER_LOST_S:g} s) while the command was {self.stage}; what happened since is unknown")
                 return EXIT_INTERRUPTED if self.cancel_sent else EXIT_FAILED
             if cancel_deadline is not None and now > cancel_deadline:
-                _err(f"cancel of {goal.command_id} sent while {self.stage}; no result came within "
-                     f"{CANCEL_RESULT_WAIT_S:g} s (robot last seen at {self._where()})")
+                _err(f"cancel of {command_id} sent while {self.stage}; no result came within "
+                     f"{CANCEL_RESULT_WAIT_S:g} s (robot last seen at {where_robot_is('', self.position)})")
                 return EXIT_INTERRUPTED
         self._show_late_feedback()
-        result = finished.result().result
+        result = client.result()
+        if result is None:
+            _err(f"the language_server sent no result for {command_id}")
+            return EXIT_INTERRUPTED if self.cancel_sent else EXIT_FAILED
         code = self._report(result, as_json)
         if not self.cancel_sent:
             return code
-        _err(f"cancelled {goal.command_id} ({goal.instruction.strip()[:80]!r}) while {self.stage}: "
-             f"{result.outcome}; the robot stopped at {self._where(result)}")
+        _err(f"cancelled {command_id} ({instruction.strip()[:80]!r}) while {self.stage}: "
+             f"{result.outcome}; the robot stopped at {where_robot_is(result.robot_place, self.position)}")
         return EXIT_INTERRUPTED
 
     def _cancel(self, command_id: str) -> None:
-        self.handle.cancel_goal_async()  # sent at once (the reply is not needed: the result says)
+        self.client.cancel_command()  # sent at once (the reply is not needed: the result says)
         self.cancel_sent = True
         _err(f"{self.interrupts.name}: cancelling {command_id} while {self.stage} "
              "(again to leave at once, the cancel is sent)")
@@ -253,48 +197,29 @@ class _Follower:
         """A second signal: leave now. The cancel is sent (or the server cancels once this CLI is gone)."""
         if not self.interrupts.again.is_set():
             return
-        if self.handle is not None and self.handle.accepted and not self.cancel_sent:
-            self.handle.cancel_goal_async()
-        _err("leaving at once: the cancel is sent" if self.handle is not None else
+        accepted = self.client.accepted()
+        if accepted and not self.cancel_sent:
+            self.client.cancel_command()
+        _err("leaving at once: the cancel is sent" if accepted is not None else
              "leaving at once: the server cancels the command once this CLI is gone")
         sys.stdout.flush()
         os._exit(EXIT_INTERRUPTED)
-
-    def _where(self, result: Any = None) -> str:
-        place = getattr(result, "robot_place", "") if result is not None else ""
-        p = self.position
-        at = f"({p.x:.1f}, {p.y:.1f})" if p is not None else ""
-        if place and at:
-            return f"{place} {at}"
-        return place or at or "its start (it had not moved)"
 
     def _show_late_feedback(self) -> None:
         """Feedback sent before the result can arrive after it (a topic and a service reply are not
         ordered): show what comes within a short quiet spell, so the last step's lines are not lost."""
         deadline = time.monotonic() + LATE_FEEDBACK_MAX_S
         while (left := deadline - time.monotonic()) > 0:
-            try:
-                event = self.events.get(timeout=min(LATE_FEEDBACK_QUIET_S, left))
-            except queue.Empty:
+            event = self.client.feedback(timeout_s=min(LATE_FEEDBACK_QUIET_S, left))
+            if event is None:
                 return
-            if event is not None:
-                self._show(event)
+            self._show(event)
 
-    def _rejected(self, goal: Any, as_json: bool) -> int:
-        deadline = time.monotonic() + REJECTION_WAIT_S
-        reason = "the language_server rejected the command (its reason did not arrive)"
-        code = CommandOutcome.REJECTED.value
-        while time.monotonic() < deadline:
-            try:
-                rejection = self.rejections.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            if rejection.command_id == goal.command_id:
-                reason, code = rejection.reason, rejection.code
-                break
+    def _rejected(self, command_id: str, as_json: bool) -> int:
+        code, reason = self.client.rejection(REJECTION_WAIT_S)
         if as_json:
             print_json({"outcome": CommandOutcome.REJECTED.value, "code": code, "reason": reason,
-                        "command_id": goal.command_id})
+                        "command_id": command_id})
         else:
             _err(f"rejected ({code}): {reason}")
         return EXIT_FAILED
@@ -303,11 +228,15 @@ class _Follower:
         if feedback.stage == "step":
             p = self.position = feedback.step.robot_position
             self.stage = f"executing step {feedback.step.step_index + 1}/{feedback.step.step_count}"
-            _err(f"step {feedback.step.step_index + 1}/{feedback.step.step_count} {feedback.step.state:<10} "
-                 f"{feedback.step.message}  robot ({p.x:.1f}, {p.y:.1f})")
+            _err(stamped(f"step {feedback.step.step_index + 1}/{feedback.step.step_count} "
+                         f"{feedback.step.state:<10} {feedback.step.message}  robot ({p.x:.1f}, {p.y:.1f})"))
             return
         self.stage = _STAGES.get(feedback.stage, feedback.stage)
-        _err(feedback.message if feedback.stage == "confirm" else f"{feedback.stage}: {feedback.message}")
+        if feedback.stage == "plan" and feedback.plan.steps:
+            lines = plan_lines(feedback.plan)
+            _err("\n".join([stamped(lines[0]), *lines[1:]]))
+            return
+        _err(stamped(feedback.message if feedback.stage == "confirm" else f"{feedback.stage}: {feedback.message}"))
 
     def _ask_confirmation(self) -> None:
         """Ask on the terminal; the answer is read in a thread, so signals and the result still count."""
@@ -321,29 +250,33 @@ class _Follower:
 
         threading.Thread(target=read, name="confirm-input", daemon=True).start()
 
-    def _confirm_if_answered(self, command_id: str, confirming: Any) -> Any:
-        """Send the operator's answer once typed; report the service's reply (bounded); the call in flight."""
-        from heracles_ros.srv import Confirm
+    def _confirm_if_answered(self, command_id: str, confirming: bool) -> bool:
+        """Send the operator's answer once typed, in a thread (its call is bounded); report its reply.
 
-        if confirming is not None:
-            future, deadline = confirming
-            if future.done():
-                response = future.result()
-                _err(response.message if response is not None else "the confirm service gave no answer")
-                return None
-            if time.monotonic() > deadline:
-                _err(f"the confirm service did not answer within {CONFIRM_ANSWER_S:g} s")
-                return None
-            return confirming
+        Returns whether a confirm call is in flight.
+        """
+        if confirming:
+            try:
+                _err(self.confirmations.get_nowait())
+            except queue.Empty:
+                return True
+            return False
         try:
             answer = self.answers.get_nowait()
         except queue.Empty:
-            return None
+            return False
         approve = answer.strip().lower() in ("y", "yes")  # Enter, end of input or anything else: no
         if self.interrupts.first.is_set():  # a signal came first: the cancel, not this answer, decides
-            return None
-        request = Confirm.Request(command_id=command_id, approve=approve)
-        return self.confirm.call_async(request), time.monotonic() + CONFIRM_ANSWER_S
+            return False
+
+        def send() -> None:
+            try:
+                self.confirmations.put(self.client.confirm(approve, command_id).message)
+            except HeraclesError as exc:
+                self.confirmations.put(str(exc))
+
+        threading.Thread(target=send, name="confirm-call", daemon=True).start()
+        return True
 
     def _report(self, result: Any, as_json: bool) -> int:
         data = {name: getattr(result, name) for name in _RESULT_FIELDS}
@@ -359,6 +292,8 @@ class _Follower:
                 for candidate in data["candidates"]:
                     print(f"  - {candidate}")
             _err(f"{result.outcome}" + (f": {result.reason}" if result.reason and not result.clarification else ""))
+            if result.outcome not in (CommandOutcome.CLARIFY, CommandOutcome.PLANNED):
+                print(final_line(result, self.position))
         if result.outcome in SUCCESSFUL_COMMANDS:
             return EXIT_OK
         return EXIT_CLARIFY if result.outcome == CommandOutcome.CLARIFY else EXIT_FAILED

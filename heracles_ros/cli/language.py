@@ -2,7 +2,10 @@
 
 ``ask`` answers a question (SLDP), ``command`` grounds an instruction to a
 checked PDDL goal and plans it, ``correct`` applies an operator's correction
-through the corrections overlay; ``prompt`` prints the prompt the model would
+through the corrections overlay; by default in this process on ``--db`` with
+the model named here, with ``--live`` through the running language server's
+services (its model, its database, and a conversation named by ``--session``:
+:mod:`.live`); ``prompt`` prints the prompt the model would
 get, or its size in tokens per component. When the request does not pin down
 what it means, ``ask`` and ``command`` print the model's question back and its
 candidates and exit 3. ``command --execute`` hands the instruction to the
@@ -23,9 +26,11 @@ from typing import Any, TypeVar
 from heracles_ros.agent.llm import PROVIDERS
 from heracles_ros.agent.prompt import METHODS, TASKS
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult
+from heracles_ros.cli import live
 from heracles_ros.cli.common import add_db_option, print_json
-from heracles_ros.cli.execute import DEFAULT_NAMESPACE, EXIT_CLARIFY, execute
-from heracles_ros.errors import HeraclesError, describe
+from heracles_ros.cli.execute import EXIT_CLARIFY, execute
+from heracles_ros.cli.live import add_live_options
+from heracles_ros.errors import ConfigError, HeraclesError, describe
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,9 +48,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "following its progress (Ctrl-C cancels)")
     command.add_argument("--confirm", action="store_true",
                          help="with --execute: ask on the terminal before the robot moves")
-    command.add_argument("--session", default="", metavar="ID",
-                         help="with --execute: the conversation this command continues (e.g. after a question back)")
-    _add_system_options(command)
     command.set_defaults(func=_command)
 
     correct = sub.add_parser("correct", help="correct the scene graph in plain language ('that bicycle is a bag')")
@@ -53,8 +55,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     correct.set_defaults(func=_correct)
 
     for parser in (ask, command, correct):
+        parser.description = (
+            "Two forms: by default in this process, on the "
+            "database named by --db with the model named by --llm/--model (no running node needed); with --live "
+            "through the running system's language_server (its database, its model, and the conversation named by "
+            "--session)" + (", as --execute does to move the robot" if parser is command else "") + ".")
         _add_common(parser)
         _add_llm_options(parser)
+        add_live_options(parser, what="language_server (its model and database)", session=True)
         parser.add_argument("--json", action="store_true", help="print the full result as JSON")
 
     prompt = sub.add_parser("prompt", help="print the agent's prompt, or its size in tokens per component")
@@ -69,13 +77,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     prompt.add_argument("--json", action="store_true", help="with --stats: print the figures as JSON")
     _add_common(prompt)
     prompt.set_defaults(func=_prompt)
-
-
-def _add_system_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS",
-                        help=f"robot namespace of the running system ({DEFAULT_NAMESPACE})")
-    parser.add_argument("--server-timeout", type=float, default=5.0, metavar="S",
-                        help="seconds to wait for the language_server to appear (default 5)")
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
@@ -96,7 +97,17 @@ def _add_llm_options(parser: argparse.ArgumentParser) -> None:
 
 
 # --- commands -----------------------------------------------------------------------
+def _live(args: argparse.Namespace) -> bool:
+    """Whether the request goes to the running language server; a session alone names none here."""
+    if args.session and not (args.live or getattr(args, "execute", False)):
+        raise ConfigError("--session continues a conversation of the running language_server: add --live"
+                          + (" (or --execute)" if hasattr(args, "execute") else ""))
+    return bool(args.live)
+
+
 def _ask(args: argparse.Namespace) -> int:
+    if _live(args):
+        return live.ask(args)
     result = _request(args, AskResult, lambda agent: agent.ask(args.question, answer_type=args.answer_type))
     return _report(args, result, result.answer)
 
@@ -104,6 +115,9 @@ def _ask(args: argparse.Namespace) -> int:
 def _command(args: argparse.Namespace) -> int:
     if args.execute:
         return execute(args)
+    if _live(args):
+        return live.command(args)
+
     def run(agent: Any) -> CommandResult:
         from heracles_ros.command_pipeline import CommandPipeline
 
@@ -121,6 +135,8 @@ def _command(args: argparse.Namespace) -> int:
 def _correct(args: argparse.Namespace) -> int:
     from heracles_ros.mirror.corrections import operator_name
 
+    if _live(args):
+        return live.correct(args)
     author = f"heracles correct ({operator_name()})"
     result = _request(args, CorrectResult, lambda agent: agent.correct(args.instruction, author=author))
     nothing = f"no change: {result.explanation}" if result.ok else ""

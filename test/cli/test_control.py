@@ -6,6 +6,7 @@ starts it. Where the robot is comes from the dispatcher's robot marker.
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -106,8 +107,8 @@ def test_stop_resume_and_cancel_reach_the_dispatcher_directly(ros_domain_id, dis
             code, out, _, _ = heracles(ros_domain_id, "resume", "--namespace", NS, "--operator", "ana",
                                        "--reason", "path clear")  # fmt: skip
             assert (code, out) == (0, "resumed by ana: path clear; plans are accepted again\n")
-            code, out, _, _ = heracles(ros_domain_id, "resume", "--namespace", NS, "--operator", "ana")
-            assert (code, out) == (1, "not stopped: nothing to resume\n")
+            code, out, _, _ = heracles(ros_domain_id, "resume", "--namespace", NS, "--operator", "ana", "--json")
+            assert code == 1 and json.loads(out) == {"success": False, "message": "not stopped: nothing to resume"}
             code, _, err, _ = heracles(ros_domain_id, "resume", "--namespace", NS)
             assert code == 2 and "--operator" in err  # who resumes is required
 
@@ -120,10 +121,11 @@ def test_stop_resume_and_cancel_reach_the_dispatcher_directly(ros_domain_id, dis
 
 
 def test_with_no_dispatcher_the_commands_say_where_they_looked_within_the_bound(ros_domain_id):
-    for argv in (["stop"], ["resume", "--operator", "ana"], ["cancel"]):
+    for argv in (["stop"], ["resume", "--operator", "ana"], ["cancel"], ["confirm"]):
         code, _, err, took = heracles(ros_domain_id, *argv, "--namespace", "/nobody", "--server-timeout", "1")
         assert code == 4, err
-        assert f"no dispatcher answered on /nobody/{argv[0]} within 1 s" in err
+        server = "language_server" if argv[0] == "confirm" else "dispatcher"
+        assert f"no {server} answered on /nobody/{argv[0]} within 1 s" in err
         assert took < 1.0 + 5.0  # the bound, plus a loaded machine's interpreter start
 
 
@@ -136,5 +138,6 @@ def test_stop_imports_nothing_of_the_package_it_does_not_need(ros_domain_id):
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
     imported = set(done.stdout.split())
     ours = sorted(m for m in imported if m.startswith("heracles_ros."))
-    assert ours == ["heracles_ros.cli", "heracles_ros.cli.control", "heracles_ros.errors"], ours
+    assert ours == ["heracles_ros.cli", "heracles_ros.cli.control", "heracles_ros.client", "heracles_ros.client.system",
+                    "heracles_ros.errors", "heracles_ros.outcomes"], ours
     assert not {"falkordb", "redis", "neo4j", "spark_dsg", "openai", "httpx"} & imported

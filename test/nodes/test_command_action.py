@@ -445,6 +445,15 @@ def heracles(*args: str, stdin: Any = subprocess.DEVNULL) -> subprocess.Popen[st
     )
 
 
+#: The wall-clock time in front of every progress line.
+STAMP = re.compile(r"^\d\d:\d\d:\d\d\.\d\d ")
+
+
+def progress_lines(err: str) -> list[str]:
+    """The CLI's time-stamped progress lines on stderr, without their stamps."""
+    return [STAMP.sub("", line) for line in err.splitlines() if STAMP.match(line)]
+
+
 def test_the_cli_follows_a_command_through_the_action_and_exits_by_its_outcome(rig_factory, small_store):
     box = small_store.query(FARTHEST_BOX)[0]["box"]
     rig = rig_factory(fetch_farthest_box)
@@ -454,13 +463,35 @@ def test_the_cli_follows_a_command_through_the_action_and_exits_by_its_outcome(r
     result = json.loads(out)
     assert (result["outcome"], result["goal"], result["holding"]) == ("succeeded", f"(holding {box})", box)
     assert result["queries"] == [FARTHEST_BOX] and result["command_id"].startswith("cli-")
-    lines = err.splitlines()
+    lines = progress_lines(err)
     assert lines[0] == f"accepted as {result['command_id']}"
     assert any(line.startswith("grounding: query 1: MATCH") for line in lines)
     assert any(line.startswith(f"goal: hold {box} (box)") for line in lines)
     steps = [line for line in lines if line.startswith("step ")]
     assert len(steps) == 2 * len(result["plan_summary"].splitlines()[1:]) and "robot (" in steps[-1]
     assert rig.progress.count == len(steps)
+
+
+def test_the_cli_in_words_stamps_progress_says_the_plan_and_ends_where_the_robot_is(rig_factory, small_store):
+    box = small_store.query(FARTHEST_BOX)[0]["box"]
+    rig_factory(fetch_farthest_box)
+    cli = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS)
+    out, err = cli.communicate(timeout=120)
+    assert cli.returncode == 0, err
+    lines = err.splitlines()
+    plan_at = next(i for i, line in enumerate(lines) if STAMP.sub("", line).startswith("plan: "))
+    headline = re.fullmatch(r"plan: (\d+) steps, (\d+\.\d) m of walking", STAMP.sub("", lines[plan_at]))
+    assert headline is not None and float(headline.group(2)) > 0, lines[plan_at]
+    words = lines[plan_at + 1: plan_at + 1 + int(headline.group(1))]
+    assert re.fullmatch(r"  1\. goto  P0 -> P\d+  \d+\.\d m through \d+ places", words[0]), words
+    assert re.fullmatch(rf"  \d+\. pick  {box} at P\d+", words[-1]), words
+    steps = [line for line in lines if STAMP.match(line) and " step " in line]
+    assert steps and all(STAMP.match(line) for line in steps)
+    where = re.fullmatch(rf"succeeded, (\d+) steps; robot at (P\d+) \((-?\d+\.\d), (-?\d+\.\d)\), holding {box}",
+                         out.splitlines()[-1])
+    assert where is not None and int(where.group(1)) == len(words), out
+    place = small_store.query("MATCH (p:MeshPlace {nodeSymbol: $s}) RETURN p.x AS x, p.y AS y", {"s": where.group(2)})
+    assert words[-1].endswith(f"at {where.group(2)}") and place, (words, where.group(2))
 
 
 def test_the_cli_asks_on_the_terminal_and_ctrl_c_or_heracles_cancel_stop_the_robot(rig_factory, small_store):

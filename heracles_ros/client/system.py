@@ -1,0 +1,379 @@
+"""One client of the running system: every service and action of the three nodes, each call bounded.
+
+:class:`HeraclesClient` holds one rclpy node in a context of its own, spun in a
+background thread, so it can be used from a script, a test or a console next to
+any other rclpy code. Every call first finds its service or action (within
+``find_timeout_s``), then waits for the answer (within ``answer_timeout_s``, or
+the call's own ``timeout_s``); when either runs out it raises
+:class:`~heracles_ros.errors.SystemUnavailable` naming what did not answer. An
+answer carrying an error (``changes``, ``corrections``) raises
+:class:`~heracles_ros.errors.RequestFailed`.
+
+Commands follow ``nav2_simple_commander``'s shape: :meth:`command` sends the
+goal, then :meth:`is_task_complete`, :meth:`feedback` and :meth:`result` follow
+it, :meth:`confirm` answers a confirmation and :meth:`cancel_command` cancels
+it (at any moment, even before the server accepted it). Unlike Nav2's client,
+the goal names this client's node, so the language server cancels the command
+when the client dies, and the client announces a short DDS lease
+(:mod:`heracles_ros.nodes.liveliness`) so that a killed client is noticed
+within seconds. ``stop``, ``resume`` and ``cancel_plan`` go to the robot's
+dispatcher directly, never through the language server.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+import time
+from typing import Any
+
+from heracles_ros.errors import RequestFailed, SystemUnavailable
+from heracles_ros.outcomes import CommandOutcome
+
+#: heracles.launch.py's default robot namespace (robot_name:=spot).
+DEFAULT_NAMESPACE = "/spot"
+#: Seconds to find a service or action on the graph.
+FIND_TIMEOUT_S = 5.0
+#: Seconds to wait for a control service's answer (stop, resume, cancel, confirm, changes, corrections).
+ANSWER_TIMEOUT_S = 10.0
+#: Seconds to wait for a language request (ask, plan, correct): the model's turns, queries and planning.
+LANGUAGE_TIMEOUT_S = 300.0
+#: Commands' rejection reasons kept on the latched ``command_rejections`` topic that a client reads back.
+_REJECTIONS_KEPT = 10
+#: Seconds between looks at the graph while waiting for a service (rclpy's own wait looks every 0.25 s).
+_POLL_S = 0.01
+
+
+def topic_name(namespace: str, name: str) -> str:
+    """``name`` in ``namespace`` (``/spot`` -> ``/spot/stop``; ``/`` or '' -> ``/stop``)."""
+    return f"/{namespace.strip('/')}/{name}".replace("//", "/")
+
+
+class HeraclesClient:
+    """The running system's services and actions in one robot namespace (see the module's docstring).
+
+    Use it as a context manager, or call :meth:`close`. Not for several threads at once, except
+    :meth:`cancel_command`, :meth:`stop` and the waits, which may come from a signal-watching loop.
+    """
+
+    _goal: Any
+    _handle: Any
+    _result: Any
+    _feedback: queue.Queue[Any]
+
+    def __init__(self, namespace: str = DEFAULT_NAMESPACE, *, node_name: str = "heracles_client",
+                 find_timeout_s: float = FIND_TIMEOUT_S, answer_timeout_s: float = ANSWER_TIMEOUT_S,
+                 short_lease: bool = True):
+        import rclpy
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.signals import SignalHandlerOptions
+
+        if short_lease:
+            from heracles_ros.nodes.liveliness import prefer_short_lease
+
+            prefer_short_lease()  # a killed client leaves the graph in about a second: the server then cancels
+        self.namespace = namespace
+        self.find_timeout_s = find_timeout_s
+        self.answer_timeout_s = answer_timeout_s
+        self._context = rclpy.Context()
+        # rclpy's signal handler would shut the context down on Ctrl-C, before a command could be cancelled.
+        rclpy.init(context=self._context, signal_handler_options=SignalHandlerOptions.NO)
+        try:
+            # One name per process: the server watches this node's presence, and two clients must not share it.
+            self.node: Any = rclpy.create_node(f"{node_name}_{os.getpid()}", context=self._context,
+                                               start_parameter_services=False, enable_rosout=False)
+            self._executor: Any = SingleThreadedExecutor(context=self._context)
+            self._executor.add_node(self.node)
+        except BaseException:
+            rclpy.try_shutdown(context=self._context)
+            raise
+        self._closing = threading.Event()
+        self._spinner = threading.Thread(target=self._spin, name=f"{node_name}-executor", daemon=True)
+        self._spinner.start()
+        self._clients: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._reset_command()
+
+    # -- life ------------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Leave the graph (a command still running is then cancelled by its server after client_lost_s)."""
+        import rclpy
+
+        if self._closing.is_set():
+            return
+        self._closing.set()
+        self._spinner.join(2.0)
+        self._executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self._context)
+
+    def __enter__(self) -> HeraclesClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def node_name(self) -> str:
+        """This client's fully qualified node name, the one its commands are watched by."""
+        return str(self.node.get_fully_qualified_name())
+
+    def _spin(self) -> None:
+        while not self._closing.is_set() and self._context.ok():
+            try:
+                self._executor.spin_once(timeout_sec=0.1)
+            except Exception:  # shut down under us
+                if self._closing.is_set() or not self._context.ok():
+                    return
+                raise
+
+    # -- the dispatcher: stop, resume, cancel ------------------------------------------------------------
+    def stop(self, *, hard: bool = False) -> Any:
+        """Latched stop (``hard``: the robot's gentle e-stop); std_srvs Trigger response (success, message)."""
+        from std_srvs.srv import Trigger
+
+        return self._call("hard_stop" if hard else "stop", Trigger, Trigger.Request(), "dispatcher")
+
+    def resume(self, operator_name: str, reason: str = "") -> Any:
+        """Clear the latched stop; Resume response (success false: nothing was stopped)."""
+        from heracles_ros.srv import Resume
+
+        return self._call("resume", Resume, Resume.Request(operator_name=operator_name, reason=reason), "dispatcher")
+
+    def cancel_plan(self) -> Any:
+        """Cancel whatever plan the dispatcher runs, whoever sent it; Trigger response."""
+        from std_srvs.srv import Trigger
+
+        return self._call("cancel", Trigger, Trigger.Request(), "dispatcher")
+
+    # -- the language server's requests ------------------------------------------------------------------
+    def ask(self, question: str, *, answer_type: str = "", session: str = "",
+            timeout_s: float = LANGUAGE_TIMEOUT_S) -> Any:
+        """A question about the scene; Ask response (answer, or clarification and candidates, or error)."""
+        from heracles_ros.srv import Ask
+
+        request = Ask.Request(question=question, answer_type=answer_type, session=session)
+        return self._call("ask", Ask, request, "language_server", timeout_s)
+
+    def plan_command(self, instruction: str, *, session: str = "", timeout_s: float = LANGUAGE_TIMEOUT_S) -> Any:
+        """Ground and plan an instruction, nothing moves; Command response (goal, plan_summary, ...)."""
+        from heracles_ros.srv import Command
+
+        request = Command.Request(instruction=instruction, session=session)
+        return self._call("command", Command, request, "language_server", timeout_s)
+
+    def correct(self, instruction: str, *, session: str = "", timeout_s: float = LANGUAGE_TIMEOUT_S) -> Any:
+        """A correction in plain language; Correct response (changes, explanation, error)."""
+        from heracles_ros.srv import Correct
+
+        request = Correct.Request(instruction=instruction, session=session)
+        return self._call("correct", Correct, request, "language_server", timeout_s)
+
+    def corrections(self, *, active_only: bool = False) -> list[dict[str, Any]]:
+        """Every correction (id, symbol, property, value, original, status, author, ...), oldest first."""
+        return [json.loads(entry) for entry in self._manage("list", active_only=active_only).corrections]
+
+    def revert_correction(self, correction_id: str) -> list[str]:
+        """Give a node back its value from before the correction ``O14.class``; what changed."""
+        return list(self._manage("revert", correction_id=correction_id).changes)
+
+    def clear_corrections(self) -> list[str]:
+        """Revert every active correction and delete all records; what changed."""
+        return list(self._manage("clear").changes)
+
+    def _manage(self, action: str, *, correction_id: str = "", active_only: bool = False) -> Any:
+        from heracles_ros.srv import ManageCorrections
+
+        request = ManageCorrections.Request(action=action, id=correction_id, active_only=active_only)
+        response = self._call("corrections", ManageCorrections, request, "language_server")
+        if response.error:
+            raise RequestFailed(f"corrections {action}: {response.error}")
+        return response
+
+    # -- the mirror ---------------------------------------------------------------------------------------
+    def changes(self, *, since_s: float = 0.0, room: str = "", limit: int = 0) -> list[dict[str, Any]]:
+        """The mirror's history since ``since_s`` (epoch seconds; <= 0: that many seconds ago, 0: an hour)."""
+        from heracles_ros.srv import Changes
+
+        request = Changes.Request(since_s=float(since_s), room=room, limit=int(limit))
+        response = self._call("changes", Changes, request, "dsg_mirror")
+        if response.error:
+            raise RequestFailed(f"changes: {response.error}")
+        return [json.loads(entry) for entry in response.changes]
+
+    # -- a command through the execute_command action ----------------------------------------------------
+    def command(self, instruction: str, *, execute: bool = True, require_confirmation: bool = False,
+                session: str = "", command_id: str = "", wait: bool = True) -> str:
+        """Send an instruction as an ExecuteCommand goal; its command id.
+
+        ``wait``: return once the server accepted it (within ``answer_timeout_s``; a rejection raises
+        RequestFailed with the server's reason and code), else at once (:meth:`accepted` says when).
+        One command per client at a time.
+        """
+        from heracles_ros.action import ExecuteCommand
+
+        actions = self._action_client()
+        self._find(actions.server_is_ready, self.action_name, "language_server")
+        self._reset_command()
+        if self._rejections is None:
+            self._subscribe_rejections()
+        goal = ExecuteCommand.Goal(
+            instruction=instruction, execute=execute, require_confirmation=require_confirmation, session=session,
+            command_id=command_id or f"client-{os.getpid()}-{time.monotonic_ns() % 10**8}",
+            client_node=self.node_name,
+        )
+        self._goal = goal
+        sent = actions.send_goal_async(goal, feedback_callback=lambda message: self._feedback.put(message.feedback))
+        sent.add_done_callback(self._on_goal_response)
+        if wait:
+            if not self._wait(self._answered, self.answer_timeout_s):
+                raise SystemUnavailable(
+                    f"the language_server did not answer the goal on {self.action_name} within "
+                    f"{self.answer_timeout_s:g} s (if it takes it later, it cancels it once this client is gone)",
+                    name=self.action_name)
+            if not self._accepted:
+                code, reason = self.rejection()
+                raise RequestFailed(f"rejected ({code}): {reason}")
+        return str(goal.command_id)
+
+    @property
+    def action_name(self) -> str:
+        return topic_name(self.namespace, "execute_command")
+
+    def accepted(self) -> bool | None:
+        """True once the server accepted the command, False when it rejected it, None while it has not said."""
+        return self._accepted if self._answered.is_set() else None
+
+    def rejection(self, timeout_s: float = 3.0) -> tuple[str, str]:
+        """The rejected command's (code, reason), read from ``command_rejections`` within ``timeout_s``."""
+        deadline = time.monotonic() + timeout_s
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                rejection = self._rejection_queue.get(timeout=left)
+            except queue.Empty:
+                break
+            if self._goal is not None and rejection.command_id == self._goal.command_id:
+                return str(rejection.code), str(rejection.reason)
+        return CommandOutcome.REJECTED.value, "the language_server rejected the command (its reason did not arrive)"
+
+    def cancel_command(self) -> None:
+        """Cancel the command at any moment; one not yet accepted is cancelled as soon as it is."""
+        with self._lock:
+            self._cancel_wanted = True
+            handle = self._handle
+        if handle is not None and handle.accepted:
+            handle.cancel_goal_async()  # the reply is not needed: the result says how it ended
+
+    def confirm(self, approve: bool = True, command_id: str = "") -> Any:
+        """Answer a command waiting for confirmation ('' = the one waiting); Confirm response."""
+        from heracles_ros.srv import Confirm
+
+        return self._call("confirm", Confirm, Confirm.Request(command_id=command_id, approve=approve),
+                          "language_server")
+
+    def is_task_complete(self) -> bool:
+        """True once the command has a result, or was rejected."""
+        return self._finished.is_set() or self.accepted() is False
+
+    def feedback(self, timeout_s: float = 0.0) -> Any:
+        """The next feedback message not yet read (stage, message, plan, step), or None within ``timeout_s``."""
+        try:
+            return self._feedback.get(timeout=timeout_s) if timeout_s > 0 else self._feedback.get_nowait()
+        except queue.Empty:
+            return None
+
+    def result(self, timeout_s: float = 0.0) -> Any:
+        """The command's ExecuteCommand result (outcome, reason, robot_place, holding, ...), or None yet."""
+        if timeout_s > 0:
+            self._wait(self._finished, timeout_s)
+        return self._result if self._finished.is_set() else None
+
+    def command_server_present(self) -> bool:
+        """Whether the language server's execute_command action is on the graph now."""
+        return bool(self._action_client().server_is_ready())
+
+    def _reset_command(self) -> None:
+        self._goal = None
+        self._handle = None
+        self._accepted = False
+        self._cancel_wanted = False
+        self._answered = threading.Event()
+        self._finished = threading.Event()
+        self._result = None
+        self._feedback = queue.Queue()
+        if not hasattr(self, "_rejection_queue"):
+            self._rejection_queue: queue.Queue[Any] = queue.Queue()
+            self._rejections: Any = None
+
+    def _subscribe_rejections(self) -> None:
+        from heracles_ros.msg import CommandRejection
+        from heracles_ros.nodes.qos import latched
+
+        self._rejections = self.node.create_subscription(
+            CommandRejection, topic_name(self.namespace, "command_rejections"), self._rejection_queue.put,
+            latched(_REJECTIONS_KEPT))
+
+    def _on_goal_response(self, future: Any) -> None:
+        try:
+            handle = future.result()
+        except Exception:  # the context went down under the call: no answer (the waits run out)
+            return
+        with self._lock:
+            self._handle = handle
+            self._accepted = handle is not None and bool(handle.accepted)
+            cancel = self._cancel_wanted
+        if self._accepted:
+            handle.get_result_async().add_done_callback(self._on_result)
+            if cancel:
+                handle.cancel_goal_async()
+        self._answered.set()
+
+    def _on_result(self, future: Any) -> None:
+        response = future.result()
+        self._result = response.result if response is not None else None
+        self._finished.set()
+
+    def _action_client(self) -> Any:
+        from rclpy.action import ActionClient
+
+        from heracles_ros.action import ExecuteCommand
+
+        if "execute_command" not in self._clients:
+            self._clients["execute_command"] = ActionClient(self.node, ExecuteCommand, self.action_name)
+        return self._clients["execute_command"]
+
+    # -- one bounded service call -------------------------------------------------------------------------
+    def _call(self, service: str, srv_type: Any, request: Any, server: str, timeout_s: float | None = None) -> Any:
+        name = topic_name(self.namespace, service)
+        client = self._clients.get(name)
+        if client is None:
+            client = self._clients[name] = self.node.create_client(srv_type, name)
+        self._find(client.service_is_ready, name, server)
+        answer_s = self.answer_timeout_s if timeout_s is None else timeout_s
+        answered = threading.Event()
+        future = client.call_async(request)
+        future.add_done_callback(lambda _: answered.set())
+        if not self._wait(answered, answer_s) or future.result() is None:
+            future.cancel()
+            raise SystemUnavailable(f"no {server} answered on {name} within {answer_s:g} s", name=name)
+        return future.result()
+
+    def _wait(self, event: threading.Event, timeout_s: float) -> bool:
+        """``event.wait(timeout_s)`` that also gives up once this client closes."""
+        deadline = time.monotonic() + timeout_s
+        while not event.is_set() and not self._closing.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            event.wait(min(left, 0.1))
+        return event.is_set()
+
+    def _find(self, ready: Any, name: str, server: str) -> None:
+        deadline = time.monotonic() + self.find_timeout_s
+        while not ready():
+            if time.monotonic() >= deadline or self._closing.is_set():
+                raise SystemUnavailable(
+                    f"no {server} answered on {name} within {self.find_timeout_s:g} s (is the system running "
+                    f"in namespace {self.namespace!r}?)", name=name)
+            time.sleep(_POLL_S)

@@ -1,0 +1,28 @@
+"""``heracles`` as a whole: one output style, ``--json`` on every command."""
+from __future__ import annotations
+
+import argparse
+
+from support.cli import heracles
+
+from heracles_ros.cli import build_parser
+
+Leaf = tuple[tuple[str, ...], argparse.ArgumentParser]
+
+
+def _leaves(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[Leaf]:
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [(path, parser)]
+    return [leaf for name, sub in subs[0].choices.items() for leaf in _leaves(sub, (*path, name))]
+
+
+def test_every_command_but_the_demo_takes_json():
+    missing = [" ".join(path) for path, parser in _leaves(build_parser())
+               if path != ("demo",) and not any("--json" in a.option_strings for a in parser._actions)]
+    assert missing == []
+
+
+def test_a_data_command_prints_one_json_document_with_json(small_store, db_uri, graph_name, capsys):
+    code, out, err = heracles(capsys, "summary", "--db", db_uri, "--graph", graph_name, "--json")
+    assert code == 0 and isinstance(out, dict) and out["database"], err
