@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.confirm import EXIT_NOT_CONFIRMED, add_yes_option, confirmed
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.corrections import Corrections, operator_name
 
@@ -20,6 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_db_option(action)
         action.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
         action.set_defaults(func=func)
+    add_yes_option(clear)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -38,6 +40,9 @@ def _revert(args: argparse.Namespace) -> int:
 
 
 def _clear(args: argparse.Namespace) -> int:
+    if not confirmed(args, "heracles corrections clear",
+                     f"Revert every active correction in graph {args.graph} and delete all their records?"):
+        return EXIT_NOT_CONFIRMED
     with open_store(args.db, graph=args.graph) as store:
         changes = Corrections(store).clear(author=f"heracles corrections ({operator_name()})")
     print_json({"cleared": True, "reverted": [str(change) for change in changes]})
