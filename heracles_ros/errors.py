@@ -14,6 +14,10 @@ class ConfigError(HeraclesError):
     """A parameter, URI, environment variable or file is invalid."""
 
 
+class MissingExtra(ConfigError):
+    """A desk tool needs a library of the ``tools`` extra, which the robot's install leaves out."""
+
+
 # --- graph database -------------------------------------------------------
 class DatabaseError(HeraclesError):
     """The graph database failed or refused a request."""
