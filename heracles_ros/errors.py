@@ -82,6 +82,15 @@ class SceneDecodeError(SceneError):
     """A spark_dsg payload or file could not be decoded."""
 
 
+class NoScene(SceneError):
+    """The graph a command or node reads does not exist, or holds no mirrored scene (a misspelt graph name?)."""
+
+    def __init__(self, message: str, *, missing: bool):
+        super().__init__(message)
+        #: True: the graph does not exist on the server; False: it exists but holds no scene node.
+        self.missing = missing
+
+
 class SuspectSnapshot(SceneError):
     """A snapshot would remove most of the mirror at once and was held back."""
 

@@ -45,6 +45,7 @@ from heracles_ros.errors import (
     describe,
 )
 from heracles_ros.graphdb.corrections import Corrections
+from heracles_ros.graphdb.scene_presence import require_scene
 from heracles_ros.graphdb.snapshot_reads import DEFAULT_WAIT_S
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.language.goal_ast import GoalExpr, symbols
@@ -307,6 +308,8 @@ class Agent:
         try:
             if not request or not request.strip():
                 raise ConfigError(f"empty {task} request")
+            # Before the model: an empty or misspelt graph would read as an empty room ("0 bags").
+            require_scene(self.store, reader=f"cannot {task}")
             prompt: Prompt = self.prompts.build(task, request.strip(), method=self.method, answer_type=answer_type)
         except HeraclesError as exc:
             result.error = describe(exc)

@@ -18,6 +18,8 @@ SUMMARY_CLASSES = (
     f"MATCH (n) WHERE {_MIRRORED} RETURN labels(n)[0] AS label, n.class AS class, count(n) AS n "
     "ORDER BY label, n DESC"
 )
+#: Whether the graph holds any mirrored scene node (robot state, corrections and history are not a scene).
+ANY_SCENE_NODE = f"MATCH (n) WHERE {_MIRRORED} RETURN n.nodeSymbol AS symbol LIMIT 1"
 #: Every node of the graph (``heracles db status`` per graph).
 COUNT_ALL_NODES = "MATCH (n) RETURN count(n) AS n"
 #: ``heracles db reset``: the whole graph, or all but the corrections overlay (indexes stay).
