@@ -65,7 +65,7 @@ def test_waiting_for_a_graph_ends_when_it_appears_or_when_stopping(store: GraphS
 @pytest.mark.backends("falkordb")
 def test_waiting_gives_up_at_once_when_the_node_stops_and_names_the_graph(store: GraphStore) -> None:
     started = time.monotonic()
-    with pytest.raises(NoScene, match="dispatcher cannot start: .* does not exist"):
+    with pytest.raises(NoScene, match=r"dispatcher cannot start: .* does not exist"):
         wait_for_graph(store, 600.0, reader="dispatcher cannot start", stopping=lambda: True)
     assert time.monotonic() - started < 5.0
     assert not graph_exists(store)
