@@ -159,22 +159,25 @@ ensure_neo4j_lint() {
   stamp_set neo4j_lint "$h"
 }
 
-# What the demo and the CLI need: the runtime, the desk tools, this package's interfaces.
+# What the demo and the CLI need: the runtime, the desk tools, this package's interfaces, and the
+# stand-in for Hydra-ROS's hydra_msgs (the mirror node subscribes to its DsgUpdate) where no ROS
+# workspace provides the real one.
 setup() {
   ensure_venv
   ensure_python_deps
   build_interfaces interfaces "$REPO" msg srv action CMakeLists.txt package.xml
+  build_interfaces test_hydra_msgs "$REPO/test/interfaces/hydra_msgs" test/interfaces/hydra_msgs
   ensure_package
   log "set-up done"
 }
 
-# What only the tests need: their tooling, Neo4j's Cypher linter, and stand-ins for the messages of
-# Hydra-ROS and spot_ros2 (spot_msgs needs bosdyn_api_msgs first).
+# What only the tests need: their tooling, Neo4j's Cypher linter, and stand-ins for spot_ros2's
+# messages (spot_msgs needs bosdyn_api_msgs first).
 setup_tests() {
   ensure_test_deps
   ensure_neo4j_lint
   local package
-  for package in hydra_msgs bosdyn_api_msgs spot_msgs; do
+  for package in bosdyn_api_msgs spot_msgs; do
     build_interfaces "test_$package" "$REPO/test/interfaces/$package" "test/interfaces/$package" \
       $([[ $package == spot_msgs ]] && echo test/interfaces/bosdyn_api_msgs)
   done
