@@ -34,6 +34,15 @@ def require_graph(store: GraphStore, *, reader: str) -> None:
                   f"graph_name: the mirror's), or {HOW_TO_FILL}", missing=True)
 
 
+def misspelt_graph_suspected(store: GraphStore) -> bool:
+    """The store's graph is missing while the server holds others: a writer would create a stray graph.
+
+    A server holding no graph at all is a fresh database: the first writer creates the graph, whoever it is.
+    """
+    names = store.graph_names()
+    return bool(names) and store.graph_name not in (names or [])
+
+
 def wait_for_graph(store: GraphStore, wait_s: float, *, reader: str, stopping: Callable[[], bool],
                    period_s: float = 0.5) -> None:
     """Wait up to ``wait_s`` for the store's graph to exist (a mirror starting beside the reader creates

@@ -8,7 +8,13 @@ import pytest
 
 from heracles_ros.errors import NoScene
 from heracles_ros.graphdb.mirror import Mirror
-from heracles_ros.graphdb.scene_presence import graph_exists, require_graph, require_scene, wait_for_graph
+from heracles_ros.graphdb.scene_presence import (
+    graph_exists,
+    misspelt_graph_suspected,
+    require_graph,
+    require_scene,
+    wait_for_graph,
+)
 from heracles_ros.graphdb.store import GraphStore
 
 
@@ -19,6 +25,7 @@ def test_an_empty_graph_is_named_and_a_scene_passes(store: GraphStore, small_sce
     assert str(error.value).startswith("cannot ask: ") and "heracles load" in str(error.value)
     Mirror(store).reconcile(small_scene)
     require_scene(store, reader="cannot ask")
+    assert not misspelt_graph_suspected(store)
 
 
 @pytest.mark.backends("falkordb")
@@ -35,6 +42,7 @@ def test_a_missing_graph_is_named_with_what_the_server_holds_and_is_not_created(
         message = str(error.value)
         assert f"graph '{graph_name}_typo'" in message and "does not exist" in message
         assert f"'{graph_name}'" in message.split("the server holds", 1)[1]  # where the scene is instead
+        assert misspelt_graph_suspected(typo) and not misspelt_graph_suspected(small_store)
         assert f"{graph_name}_typo" not in (typo.graph_names() or [])  # reading created nothing
 
 

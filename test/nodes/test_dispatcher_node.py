@@ -872,10 +872,23 @@ def _lines_until(process: subprocess.Popen[str], text: str, limit_s: float) -> s
 def test_a_dispatcher_waits_for_the_mirrors_graph_and_never_creates_a_misspelt_one(
     ros_domain_id, falkordb_uri, graph_name, store, small_scene
 ):
-    """Started before the mirror has written its graph, the dispatcher waits and then runs; on a misspelt
-    graph_name it stops naming the graph (and the graphs the server holds) and creates nothing."""
+    """On a server holding other graphs (a misspelling is likely), a dispatcher started before the mirror has
+    written its graph waits and then runs; on a misspelt graph_name it stops naming the graph (and the graphs
+    the server holds) and creates nothing. (A fresh database, holding no graph, is test_launch's robot launch.)"""
+    from heracles_ros.graphdb import open_store
     from heracles_ros.graphdb.mirror import Mirror
     from heracles_ros.nodes.dispatcher import GRAPH_WAIT_S
+
+    with open_store(falkordb_uri, graph=f"{graph_name}_real") as real:  # the scene the misspelling misses
+        Mirror(real).reconcile(small_scene)
+        try:
+            _waits_then_runs_or_stops(ros_domain_id, falkordb_uri, graph_name, store, small_scene, GRAPH_WAIT_S)
+        finally:
+            real.execute_command("GRAPH.DELETE", f"{graph_name}_real")
+
+
+def _waits_then_runs_or_stops(ros_domain_id, falkordb_uri, graph_name, store, small_scene, wait_s):
+    from heracles_ros.graphdb.mirror import Mirror
 
     early = run_dispatcher(ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}",
                            f"start_place:={START}")
@@ -893,13 +906,14 @@ def test_a_dispatcher_waits_for_the_mirrors_graph_and_never_creates_a_misspelt_o
     started = time.monotonic()
     misspelt = run_dispatcher(ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={typo}")
     try:
-        output = misspelt.communicate(timeout=GRAPH_WAIT_S + 60)[0]
+        output = misspelt.communicate(timeout=wait_s + 60)[0]
     finally:
         if misspelt.poll() is None:
             misspelt.kill()
             misspelt.wait()
     assert misspelt.returncode == 1, output
-    assert time.monotonic() - started >= GRAPH_WAIT_S
-    assert "dispatcher cannot start: falkordb://" in output and f"graph '{typo}' does not exist" in output, output
-    assert f"'{graph_name}'" in output.split("the server holds", 1)[1], output
+    assert time.monotonic() - started >= wait_s
+    assert f"dispatcher cannot start: no graph after {wait_s:g} s: falkordb://" in output, output
+    assert f"graph '{typo}' does not exist" in output, output
+    assert f"'{graph_name}_real'" in output.split("the server holds", 1)[1], output
     assert typo not in (store.graph_names() or [])
