@@ -2,7 +2,7 @@
 # One front door for a fresh machine (Debian 12, Python 3.11, no ROS):
 #   ./run.sh demo      set up (first run only) and run the demo
 #   ./run.sh up [ARGS...]   set up and run the whole system locally (heracles up; Ctrl-C stops it)
-#   ./run.sh test      set up and run the whole test suite (+ ruff, mypy)
+#   ./run.sh test      set up, add the test tooling, and run the whole test suite (+ ruff, mypy)
 #   ./run.sh setup     only set up the virtual environment
 #   ./run.sh heracles ARGS...   the heracles CLI inside the environment
 #   ./run.sh exec CMD...        run CMD inside the (already set-up) environment
@@ -51,19 +51,42 @@ ensure_venv() {
     ensure_system_tools
     log "creating virtual environment $VENV"
     "$PY" -m venv "$VENV"
+    log "updating pip, wheel, setuptools"
     "$VENV/bin/python" -m pip install -q --upgrade pip wheel setuptools
   fi
 }
 
+# pip's output cut to a line per package it fetches or builds, so a long install is never silent.
+pip_progress() {
+  grep --line-buffered -E '^(Collecting|Building wheel for|Successfully installed)' |
+    sed -u -e 's/^Collecting /  fetching /' -e 's/^Building wheel for \([^ ]*\).*/  building \1/' \
+      -e 's/^Successfully installed \(.*\)/  installed \1/' -e 's/ (from .*//' >&2 || true
+}
+
+pip_install() {  # what (for the log) -r files...
+  local what=$1; shift
+  log "installing $what (a line per package)"
+  "$VENV/bin/python" -m pip install --progress-bar off "$@" 2> >(grep -v "WARNING: Location" >&2) | pip_progress
+}
+
+# The robot's runtime (requirements.txt) and the desk tools (requirements-tools.txt: plots, progress
+# bars); the test tooling is ensure_test_deps, for `./run.sh test` only.
 ensure_python_deps() {
-  local h; h=$(hash_of requirements.txt "$ROS_REQUIREMENTS" requirements-dev.txt)
+  local h; h=$(hash_of requirements.txt requirements-tools.txt "$ROS_REQUIREMENTS")
   stamp_ok pip "$h" && return
   ensure_system_tools
-  log "installing Python packages (ROS 2 $DISTRO wheels, database, planner, LLM clients)"
-  "$VENV/bin/python" -m pip install -q -r "$REPO/$ROS_REQUIREMENTS" -r "$REPO/requirements.txt" -r "$REPO/requirements-dev.txt" 2> >(grep -v "WARNING: Location" >&2)
+  pip_install "Python packages: ROS 2 $DISTRO wheels, database, planner, LLM clients, desk tools" \
+    -r "$REPO/$ROS_REQUIREMENTS" -r "$REPO/requirements.txt" -r "$REPO/requirements-tools.txt"
   fix_wheel_cmake_paths
   stamp_set pip "$h"
   rm -f "$STAMPS"/interfaces "$STAMPS"/test_*
+}
+
+ensure_test_deps() {
+  local h; h=$(hash_of requirements-dev.txt)
+  stamp_ok test_pip "$h" && return
+  pip_install "the test tooling (requirements-dev.txt)" -r "$REPO/requirements-dev.txt"
+  stamp_set test_pip "$h"
 }
 
 # The ROS wheels' exported CMake files name the wheel builder's Python and
@@ -78,11 +101,21 @@ fix_wheel_cmake_paths() {
   done
 }
 
+# CMake's "[ 42%] ..." lines, one each time the build passes another tenth.
+build_progress() {
+  local line percent shown=-10
+  while IFS= read -r line; do
+    [[ $line =~ ^\[\ *([0-9]+)%\] ]] || continue
+    percent=${BASH_REMATCH[1]}
+    if ((percent >= shown + 10)); then shown=$percent; log "  built $percent%"; fi
+  done
+}
+
 build_interfaces() {  # name source_dir stamp_inputs...
   local name=$1 src=$2; shift 2
   local h; h=$(tree_hash "$@")
   stamp_ok "$name" "$h" && return
-  log "generating ROS interfaces: $src"
+  log "generating ROS interfaces: $src (CMake; progress every 10%)"
   local build="$VENV/.build/$name"
   rm -rf "$build"; mkdir -p "$VENV/.build"
   local cmake="$VENV/bin/cmake"; [[ -x "$cmake" ]] || cmake=cmake
@@ -90,7 +123,7 @@ build_interfaces() {  # name source_dir stamp_inputs...
     export AMENT_PREFIX_PATH="$VENV" CMAKE_PREFIX_PATH="$VENV"
     "$cmake" -S "$src" -B "$build" -DCMAKE_PREFIX_PATH="$VENV" -DCMAKE_INSTALL_PREFIX="$VENV" \
       -DPython3_EXECUTABLE="$VENV/bin/python" -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=Release >"$build.log" 2>&1 &&
-    "$cmake" --build "$build" -j "$(nproc)" >>"$build.log" 2>&1 &&
+    "$cmake" --build "$build" -j "$(nproc)" 2>&1 | tee -a "$build.log" | build_progress &&
     "$cmake" --install "$build" >>"$build.log" 2>&1
   ) || { log "interface build failed, see $build.log"; tail -30 "$build.log" >&2; exit 1; }
   stamp_set "$name" "$h"
@@ -127,14 +160,25 @@ ensure_neo4j_lint() {
   stamp_set neo4j_lint "$h"
 }
 
+# What the demo and the CLI need: the runtime, the desk tools, this package's interfaces, and the
+# stand-in for Hydra-ROS's hydra_msgs (the mirror node subscribes to its DsgUpdate) where no ROS
+# workspace provides the real one.
 setup() {
   ensure_venv
   ensure_python_deps
-  ensure_neo4j_lint
   build_interfaces interfaces "$REPO" msg srv action CMakeLists.txt package.xml
-  # Test-only stand-ins for messages of Hydra-ROS and spot_ros2 (spot_msgs needs bosdyn_api_msgs first).
+  build_interfaces test_hydra_msgs "$REPO/test/interfaces/hydra_msgs" test/interfaces/hydra_msgs
+  ensure_package
+  log "set-up done"
+}
+
+# What only the tests need: their tooling, Neo4j's Cypher linter, and stand-ins for spot_ros2's
+# messages (spot_msgs needs bosdyn_api_msgs first).
+setup_tests() {
+  ensure_test_deps
+  ensure_neo4j_lint
   local package
-  for package in hydra_msgs bosdyn_api_msgs spot_msgs; do
+  for package in bosdyn_api_msgs spot_msgs; do
     build_interfaces "test_$package" "$REPO/test/interfaces/$package" "test/interfaces/$package" \
       $([[ $package == spot_msgs ]] && echo test/interfaces/bosdyn_api_msgs)
   done
@@ -200,7 +244,7 @@ cmd="${1:-help}"; shift || true
 case "$cmd" in
   setup) setup ;;
   test)
-    setup; ensure_ros2_tools; activate; cd "$REPO"
+    setup; setup_tests; ensure_ros2_tools; activate; cd "$REPO"
     log "ruff"; ruff check heracles_ros test launch mutation
     log "mypy"; mypy heracles_ros
     # pytest-randomly shuffles the test order by HERACLES_TEST_SEED (default: a fixed shuffle, so CI
@@ -210,6 +254,6 @@ case "$cmd" in
   up) setup; activate; exec heracles up "$@" ;;
   heracles) setup; activate; exec heracles "$@" ;;
   exec) activate; cd "$REPO"; exec "$@" ;;  # run a command in the environment (no set-up)
-  mutation) setup; activate; cd "$REPO"; exec python mutation/run_mutation.py "$@" ;;  # see mutation/run_mutation.py
+  mutation) setup; ensure_test_deps; activate; cd "$REPO"; exec python mutation/run_mutation.py "$@" ;;  # see mutation/run_mutation.py
   *) sed -n '2,11p' "$0"; exit 2 ;;
 esac

@@ -9,11 +9,13 @@ from pathlib import Path
 from setuptools import find_packages, setup
 
 HERE = Path(__file__).parent
-REQUIREMENTS = [
-    line.strip()
-    for line in (HERE / "requirements.txt").read_text().splitlines()
-    if line.strip() and not line.startswith("#")
-]
+
+
+def requirements(name: str) -> list[str]:
+    """The requirement lines of ``name`` (comments dropped)."""
+    lines = (line.split("#", 1)[0].strip() for line in (HERE / name).read_text().splitlines())
+    return [line for line in lines if line]
+
 
 setup(
     name="heracles_ros",
@@ -23,7 +25,8 @@ setup(
     package_data={"heracles_ros": ["data/*", "data/**/*"]},
     include_package_data=True,
     python_requires=">=3.10",
-    install_requires=REQUIREMENTS,
+    install_requires=requirements("requirements.txt"),  # the robot's install: the nodes and the CLI
+    extras_require={"tools": requirements("requirements-tools.txt")},  # bench, eval, the demo's plots
     entry_points={
         "console_scripts": [
             "heracles = heracles_ros.cli:main",

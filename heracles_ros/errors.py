@@ -14,6 +14,10 @@ class ConfigError(HeraclesError):
     """A parameter, URI, environment variable or file is invalid."""
 
 
+class MissingExtra(ConfigError):
+    """A desk tool needs a library of the ``tools`` extra, which the robot's install leaves out."""
+
+
 # --- graph database -------------------------------------------------------
 class DatabaseError(HeraclesError):
     """The graph database failed or refused a request."""
@@ -81,6 +85,15 @@ class SceneDecodeError(SceneError):
 class ReplayInputError(SceneError):
     """What ``heracles replay`` was given cannot be replayed: a missing or unreadable scene file, a file that
     is not MCAP, a recording without the topic."""
+
+
+class NoScene(SceneError):
+    """The graph a command or node reads does not exist, or holds no mirrored scene (a misspelt graph name?)."""
+
+    def __init__(self, message: str, *, missing: bool):
+        super().__init__(message)
+        #: True: the graph does not exist on the server; False: it exists but holds no scene node.
+        self.missing = missing
 
 
 class SuspectSnapshot(SceneError):

@@ -57,6 +57,7 @@ from heracles_ros.formats.sldp import (
     parse_sldp,
     to_sldp,
 )
+from heracles_ros.graphdb.scene_presence import require_scene
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S
@@ -302,6 +303,8 @@ class Agent:
         try:
             if not request or not request.strip():
                 raise ConfigError(f"empty {task} request")
+            # Before the model: an empty or misspelt graph would read as an empty room ("0 bags").
+            require_scene(self.store, reader=f"cannot {task}")
             prompt: Prompt = self.prompts.build(task, request.strip(), method=self.method, answer_type=answer_type)
         except HeraclesError as exc:
             result.error = describe(exc)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 
 from heracles_ros.errors import HeraclesError, SystemUnavailable
@@ -47,6 +48,10 @@ def build_parser(modules: tuple[str, ...] = _COMMAND_MODULES) -> argparse.Argume
     return parser
 
 
+#: The exit status of a command whose reader went away (``heracles summary | head``): 128 + SIGPIPE, as a shell's.
+EXIT_CLOSED_PIPE = 141
+
+
 def _accept_json(parser: argparse.ArgumentParser) -> None:
     """``--json`` on every command: the data commands (db, load, summary, cypher, ...) print JSON anyway."""
     actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
@@ -59,7 +64,20 @@ def _accept_json(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """Run one command; a closed output pipe ends it quietly (no traceback), as ``head`` expects of a writer."""
+    try:
+        status = _run(sys.argv[1:] if argv is None else argv)
+        sys.stdout.flush()  # inside the guard: a write the reader left behind fails here, not at exit
+        return status
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at /dev/null so that flush cannot fail too.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return EXIT_CLOSED_PIPE
+
+
+def _run(argv: list[str]) -> int:
     command = next((arg for arg in argv if not arg.startswith("-")), "")
     fast = _FAST_COMMANDS.get(command)
     parser = build_parser((fast,) if fast else _COMMAND_MODULES)

@@ -9,6 +9,7 @@ import argparse
 
 from heracles_ros.cli import live
 from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.confirm import EXIT_NOT_CONFIRMED, add_yes_option, confirmed
 from heracles_ros.cli.live import add_live_options
 from heracles_ros.graphdb import open_store
 from heracles_ros.mirror.corrections import Corrections, operator_name
@@ -30,6 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_live_options(action, what="language_server (its corrections service)")
         action.add_argument("--json", action="store_true", help="JSON on stdout (always; accepted for uniformity)")
         action.set_defaults(func=func)
+    add_yes_option(clear)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -52,6 +54,10 @@ def _revert(args: argparse.Namespace) -> int:
 
 
 def _clear(args: argparse.Namespace) -> int:
+    what = f"the running language server's graph ({args.namespace})" if args.live else f"graph {args.graph}"
+    if not confirmed(args, "heracles corrections clear",
+                     f"Revert every active correction in {what} and delete all their records?"):
+        return EXIT_NOT_CONFIRMED
     if args.live:
         return live.corrections(args)
     with open_store(args.db, graph=args.graph) as store:

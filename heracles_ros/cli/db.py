@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.confirm import EXIT_NOT_CONFIRMED, add_yes_option, confirmed
 from heracles_ros.cli.scene import database_counts
 from heracles_ros.errors import ConfigError, DatabaseError, DataDirError
 from heracles_ros.graphdb import open_store, parse_db_uri
@@ -35,8 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="graph to reset on an external server (the embedded one resets all its graphs)")
     reset.add_argument("--keep-corrections", action="store_true",
                        help="keep the operator corrections; they apply again when their nodes are mirrored")
-    reset.add_argument("--yes", action="store_true",
-                       help="do not ask for confirmation (needed when the input is not a terminal)")
+    add_yes_option(reset)
     # docs/known-issues.md#falkordb-graph-copy-deadlock
     compact.add_argument("--rebuild", action="store_true",
                          help="also replace each graph by a fresh copy of itself first (drops the space churn left in "
@@ -135,26 +135,14 @@ def _graph_summary(store: GraphStore) -> dict[str, Any]:
     return {"nodes": int(rows[0]["n"]) if rows else 0, "corrections": Corrections(store).counts()}
 
 
-def _confirmed(target: str) -> bool:
-    """--yes, or "yes" typed at a terminal; never a default: a script without --yes is refused."""
-    if not sys.stdin.isatty():
-        print(f"heracles db reset: refusing to delete the contents of {target} without confirmation; "
-              "pass --yes to reset non-interactively", file=sys.stderr)
-        return False
-    try:
-        answer = input(f"Delete everything {target} holds? Type 'yes' to reset: ")
-    except EOFError:
-        answer = ""
-    return answer.strip().lower() == "yes"
-
-
 def _reset(args: argparse.Namespace) -> int:
     from heracles_ros.embedded.maintenance import compact
 
     target = parse_db_uri(args.db)
-    if not (args.yes or _confirmed(target.description)):
-        print("heracles db reset: nothing was changed", file=sys.stderr)
-        return 2
+    graph_words = "every graph" if target.kind == "embedded" else f"graph {args.graph}"
+    kept = ", keeping the corrections" if args.keep_corrections else ", corrections too"
+    if not confirmed(args, "heracles db reset", f"Delete {graph_words} on {target.description}{kept}?"):
+        return EXIT_NOT_CONFIRMED
     report: dict[str, Any] = {"database": target.description, "kept_corrections": args.keep_corrections}
     graphs = [args.graph]
     if target.kind == "embedded":

@@ -48,6 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from heracles_ros.desk.recordings import ReplaySources
+    from heracles_ros.extras import tool_library
+
+    for library in ("mcap", "mcap_ros2"):  # a clear error on a robot install without the tools extra
+        tool_library(library, "heracles replay")
 
     if args.rate <= 0 or args.wait < 0:
         print(f"error: --rate must be > 0 and --wait >= 0 (got {args.rate:g}, {args.wait:g})", file=sys.stderr)

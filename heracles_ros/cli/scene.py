@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -88,12 +89,17 @@ def _load(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
+    from heracles_ros.graphdb.scene_presence import HOW_TO_FILL, require_graph
+
     with open_store(args.db, graph=args.graph) as store:
+        require_graph(store, reader="heracles summary")  # a misspelt --graph is not an empty scene
         counts = database_counts(store)
         classes: dict[str, dict[str, int]] = {}
         for row in store.query(q.SUMMARY_CLASSES):
             classes.setdefault(str(row["label"]), {})[str(row["class"])] = int(row["n"])
     print_json({"database": store.description, **counts, "classes_by_label": classes})
+    if not counts["nodes"]:
+        print(f"note: {store.description} holds no scene (no mirrored node); {HOW_TO_FILL}", file=sys.stderr)
     return 0
 
 

@@ -61,6 +61,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from heracles_ros.extras import tool_library
+
+    tool_library("honcho", "heracles up")  # a clear error on a robot install without the tools extra
     from heracles_ros.demo.goal import EXAMPLE_SCENE
     from heracles_ros.demo.scripted_model import LABEL
     from heracles_ros.desk.runner import run_processes

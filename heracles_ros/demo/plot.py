@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from heracles_ros.errors import ConfigError
+from heracles_ros.extras import tool_library
 from heracles_ros.plan_types import Point3
 from heracles_ros.scene.tables import SceneTables, edge_ends, relation_of, symbol_of
 from heracles_ros.schema import CONTAINS, Layer
@@ -59,7 +60,7 @@ class Overlay:
 
 def render_scene(tables: SceneTables, overlay: Overlay, out: Path, *, dpi: int = 150) -> Path:
     """Write the picture to ``out`` (PNG) and return its path."""
-    import matplotlib
+    matplotlib = tool_library("matplotlib", "the demo's picture")
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt

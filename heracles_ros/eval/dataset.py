@@ -28,10 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from heracles_ros.errors import AnswerFormatError, ConfigError, GoalError
 from heracles_ros.formats.sldp import SldpValue, check_type, parse_sldp, parse_type
+from heracles_ros.yaml_files import load_yaml
 
 KINDS = ("ask", "command")
 _TOP_KEYS = {"name", "description", "scene", "items"}
@@ -101,14 +100,7 @@ class Dataset:
 def load_dataset(path: str | Path) -> Dataset:
     """Read and validate a dataset file; ConfigError lists every problem, each naming its item."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read dataset {path}: {exc.strerror or exc}") from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"dataset {path} is not valid YAML: {exc}") from exc
+    data = load_yaml(path, "dataset")
     return parse_dataset(data, source=str(path), default_name=path.stem, path=path)
 
 

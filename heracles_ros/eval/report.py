@@ -15,6 +15,7 @@ from typing import Any
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.eval.runner import ItemResult
+from heracles_ros.extras import tool_library
 
 KIND_ORDER = ("ask", "command", "all")
 
@@ -97,7 +98,7 @@ def format_table(rows: Sequence[SummaryRow]) -> str:
 
 def plot_summary(rows: Sequence[SummaryRow], path: Path, title: str = "") -> Path:
     """Grouped bars per method and kind: success rate, mean input tokens, mean tool calls."""
-    import matplotlib
+    matplotlib = tool_library("matplotlib", "heracles eval's plot")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -13,12 +13,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from tqdm import tqdm
-
 from heracles_ros.agent.results import AskResult, CommandResult
 from heracles_ros.errors import HeraclesError, describe
 from heracles_ros.eval.compare import compare_item
 from heracles_ros.eval.dataset import Dataset, EvalItem
+from heracles_ros.extras import tool_library
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +91,7 @@ def run_item(item: EvalItem, agent: EvalAgent, method: str) -> ItemResult:
 def run_dataset(dataset: Dataset, agent: EvalAgent, method: str, *, progress: bool = True) -> list[ItemResult]:
     """Every item in order, with a progress bar on stderr."""
     results: list[ItemResult] = []
+    tqdm = tool_library("tqdm", "heracles eval's progress bar").tqdm
     bar = tqdm(dataset.items, desc=f"{dataset.name} [{method}]", unit="item", file=sys.stderr, disable=not progress)
     for item in bar:
         record = run_item(item, agent, method)

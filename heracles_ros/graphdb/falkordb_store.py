@@ -209,6 +209,16 @@ class FalkorStore(GraphStore):
         except Exception as exc:
             raise self._translate(exc) from exc
 
+    def graph_names(self) -> list[str]:
+        """``GRAPH.LIST``: a read of the key space, which (unlike a query) never creates the graph."""
+        reply = self.execute_command("GRAPH.LIST")
+        names = reply if isinstance(reply, list) else []
+        return sorted(name.decode() if isinstance(name, bytes) else str(name) for name in names)
+
+    @property
+    def graph_name(self) -> str:
+        return self._graph_name
+
     def ping(self) -> None:
         try:
             self._connect()[0].connection.ping()

@@ -75,6 +75,16 @@ class GraphStore(ABC):
         for batch in batches:
             self.write_many(batch, timeout_s=timeout_s)
 
+    def graph_names(self) -> list[str] | None:
+        """The graphs the server holds, when it holds several by name (FalkorDB); None where a store's
+        database is one graph (Neo4j: a missing database fails the first query). Never creates one."""
+        return None
+
+    @property
+    def graph_name(self) -> str:
+        """The name of the graph this store reads ("" where the database is the graph)."""
+        return ""
+
     @abstractmethod
     def ping(self) -> None:
         """Raise DatabaseUnavailable unless the server answers."""

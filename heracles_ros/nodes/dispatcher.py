@@ -90,6 +90,7 @@ from heracles_ros.execution.plan_runner import (
 )
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore, check_symbol
 from heracles_ros.graphdb import open_store
+from heracles_ros.graphdb.scene_presence import misspelt_graph_suspected, wait_for_graph
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import DispatchProgress, DispatchResult, StopState
 from heracles_ros.nodes.client_presence import ClientPresence
@@ -119,6 +120,10 @@ ACTION_QUEUE_DEPTH = 500
 RESULT_KEEP_S = 900
 #: Seconds a starting dispatcher listens for another one's claim on its robot (discovery is not instant).
 CLAIM_WAIT_S = 3.0
+#: How long a starting dispatcher waits for its graph when the database holds other graphs but not its own
+#: (a mirror started beside it creates it); past it a misspelt graph_name stops the dispatcher instead of
+#: creating a stray graph.
+GRAPH_WAIT_S = 30.0
 #: Seconds between checks of a running goal's client (client_lost_s) and of the shutdown deadline.
 GOAL_POLL_S = 0.1
 #: Seconds between marker refreshes (robot pose, remaining path); well within the robot marker's lifetime.
@@ -316,6 +321,13 @@ class DispatcherNode(HeraclesNode):
         self._deadline: float | None = None
         self._claim_robot()
         self.store: GraphStore = open_store(self.settings.db_uri, graph=self.settings.graph_name)
+        # The robot's state is written next, which would create a misspelt graph beside the real one:
+        # wait for the mirror's (a fresh database, holding no graph yet, is the mirror's to fill).
+        if misspelt_graph_suspected(self.store):
+            self.get_logger().info(f"waiting up to {GRAPH_WAIT_S:g} s for {self.store.description}: the mirror "
+                                   "creates it (graph_name must match the mirror's)")
+            wait_for_graph(self.store, GRAPH_WAIT_S, reader=f"no graph after {GRAPH_WAIT_S:g} s",
+                           stopping=lambda: not self.context.ok())
         self.states = RobotStateStore(self.store, symbol=self.settings.robot_symbol)
         initial = initial_state(self.states, self.settings.start_place)
         self.driver = self._make_driver(initial)

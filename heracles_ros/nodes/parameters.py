@@ -14,16 +14,25 @@ out-of-range value before the node sees it.
 """
 from __future__ import annotations
 
+import difflib
+import importlib
 import math
+import sys
 from collections.abc import Collection, Sequence
 from typing import Any
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S
+from heracles_ros.nodes.params_files import ParamsSection, read_params_files
 from heracles_ros.settings import Setting
 
 #: The widest ROS IntegerRange (int64) for a bound a Setting leaves open.
 _INT64 = (-(2**63), 2**63 - 1)
+
+#: The node modules whose PARAMETERS a shared (wildcard) params-file section may set.
+NODE_MODULES = ("heracles_ros.nodes.dsg_mirror", "heracles_ros.nodes.language_server", "heracles_ros.nodes.dispatcher")
+#: Parameters rclpy declares by itself on demand (a publisher's QoS overrides), never in a PARAMETERS table.
+_RCLPY_PREFIXES = ("qos_overrides.",)
 
 #: Shared by the nodes that read the scene (the language server's model and planner, the dispatcher's replans).
 SNAPSHOT_WAIT = Setting(
@@ -59,7 +68,52 @@ def declare(node: Any, specs: Sequence[Setting], *, runtime: Collection[str] = (
         if ranged:
             full.type = node.describe_parameter(spec.name).type  # as declared: rclpy checks it against the value
             node.set_descriptor(spec.name, full)
+    refuse_unknown_overrides(node)
     return values
+
+
+def refuse_unknown_overrides(node: Any, argv: Sequence[str] | None = None) -> None:
+    """Stop a node given a parameter it does not have, or a params file with no section for it.
+
+    rcl applies what matches and drops the rest, so a misspelt name or a file keyed for
+    another node would leave the node on its defaults. Call after every declaration.
+    A name under a shared (wildcard) section such as ``/**:`` may belong to a sibling
+    node: it is refused only when no heracles node declares it. ``argv`` holds the
+    ``--ros-args`` (default: this process's command line, which ``rclpy.init`` read).
+    """
+    from heracles_ros.nodes.rclpy_compat import parameter_override_names
+
+    fqn = node.get_fully_qualified_name()
+    sections = read_params_files(sys.argv if argv is None else argv)
+    for path in dict.fromkeys(section.file for section in sections):
+        own = [section for section in sections if section.file == path]
+        if not any(section.applies_to(fqn) for section in own):
+            keys = ", ".join(f"'{section.key}'" for section in own)
+            raise ConfigError(
+                f"params file {path} sets nothing for node {fqn}: its sections are {keys}, none matches "
+                f"(key it '{fqn}:', '/**/{node.get_name()}:' or '/**:'); is it another node's file?")
+    unknown = sorted(
+        name for name in parameter_override_names(node)
+        if not node.has_parameter(name) and not name.startswith(_RCLPY_PREFIXES))
+    problems = [problem for name in unknown if (problem := _unknown(node, fqn, name, sections))]
+    if problems:
+        raise ConfigError(f"node {fqn} has no parameter {'; no parameter '.join(problems)} "
+                          "(its parameters: config/<node>.yaml, or `ros2 param list` on a running node)")
+
+
+def _unknown(node: Any, fqn: str, name: str, sections: list[ParamsSection]) -> str:
+    """What to say of an undeclared override ``name``; "" when a shared section sets it for a sibling node."""
+    setters = [section for section in sections if section.applies_to(fqn) and name in section.names]
+    if setters and all(section.wildcard for section in setters) and name in _sibling_parameter_names():
+        return ""
+    where = ", ".join(f"{section.file} (section '{section.key}')" for section in setters) or "the command line"
+    close = difflib.get_close_matches(name, list(node.get_parameters_by_prefix("")), n=1)
+    return f"'{name}' (set in {where})" + (f": did you mean '{close[0]}'?" if close else "")
+
+
+def _sibling_parameter_names() -> set[str]:
+    """Every parameter name some heracles node declares (read only when a shared section sets an unknown one)."""
+    return {spec.name for module in NODE_MODULES for spec in importlib.import_module(module).PARAMETERS}
 
 
 def descriptor(spec: Setting, *, read_only: bool) -> Any:

@@ -26,3 +26,13 @@ def ros_initialized(args: list[str] | None = None, **options: Any) -> Iterator[N
         yield
     finally:
         rclpy.try_shutdown(context=options.get("context"))
+
+
+def parameter_override_names(node: Any) -> list[str]:
+    """The parameter names given to ``node`` from outside (params files, ``-p``, ``parameter_overrides``).
+
+    rclpy keeps them in ``Node._parameter_overrides`` (filled from rcl's parsed arguments in Node.__init__,
+    the same attribute in Humble, Jazzy and Kilted) and offers no public accessor; a parameter set there but
+    never declared is otherwise dropped without a word.
+    """
+    return list(getattr(node, "_parameter_overrides", {}))

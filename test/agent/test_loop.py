@@ -386,3 +386,19 @@ def test_the_sessions_given_are_the_ones_kept_even_while_empty(small_store, llm_
     earlier = [m["content"] for m in server.requests[-1].messages if m["role"] in ("user", "assistant")][:-1]
     assert earlier == ["Question: And bags?", "<answer>6</answer>"], earlier
     assert agent.sessions is sessions and len(sessions) == 1
+
+
+@pytest.mark.backends("falkordb")
+def test_a_misspelt_or_empty_graph_is_named_before_the_model_is_asked(small_store, llm_server, falkordb_uri,
+                                                                     graph_name):
+    """A wrong graph must not read as an empty room ("0 bags"): the request fails naming the graph."""
+    from heracles_ros.graphdb import open_store
+
+    server = llm_server(lambda request: say("<answer>0</answer>"))
+    with open_store(falkordb_uri, graph=f"{graph_name}_typo") as typo:
+        result = Agent(typo, adapter(server)).ask("How many bags are there?", answer_type="number")
+        command = Agent(typo, adapter(server)).command("Pick up the bag")
+    assert not result.ok and result.answer == "" and f"'{graph_name}_typo'" in result.error
+    assert "does not exist" in result.error and f"'{graph_name}'" in result.error  # where the scene is
+    assert not command.ok and command.goal == "" and "does not exist" in command.error
+    assert server.requests == []

@@ -49,7 +49,10 @@ def test_list_revert_clear(capsys: pytest.CaptureFixture[str], small_store: Grap
     status, _, err = heracles(capsys, "corrections", "revert", "O999.class", *db)
     assert status == 1 and "there is no correction 'O999.class'" in err
 
-    status, out, _ = heracles(capsys, "corrections", "clear", *db)
+    status, _, err = heracles(capsys, "corrections", "clear", *db)  # pytest's input is no terminal: refused
+    assert status == 2 and "--yes" in err and "nothing was changed" in err.lower()
+    assert len(heracles(capsys, "corrections", "list", "--active", *db)[1]) == 1
+    status, out, _ = heracles(capsys, "corrections", "clear", "--yes", *db)
     assert (status, out["reverted"]) == (0, [f"{second}.x: 1.5 -> {second_x!r}"])
     assert heracles(capsys, "corrections", "list", *db)[1] == []
     assert small_store.query("MATCH (o:Object {nodeSymbol: $s}) RETURN o.x AS x", {"s": second}) == [{"x": second_x}]

@@ -105,13 +105,19 @@ def test_reset_asks_first_and_refuses_a_script_without_yes(
     before = store.query(count)
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
     status, _, err = heracles(capsys, "db", "reset", "--db", uri)
-    assert status == 2 and "without confirmation" in err and "--yes" in err and "nothing was changed" in err
+    assert status == 2 and "without confirmation" in err and "--yes" in err and "Nothing was changed" in err
     assert store.query(count) == before
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
-    monkeypatch.setattr("builtins.input", lambda prompt: "no")  # anything but "yes" keeps the data
-    status, _, err = heracles(capsys, "db", "reset", "--db", uri)
-    assert status == 2 and store.query(count) == before
-    monkeypatch.setattr("builtins.input", lambda prompt: "yes")
+    for refusal in ("no", "", "yes please", EOFError):  # anything but y/yes keeps the data: Enter, end of input too
+        def answer(prompt: str, refusal: object = refusal) -> str:
+            assert "every graph" in prompt and "[y/N]" in prompt
+            if refusal is EOFError:
+                raise EOFError
+            return str(refusal)
+        monkeypatch.setattr("builtins.input", answer)
+        status, _, err = heracles(capsys, "db", "reset", "--db", uri)
+        assert status == 2 and "nothing was changed" in err and store.query(count) == before, refusal
+    monkeypatch.setattr("builtins.input", lambda prompt: " Y ")
     status, _, _ = heracles(capsys, "db", "reset", "--db", uri)
     assert status == 0 and store.query(count) == [{"n": 0}]
 

@@ -154,3 +154,23 @@ def test_cypher_on_a_graph_never_written_says_so(
             assert (status, rows, err) == (0, [{"n": 1}], "")
         finally:
             store.write("MATCH (n) DETACH DELETE n")
+
+
+@pytest.mark.backends("falkordb")
+def test_summary_names_a_misspelt_graph_and_an_empty_one(
+    capsys: pytest.CaptureFixture[str], falkordb_uri: str, graph_name: str, small_store: GraphStore
+) -> None:
+    """`heracles summary --graph heraclse` printed 0 nodes of every kind; now it names the graph and what
+    the server holds instead, and creates nothing."""
+    status, out, err = heracles(capsys, "summary", "--db", falkordb_uri, "--graph", f"{graph_name}_typo")
+    assert status == 1 and out == "", out
+    assert f"graph '{graph_name}_typo'" in err and "does not exist" in err and f"'{graph_name}'" in err
+    assert f"{graph_name}_typo" not in (small_store.graph_names() or [])
+    with open_store(falkordb_uri, graph=f"{graph_name}_robot") as robot_only:
+        robot_only.write("CREATE (:Robot {nodeSymbol: 'robot'})")
+        try:
+            status, out, err = heracles(capsys, "summary", "--db", falkordb_uri, "--graph", f"{graph_name}_robot")
+            assert status == 0 and out["nodes"] == 0 and "holds no scene" in err
+        finally:
+            robot_only.write("MATCH (n) DETACH DELETE n")
+            robot_only.execute_command("GRAPH.DELETE", f"{graph_name}_robot")

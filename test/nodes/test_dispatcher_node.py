@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -849,3 +850,70 @@ def test_closing_stops_the_robot_then_shuts_the_driver_down_within_the_budget_ev
     stopped = driver.pose()
     time.sleep(0.3)
     assert driver.pose() == stopped
+
+
+def _lines_until(process: subprocess.Popen[str], text: str, limit_s: float) -> str:
+    """The process's output up to the first line holding ``text`` (or its end); the process is killed past
+    ``limit_s`` so a missing line fails the test rather than hanging it."""
+    deadline = threading.Timer(limit_s, process.kill)
+    deadline.start()
+    seen: list[str] = []
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            seen.append(line)
+            if text in line:
+                break
+    finally:
+        deadline.cancel()
+    return "".join(seen)
+
+
+def test_a_dispatcher_waits_for_the_mirrors_graph_and_never_creates_a_misspelt_one(
+    ros_domain_id, falkordb_uri, graph_name, store, small_scene
+):
+    """On a server holding other graphs (a misspelling is likely), a dispatcher started before the mirror has
+    written its graph waits and then runs; on a misspelt graph_name it stops naming the graph (and the graphs
+    the server holds) and creates nothing. (A fresh database, holding no graph, is test_launch's robot launch.)"""
+    from heracles_ros.graphdb import open_store
+    from heracles_ros.mirror.reconcile import Mirror
+    from heracles_ros.nodes.dispatcher import GRAPH_WAIT_S
+
+    with open_store(falkordb_uri, graph=f"{graph_name}_real") as real:  # the scene the misspelling misses
+        Mirror(real).reconcile(small_scene)
+        try:
+            _waits_then_runs_or_stops(ros_domain_id, falkordb_uri, graph_name, store, small_scene, GRAPH_WAIT_S)
+        finally:
+            real.execute_command("GRAPH.DELETE", f"{graph_name}_real")
+
+
+def _waits_then_runs_or_stops(ros_domain_id, falkordb_uri, graph_name, store, small_scene, wait_s):
+    from heracles_ros.mirror.reconcile import Mirror
+
+    early = run_dispatcher(ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}",
+                           f"start_place:={START}")
+    try:
+        output = _lines_until(early, "waiting up to", 60.0)
+        assert f"graph '{graph_name}'" in output and "the mirror creates it" in output, output
+        Mirror(store).reconcile(small_scene)  # the mirror's first write lands while the dispatcher waits
+        output += _lines_until(early, "dispatching with", 60.0)
+        assert "dispatching with the sim driver" in output, output
+    finally:
+        early.send_signal(signal.SIGINT)
+        early.communicate(timeout=30)
+
+    typo = f"{graph_name}_typo"
+    started = time.monotonic()
+    misspelt = run_dispatcher(ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={typo}")
+    try:
+        output = misspelt.communicate(timeout=wait_s + 60)[0]
+    finally:
+        if misspelt.poll() is None:
+            misspelt.kill()
+            misspelt.wait()
+    assert misspelt.returncode == 1, output
+    assert time.monotonic() - started >= wait_s
+    assert f"dispatcher cannot start: no graph after {wait_s:g} s: falkordb://" in output, output
+    assert f"graph '{typo}' does not exist" in output, output
+    assert f"'{graph_name}_real'" in output.split("the server holds", 1)[1], output
+    assert typo not in (store.graph_names() or [])

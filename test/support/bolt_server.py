@@ -49,7 +49,7 @@ def _free_port() -> int:
 def _package_dir() -> Path:
     spec = importlib.util.find_spec("arcadedb_embedded")
     if spec is None or spec.origin is None:
-        raise RuntimeError("arcadedb-embedded is not installed (it is in requirements-dev.txt: ./run.sh setup)")
+        raise RuntimeError("arcadedb-embedded is not installed (requirements-dev.txt; ./run.sh test installs it)")
     return Path(spec.origin).parent
 
 

@@ -3,7 +3,7 @@
 No Neo4j server runs here, and ArcadeDB (the Bolt stand-in) accepts some queries
 Neo4j rejects, so the statements are checked by Neo4j's Cypher front end
 compiled to JavaScript (npm ``@neo4j-cypher/language-support``, installed by
-``run.sh setup`` under ``$VENV/neo4j_lint``), with the functions and procedures
+``run.sh test`` under ``$VENV/neo4j_lint``), with the functions and procedures
 of Neo4j 5 without APOC or GDS (``cypher_lint/neo4j5_catalogue.json``).
 
 Statements are found by introspection, not listed by hand: every public string
@@ -182,16 +182,16 @@ class Diagnostic:
 
 
 def node_modules() -> Path:
-    """Where ``run.sh setup`` installed the npm package: inside the environment running the tests."""
+    """Where ``run.sh test`` installed the npm package: inside the environment running the tests."""
     return Path(sys.prefix) / "neo4j_lint" / "node_modules"
 
 
 def linter_problem() -> str:
     """Why the linter cannot run here ('' when it can), naming the fix."""
     if shutil.which("node") is None:
-        return "node is not installed (./run.sh setup installs nodejs)"
+        return "node is not installed (./run.sh test installs nodejs)"
     if not (node_modules() / PACKAGE / "package.json").is_file():
-        return f"{PACKAGE} is not installed under {node_modules()} (run ./run.sh setup)"
+        return f"{PACKAGE} is not installed under {node_modules()} (run ./run.sh test)"
     return ""
 
 

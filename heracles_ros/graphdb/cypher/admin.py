@@ -18,6 +18,11 @@ SUMMARY_CLASSES = (
     f"MATCH (n) WHERE {_MIRRORED} RETURN labels(n)[0] AS label, n.class AS class, count(n) AS n "
     "ORDER BY label, n DESC"
 )
+#: Whether the graph holds any mirrored scene node (robot state, corrections and history are not a scene).
+#: One label scan per layer, each stopped at its first node (a WHERE over labels scans every node on ArcadeDB).
+ANY_SCENE_NODE = " UNION ALL ".join(
+    f"MATCH (n:{label}) RETURN n.nodeSymbol AS symbol LIMIT 1" for label in MIRRORED_LABELS
+)
 #: Every node of the graph (``heracles db status`` per graph).
 COUNT_ALL_NODES = "MATCH (n) RETURN count(n) AS n"
 #: ``heracles db reset``: the whole graph, or all but the corrections overlay (indexes stay).
