@@ -87,7 +87,7 @@ def test_the_simulation_launch_comes_up_configured_and_ctrl_c_ends_everything(
         # Ctrl-C ends every node the launch started. The embedded database server (and its read
         # replica) outlive the nodes by design; `heracles db stop`, as the README says, ends them.
         started = sim.processes()
-        nodes_started = [p for p in started if "lib/heracles_ros/" in " ".join(p.cmdline())]
+        nodes_started = _heracles_nodes(started)
         assert len(nodes_started) == 3, [p.cmdline() for p in started]
         status = sim.interrupt(STOP_S)
         _, alive = psutil.wait_procs(nodes_started, timeout=STOP_S)
@@ -96,6 +96,18 @@ def test_the_simulation_launch_comes_up_configured_and_ctrl_c_ends_everything(
         stop_database(tmp_path / "db")
         _, alive = psutil.wait_procs(started, timeout=STOP_S)
         assert not alive, f"left running after `heracles db stop`: {[' '.join(p.cmdline()) for p in alive]}"
+
+
+def _heracles_nodes(processes: list[psutil.Process]) -> list[psutil.Process]:
+    """The package's nodes among ``processes``, alive: one that just exited (a zombie) or is gone is not."""
+    nodes = []
+    for process in processes:
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE and "lib/heracles_ros/" in " ".join(process.cmdline()):
+                nodes.append(process)
+        except psutil.Error:
+            continue
+    return nodes
 
 
 def test_the_robot_launch_defaults_to_spot_ros2_and_confirmation(domain: int, tmp_path: Path) -> None:
@@ -119,7 +131,7 @@ def test_the_robot_launch_defaults_to_spot_ros2_and_confirmation(domain: int, tm
         # The dispatcher logs that it cannot start a moment before its process ends: wait for the end.
         while True:
             started = launch.processes()
-            nodes = [p for p in started if "lib/heracles_ros/" in " ".join(p.cmdline())]
+            nodes = _heracles_nodes(started)
             if len(nodes) == 2 or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
