@@ -130,7 +130,7 @@ def test_corrections_list_revert_and_clear_through_the_running_server(system, ca
             client.revert_correction("O99999.class")
     code, out, err = heracles(capsys, "corrections", "list", "--live", "--namespace", NS, "--active")
     assert code == 0 and [c["id"] for c in out] == [f"{second}.name"], err
-    code, out, err = heracles(capsys, "corrections", "clear", "--live", "--namespace", NS)
+    code, out, err = heracles(capsys, "corrections", "clear", "--live", "--yes", "--namespace", NS)
     assert code == 0 and out["cleared"] is True, err
     assert len(out["reverted"]) == 1 and out["reverted"][0].startswith(f"{second}.name: 'blue box' -> "), out
     assert Corrections(store).active() == []
