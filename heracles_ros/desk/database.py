@@ -17,6 +17,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 #: How often the server's state is looked at (its state file and log only: no connection is opened).
 WATCH_PERIOD_S = 1.0
@@ -47,6 +48,7 @@ def serve(data_dir: Path, stop_timeout_s: float) -> int:
             stopped_by_operator = True
         elif not up:
             print(f"the database server exited; its log is in {data_dir}", flush=True)
+            _stop_replica(server, stop_timeout_s)  # it would outlive the system, serving a primary that is gone
             return 1
         elif stopped_by_operator:
             stopped_by_operator = False
@@ -54,6 +56,13 @@ def serve(data_dir: Path, stop_timeout_s: float) -> int:
     server.stop(timeout_s=stop_timeout_s)
     print("database stopped", flush=True)
     return 0
+
+
+def _stop_replica(server: Any, timeout_s: float) -> None:
+    from heracles_ros.embedded.replica import REPLICA_DIR, ReadReplica
+
+    if (server.data_dir / REPLICA_DIR).is_dir():
+        ReadReplica(server).stop(timeout_s)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -195,6 +195,23 @@ def test_the_database_follows_an_operators_stop_and_start_and_a_crash_stops_the_
     assert re.search(r"heracles up: db \(exit status 1\) ended on its own; stopped the others", up.text), up.text
     left = {name: pid for name, pid in up.pids().items() if alive(pid)}
     assert left == {}, left
+    # The read replica the language server started is a server of its own: it goes with the system.
+    deadline = time.monotonic() + SHUTDOWN_S + MARGIN_S
+    while (servers := _servers_under(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not servers, f"database servers left running: {servers}"
+
+
+def _servers_under(directory: Path) -> list[str]:
+    """Command lines of the live processes working in ``directory`` (the database servers started there)."""
+    found = []
+    for process in psutil.process_iter():
+        try:
+            if process.status() != psutil.STATUS_ZOMBIE and process.cwd().startswith(str(directory)):
+                found.append(" ".join(process.cmdline()))
+        except psutil.Error:
+            continue
+    return found
 
 
 def test_a_bad_scene_is_named_before_anything_starts(tmp_path, ros_domain_id):

@@ -61,6 +61,9 @@ def test_a_node_mirrors_its_scene_and_exits_cleanly_on_ctrl_c(ros_domain_id, tmp
         if process.poll() is None:
             process.kill()
             process.wait()
+        # The node started the embedded server (it runs detached, as on the robot): stop it as an operator would.
+        subprocess.run([sys.executable, "-m", "heracles_ros.cli", "db", "stop", "--db", f"embedded:{tmp_path / 'db'}"],
+                       env={**os.environ, "ROS_DOMAIN_ID": str(ros_domain_id)}, capture_output=True, timeout=60)
     while (line := lines.get(timeout=10)) is not None:
         seen.append(line)
     output = "".join(seen)
