@@ -20,6 +20,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
 import sys
@@ -212,6 +213,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if leftover:
         lines = end_processes(leftover)
         session.config.stash[_LEFTOVER_KEY] = lines
+        # Also straight to the terminal: the terminal summary may already have been written.
+        with contextlib.suppress(OSError):
+            os.write(_stderr_fd, ("processes left running by the run (killed now):\n" + "\n".join(lines) + "\n").encode())
         if session.exitstatus == 0:
             session.exitstatus = LEAK_EXIT_STATUS
     # Nothing may keep the process from exiting (a non-daemon thread a test left waiting).
