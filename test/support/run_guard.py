@@ -215,7 +215,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.config.stash[_LEFTOVER_KEY] = lines
         # Also straight to the terminal: the terminal summary may already have been written.
         with contextlib.suppress(OSError):
-            os.write(_stderr_fd, ("processes left running by the run (killed now):\n" + "\n".join(lines) + "\n").encode())
+            report = "processes left running by the run (killed now):\n" + "\n".join(lines) + "\n"
+            os.write(_stderr_fd, report.encode())
         if session.exitstatus == 0:
             session.exitstatus = LEAK_EXIT_STATUS
     # Nothing may keep the process from exiting (a non-daemon thread a test left waiting).
