@@ -36,6 +36,8 @@ RUN_TOKEN_VARIABLE = "HERACLES_TEST_RUN"
 GRACE_S = float(os.environ.get("HERACLES_TEST_GRACE_S", "30"))
 C_BACKSTOP_S = 20.0  # past the watchdog, for an interpreter that cannot run the watchdog thread
 SESSION_EXIT_LIMIT_S = 120.0  # from the end of the run to the process's exit (threads joined at exit)
+#: Seconds a process found at the end of the run may take to finish exiting before it counts as left running.
+EXITING_GRACE_S = 2.0
 LEAK_EXIT_STATUS = 3  # the watchdog's exit status, and what a run with leftover processes returns
 
 _run_token = uuid.uuid4().hex
@@ -210,8 +212,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     leftover = run_processes()
-    if leftover:
-        lines = end_processes(leftover)
+    if leftover:  # one already on its way out (a node a test's last step stopped) is not left running
+        _, leftover = psutil.wait_procs(leftover, timeout=EXITING_GRACE_S)
+    lines = end_processes(leftover) if leftover else []
+    if lines:  # a line per process that was still there when ended
         session.config.stash[_LEFTOVER_KEY] = lines
         # Also straight to the terminal: the terminal summary may already have been written.
         with contextlib.suppress(OSError):
