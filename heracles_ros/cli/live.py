@@ -65,7 +65,7 @@ def _exit(response: Any) -> int:
 def ask(args: argparse.Namespace) -> int:
     with _client(args) as client:
         response = client.ask(args.question, answer_type=args.answer_type or "", session=args.session,
-                              timeout_s=max(args.timeout * (args.max_tool_calls + 1), LANGUAGE_TIMEOUT_S))
+                              timeout_s=_answer_bound(args))
     if args.json:
         print_json(message_dict(response))
         return _exit(response)
@@ -77,10 +77,15 @@ def ask(args: argparse.Namespace) -> int:
     return _exit(response)
 
 
+def _answer_bound(args: argparse.Namespace) -> float:
+    """How long a language request may take: every model turn the CLI allows, and never less than the client's."""
+    return max(args.timeout * (args.max_tool_calls + 1), LANGUAGE_TIMEOUT_S)
+
+
 def command(args: argparse.Namespace) -> int:
     with _client(args) as client:
         response = client.plan_command(args.instruction, session=args.session,
-                                       timeout_s=max(args.timeout * (args.max_tool_calls + 1), LANGUAGE_TIMEOUT_S))
+                                       timeout_s=_answer_bound(args))
     if args.json:
         print_json(message_dict(response))
         return _exit(response)
@@ -96,7 +101,7 @@ def command(args: argparse.Namespace) -> int:
 def correct(args: argparse.Namespace) -> int:
     with _client(args) as client:
         response = client.correct(args.instruction, session=args.session,
-                                  timeout_s=max(args.timeout * (args.max_tool_calls + 1), LANGUAGE_TIMEOUT_S))
+                                  timeout_s=_answer_bound(args))
     if args.json:
         print_json(message_dict(response))
         return _exit(response)
