@@ -35,6 +35,7 @@ from heracles_ros.embedded.process import ServerInfo
 from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.nodes.fastdds_profile import use_fastdds_profile
 
 BACKENDS = ("falkordb", "bolt")
 
@@ -49,6 +50,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # across exec, so the tests that send a node Ctrl-C would see it ignored.
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # The nodes that tests run in this process use the Fast DDS profile the node executables use.
+    use_fastdds_profile()
     config.addinivalue_line("markers", "backends(*names): run a store test only on these backends (falkordb, bolt)")
     config.addinivalue_line(
         "markers", f"arcadedb_deviation(key): Neo4j behaviour ArcadeDB lacks, one of {sorted(ARCADEDB_DEVIATIONS)}"

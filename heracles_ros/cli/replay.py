@@ -69,7 +69,7 @@ def _publish(sources: Any, args: argparse.Namespace) -> int:
     from rclpy.signals import SignalHandlerOptions
 
     from heracles_ros.nodes.dsg_mirror import dsg_qos
-    from heracles_ros.nodes.liveliness import prefer_short_lease
+    from heracles_ros.nodes.fastdds_profile import use_fastdds_profile
 
     try:
         from hydra_msgs.msg import DsgUpdate as dsg_update
@@ -77,7 +77,7 @@ def _publish(sources: Any, args: argparse.Namespace) -> int:
         print("error: publishing needs the hydra_msgs interface package (Hydra-ROS) in the ROS workspace; "
               "build it next to heracles_ros and source the workspace", file=sys.stderr)
         return EXIT_NO_MIRROR
-    prefer_short_lease()
+    use_fastdds_profile()
     # Ctrl-C, SIGTERM and a closed terminal end the replay between two snapshots (exit 130), also when the
     # shell started it with SIGINT ignored (a background job); rclpy's own handler stays off.
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -15,7 +15,7 @@ it, :meth:`confirm` answers a confirmation and :meth:`cancel_command` cancels
 it (at any moment, even before the server accepted it). Unlike Nav2's client,
 the goal names this client's node, so the language server cancels the command
 when the client dies, and the client announces a short DDS lease
-(:mod:`heracles_ros.nodes.liveliness`) so that a killed client is noticed
+(:mod:`heracles_ros.nodes.fastdds_profile`) so that a killed client is noticed
 within seconds. ``stop``, ``resume`` and ``cancel_plan`` go to the robot's
 dispatcher directly, never through the language server.
 """
@@ -70,9 +70,9 @@ class HeraclesClient:
         from rclpy.signals import SignalHandlerOptions
 
         if short_lease:
-            from heracles_ros.nodes.liveliness import prefer_short_lease
+            from heracles_ros.nodes.fastdds_profile import use_fastdds_profile
 
-            prefer_short_lease()  # a killed client leaves the graph in about a second: the server then cancels
+            use_fastdds_profile()  # a killed client leaves the graph in about a second: the server then cancels
         self.namespace = namespace
         self.find_timeout_s = find_timeout_s
         self.answer_timeout_s = answer_timeout_s

@@ -10,7 +10,7 @@ The bookkeeping (:class:`Absences`) is plain Python so that it is tested
 without ROS; :class:`ClientPresence` feeds it the graph's node names.
 
 A process that dies without leaving (kill -9, a crash) stays on the graph until
-its DDS participant's lease runs out; :mod:`.liveliness` gives our processes a
+its DDS participant's lease runs out; :mod:`.fastdds_profile` gives our processes a
 short one.
 """
 from __future__ import annotations

@@ -36,7 +36,7 @@ from rclpy.executors import Executor, MultiThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
 from heracles_ros.errors import HeraclesError
-from heracles_ros.nodes.liveliness import prefer_short_lease
+from heracles_ros.nodes.fastdds_profile import use_fastdds_profile
 from heracles_ros.nodes.params_files import read_params_files
 from heracles_ros.nodes.rclpy_compat import ros_initialized
 from heracles_ros.settings import Setting
@@ -186,7 +186,7 @@ def run_node(
     before the node could stop the robot or finish a request.
     """
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    prefer_short_lease()  # before rclpy.init: a killed node leaves the graph in seconds, not 20 s
+    use_fastdds_profile()  # before rclpy.init: a killed node leaves the graph in seconds, not 20 s
     try:
         read_params_files(sys.argv if args is None else args)  # a YAML error named by file and line, not rcl's
     except HeraclesError as exc:

@@ -40,7 +40,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from heracles_ros.errors import ConfigError
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.nodes.dispatcher import PARAMETERS, DispatcherNode
-from heracles_ros.nodes.liveliness import short_lease_env
+from heracles_ros.nodes.fastdds_profile import fastdds_profile_env
 from heracles_ros.nodes.markers import NS_ROBOT, PLAN_NAMESPACES
 from heracles_ros.nodes.parameters import declare
 from heracles_ros.nodes.plan_msgs import plan_to_msg
@@ -368,9 +368,19 @@ def test_the_entry_point_exits_non_zero_naming_a_bad_parameter(ros_domain_id, fa
 
 
 # --- the latched stop --------------------------------------------------------------------------
-def timed_call(client: Client, request: Any, timeout_s: float = 10.0) -> tuple[Any, float]:
-    """(response, seconds from the call to the answer)."""
+def timed_call(
+    client: Client, request: Any, timeout_s: float = 10.0, *, server: Node | None = None
+) -> tuple[Any, float]:
+    """(response, seconds from the call to the answer).
+
+    ``wait_for_service`` says only that the client found the server; with the
+    server's node at hand, it also waits until the server found the client, so
+    the time is the server's answer and not a new client's discovery (which
+    ``heracles bench stop`` measures).
+    """
     assert client.wait_for_service(timeout_sec=timeout_s), client.srv_name
+    if server is not None:
+        wait_until(lambda: server.count_clients(client.srv_name) > 0, timeout_s, f"{client.srv_name} to see the client")
     started = time.monotonic()
     return call_service(client, request, timeout_s), time.monotonic() - started
 
@@ -394,7 +404,7 @@ def test_stop_cancels_the_plan_stops_the_robot_and_refuses_plans_until_an_operat
     assert goal.accepted
     rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
     time.sleep(0.3)
-    reply, took = timed_call(rig.stop, Trigger.Request())
+    reply, took = timed_call(rig.stop, Trigger.Request(), server=rig.node)
     assert reply.success and "walk-s cancelled" in reply.message and took < 1.0, (reply.message, took)
     status, result = goal_result(goal, 5.0)
     assert status == GoalStatus.STATUS_ABORTED
@@ -406,7 +416,7 @@ def test_stop_cancels_the_plan_stops_the_robot_and_refuses_plans_until_an_operat
     state = rig.stop_state.wait(lambda s: s.stopped, 5.0, what="stopped on stop_state")
     assert (state.hard, state.driver) == (False, "sim") and "stop service" in state.reason
 
-    again, _ = timed_call(rig.stop, Trigger.Request())
+    again, _ = timed_call(rig.stop, Trigger.Request(), server=rig.node)
     assert again.success and again.message.startswith("already stopped")
     refused = rig.send(plan, "walk-t")
     assert not refused.accepted
@@ -450,7 +460,7 @@ def test_hard_stop_uses_the_drivers_hard_stop_and_the_next_plan_starts_the_robot
     driver.stop, driver.start = stop, start  # type: ignore[method-assign]
     goal = rig.send(plan, "walk-h")
     rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
-    reply, took = timed_call(rig.hard_stop, Trigger.Request())
+    reply, took = timed_call(rig.hard_stop, Trigger.Request(), server=rig.node)
     assert reply.success and took < 1.0, (reply.message, took)
     assert calls == ["start", "stop(hard=True)"]
     assert goal_result(goal, 5.0)[1].result.status == "stopped"
@@ -596,7 +606,7 @@ def test_a_plan_whose_client_was_killed_is_cancelled_within_client_lost_s_and_tw
     plan_file = tmp_path / "plan.bin"
     plan_file.write_bytes(serialize_message(plan_to_msg(plan, plan_id="killed")))
     # A client that moves the robot runs with the short DDS lease, so its death shows on the graph at once.
-    env = short_lease_env({**os.environ, "ROS_DOMAIN_ID": str(rig.node.context.get_domain_id()),
+    env = fastdds_profile_env({**os.environ, "ROS_DOMAIN_ID": str(rig.node.context.get_domain_id()),
                            "PYTHONPATH": str(ROOT)})  # fmt: skip
     client = subprocess.Popen([sys.executable, "-c", CLIENT_SCRIPT, str(plan_file), NS], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip

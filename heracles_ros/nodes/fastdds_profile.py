@@ -1,15 +1,24 @@
-"""How fast the ROS graph notices that one of our processes died.
+"""The Fast DDS profile every heracles process runs with (:data:`PROFILE_FILE`).
 
-A process that exits normally leaves the graph at once; one killed (kill -9,
-a crash, a pulled cable) leaves only when its DDS participant's lease runs
-out, and Fast DDS's default lease is 20 s (measured on Kilted's Fast DDS 3.2
-and Jazzy's 2.14: a kill -9'd node stayed on the graph 19.97 s; docs/known-issues.md#fastdds-lease). Client
-presence (:mod:`.client_presence`) gives up a moving robot's goal when its
-sender left the graph, so that lease is part of the time the robot walks on
-after its client died. The lease is announced by the participant itself, so
-each of our processes asks for the short one in :data:`PROFILE_FILE`: the
-CLI (its death cancels the command) and every node (a dead language server
-cancels its plan at the dispatcher).
+It sets two things Fast DDS's defaults get wrong for us:
+
+- The participant lease. A process that exits normally leaves the graph at
+  once; one killed (kill -9, a crash, a pulled cable) leaves only when its
+  DDS participant's lease runs out, and Fast DDS's default lease is 20 s
+  (measured on Kilted's Fast DDS 3.2 and Jazzy's 2.14: a kill -9'd node
+  stayed on the graph 19.97 s; docs/known-issues.md#fastdds-lease). Client
+  presence (:mod:`.client_presence`) gives up a moving robot's goal when its
+  sender left the graph, so that lease is part of the time the robot walks on
+  after its client died. The lease is announced by the participant itself, so
+  each of our processes asks for the short one: the CLI (its death cancels the
+  command) and every node (a dead language server cancels its plan at the
+  dispatcher).
+- How long a service server waits for its client's response reader before
+  it drops a response: 0.1 s by default (rmw_fastrtps's ``rmw_send_response``
+  waits the response writer's ``max_blocking_time``), shorter than discovery
+  takes on a loaded machine, where a client can see the server ready and send
+  before the server has matched the reader the answer goes to
+  (docs/known-issues.md#service-response-dropped).
 
 Only Fast DDS (ROS 2's default middleware) reads the profile, and only when
 the user has not chosen a profile file of their own, which then wins. Fast
@@ -23,14 +32,14 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-#: Fast DDS participant profile with a 1 s lease, announced every 0.25 s (package data).
-PROFILE_FILE = Path(__file__).resolve().parents[1] / "data" / "fastdds_short_lease.xml"
+#: Fast DDS profile: a 1 s lease announced every 0.25 s, and services that wait 2 s for their client (package data).
+PROFILE_FILE = Path(__file__).resolve().parents[1] / "data" / "fastdds_profile.xml"
 #: The lease that profile sets, seconds.
 LEASE_S = 1.0
 _PROFILE_VARIABLES = ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE")
 
 
-def short_lease_env(env: Mapping[str, str]) -> dict[str, str]:
+def fastdds_profile_env(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` with the short-lease profile for this distro's Fast DDS; unchanged where the user chose a
     profile file or another middleware."""
     if any(env.get(name) for name in _PROFILE_VARIABLES):
@@ -40,12 +49,12 @@ def short_lease_env(env: Mapping[str, str]) -> dict[str, str]:
     return {**env, _profile_variable(): str(PROFILE_FILE)}
 
 
-def prefer_short_lease() -> str | None:
+def use_fastdds_profile() -> str | None:
     """Point this process's Fast DDS at the short-lease profile; call before ``rclpy.init``.
 
     Returns the profile file used, or None where the user's own choice stands.
     """
-    chosen = short_lease_env(os.environ)
+    chosen = fastdds_profile_env(os.environ)
     if chosen == os.environ:
         return None
     os.environ.update(chosen)
