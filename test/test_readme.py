@@ -129,7 +129,7 @@ def test_the_docs_heracles_lines_run_as_written(
     monkeypatch.chdir(tmp_path)
     target = ["--db", db_uri, "--graph", graph_name]
     if not any(command.startswith("heracles load ") for command in runnable(block)):
-        status, _, err = heracles(capsys, "load", str(EXAMPLE_SCENE), *target)
+        status, _, err = heracles(capsys, "load", "--json", str(EXAMPLE_SCENE), *target)
         assert status == 0, err
     for command in runnable(block):
         argv = shlex.split(command)[1:]

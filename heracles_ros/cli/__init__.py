@@ -21,8 +21,8 @@ _COMMAND_MODULES = (
     "db", "scene", "cypher", "changes", "corrections", "bench", "goal", "plan", "language", "control", "eval",
     "demo", "up", "replay",
 )
-#: Commands whose output is a report for people only (no JSON form).
-_TEXT_ONLY = {"demo"}
+#: Commands without a JSON form: ``up`` runs the system and its output is the processes' own logs.
+_TEXT_ONLY = {"up"}
 #: Commands on the operator's fast path (``heracles stop``): only their module is imported to parse them.
 _FAST_COMMANDS = {"stop": "control", "resume": "control", "cancel": "control", "confirm": "control"}
 
@@ -53,14 +53,13 @@ EXIT_CLOSED_PIPE = 141
 
 
 def _accept_json(parser: argparse.ArgumentParser) -> None:
-    """``--json`` on every command: the data commands (db, load, summary, cypher, ...) print JSON anyway."""
+    """``--json`` on every command that lacks its own: it prints readable text, or one JSON document with it."""
     actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     if actions:
         for command in actions[0].choices.values():
             _accept_json(command)
     elif not any("--json" in a.option_strings for a in parser._actions):
-        parser.add_argument("--json", action="store_true", help="one JSON document on stdout (this command's "
-                            "output is JSON either way)")
+        parser.add_argument("--json", action="store_true", help="print one JSON document on stdout instead of text")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,14 +1,16 @@
 """``heracles corrections list|revert|clear``: see and undo what operators corrected.
 
 By default on the database (``--db``) in this process; ``--live`` through the
-running language server's ``corrections`` service (the same JSON either way).
+running language server's ``corrections`` service (the same output either way:
+text, or with ``--json`` the records and changes as JSON).
 """
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from heracles_ros.cli import live
-from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.common import add_db_option, print_report
 from heracles_ros.cli.confirm import EXIT_NOT_CONFIRMED, add_yes_option, confirmed
 from heracles_ros.cli.live import add_live_options
 from heracles_ros.graphdb import open_store
@@ -18,7 +20,7 @@ from heracles_ros.mirror.corrections import Corrections, operator_name
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("corrections", help="list, revert or clear operator corrections",
                             description="On the database (--db) in this process, or with --live through the "
-                            "running language_server's corrections service. Prints JSON either way.")
+                            "running language_server's corrections service. Prints text, or JSON with --json.")
     actions = parser.add_subparsers(dest="corrections_action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", help="every correction: id, node, property, value, who, when, state")
     listing.add_argument("--active", action="store_true", help="only the active ones")
@@ -29,27 +31,41 @@ def register(sub: argparse._SubParsersAction) -> None:
         add_db_option(action)
         action.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
         add_live_options(action, what="language_server (its corrections service)")
-        action.add_argument("--json", action="store_true", help="JSON on stdout (always; accepted for uniformity)")
+        action.add_argument("--json", action="store_true", help="print one JSON document on stdout instead of text")
         action.set_defaults(func=func)
     add_yes_option(clear)
 
 
 def _list(args: argparse.Namespace) -> int:
     if args.live:
-        return live.corrections(args)
-    with open_store(args.db, graph=args.graph) as store:
-        corrections = Corrections(store)
-        records = corrections.active() if args.active else corrections.all()
-    print_json([record.as_dict() for record in records])
+        records = live.corrections(args)
+    else:
+        with open_store(args.db, graph=args.graph) as store:
+            corrections = Corrections(store)
+            records = [record.as_dict() for record in (corrections.active() if args.active else corrections.all())]
+    if args.json:
+        print_report(args, records)
+    else:
+        print("\n".join(record_line(record) for record in records) or "no corrections")
     return 0
+
+
+def record_line(record: dict[str, Any]) -> str:
+    """``O14.class = 'bag' (was 'bicycle')  active  by ana at 2026-11-28T10:00:00+00:00: "that is a bag"``."""
+    line = f"{record['id']} = {record['value']!r} (was {record['original']!r})  {record['status']}"
+    if record.get("retired_why") and record["status"] == "retired":
+        line += f" ({record['retired_why']})"
+    line += f"  by {record.get('author') or 'unknown'} at {record.get('created') or '?'}"
+    return line + (f": {record['request']!r}" if record.get("request") else "")
 
 
 def _revert(args: argparse.Namespace) -> int:
     if args.live:
-        return live.corrections(args)
+        print_report(args, live.corrections(args))
+        return 0
     with open_store(args.db, graph=args.graph) as store:
         change = Corrections(store).revert(args.id, author=f"heracles corrections ({operator_name()})")
-    print_json({"reverted": args.id.strip(), "change": str(change)})
+    print_report(args, {"reverted": args.id.strip(), "changes": [str(change)]})
     return 0
 
 
@@ -59,8 +75,9 @@ def _clear(args: argparse.Namespace) -> int:
                      f"Revert every active correction in {what} and delete all their records?"):
         return EXIT_NOT_CONFIRMED
     if args.live:
-        return live.corrections(args)
+        print_report(args, live.corrections(args))
+        return 0
     with open_store(args.db, graph=args.graph) as store:
         changes = Corrections(store).clear(author=f"heracles corrections ({operator_name()})")
-    print_json({"cleared": True, "reverted": [str(change) for change in changes]})
+    print_report(args, {"cleared": True, "reverted": [str(change) for change in changes]})
     return 0

@@ -4,13 +4,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.common import add_db_option, print_report
 from heracles_ros.graphdb import open_store
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser(
-        "cypher", help="run a read-only Cypher query and print the rows as JSON",
+        "cypher", help="run a read-only Cypher query and print the rows (a table; --json: a JSON list)",
         description="The database itself refuses writes (GRAPH.RO_QUERY on FalkorDB, a READ session on Neo4j). "
         "On an error the database's message is printed and the exit status is 1. Rows past --max-rows "
         "are not read (a note on stderr says how many the query produced).",
@@ -38,7 +38,7 @@ def _positive_int(text: str) -> int:
 def _run(args: argparse.Namespace) -> int:
     with open_store(args.db, graph=args.graph, timeout_s=args.timeout) as store:
         result = store.query_capped(args.query, max_rows=args.max_rows, timeout_s=args.timeout)
-    print_json(result.rows)
+    print_report(args, result.rows)
     if result.graph_missing:
         print(f"note: {store.description} does not exist yet: nothing has been mirrored into it "
               "(--graph names another)", file=sys.stderr)

@@ -6,7 +6,7 @@ import sys
 import time
 from typing import Any
 
-from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.common import add_db_option, print_report
 from heracles_ros.cli.confirm import EXIT_NOT_CONFIRMED, add_yes_option, confirmed
 from heracles_ros.cli.scene import database_counts
 from heracles_ros.errors import ConfigError, DatabaseError, DataDirError
@@ -75,14 +75,14 @@ def _start(args: argparse.Namespace) -> int:
         report["data_dropped"] = dropped
         print("warning: the append-only file was cut short (a crash mid-write?); the database loaded it up to "
               f"the cut and dropped the rest: {'; '.join(dropped)}", file=sys.stderr)
-    print_json(report)
+    print_report(args, report)
     return 0
 
 
 def _stop(args: argparse.Namespace) -> int:
     """Stop the server; running nodes fail their requests clearly until 'heracles db start', none restarts it."""
     server = _embedded_server(args.db, "stop")
-    print_json({"stopped": server.stop(), "data_dir": str(server.data_dir)})
+    print_report(args, {"stopped": server.stop(), "data_dir": str(server.data_dir)})
     return 0
 
 
@@ -96,8 +96,9 @@ def _compact(args: argparse.Namespace) -> int:
     graphs = rebuild_graphs(server) if args.rebuild else {}
     compact(server, wait_s=120.0, min_tail_bytes=-1)
     after = server.files()
-    print_json({"data_dir": str(server.data_dir), "graphs": graphs, "seconds": round(time.perf_counter() - started, 3),
-                "bytes_before": before["snapshot_bytes"] + before["tail_bytes"],
+    print_report(args, {
+                 "data_dir": str(server.data_dir), "graphs": graphs, "seconds": round(time.perf_counter() - started, 3),
+                 "bytes_before": before["snapshot_bytes"] + before["tail_bytes"],
                 "bytes_after": after["snapshot_bytes"] + after["tail_bytes"]})
     return 0
 
@@ -111,7 +112,7 @@ def _status(args: argparse.Namespace) -> int:
         report.update(data_dir=str(server.data_dir), **(server.files() if server.data_dir.is_dir() else {}))
         info = server.running()
         if info is None:
-            print_json({**report, "running": False, "loading": server.loading()})
+            print_report(args, {**report, "running": False, "loading": server.loading()})
             return 1
         report.update(pid=info.pid, uri=f"falkordb://{info.host}:{info.port}")
         graphs = server.graphs() or [args.graph]
@@ -124,9 +125,9 @@ def _status(args: argparse.Namespace) -> int:
                 if name == args.graph:
                     report.update(database_counts(store))
     except DatabaseError as exc:
-        print_json({**report, "running": False, "error": str(exc)})
+        print_report(args, {**report, "running": False, "error": str(exc)})
         return 1
-    print_json({**report, "running": True, "graphs": per_graph})
+    print_report(args, {**report, "running": True, "graphs": per_graph})
     return 0
 
 
@@ -167,5 +168,5 @@ def _reset(args: argparse.Namespace) -> int:
             removed[name] = int(before[0]["n"] if before else 0) - int(after[0]["n"] if after else 0)
     if target.kind == "embedded":
         compact(server, wait_s=60.0, min_tail_bytes=-1)  # the files shrink now, not at the next rewrite
-    print_json({**report, "nodes_removed": removed})
+    print_report(args, {**report, "nodes_removed": removed})
     return 0

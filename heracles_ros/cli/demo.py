@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
 
+from heracles_ros.cli.common import print_json
 from heracles_ros.demo.language import PROVIDERS, choose_language_model
 from heracles_ros.errors import ConfigError
 
@@ -44,5 +46,8 @@ def run(args: argparse.Namespace) -> int:
         logging.getLogger("heracles_ros").setLevel(logging.WARNING)
     options = DemoOptions(out_dir=args.out.expanduser().resolve(), db_uri=args.db, language=language,
                           time_scale=args.time_scale, verbose=args.verbose)
-    report = run_demo(options)
+    # With --json the narrative goes to stderr and stdout holds one JSON document, as for every command.
+    report = run_demo(options, out=sys.stderr if args.json else None)
+    if args.json:
+        print_json(report.to_dict())
     return 0 if report.success else 1

@@ -115,12 +115,11 @@ def changes(args: argparse.Namespace, since: float) -> list[dict[str, Any]]:
         return client.changes(since_s=since, room=args.room or "", limit=args.limit)
 
 
-def corrections(args: argparse.Namespace) -> int:
+def corrections(args: argparse.Namespace) -> Any:
+    """The ``corrections`` service's answer for ``heracles corrections ACTION --live``, as the offline form has it."""
     with _client(args) as client:
         if args.corrections_action == "list":
-            print_json(client.corrections(active_only=args.active))
-        elif args.corrections_action == "revert":
-            print_json({"reverted": args.id.strip(), "changes": client.revert_correction(args.id.strip())})
-        else:
-            print_json({"cleared": True, "reverted": client.clear_corrections()})
-    return 0
+            return client.corrections(active_only=args.active)
+        if args.corrections_action == "revert":
+            return {"reverted": args.id.strip(), "changes": client.revert_correction(args.id.strip())}
+        return {"cleared": True, "reverted": client.clear_corrections()}

@@ -14,9 +14,11 @@ import os
 import signal
 import sys
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any
 
+from heracles_ros.cli.common import print_json
 from heracles_ros.errors import ReplayInputError
 
 DEFAULT_TOPIC = "/hydra/backend/dsg"
@@ -99,6 +101,9 @@ def _publish(sources: Any, args: argparse.Namespace) -> int:
         period = 1.0 / args.rate
         count = 0
         passes = 0
+        published: deque[dict[str, object]] = deque(maxlen=1000)  # --loop runs for ever: the last ones
+        # With --json the progress lines go to stderr and stdout holds one JSON document at the end.
+        progress = sys.stderr if args.json else sys.stdout
         try:
             while passes == 0 or args.loop:
                 for frame in sources.frames():
@@ -109,14 +114,18 @@ def _publish(sources: Any, args: argparse.Namespace) -> int:
                     publisher.publish(_message(dsg_update(), frame, sequence, stamp))
                     count += 1
                     acked = _wait_acked(publisher, ACK_WAIT_S)
+                    published.append({"source": str(frame.source), "sequence": sequence, "acknowledged": acked})
                     print(f"{time.strftime('%H:%M:%S')} published {frame.source} as sequence {sequence} on "
                           f"{args.topic}" + ("" if acked else f" (not acknowledged within {ACK_WAIT_S:g} s)"),
-                          flush=True)
+                          file=progress, flush=True)
                 passes += 1
         except KeyboardInterrupt:
             print(f"replay stopped after {count} snapshot{'s' if count != 1 else ''}", file=sys.stderr, flush=True)
             return EXIT_INTERRUPTED
-        print(f"replayed {count} snapshot{'s' if count != 1 else ''}", flush=True)
+        if args.json:
+            print_json({"replayed": count, "topic": args.topic, "snapshots": list(published)})
+        else:
+            print(f"replayed {count} snapshot{'s' if count != 1 else ''}", flush=True)
         return EXIT_OK
     except ReplayInputError as exc:  # a recording that breaks off mid-way
         print(f"error: {exc}", file=sys.stderr)

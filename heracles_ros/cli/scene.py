@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.common import add_db_option, print_report
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.cypher import admin as q
@@ -70,7 +70,7 @@ def _load(args: argparse.Namespace) -> int:
     with open_store(args.db, graph=args.graph, timeout_s=120.0) as store:
         report = Mirror(store).reconcile(graph, force=args.force, stamp_s=stamp)
         counts = database_counts(store)
-    print_json({
+    print_report(args, {
         "scene": str(args.scene),
         "database": store.description,
         "nodes_added": report.nodes_added,
@@ -97,7 +97,7 @@ def _summary(args: argparse.Namespace) -> int:
         classes: dict[str, dict[str, int]] = {}
         for row in store.query(q.SUMMARY_CLASSES):
             classes.setdefault(str(row["label"]), {})[str(row["class"])] = int(row["n"])
-    print_json({"database": store.description, **counts, "classes_by_label": classes})
+    print_report(args, {"database": store.description, **counts, "classes_by_label": classes})
     if not counts["nodes"]:
         print(f"note: {store.description} holds no scene (no mirrored node); {HOW_TO_FILL}", file=sys.stderr)
     return 0
@@ -116,6 +116,6 @@ def _generate(args: argparse.Namespace) -> int:
             out.write_bytes(graph.to_binary(include_mesh=False))
     except Exception as exc:  # spark_dsg raises RuntimeError / ValueError on unwritable paths
         raise ConfigError(f"cannot write scene file {out}: {exc}") from exc
-    print_json({"out": str(out), "kind": args.kind, "seed": args.seed, "nodes": graph.num_nodes(),
+    print_report(args, {"out": str(out), "kind": args.kind, "seed": args.seed, "nodes": graph.num_nodes(),
                 "edges": graph.num_edges()})
     return 0

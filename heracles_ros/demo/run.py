@@ -11,21 +11,21 @@ the scene with the path walked. Everything printed goes to ``out``.
 from __future__ import annotations
 
 import contextlib
-import itertools
-import math
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from heracles_ros.client.words import plan_lines
 from heracles_ros.demo.goal import EXAMPLE_SCENE, START_ROOM_CLASS, Anchor, candidate_goals, room_anchor
 from heracles_ros.demo.language import HOW_TO_ENABLE, LanguageChoice
 from heracles_ros.demo.plot import Overlay, Target, render_scene
 from heracles_ros.demo.scripted_model import LABEL, MODEL_NAME, QUESTION, ScriptedModelServer
 from heracles_ros.demo.session import NAMESPACE, DemoSession
 from heracles_ros.errors import ExecutionError, HeraclesError
-from heracles_ros.plan_types import PlanAction, PlanResult, Point3
+from heracles_ros.outcomes import DispatchStatus, StepState
+from heracles_ros.plan_types import PlanResult, Point3
 
 #: The demo's own graph: a FalkorDB server may hold the user's real scene under another name.
 GRAPH_NAME = "heracles_demo"
@@ -78,7 +78,18 @@ class DemoReport:
 
     @property
     def success(self) -> bool:
-        return self.status == "succeeded"
+        return self.status == DispatchStatus.SUCCEEDED
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``heracles demo --json`` prints: the same facts as the text, the plan's steps in words."""
+        return {
+            "success": self.success, "status": self.status, "reason": self.reason, "scripted": self.scripted,
+            "database": self.db_description, "mirrored": {"nodes": self.mirrored_nodes, "edges": self.mirrored_edges},
+            "answer": self.answer, "task": self.task, "goal": self.goal,
+            "plan": [f"{a.name} {' '.join(a.args)}" for a in self.plan.actions] if self.plan is not None else [],
+            "robot_place": self.robot_place, "holding": self.holding,
+            "path": [list(point) for point in self.path], "picture": str(self.picture) if self.picture else "",
+        }
 
 
 def run_demo(options: DemoOptions, out: TextIO | None = None) -> DemoReport:
@@ -198,11 +209,15 @@ def _language_path(session: DemoSession, store: Any, start: Anchor, options: Dem
     printer.line(f"{label}goal: {reply.goal}  ({reply.goal_text})")
     plan_msg = reply.plan
     report.plan = plan_from_msg(plan_msg)
-    _print_plan(printer, report.plan)
+    _print_plan(printer, plan_msg, report.plan)
     return plan_msg
 
 
 # -- following execution -------------------------------------------------------------------
+#: The progress events that end a step (the robot is somewhere the path should include).
+_STEP_ENDS = (StepState.SUCCEEDED, StepState.FAILED, StepState.CANCELLED)
+
+
 def _follow(session: DemoSession, plan_msg: Any, timeout_s: float, printer: _Printer, report: DemoReport,
             start: Anchor) -> None:
     """Print progress as it arrives until the plan's result; the path walked goes into the report."""
@@ -223,7 +238,7 @@ def _follow(session: DemoSession, plan_msg: Any, timeout_s: float, printer: _Pri
             where = f"({msg.robot_position.x:.1f}, {msg.robot_position.y:.1f})"
             printer.line(f"{elapsed:6.2f} s  step {msg.step_index + 1}/{msg.step_count} {msg.state:<10} "
                          f"{msg.message}  robot {where}")
-            if msg.state in ("succeeded", "failed", "cancelled"):
+            if msg.state in _STEP_ENDS:
                 _extend_path(report.path, msg, steps)
         elif event.kind == "dispatch_result":
             report.status, report.reason = msg.status, msg.reason
@@ -236,7 +251,7 @@ def _follow(session: DemoSession, plan_msg: Any, timeout_s: float, printer: _Pri
 def _extend_path(path: list[Point3], msg: Any, steps: list[Any]) -> None:
     """The walked path: a finished walk of the sent plan adds its waypoints; anything else, where the robot is."""
     here = (msg.robot_position.x, msg.robot_position.y, msg.robot_position.z)
-    if msg.replans == 0 and msg.state == "succeeded" and msg.action == "goto" and msg.step_index < len(steps):
+    if msg.replans == 0 and msg.state == StepState.SUCCEEDED and msg.action == "goto" and msg.step_index < len(steps):
         path.extend((p.x, p.y, p.z) for p in steps[msg.step_index].waypoints)
     path.append(here)
 
@@ -260,28 +275,13 @@ def _wait_for(session: DemoSession, kind: str, predicate: Any, timeout_s: float,
 
 
 # -- output -----------------------------------------------------------------------------------
-def _print_plan(printer: _Printer, plan: PlanResult) -> None:
-    walk = sum(_walk_length(a) for a in plan.actions)
+def _print_plan(printer: _Printer, plan_msg: Any, plan: PlanResult) -> None:
+    """The plan in the CLI's words (client/words.py), with the planner's time on the headline."""
+    headline, *steps = plan_lines(plan_msg)
     search = plan.timings.get("total")
-    printer.line(f"plan: {len(plan.actions)} steps, {walk:.1f} m of walking"
-                 + (f", planned in {search:.2f} s" if search is not None else ""))
-    for k, action in enumerate(plan.actions, start=1):
-        printer.line(f"  {k}. {_describe(action)}")
-
-
-def _describe(action: PlanAction) -> str:
-    if action.name == "goto":
-        src = action.args[0] if action.args else "?"
-        return (f"goto  {src} -> {action.target_symbol}  {_walk_length(action):.1f} m through "
-                f"{len(action.waypoint_symbols)} places")
-    where = action.args[1] if len(action.args) > 1 else ""
-    return f"{action.name:<5} {action.target_symbol}" + (f" at {where}" if where else "")
-
-
-def _walk_length(action: PlanAction) -> float:
-    if action.name != "goto" or len(action.waypoints) < 2:
-        return 0.0
-    return sum(math.dist(a, b) for a, b in itertools.pairwise(action.waypoints))
+    printer.line(headline + (f", planned in {search:.2f} s" if search is not None else ""))
+    for line in steps:
+        printer.line(line)
 
 
 def _draw(options: DemoOptions, report: DemoReport, start: Anchor) -> Path:

@@ -57,12 +57,13 @@ def test_changes_lists_the_move_the_removal_and_the_addition_not_the_nudge(loade
 
 
 def test_present_queries_see_the_present_and_history_answers_the_past(loaded, capsys) -> None:
-    assert main(["cypher", "MATCH (o:Object) RETURN o.nodeSymbol AS s, o.x AS x ORDER BY s", *loaded]) == 0
+    assert main(["cypher", "--json", "MATCH (o:Object) RETURN o.nodeSymbol AS s, o.x AS x ORDER BY s", *loaded]) == 0
     assert _json(capsys) == [{"s": "O0", "x": 3.0}, {"s": "O1", "x": 1.1}, {"s": "O2", "x": 4.0},
                              {"s": "O4", "x": 2.5}, {"s": "O5", "x": 2.0}]
-    assert main(["cypher", MOVED_QUERY, *loaded]) == 0
+    assert main(["cypher", "--json", MOVED_QUERY, *loaded]) == 0
     assert _json(capsys) == [{"x": 0.0, "y": 1.0, "z": 0.5, "t": T0 + 60}]
-    assert main(["cypher", "MATCH (s:Seen {symbol: 'O3'}) RETURN s.last_t AS last, s.present AS p", *loaded]) == 0
+    seen = "MATCH (s:Seen {symbol: 'O3'}) RETURN s.last_t AS last, s.present AS p"
+    assert main(["cypher", "--json", seen, *loaded]) == 0
     assert _json(capsys) == [{"last": T0, "p": False}]
 
 

@@ -55,9 +55,11 @@ def test_demo_without_a_language_model_runs_scripted_turns_through_the_real_loop
     tmp_path, ros_domain_id, no_language_model, heracles, capsys
 ):
     out_dir = tmp_path / "demo"
-    code = heracles(["demo", "--out", str(out_dir), "--time-scale", "30"])
-    text = capsys.readouterr().out
+    code = heracles(["demo", "--json", "--out", str(out_dir), "--time-scale", "30"])
+    printed = capsys.readouterr()
+    text = printed.err  # with --json the narrative goes to stderr, stdout holds one JSON document
     assert code == 0, text
+    report = json.loads(printed.out)
     tables = extract_tables(load_scene(EXAMPLE_SCENE))
     room_of = _room_of_places(tables)
 
@@ -97,6 +99,10 @@ def test_demo_without_a_language_model_runs_scripted_turns_through_the_real_loop
         assert re.search(rf"step {k}/{len(steps)} succeeded", text)
     assert "result: succeeded" in text and "demo finished: succeeded" in text
     assert HOW_TO_ENABLE in text
+    assert (report["success"], report["status"], report["scripted"]) == (True, "succeeded", True)
+    assert report["goal"] == f"(object-in-place {obj} {place})" and report["answer"] == str(len(in_lounge))
+    assert [step.split()[0] for step in report["plan"]] == ["goto", "pick", "goto", "place"]
+    assert (report["robot_place"], report["holding"]) == (place, "")
 
     # The demo stopped the server it started; its data stays: the robot stands at the place, hand empty,
     # and the box lies where it was put down.

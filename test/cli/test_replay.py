@@ -79,9 +79,14 @@ def test_a_sequence_of_scene_files_drives_the_running_mirror_and_its_history(ros
     tiny_scene().save(str(before), include_mesh=False)
     changed_scene().save(str(after), include_mesh=False)
 
-    done = replay(ros_domain_id, str(before), str(after), "--rate", "2", "--topic", TOPIC, "--wait", "60")
+    done = replay(ros_domain_id, str(before), str(after), "--rate", "2", "--topic", TOPIC, "--wait", "60", "--json")
     assert done.returncode == 0, (done.stdout, done.stderr)
-    assert "published before.json as sequence 1" in done.stdout and "published after.json as sequence 2" in done.stdout
+    # With --json the progress lines go to stderr and stdout holds one JSON document.
+    assert "published before.json as sequence 1" in done.stderr and "published after.json as sequence 2" in done.stderr
+    report = json.loads(done.stdout)
+    assert (report["replayed"], report["topic"]) == (2, TOPIC)
+    published = [(Path(s["source"]).name, s["sequence"]) for s in report["snapshots"]]
+    assert published == [("before.json", 1), ("after.json", 2)]
 
     wait_until(lambda: moves(store), 30.0, "the move in the mirror's history")
     [moved] = moves(store)

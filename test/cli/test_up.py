@@ -182,7 +182,7 @@ def test_the_database_follows_an_operators_stop_and_start_and_a_crash_stops_the_
     assert stop.returncode == 0, stop.stderr
     up.wait_line(r"db +\| the database was stopped with 'heracles db stop'", 10.0)
     assert up.process.poll() is None and alive(up.pids()["db"])  # an operator's stop is not a crash
-    start = subprocess.run([*heracles, "start", *db], env=env, capture_output=True, text=True, timeout=60)
+    start = subprocess.run([*heracles, "start", "--json", *db], env=env, capture_output=True, text=True, timeout=60)
     assert start.returncode == 0, start.stderr
     up.wait_line(r"db +\| the database is back", 10.0)
 

@@ -128,13 +128,13 @@ def test_corrections_list_revert_and_clear_through_the_running_server(system, ca
         assert [c["id"] for c in client.corrections(active_only=True)] == [f"{second}.name"]
         with pytest.raises(RequestFailed, match=r"corrections revert: .*O99999"):
             client.revert_correction("O99999.class")
-    code, out, err = heracles(capsys, "corrections", "list", "--live", "--namespace", NS, "--active")
+    code, out, err = heracles(capsys, "corrections", "list", "--json", "--live", "--namespace", NS, "--active")
     assert code == 0 and [c["id"] for c in out] == [f"{second}.name"], err
-    code, out, err = heracles(capsys, "corrections", "clear", "--live", "--yes", "--namespace", NS)
+    code, out, err = heracles(capsys, "corrections", "clear", "--json", "--live", "--yes", "--namespace", NS)
     assert code == 0 and out["cleared"] is True, err
     assert len(out["reverted"]) == 1 and out["reverted"][0].startswith(f"{second}.name: 'blue box' -> "), out
     assert Corrections(store).active() == []
-    code, _, err = heracles(capsys, "corrections", "revert", "O99999.class", "--live", "--namespace", NS)
+    code, _, err = heracles(capsys, "corrections", "revert", "--json", "O99999.class", "--live", "--namespace", NS)
     assert code == 1 and "error: corrections revert:" in err
 
 

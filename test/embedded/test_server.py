@@ -104,7 +104,7 @@ def test_legacy_directory_is_waited_for_never_killed_and_compacted(tmp_path: Pat
     pid = json.loads((data_dir / "server.json").read_text())["pid"]
     # A second process attaches while it loads (it waits, sends nothing), and this one waits too.
     other = subprocess.Popen(
-        [sys.executable, "-m", "heracles_ros.cli", "db", "start", "--db", f"embedded:{data_dir}"],
+        [sys.executable, "-m", "heracles_ros.cli", "db", "start", "--json", "--db", f"embedded:{data_dir}"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     progress: list[str] = []

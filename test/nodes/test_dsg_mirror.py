@@ -400,7 +400,7 @@ def test_nodes_follow_the_database_through_stop_or_crash_and_restart(
                 # The CLI's own start-up (imports: seconds on a busy machine) is timed apart,
                 # so that the bound is on what the stop does with nodes attached (36 s before).
                 _, _, startup = _cli("db", "status", "--db", f"embedded:{server.data_dir}-absent")
-                code, out, seconds = _cli("db", "stop", "--db", uri)
+                code, out, seconds = _cli("db", "stop", "--json", "--db", uri)
                 assert code == 0 and '"stopped": true' in out, out
                 assert seconds < max(5.0, startup + 3.0), f"db stop took {seconds:.1f} s with nodes attached"
                 time.sleep(10.0)  # the mirror retries every 0.2 s meanwhile, the feeder goes on
