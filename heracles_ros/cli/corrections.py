@@ -20,10 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                             description="On the database (--db) in this process, or with --live through the "
                             "running language_server's corrections service. Prints JSON either way.")
     actions = parser.add_subparsers(dest="corrections_action", required=True, metavar="ACTION")
-    listing = actions.add_parser("list", help="every correction: id, node, property, value, who, when, state")
+    listing = actions.add_parser("list", help="every correction and addition: id, node, property, value, "
+                                 "who, when, state")
     listing.add_argument("--active", action="store_true", help="only the active ones")
-    revert = actions.add_parser("revert", help="give a node back the value it had before a correction")
-    revert.add_argument("id", help="the correction's id as 'list' prints it, e.g. O43.class")
+    revert = actions.add_parser("revert", help="give a node back the value it had before a correction, or remove "
+                                "an object the operator added")
+    revert.add_argument("id", help="the id as 'list' prints it, e.g. O43.class, or A1 for an addition")
     clear = actions.add_parser("clear", help="revert every active correction and delete all records")
     for action, func in ((listing, _list), (revert, _revert), (clear, _clear)):
         add_db_option(action)
@@ -38,8 +40,7 @@ def _list(args: argparse.Namespace) -> int:
     if args.live:
         return live.corrections(args)
     with open_store(args.db, graph=args.graph) as store:
-        corrections = Corrections(store)
-        records = corrections.active() if args.active else corrections.all()
+        records = Corrections(store).records(active_only=args.active)
     print_json([record.as_dict() for record in records])
     return 0
 
