@@ -25,6 +25,7 @@ from visualization_msgs.msg import MarkerArray
 
 from heracles_ros.errors import ConfigError, DatabaseBusy, HeraclesError
 from heracles_ros.graphdb import open_store, parse_db_uri
+from heracles_ros.mirror.additions import AdditionSettings
 from heracles_ros.mirror.history import HistorySettings, read_changes, read_clock
 from heracles_ros.mirror.loop import MirrorLoop, MirrorState, Snapshot
 from heracles_ros.mirror.reconcile import Mirror
@@ -57,6 +58,8 @@ PARAMETERS: tuple[Setting, ...] = (
               "was relabelled or renamed, and when)"),
     Setting("move_threshold_m", 0.5, "a node counts as moved only this far from where the history last recorded it "
               "(map optimisation nudges everything a little)", minimum=0.0, maximum=1000.0),
+    Setting("addition_merge_radius_m", 1.0, "an object the operator added is retired when Hydra perceives one of "
+              "its class this close, in metres (keep it equal to language_server's)", minimum=0.0, maximum=1000.0),
     Setting("history_max_age_s", 30 * 86400.0, "history events older than this are pruned; 0: no age limit",
               minimum=0.0),
     Setting("history_max_changes", 200_000, "at most this many history events are kept (oldest pruned first); "
@@ -150,6 +153,7 @@ class DsgMirrorNode(HeraclesNode):
                 max_changes=params["history_max_changes"],
                 max_seen=params["history_max_seen"],
             ),
+            additions=AdditionSettings(merge_radius_m=params["addition_merge_radius_m"]),
         )
         self._status = self.create_publisher(MirrorStatus, "mirror_status", 10)
         self.loop = MirrorLoop(
