@@ -7,9 +7,10 @@ the merge radius (then nothing is added and the answer names the one that exists
 addition gets a symbol Hydra never emits (``A1``...), becomes an ``Object`` linked to its nearest
 place and that place's room, and carries who added it, when, from which request, and
 ``source: operator``. Its record lives in the corrections overlay, so it outlasts Hydra's snapshots
-(the mirror leaves operator objects out of its baseline, and links them again when a snapshot took
-their place away) until a perceived object of the same class turns up within the merge radius:
-then the addition is retired in favour of it, the record keeping ``replaced_by``.
+(the mirror leaves operator objects out of its baseline; after each snapshot they are linked again
+when it took their place away, and written back when a database reset took them) until a perceived
+object of the same class turns up within the merge radius: then the addition is retired in favour
+of it, the record keeping ``replaced_by``.
 """
 from __future__ import annotations
 
@@ -126,6 +127,8 @@ class AdditionRecord:
     retired_s: float = 0.0
     replaced_by: str = ""
     retired_why: str = ""
+    #: The token that claimed the symbol (what lets the node be written back after a reset).
+    claim: str = ""
 
     @property
     def id(self) -> str:
@@ -288,15 +291,15 @@ class Additions:
         return [Removed(r.symbol, r.cls) for r in records]
 
     # -- after a snapshot ----------------------------------------------------------------------
-    def after_reconcile(self, *, touched: Iterable[str], removed: Iterable[str], stamp_s: float) -> list[str]:
-        """Retire additions a newly perceived object of their class replaces; link again those a removed
-        place or room left unlinked. Returns the retired additions' symbols."""
+    def after_reconcile(self, *, touched: Iterable[str], stamp_s: float) -> list[str]:
+        """Retire additions a newly perceived object of their class replaces; write back what a snapshot or a
+        reset took from the others (a removed place's or room's link, the node itself). Returns the retired
+        additions' symbols."""
         active = self.active()
         if not active:
             return []
         retired = self._replace(active, [s for s in touched if is_scene_symbol(s)], stamp_s)
-        if list(removed):
-            self._relink({r.symbol for r in active} - set(retired))
+        self._keep([record for record in active if record.symbol not in retired])
         return retired
 
     # -- internals ------------------------------------------------------------------------
@@ -327,24 +330,30 @@ class Additions:
             log.info("operator's addition %s replaced by perceived %s", row["symbol"], row["by"])
         return [str(r["symbol"]) for r in rows]
 
-    def _relink(self, symbols: set[str]) -> None:
+    def _keep(self, records: list[AdditionRecord]) -> None:
+        present = {str(r["symbol"]): int(r["containers"] or 0) for r in self.store.query(q.ADDED_OBJECTS)}
         rows: list[dict[str, Any]] = []
         statements: list[tuple[str, Params]] = []
-        for row in self.store.query(q.ADDED_OBJECTS):
-            symbol = str(row["symbol"])
-            at = _point(row)
-            if symbol not in symbols or at is None or int(row["containers"] or 0) >= 2:
+        for record in records:
+            held = present.get(record.symbol)
+            if held is not None and held >= 1 + bool(record.room):
                 continue
-            found = self._nearest_place(at, bounded=False)
-            if found is None:
-                continue
-            place, layer, room = found
-            statements += self._links(symbol, place, layer, room)
-            rows.append({"symbol": symbol, "place": place, "room": room})
+            found = self._nearest_place(record.at, bounded=False)
+            place, layer, room = found if found is not None else ("", Layer.MESH_PLACE, "")
+            if held is None:  # the node is gone (a database reset keeps the overlay's records only)
+                x, y, z = record.at
+                statements.append((q.create_object(self.store.dialect), {
+                    "symbol": record.symbol, "token": record.claim, "class": record.cls, "x": x, "y": y, "z": z,
+                    "author": record.author, "now": record.created_s, "request": record.request}))
+            else:
+                statements.append((q.UNLINK_OBJECT, {"symbol": record.symbol}))
+            if place:
+                statements += self._links(record.symbol, place, layer, room)
+            rows.append({"symbol": record.symbol, "place": place, "room": room})
         if rows:
             statements.append((q.RELINKED, {"rows": rows}))
             self.store.write_many(statements)
-            log.info("operator additions linked again: %s", ", ".join(r["symbol"] for r in rows))
+            log.info("operator additions written back or linked again: %s", ", ".join(r["symbol"] for r in rows))
 
     def _write(self, item: _Checked, *, author: str, request: str) -> Added:
         symbol, token = self._claim()
@@ -479,6 +488,7 @@ def _record(row: dict[str, Any]) -> AdditionRecord:
         request=str(row.get("request") or ""), created_s=float(row.get("created_s") or 0.0),
         updated_s=float(row.get("updated_s") or 0.0), retired_s=float(row.get("retired_s") or 0.0),
         replaced_by=str(row.get("replaced_by") or ""), retired_why=str(row.get("retired_why") or ""),
+        claim=str(row.get("claim") or ""),
     )
 
 

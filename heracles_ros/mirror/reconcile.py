@@ -206,9 +206,7 @@ class Mirror:
             report.corrections_reapplied, report.corrections_retired = self.corrections.after_reconcile(
                 touched=touched, removed=gone, sequence=sequence, stamp_s=stamp_s
             )
-            report.additions_replaced = self.corrections.additions.after_reconcile(
-                touched=touched, removed=gone, stamp_s=stamp_s
-            )
+            report.additions_replaced = self.corrections.additions.after_reconcile(touched=touched, stamp_s=stamp_s)
             t_corrections = time.perf_counter()
             report.changes = self.history.record(
                 baseline, tables, added=diff.added_nodes, changed=diff.changed_nodes, removed=diff.removed_nodes,

@@ -9,6 +9,7 @@ from support.tiny_scene import add_object, node_id, tiny_scene
 
 from heracles_ros.errors import CorrectionError, GoalError
 from heracles_ros.formats.pddl_goal import check_goal
+from heracles_ros.graphdb.cypher import admin as admin_q
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.additions import AdditionSettings
 from heracles_ros.mirror.corrections import Corrections
@@ -89,6 +90,18 @@ def test_an_addition_outlasts_snapshots_and_is_linked_again_when_its_place_goes(
     assert containers(store, "A1") == {("MeshPlace", "P5"), ("Room", "R1")}
     [record] = Corrections(store).records()
     assert (record.status, record.place) == ("active", "P5")
+
+
+def test_a_database_reset_that_keeps_the_corrections_keeps_the_additions(store: GraphStore) -> None:
+    graph = tiny_scene()
+    Mirror(store).reconcile(graph)
+    Corrections(store).propose([], [BY_BICYCLE], author="ana")
+    before = added_object(store, "A1")
+    store.write(admin_q.DELETE_ALL_BUT_CORRECTIONS)  # heracles db reset --keep-corrections
+    assert added_object(store, "A1") == {}
+    Mirror(store).reconcile(graph)
+    assert added_object(store, "A1") == before
+    assert containers(store, "A1") == {("MeshPlace", "P4"), ("Room", "R1")}
 
 
 def test_perception_replaces_an_addition_and_the_history_says_which(store: GraphStore) -> None:

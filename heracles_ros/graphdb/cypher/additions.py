@@ -22,7 +22,8 @@ _RECORD = f"(c:{CORRECTION_LABEL} {{property: '{ADDED}'}})"
 _FIELDS = (
     "c.target AS symbol, c.value AS class, c.x AS x, c.y AS y, c.z AS z, c.near AS near, c.place AS place, "
     "c.room AS room, c.status AS status, c.author AS author, c.request AS request, c.created_s AS created_s, "
-    "c.updated_s AS updated_s, c.retired_s AS retired_s, c.replaced_by AS replaced_by, c.retired_why AS retired_why"
+    "c.updated_s AS updated_s, c.retired_s AS retired_s, c.replaced_by AS replaced_by, c.retired_why AS retired_why, "
+    "c.claim AS claim"
 )
 
 ALL_ADDITIONS = f"MATCH {_RECORD} RETURN {_FIELDS} ORDER BY c.created_s"
@@ -107,6 +108,10 @@ def link_object(container: Layer) -> str:
     )
 
 
+#: Drop an added object's links (before it is linked again).
+UNLINK_OBJECT = (
+    f"MATCH (c)-[e:{CONTAINS}]->(a:{Layer.OBJECT.value} {{nodeSymbol: $symbol}}) WHERE a.source = '{OPERATOR}' DELETE e"
+)
 #: Remove an added object and its relationships (never a perceived one: ``source`` is checked).
 DELETE_OBJECT = (
     f"MATCH (a:{Layer.OBJECT.value} {{nodeSymbol: $symbol}}) WHERE a.source = '{OPERATOR}' "
