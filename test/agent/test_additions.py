@@ -17,6 +17,7 @@ from support.cli import heracles
 from support.scripted_llm import RecordedRequest, Turn, adapter, call, say
 
 from heracles_ros.agent.loop import Agent, parse_changes
+from heracles_ros.command_pipeline import CommandPipeline
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.outcomes import PlanStatus
@@ -106,6 +107,23 @@ def test_there_is_a_fire_extinguisher_next_to_the_bicycle(
     # A goal still naming the operator's object is told the new one.
     status, _, err = heracles(capsys, "goal", "check", "(visited-object A1)", *db)
     assert status != 0 and "replaced by the perceived object O9000: use O9000" in err
+
+
+def test_inspect_it_in_the_same_session_plans_to_the_added_object(small_store: GraphStore, llm_server: Any) -> None:
+    def model(request: RecordedRequest) -> Turn:
+        if "Instruction: Go and inspect it" not in request.text():
+            return extinguisher_model(request)
+        # The session carries what the correction added, symbol included.
+        assert "A1 added: 'fire extinguisher'" in request.text()
+        return say("<answer>(safe A1)</answer>")
+
+    agent = Agent(small_store, adapter(llm_server(model)))
+    assert agent.correct(REQUEST, session="op").added == ["A1"]
+    result = CommandPipeline(agent.checker).command(agent, "Go and inspect it", session="op")
+    assert result.ok, result.error
+    assert result.goal == "(safe A1)" and "fire extinguisher" in result.goal_text
+    assert result.plan is not None and result.plan.status is PlanStatus.SOLVED
+    assert ("inspect", ["A1"]) in [(a.name, list(a.args[:1])) for a in result.plan.actions]
 
 
 def test_revert_of_a_fresh_addition_removes_it_and_nothing_else(
