@@ -4,13 +4,13 @@ The model proposes ``{"add": CLASS, "at": [x, y, z], "near": SYMBOL}``; this mod
 decides what enters the graph: a clean class label, finite coordinates within a bounded distance of
 ``near`` and of a connected place (the mapped area), and no object of the same class already within
 the merge radius (then nothing is added and the answer names the one that exists). An accepted
-addition gets a symbol Hydra never emits (``A1``...), becomes an ``Object`` linked to its nearest
-place and that place's room, and carries who added it, when, from which request, and
-``source: operator``. Its record lives in the corrections overlay, so it outlasts Hydra's snapshots
-(the mirror leaves operator objects out of its baseline; after each snapshot they are linked again
-when it took their place away, and written back when a database reset took them) until a perceived
-object of the same class turns up within the merge radius: then the addition is retired in favour
-of it, the record keeping ``replaced_by``.
+addition gets a symbol Hydra never emits (``A1``...), becomes an ``Object`` contained by its
+nearest connected place (so in that place's room, as Hydra's objects are), and carries who added
+it, when, from which request, and ``source: operator``. Its record lives in the corrections
+overlay, so it outlasts Hydra's snapshots (the mirror leaves operator objects out of its baseline;
+after each snapshot they are linked again when it took their place away, and written back when a
+database reset took them) until a perceived object of the same class turns up within the merge
+radius: then the addition is retired in favour of it, the record keeping ``replaced_by``.
 """
 from __future__ import annotations
 
@@ -336,7 +336,7 @@ class Additions:
         statements: list[tuple[str, Params]] = []
         for record in records:
             held = present.get(record.symbol)
-            if held is not None and held >= 1 + bool(record.room):
+            if held:  # the node is there, in a place
                 continue
             found = self._nearest_place(record.at, bounded=False)
             place, layer, room = found if found is not None else ("", Layer.MESH_PLACE, "")
@@ -348,7 +348,7 @@ class Additions:
             else:
                 statements.append((q.UNLINK_OBJECT, {"symbol": record.symbol}))
             if place:
-                statements += self._links(record.symbol, place, layer, room)
+                statements.append(self._link(record.symbol, place, layer))
             rows.append({"symbol": record.symbol, "place": place, "room": room})
         if rows:
             statements.append((q.RELINKED, {"rows": rows}))
@@ -365,18 +365,15 @@ class Additions:
             self.store.write_many([
                 (q.WRITE_RECORD, params),
                 (q.create_object(self.store.dialect), params),
-                *self._links(symbol, item.place, item.place_layer, item.room),
+                self._link(symbol, item.place, item.place_layer),
             ])
         except Exception:
             self.store.write(q.DROP_CLAIM, {"symbol": symbol, "token": token})
             raise
         return Added(symbol, p.cls, p.at, item.place, item.room, p.near)
 
-    def _links(self, symbol: str, place: str, layer: Layer, room: str) -> list[tuple[str, Params]]:
-        links: list[tuple[str, Params]] = [(q.link_object(layer), {"symbol": symbol, "containers": [place]})]
-        if room:
-            links.append((q.link_object(Layer.ROOM), {"symbol": symbol, "containers": [room]}))
-        return links
+    def _link(self, symbol: str, place: str, layer: Layer) -> tuple[str, Params]:
+        return q.link_object(layer), {"symbol": symbol, "containers": [place]}
 
     def _claim(self) -> tuple[str, str]:
         """A symbol no record and no scene node holds, reserved for this caller."""

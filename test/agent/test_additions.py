@@ -67,7 +67,9 @@ def test_there_is_a_fire_extinguisher_next_to_the_bicycle(
     [added] = objects_of(small_store, "fire extinguisher")
     assert added["s"] == "A1" and added["source"] == "operator"
     assert math.dist((added["x"], added["y"], added["z"]), (bike["x"], bike["y"], bike["z"])) <= 1.5
-    assert "Room" in added["containers"] and {"MeshPlace", "Place"} & set(added["containers"])
+    assert set(added["containers"]) <= {"MeshPlace", "Place"} and added["containers"]
+    assert small_store.query("MATCH (r:Room)-[:CONTAINS]->(p)-[:CONTAINS]->(o:Object {nodeSymbol: 'A1'}) "
+                             "RETURN count(r) AS n") == [{"n": 1}]
     assert small_store.query("MATCH (n) WHERE n.nodeSymbol IS NOT NULL RETURN count(n) AS n")[0]["n"] == before + 1
 
     # The corrections tools list it with its author; the explanations mark it operator-added.

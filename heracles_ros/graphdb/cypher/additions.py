@@ -6,8 +6,8 @@ its symbol, ``value`` its class, ``x, y, z`` where it stands, ``near`` the node 
 ``place`` and ``room`` what it is linked to, ``status`` active | retired (a perceived object
 replaced it: ``replaced_by``) | reverted. The scene node is an ``Object`` like Hydra's, with
 ``source: 'operator'`` (the mirror's baseline leaves such nodes out, so no snapshot deletes
-them), linked as Hydra's objects are: ``(place)-[:CONTAINS]->(object)``, and also
-``(room)-[:CONTAINS]->(object)`` from the room holding that place.
+them), linked as Hydra's objects are: ``(place)-[:CONTAINS]->(object)``, the place's room holding the
+place (``room`` on the record names it).
 
 Positions are compared with ``x, y, z`` arithmetic (the same on both backends); labels come
 from the closed set in :mod:`heracles_ros.schema`.
@@ -69,7 +69,7 @@ PERCEIVED_OBJECTS = (
     f"UNWIND $symbols AS s MATCH (o:{Layer.OBJECT.value} {{nodeSymbol: s}}) WHERE o.source IS NULL "
     "RETURN o.nodeSymbol AS symbol, o.class AS class, o.x AS x, o.y AS y, o.z AS z"
 )
-#: Operator-added objects and how many containers (places and rooms) hold them.
+#: Operator-added objects and how many containers (places) hold them.
 ADDED_OBJECTS = (
     f"MATCH (a:{Layer.OBJECT.value}) WHERE a.source = '{OPERATOR}' OPTIONAL MATCH (p)-[:{CONTAINS}]->(a) "
     "RETURN a.nodeSymbol AS symbol, a.x AS x, a.y AS y, a.z AS z, count(p) AS containers"
@@ -101,7 +101,7 @@ def create_object(dialect: Dialect) -> str:
 
 
 def link_object(container: Layer) -> str:
-    """``(container)-[:CONTAINS]->(addition)`` for the containers named in ``$containers``."""
+    """``(place)-[:CONTAINS]->(addition)`` for the places of ``container``'s layer named in ``$containers``."""
     return (
         f"MATCH (a:{Layer.OBJECT.value} {{nodeSymbol: $symbol}}) WHERE a.source = '{OPERATOR}' "
         f"UNWIND $containers AS s MATCH (p:{container.value} {{nodeSymbol: s}}) MERGE (p)-[:{CONTAINS}]->(a)"
