@@ -293,7 +293,7 @@ class Mirror:
     def use_store(self, store: GraphStore) -> None:
         """Write to ``store`` from now on (the server moved); its contents are read again before the next diff."""
         self.store = store
-        self.corrections.store = store
+        self.corrections = Corrections(store, self.corrections.additions.settings)
         self.history.use_store(store)
         self._baseline = None
         self._schema_ready = False
