@@ -130,11 +130,18 @@ class Corrections:
         self.additions = Additions(store, additions)
 
     def apply(
-        self, changes: Sequence[tuple[str, str, Any]], *, max_nodes: int = 10, author: str = "operator",
-        request: str = "",
-    ) -> list[Change]:
-        """Validate every change (all problems reported at once), then store and apply them."""
-        return self.propose(changes, (), max_nodes=max_nodes, author=author, request=request).changes
+        self, changes: Sequence[Any], *, max_nodes: int = 10, author: str = "operator", request: str = "",
+    ) -> list[Change | Added]:
+        """Validate every change (all problems reported at once), then store and apply them.
+
+        ``changes`` is a model's answer list: (symbol, property, value) triples, and additions as dicts
+        (``{"add": CLASS, "at": [x, y, z], "near": SYMBOL}``); :meth:`propose` also tells which proposed
+        additions existed already.
+        """
+        triples = [item for item in changes if not isinstance(item, dict)]
+        additions = [item for item in changes if isinstance(item, dict)]
+        applied = self.propose(triples, additions, max_nodes=max_nodes, author=author, request=request)
+        return [*applied.changes, *applied.added]
 
     def propose(
         self, changes: Sequence[Any], additions: Sequence[Any], *, max_nodes: int = 10, author: str = "operator",

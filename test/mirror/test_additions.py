@@ -203,3 +203,13 @@ def test_the_bounds_are_parameters(store: GraphStore) -> None:
         strict.propose([], [{"add": "crate", "at": [1.0, 1.0, 0.0]}])
     with pytest.raises(CorrectionError, match="at most 1 objects"):
         strict.propose([], [BY_BICYCLE, BY_BICYCLE])
+
+
+def test_apply_takes_an_answer_list_of_triples_and_additions(store: GraphStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    applied = Corrections(store).apply([("O1", "name", "blue bag"), BY_BICYCLE], author="ana")
+    assert [str(item) for item in applied] == [
+        "O1.name: 'bag 1' -> 'blue bag'",
+        "A1 added: 'fire extinguisher' at (4.20, 1.60, 0.50) near O2 (place P4, room R1)",
+    ]
+    assert added_object(store, "A1")["author"] == "ana"
