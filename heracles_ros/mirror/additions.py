@@ -163,7 +163,7 @@ class AdditionEvent:
     def __str__(self) -> str:
         r = self.record
         if self.kind == "replaced":
-            return f"addition {r.symbol} ({r.cls}) replaced by {r.replaced_by}: {r.retired_why}"
+            return f"addition {r.symbol} ({r.cls}) retired, replaced by {r.replaced_by}: {r.retired_why}"
         return f"addition {r.symbol} ({r.cls}) added by {r.author or 'the operator'} at {_xyz(r.at)}"
 
 

@@ -104,7 +104,7 @@ def test_there_is_a_fire_extinguisher_next_to_the_bicycle(
     [replaced] = [e for e in events if e["kind"] == "addition replaced"]
     assert (replaced["symbol"], replaced["replaced_by"]) == ("A1", "O9000")
     status, text, _ = heracles(capsys, "changes", "--since", "1h", *db)
-    assert "addition A1 (fire extinguisher) replaced by O9000" in text
+    assert "addition A1 (fire extinguisher) retired, replaced by O9000" in text
     assert "addition A1 (fire extinguisher) added by ana" in text
     # A goal still naming the operator's object is told the new one.
     status, _, err = heracles(capsys, "goal", "check", "(visited-object A1)", *db)

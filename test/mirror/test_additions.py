@@ -122,7 +122,7 @@ def test_perception_replaces_an_addition_and_the_history_says_which(store: Graph
     events = [e.to_json() for e in read_timeline(store, since=0)]
     replaced = [e for e in events if e["kind"] == "addition replaced"]
     assert [(e["symbol"], e["replaced_by"]) for e in replaced] == [("A1", "O7")]
-    assert "addition A1 (Bag) replaced by O7" in replaced[0]["text"]
+    assert "addition A1 (Bag) retired, replaced by O7" in replaced[0]["text"]
     assert any(e["kind"] == "addition added" and e["author"] == "ana" for e in events)
     # A goal naming the retired addition is told its replacement.
     with pytest.raises(GoalError, match="A1 was the operator's 'Bag', replaced by the perceived object O7: use O7"):
