@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from heracles_ros.errors import CorrectionError
+from heracles_ros.errors import CorrectionError, DatabaseError
 from heracles_ros.graphdb.cypher import additions as q
 from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.mirror.history import iso_time
@@ -36,8 +36,6 @@ log = logging.getLogger(__name__)
 MAX_COORDINATE_M = 100_000.0
 #: Characters of the request text kept with an addition.
 _MAX_REQUEST = 500
-#: Places read around a proposed position (the nearest one is linked).
-_NEAREST = 3
 
 Point = tuple[float, float, float]
 
@@ -168,14 +166,6 @@ class AdditionEvent:
 
 
 @dataclass(frozen=True)
-class Outcome:
-    """What a set of proposals came to: added objects and proposals that existed already."""
-
-    added: list[Added]
-    existing: list[Existing]
-
-
-@dataclass(frozen=True)
 class _Checked:
     proposal: Proposal
     place: str
@@ -293,7 +283,7 @@ class Additions:
     # -- after a snapshot ----------------------------------------------------------------------
     def after_reconcile(self, *, touched: Iterable[str], stamp_s: float) -> list[str]:
         """Retire additions a newly perceived object of their class replaces; write back what a snapshot or a
-        reset took from the others (a removed place's or room's link, the node itself). Returns the retired
+        reset took from the others (the link to a removed place, the node itself). Returns the retired
         additions' symbols."""
         active = self.active()
         if not active:
@@ -367,7 +357,7 @@ class Additions:
                 (q.create_object(self.store.dialect), params),
                 self._link(symbol, item.place, item.place_layer),
             ])
-        except Exception:
+        except DatabaseError:
             self.store.write(q.DROP_CLAIM, {"symbol": symbol, "token": token})
             raise
         return Added(symbol, p.cls, p.at, item.place, item.room, p.near)
@@ -411,10 +401,10 @@ class Additions:
         """(place, its layer, its room or '') of the connected navigation place nearest ``at``."""
         layer = Layer.MESH_PLACE if self.store.query(q.ANY_MESH_PLACE) else Layer.PLACE
         x, y, z = at
-        rows = self.store.query(q.nearest_places(layer), {"x": x, "y": y, "z": z, "k": _NEAREST})
+        rows = self.store.query(q.nearest_place(layer), {"x": x, "y": y, "z": z})
         if not rows:
             return None
-        best = rows[0]
+        [best] = rows
         limit = self.settings.max_place_distance_m
         if bounded and float(best["d2"]) > limit * limit:
             return None

@@ -77,14 +77,14 @@ ADDED_OBJECTS = (
 ANY_MESH_PLACE = f"MATCH (p:{Layer.MESH_PLACE.value}) RETURN p.nodeSymbol AS s LIMIT 1"
 
 
-def nearest_places(layer: Layer) -> str:
-    """The ``$k`` connected places of ``layer`` nearest ($x, $y, $z), squared distance, and their rooms."""
+def nearest_place(layer: Layer) -> str:
+    """The connected place of ``layer`` nearest ($x, $y, $z), its squared distance, and its rooms."""
     return (
         f"MATCH (p:{layer.value})-[:{layer.connected}]->(:{layer.value}) WITH DISTINCT p "
         "WITH p, (p.x - $x) * (p.x - $x) + (p.y - $y) * (p.y - $y) + (p.z - $z) * (p.z - $z) AS d2 "
-        "ORDER BY d2 LIMIT $k "
+        "ORDER BY d2 LIMIT 1 "
         f"OPTIONAL MATCH (r:{Layer.ROOM.value})-[:{CONTAINS}]->(p) "
-        "RETURN p.nodeSymbol AS place, d2, collect(r.nodeSymbol) AS rooms ORDER BY d2"
+        "RETURN p.nodeSymbol AS place, d2, collect(r.nodeSymbol) AS rooms"
     )
 
 
