@@ -51,7 +51,6 @@ MARK_REPLACED = (
     "SET c.status = 'retired', c.updated_s = $now, c.retired_s = $stamp, c.replaced_by = r.by, c.retired_why = r.why"
 )
 RELINKED = f"UNWIND $rows AS r MATCH {_RECORD} WHERE c.target = r.symbol SET c.place = r.place, c.room = r.room"
-DELETE_ADDITIONS = f"MATCH {_RECORD} DELETE c RETURN count(c) AS n"
 
 #: Positions of scene nodes by symbol, each looked up through its label's index.
 NODE_POSITIONS = " UNION ALL ".join(
