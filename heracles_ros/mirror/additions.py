@@ -288,23 +288,31 @@ class Additions:
         active = self.active()
         if not active:
             return []
-        retired = self._replace(active, [s for s in touched if is_scene_symbol(s)], stamp_s)
-        self._keep([record for record in active if record.symbol not in retired])
+        present = {str(r["symbol"]): r for r in self.store.query(q.ADDED_OBJECTS)}
+        retired = self._replace(active, present, [s for s in touched if is_scene_symbol(s)], stamp_s)
+        self._keep([record for record in active if record.symbol not in retired], present)
         return retired
 
     # -- internals ------------------------------------------------------------------------
-    def _replace(self, active: list[AdditionRecord], touched: list[str], stamp_s: float) -> list[str]:
+    def _replace(
+        self, active: list[AdditionRecord], present: dict[str, dict[str, Any]], touched: list[str], stamp_s: float
+    ) -> list[str]:
+        """Retire the additions a perceived object among ``touched`` of their class is within the merge radius
+        of (class and position as the node has them now: an operator may have corrected them)."""
         if not touched:
             return []
         perceived = [(str(r["symbol"]), str(r["class"] or ""), _point(r))
                      for r in self.store.query(q.PERCEIVED_OBJECTS, {"symbols": touched})]
         rows: list[dict[str, Any]] = []
         for record in active:
+            node = present.get(record.symbol, {})
+            own_class = str(node.get("class") or record.cls).strip().lower()
+            own_at = _point(node) or record.at
             best: tuple[float, str] | None = None
             for symbol, cls, at in perceived:
-                if at is None or cls.strip().lower() != record.cls.lower():
+                if at is None or cls.strip().lower() != own_class:
                     continue
-                gap = math.dist(at, record.at)
+                gap = math.dist(at, own_at)
                 if gap <= self.settings.merge_radius_m and (best is None or gap < best[0]):
                     best = (gap, symbol)
             if best is not None:
@@ -320,12 +328,12 @@ class Additions:
             log.info("operator's addition %s replaced by perceived %s", row["symbol"], row["by"])
         return [str(r["symbol"]) for r in rows]
 
-    def _keep(self, records: list[AdditionRecord]) -> None:
-        present = {str(r["symbol"]): int(r["containers"] or 0) for r in self.store.query(q.ADDED_OBJECTS)}
+    def _keep(self, records: list[AdditionRecord], present: dict[str, dict[str, Any]]) -> None:
         rows: list[dict[str, Any]] = []
         statements: list[tuple[str, Params]] = []
         for record in records:
-            held = present.get(record.symbol)
+            node = present.get(record.symbol)
+            held = None if node is None else int(node["containers"] or 0)
             if held:  # the node is there, in a place
                 continue
             found = self._nearest_place(record.at, bounded=False)

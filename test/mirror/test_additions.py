@@ -213,3 +213,14 @@ def test_apply_takes_an_answer_list_of_triples_and_additions(store: GraphStore) 
         "A1 added: 'fire extinguisher' at (4.20, 1.60, 0.50) near O2 (place P4, room R1)",
     ]
     assert added_object(store, "A1")["author"] == "ana"
+
+
+def test_perception_matches_an_addition_as_the_operator_corrected_it(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph)
+    corrections = Corrections(store)
+    corrections.propose([], [{"add": "crate", "at": [4.0, 2.0, 0.5], "near": "O2"}])
+    corrections.apply([("A1", "class", "chair")])  # "that crate is a chair"
+    add_object(graph, 9, 3, (4.3, 2.0, 0.5), 4)  # Hydra perceives a chair 0.3 m away
+    assert mirror.reconcile(graph).additions_replaced == ["A1"]

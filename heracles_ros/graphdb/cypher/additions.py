@@ -68,10 +68,10 @@ PERCEIVED_OBJECTS = (
     f"UNWIND $symbols AS s MATCH (o:{Layer.OBJECT.value} {{nodeSymbol: s}}) WHERE o.source IS NULL "
     "RETURN o.nodeSymbol AS symbol, o.class AS class, o.x AS x, o.y AS y, o.z AS z"
 )
-#: Operator-added objects and how many containers (places) hold them.
+#: Operator-added objects as they are now (a correction may have changed them) and how many places hold them.
 ADDED_OBJECTS = (
     f"MATCH (a:{Layer.OBJECT.value}) WHERE a.source = '{OPERATOR}' OPTIONAL MATCH (p)-[:{CONTAINS}]->(a) "
-    "RETURN a.nodeSymbol AS symbol, a.x AS x, a.y AS y, a.z AS z, count(p) AS containers"
+    "RETURN a.nodeSymbol AS symbol, a.class AS class, a.x AS x, a.y AS y, a.z AS z, count(p) AS containers"
 )
 ANY_MESH_PLACE = f"MATCH (p:{Layer.MESH_PLACE.value}) RETURN p.nodeSymbol AS s LIMIT 1"
 
