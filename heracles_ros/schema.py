@@ -53,6 +53,13 @@ ROBOT_SYMBOL = "robot"
 AT = "AT"  # (:Robot)-[:AT]->(:MeshPlace|Place)
 HOLDING = "HOLDING"  # (:Robot)-[:HOLDING]->(:Object)
 CORRECTION_LABEL = "Correction"
+#: ``property`` of the Correction record of an operator's addition (an object perception has not mapped).
+ADDITION_PROPERTY = "added"
+#: ``source`` of an object the operator added (perceived objects have none).
+OPERATOR_SOURCE = "operator"
+#: Prefix of added objects' symbols: a letter none of Hydra's layers uses by default (objects ``O``, places
+#: ``p``, mesh places ``P``/``Q``, rooms ``R``, buildings ``B``, agents ``a``...); ``is_scene_symbol`` accepts it.
+ADDITION_PREFIX = "A"
 MIRROR_META_LABEL = "MirrorMeta"
 # The scene's history (see mirror/history.py): linked to nothing, keyed by ``symbol`` (not ``nodeSymbol``), so
 # present-tense queries never meet it.

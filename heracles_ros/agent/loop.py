@@ -10,7 +10,7 @@ model with the exact problems, a bounded number of times; after that the
 request fails with a clear error. Failures come back in the result's ``error``
 field (the caller's process keeps running), with the usage spent so far.
 
-Questions and commands may end with a clarification instead
+Questions, commands and corrections may end with a clarification instead
 (``CLARIFY("question", <O3, O7>)``, see :mod:`~heracles_ros.formats.sldp`)
 when the scene does not pin down what they mean; the candidates are checked
 and described from the database. A request that names a ``session`` sees
@@ -59,7 +59,8 @@ from heracles_ros.formats.sldp import (
 )
 from heracles_ros.graphdb.scene_presence import require_scene
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.mirror.corrections import Corrections
+from heracles_ros.mirror.additions import AdditionSettings
+from heracles_ros.mirror.corrections import Applied, Corrections
 from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S
 from heracles_ros.schema import ROBOT_SYMBOL
 
@@ -93,8 +94,6 @@ class _Session:
     usage: Usage = field(default_factory=Usage)
     started: float = field(default_factory=time.monotonic)
     turns: int = 0
-    #: May the model ask back (CLARIFY) instead of answering?
-    may_clarify: bool = False
     on_query: QueryListener | None = None
     cancelled: CancelToken | None = None
 
@@ -123,6 +122,7 @@ class Agent:
         max_answer_retries: int = 1,
         max_correction_retries: int = 1,
         correction_max_nodes: int = 10,
+        additions: AdditionSettings | None = None,
         query_timeout_s: float = 10.0,
         snapshot_wait_s: float = DEFAULT_WAIT_S,
         result_token_budget: int = 2000,
@@ -141,6 +141,7 @@ class Agent:
         self.max_tool_calls = llm.settings.max_tool_calls if max_tool_calls is None else max_tool_calls
         self.retries = {"answer": max_answer_retries, "goal": max_goal_retries, "correction": max_correction_retries}
         self.correction_max_nodes = correction_max_nodes
+        self.additions = additions
         self.request_timeout_s = request_timeout_s
         self.tool = CypherTool(
             query_store or store, timeout_s=query_timeout_s, token_budget=result_token_budget,
@@ -232,50 +233,61 @@ class Agent:
         return result
 
     def correct(self, instruction: str, *, author: str = "operator", session: str = "") -> CorrectResult:
-        """Apply the narrow property update the model proposes, only through the corrections overlay.
+        """Apply the narrow property updates and additions the model proposes, only through the corrections
+        overlay (which checks them all, and writes all or nothing), or ask back when the statement's referent
+        is ambiguous.
 
         An empty proposal (nothing matches the operator's statement) is an answer:
-        no change, and the model's explanation says why. ``author`` is recorded
+        no change, and the model's explanation says why; so is an addition of an
+        object that exists already (``existing`` names it). ``author`` is recorded
         with the correction. The context method cannot correct (no tool to find
         the nodes): the prompt builder refuses it, which lands in the result's
         error like any set-up failure.
         """
         result = CorrectResult()
-        corrections = Corrections(self.store)
+        corrections = Corrections(self.store, self.additions)
 
-        def check(text: str) -> list[str]:
+        def check(text: str) -> Applied | None:
             try:
-                changes = parse_changes(text)
-                if not changes:
-                    return []
-                applied = corrections.apply(
-                    changes, max_nodes=self.correction_max_nodes, author=author, request=instruction.strip()
+                proposed = parse_changes(text)
+                if not proposed:
+                    return None
+                triples = [item for item in proposed if isinstance(item, tuple)]
+                additions = [item for item in proposed if isinstance(item, dict)]
+                applied = corrections.propose(
+                    triples, additions, max_nodes=self.correction_max_nodes, author=author,
+                    request=instruction.strip(),
                 )
             except CorrectionError as exc:
                 feedback = (
-                    f"The correction {text.strip()} was refused: {exc}\n"
-                    "Propose a corrected list of [symbol, property, value] triples between <answer> tags."
+                    f"The correction {text.strip()} was refused (nothing of it was applied): {exc}\n"
+                    "Propose a corrected list of [symbol, property, value] triples and "
+                    '{"add": CLASS, "at": [x, y, z], "near": SYMBOL} additions between <answer> tags.'
                 )
                 raise Rejected("correction", feedback, exc) from exc
-            self.prompts.facts.invalidate()  # a corrected class may be new to the prompt
-            return [str(change) for change in applied]
+            self.prompts.facts.invalidate()  # a corrected or added class may be new to the prompt
+            return applied
 
         conversation = self._start(result, "correct", instruction, session=session)
         if conversation is not None:
             outcome = self._run(result, conversation, check)
             if outcome is not None:
-                changes, result.explanation, answer = outcome
-                assert not isinstance(changes, Clarification)  # corrections are not offered CLARIFY
-                result.changes = changes
+                applied, result.explanation, answer = outcome
+                if isinstance(applied, Clarification):
+                    self._clarified(result, applied)
+                elif applied is not None:
+                    result.changes = applied.lines()
+                    result.added = [added.symbol for added in applied.added]
+                    result.existing = [str(existing) for existing in applied.existing]
                 if result.changes:
                     log.info("correction applied: %s", "; ".join(result.changes))
-                else:
-                    log.info("no correction made: %s", result.explanation)
+                elif not result.clarification:
+                    log.info("no correction made: %s", "; ".join(result.existing) or result.explanation)
                 self._remember(session, "correct", instruction, answer, result)
         return result
 
     # -- clarifications and sessions ------------------------------------------------------
-    def _clarified(self, result: AskResult | CommandResult, clarification: Clarification) -> None:
+    def _clarified(self, result: AskResult | CommandResult | CorrectResult, clarification: Clarification) -> None:
         result.clarification = clarification.question
         result.candidates, _ = self.referents.describe(clarification.candidates)
 
@@ -292,6 +304,8 @@ class Agent:
             note = "Candidates: " + "; ".join(c.description for c in result.candidates)
         elif getattr(result, "goal_text", ""):
             note = f"Goal in words: {result.goal_text}"
+        elif getattr(result, "changes", None) or getattr(result, "existing", None):
+            note = "Applied: " + "; ".join([*result.changes, *result.existing])
         self.sessions.record(session, Exchange(task, request.strip(), answer, note))
 
     # -- the loop ---------------------------------------------------------------------
@@ -312,8 +326,7 @@ class Agent:
             return None
         system, *rest = prompt.messages()
         messages = [system, *self.sessions.messages(session), *rest]  # earlier exchanges, then this request
-        return _Session(messages, usage=result.usage, started=started, may_clarify=task in ("ask", "command"),
-                        on_query=on_query, cancelled=cancelled)
+        return _Session(messages, usage=result.usage, started=started, on_query=on_query, cancelled=cancelled)
 
     def _run(
         self, result: Any, session: _Session, check: Callable[[str], T]
@@ -354,7 +367,7 @@ class Agent:
                         "Your reply has no final answer. Give it between <answer> and </answer> tags.",
                         LLMOutputError(f"the model's reply has no <answer> tags: {_snippet(reply.text)}"),
                     )
-                clarification = self._clarification(answer) if session.may_clarify else None
+                clarification = self._clarification(answer)
                 value = clarification if clarification is not None else check(answer)
                 return value, explanation_of(reply.text), answer
             except Rejected as rejected:
@@ -443,8 +456,10 @@ def explanation_of(text: str) -> str:
     return rest if len(rest) <= _EXPLANATION_CHARS else rest[: _EXPLANATION_CHARS - 3] + "..."
 
 
-def parse_changes(text: str) -> list[tuple[str, str, Any]]:
-    """[[symbol, property, value], ...] from JSON (or SLDP lists); CorrectionError naming the problem."""
+def parse_changes(text: str) -> list[tuple[str, str, Any] | dict[str, Any]]:
+    """[[symbol, property, value], ..., {"add": CLASS, "at": [x, y, z], "near": SYMBOL}, ...] from JSON (or SLDP
+    lists): property updates as triples, additions as the model wrote them (the overlay checks them);
+    CorrectionError naming the problem."""
     try:
         data: Any = json.loads(text)
     except (json.JSONDecodeError, RecursionError):
@@ -452,7 +467,8 @@ def parse_changes(text: str) -> list[tuple[str, str, Any]]:
             data = _plain(parse_sldp(text))
         except AnswerFormatError as exc:
             raise CorrectionError(
-                f"the changes are neither JSON nor SLDP: {exc}; write e.g. [[\"O43\", \"class\", \"bag\"]]"
+                f"the changes are neither JSON nor SLDP: {exc}; write e.g. [[\"O43\", \"class\", \"bag\"]] or "
+                '[{"add": "fire hydrant", "at": [1.0, 2.0, 0.0], "near": "O12"}]'
             ) from exc
     if isinstance(data, dict):
         data = [data]
@@ -460,14 +476,17 @@ def parse_changes(text: str) -> list[tuple[str, str, Any]]:
         data = [data]  # one bare triple
     if not isinstance(data, list):
         raise CorrectionError(f"the changes must be a list of [symbol, property, value] triples, got {text!r}")
-    changes: list[tuple[str, str, Any]] = []
+    changes: list[tuple[str, str, Any] | dict[str, Any]] = []
     for index, item in enumerate(data, start=1):
         if isinstance(item, dict) and {"symbol", "property", "value"} <= set(item):
             changes.append((item["symbol"], item["property"], item["value"]))
+        elif isinstance(item, dict) and ("add" in item or "at" in item):
+            changes.append(item)
         elif isinstance(item, list | tuple) and len(item) == 3:
             changes.append((item[0], item[1], item[2]))
         else:
-            raise CorrectionError(f"change {index} is not a [symbol, property, value] triple: {item!r}")
+            raise CorrectionError(f"change {index} is not a [symbol, property, value] triple or an addition "
+                                  f'{{"add": CLASS, "at": [x, y, z], "near": SYMBOL}}: {item!r}')
     return changes
 
 

@@ -126,8 +126,7 @@ class PromptBuilder:
         parts.append(Component("examples", examples_text(task, method, dialect)))
         parts.append(Component("request", f"{_REQUEST_LABEL[task]}: {request}", "user"))
         parts.append(Component("answer_format", answer_format_text(task, answer_type), "user"))
-        if task in CLARIFY_TASKS:
-            parts.append(Component("clarify", clarify_text(task), "user"))
+        parts.append(Component("clarify", clarify_text(task), "user"))
         return Prompt(task, method, tuple(parts))
 
     def _scene_text(self, generation: int | None) -> str:
@@ -149,7 +148,8 @@ _EXPERT = {
 _GOAL = {
     "ask": "answer the question",
     "command": "write a PDDL goal over the scene-graph symbols the command refers to",
-    "correct": "find the node(s) the operator means and propose the correction as property updates",
+    "correct": "find the node(s) the operator means and propose the correction as property updates, or add the "
+               "object the operator says is there",
 }
 _REQUEST_LABEL = {"ask": "Question", "command": "Instruction", "correct": "Correction"}
 
@@ -186,7 +186,8 @@ ONTOLOGY = "\n".join(
         "case-sensitive symbol, a letter and a number (P3 and p3 are different nodes). A node's layer is its "
         "label, not its symbol's letter; the usual letters are given below:",
         "- Objects (label Object, usually O<n>): things in the world, each with a semantic class (type) and a "
-        "position.",
+        "position. An object the operator added rather than the robot perceived is A<n>, with source 'operator': "
+        "say so when you mention one.",
         "- Mesh places (label MeshPlace, usually P<n> or Q<n>; the 2D places layer): patches of ground the robot "
         "can move to, possibly with a semantic class. A node of this layer is a 'Mesh Place', not a 'Place'.",
         "- Places (label Place, usually p<n>; the 3D places layer): regions of free space the robot can reach. "
@@ -400,8 +401,15 @@ CORRECTIONS = (
     "<corrections>\n"
     "A correction changes properties of nodes that already exist. Only these properties can be corrected: "
     + ", ".join(f"{name} ({'number' if kind is float else 'text'})" for name, kind in CORRECTABLE_PROPERTIES.items())
-    + ". Nodes and relationships cannot be added or deleted, and a correction touches few nodes. "
+    + ". A correction touches few nodes; nodes and relationships cannot be deleted. "
     "Propose the smallest change that makes the operator's statement true, and only for nodes your queries found. "
+    "When the operator says something exists that the scene graph lacks (\"there is a fire hydrant two metres "
+    "north of the rock\"), find the node the statement refers to, work out the position from it (x, y, z in "
+    "metres; +y is north, +x east) and propose an addition "
+    '{"add": "fire hydrant", "at": [x, y, z], "near": "O12"} in the same list: "add" is the class, "near" the '
+    "referent's symbol (leave it out when the statement names none). The system checks every addition (it must be "
+    "near the referent and within the mapped area), gives it a new symbol, links it to its place and room, and "
+    "answers that it exists already when an object of that class stands there. Do not add what the graph has. "
     "If nothing in the scene graph matches the statement, answer with an empty list [] and say why.\n"
     "</corrections>"
 )
@@ -491,6 +499,12 @@ def correct_examples() -> list[Example]:
             "MATCH (:Room {class: 'kitchen'})-[:CONTAINS*]->(o:Object {class: 'chair'}) RETURN o.nodeSymbol AS id",
             '[{"id":"O7"}]',
         ),
+        Example(
+            "There is a fire hydrant about two metres north of the rock.",
+            '[{"add": "fire hydrant", "at": [12.4, 7.0, 0.4], "near": "O88"}]',
+            "MATCH (o:Object {class: 'rock'}) RETURN o.nodeSymbol AS id, o.x AS x, o.y AS y, o.z AS z",
+            '[{"id":"O88","x":12.4,"y":5.0,"z":0.4}]',
+        ),
     ]
 
 
@@ -521,20 +535,17 @@ def answer_format_text(task: str, answer_type: str | None) -> str:
             "<answer>(visited-object O1)</answer>. Make your answer as concise as possible."
         )
     return (
-        f"{tags} Write the changes as a JSON list of [symbol, property, value] triples, e.g. "
-        '<answer>[["O43", "class", "bag"]]</answer>; x, y, z take numbers. If the statement matches no node, '
-        "answer <answer>[]</answer> and say why."
+        f"{tags} Write the changes as a JSON list of [symbol, property, value] triples and additions, e.g. "
+        '<answer>[["O43", "class", "bag"]]</answer> or '
+        '<answer>[{"add": "fire hydrant", "at": [12.4, 7.0, 0.4], "near": "O88"}]</answer>; x, y, z take numbers. '
+        "If the statement matches no node, answer <answer>[]</answer> and say why."
     )
 
 
 # --- asking back ----------------------------------------------------------------------
-#: Tasks whose answer may be a clarification instead (corrections name their nodes exactly).
-CLARIFY_TASKS = ("ask", "command")
-
-
 def clarify_text(task: str) -> str:
     """When to ask the operator back instead of guessing, and how (SLDP's CLARIFY answer kind)."""
-    either = "several" if task == "ask" else "several, and the instruction does not say any one of them will do"
+    either = "several, and the instruction does not say any one of them will do" if task == "command" else "several"
     lines = [
         "If the request refers to something the scene graph does not pin down (it could mean "
         f"{either}; or nothing matches), do not guess: ask back. Answer "

@@ -44,6 +44,7 @@ class Referents:
                 room=str(rooms[0]) if rooms else "",
                 room_class=str(room_classes[0]) if room_classes and rooms else "",
                 distance_m=distance,
+                source=str(row.get("source") or ""),
             ))
         return found, missing
 

@@ -34,11 +34,14 @@ class Candidate:
     room_class: str = ""
     #: Planar distance from the robot's recorded position, metres (None when either position is unknown).
     distance_m: float | None = None
+    #: ``operator`` for an object the operator added (not perceived); "" otherwise.
+    source: str = ""
 
     @property
     def description(self) -> str:
-        """E.g. "O3 (bicycle) in R1 (kitchen), 4.2 m from the robot"."""
-        text = self.symbol + (f" ({self.class_name})" if self.class_name else "")
+        """E.g. "O3 (bicycle) in R1 (kitchen), 4.2 m from the robot"; "A1 (fire hydrant, operator-added) ..."."""
+        kind = ", ".join(part for part in (self.class_name, f"{self.source}-added" if self.source else "") if part)
+        text = self.symbol + (f" ({kind})" if kind else "")
         if self.room:
             text += f" in {self.room}" + (f" ({self.room_class})" if self.room_class else "")
         if self.distance_m is not None:
@@ -95,9 +98,16 @@ class CommandResult(_Reported):
 
 @dataclass
 class CorrectResult(_Reported):
-    #: What changed, one "O43.class: 'bicycle' -> 'bag'" line per property.
+    #: What changed, one "O43.class: 'bicycle' -> 'bag'" line per property and one "A1 added: ..." per addition.
     changes: list[str] = field(default_factory=list)
+    #: Symbols of the objects the operator added (A1, ...).
+    added: list[str] = field(default_factory=list)
+    #: Proposed additions an object already in the graph is, naming it (nothing added for those).
+    existing: list[str] = field(default_factory=list)
     explanation: str = ""
+    #: The question back to the operator when the statement's referent is ambiguous ("" otherwise).
+    clarification: str = ""
+    candidates: list[Candidate] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     error: str = ""
 

@@ -96,6 +96,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _line(what: dict[str, Any]) -> str:
     """One event (as its JSON object, the same from the database and from the service) in words."""
+    if what["kind"].startswith("addition "):
+        return f"{what['time']}  {what['text']}"
     if what["kind"].startswith("correction "):
         value = f"correction {what['correction']} = {what['value']!r}"
         if what["kind"] == "correction retired":

@@ -22,10 +22,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                             description="On the database (--db) in this process, or with --live through the "
                             "running language_server's corrections service. Prints text, or JSON with --json.")
     actions = parser.add_subparsers(dest="corrections_action", required=True, metavar="ACTION")
-    listing = actions.add_parser("list", help="every correction: id, node, property, value, who, when, state")
+    listing = actions.add_parser("list", help="every correction and addition: id, node, property, value, "
+                                 "who, when, state")
     listing.add_argument("--active", action="store_true", help="only the active ones")
-    revert = actions.add_parser("revert", help="give a node back the value it had before a correction")
-    revert.add_argument("id", help="the correction's id as 'list' prints it, e.g. O43.class")
+    revert = actions.add_parser("revert", help="give a node back the value it had before a correction, or remove "
+                                "an object the operator added")
+    revert.add_argument("id", help="the id as 'list' prints it, e.g. O43.class, or A1 for an addition")
     clear = actions.add_parser("clear", help="revert every active correction and delete all records")
     for action, func in ((listing, _list), (revert, _revert), (clear, _clear)):
         add_db_option(action)
@@ -41,8 +43,7 @@ def _list(args: argparse.Namespace) -> int:
         records = live.corrections(args)
     else:
         with open_store(args.db, graph=args.graph) as store:
-            corrections = Corrections(store)
-            records = [record.as_dict() for record in (corrections.active() if args.active else corrections.all())]
+            records = [record.as_dict() for record in Corrections(store).records(active_only=args.active)]
     if args.json:
         print_report(args, records)
     else:
@@ -51,8 +52,15 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def record_line(record: dict[str, Any]) -> str:
-    """``O14.class = 'bag' (was 'bicycle')  active  by ana at 2026-11-28T10:00:00+00:00: "that is a bag"``."""
-    line = f"{record['id']} = {record['value']!r} (was {record['original']!r})  {record['status']}"
+    """``O14.class = 'bag' (was 'bicycle')  active  by ana at 2026-11-28T10:00:00+00:00: 'that is a bag'``, or
+    ``A1 added 'fire hydrant' at (2.00, 1.00, 0.00) in P3 (R0) near O5  active  by ...`` for an addition."""
+    if record.get("kind") == "addition":
+        x, y, z = record["position"]
+        near = f" near {record['near']}" if record.get("near") else ""
+        line = (f"{record['id']} added {record['class']!r} at ({x:.2f}, {y:.2f}, {z:.2f}) in {record['place']} "
+                f"({record['room'] or 'no room'}){near}  {record['status']}")
+    else:
+        line = f"{record['id']} = {record['value']!r} (was {record['original']!r})  {record['status']}"
     if record.get("retired_why") and record["status"] == "retired":
         line += f" ({record['retired_why']})"
     line += f"  by {record.get('author') or 'unknown'} at {record.get('created') or '?'}"

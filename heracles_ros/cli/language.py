@@ -140,7 +140,7 @@ def _correct(args: argparse.Namespace) -> int:
     author = f"heracles correct ({operator_name()})"
     result = _request(args, CorrectResult, lambda agent: agent.correct(args.instruction, author=author))
     nothing = f"no change: {result.explanation}" if result.ok else ""
-    return _report(args, result, "\n".join(result.changes) or nothing)
+    return _report(args, result, "\n".join([*result.changes, *result.existing]) or nothing)
 
 
 def _prompt(args: argparse.Namespace) -> int:

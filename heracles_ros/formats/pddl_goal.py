@@ -19,6 +19,7 @@ from heracles_ros.domain import TYPE_DESCRIPTIONS, TYPE_LAYERS, Domain, load_dom
 from heracles_ros.errors import GoalError
 from heracles_ros.formats.goal_ast import And, Atom, GoalExpr, Not, Or, atoms
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.additions import replacements
 from heracles_ros.mirror.symbols import symbol_layers
 from heracles_ros.schema import Layer, is_scene_symbol
 
@@ -205,11 +206,14 @@ def checked_goal(goal: str | GoalExpr, store: GraphStore, domain: Domain | None 
     kinds = symbol_layers(store, named)
     problems = static_problems(expr, domain, kinds)
     reported: set[str] = set()
+    # An operator's addition that perception replaced (or an operator removed) is named with what became of it.
+    fates = replacements(store, [arg for arg in named if is_scene_symbol(arg) and arg not in kinds])
     for atom in atoms(expr):
         for arg in atom.args:
             if is_scene_symbol(arg) and arg not in kinds and arg not in reported:
                 reported.add(arg)
-                problems.append(f"unknown symbol {arg!r} in {atom}: no node with that symbol in the database")
+                why = fates.get(arg, "no node with that symbol in the database")
+                problems.append(f"unknown symbol {arg!r} in {atom}: {why}")
     if problems:
         raise GoalError(problems)
     return CheckedGoal(expr, kinds)

@@ -6,7 +6,9 @@ write, which re-applies corrections to nodes the snapshot rewrote (keeping the
 value Hydra gave as the one a revert gives back) and retires those whose node
 disappeared. A retired correction returns with its node: one missed detection
 must not undo what the operator said; the record keeps when and why it was
-retired. Only narrow, typed property updates of existing nodes are accepted.
+retired. Only narrow, typed property updates of existing nodes are accepted,
+and objects the operator says exist (checked and written by :mod:`.additions`,
+whose records live in this overlay too: listed, reverted and cleared here).
 Each record keeps who made it, from which request, and when; an operator can
 list them, revert one (the node gets back the value Hydra gave it; a retired
 one will not return) or clear them all.
@@ -18,7 +20,6 @@ import logging
 import math
 import os
 import time
-import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -28,13 +29,14 @@ from typing import Any
 from heracles_ros.errors import CorrectionError
 from heracles_ros.graphdb.cypher import corrections as q
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.additions import Added, AdditionRecord, Additions, AdditionSettings, Existing, Removed
 from heracles_ros.mirror.history import iso_time
 from heracles_ros.mirror.symbols import symbol_layers
-from heracles_ros.schema import CORRECTABLE_PROPERTIES, Layer, is_scene_symbol
+from heracles_ros.mirror.text_values import has_control, text_problem
+from heracles_ros.schema import ADDITION_PROPERTY, CORRECTABLE_PROPERTIES, Layer, is_scene_symbol
 
 log = logging.getLogger(__name__)
 
-_MAX_TEXT = 80
 #: Characters of the request text kept with a correction.
 _MAX_REQUEST = 500
 
@@ -107,17 +109,58 @@ class CorrectionEvent:
         return f"correction {c.id} = {c.value!r} returned with its node"
 
 
-class Corrections:
-    """The corrections overlay of one graph store."""
+@dataclass(frozen=True)
+class Applied:
+    """What one answer changed: property updates, objects added, and proposed objects that existed already."""
 
-    def __init__(self, store: GraphStore):
+    changes: list[Change]
+    added: list[Added]
+    existing: list[Existing]
+
+    def lines(self) -> list[str]:
+        """One line per property update and per addition (what changed)."""
+        return [str(item) for item in (*self.changes, *self.added)]
+
+
+class Corrections:
+    """The corrections overlay of one graph store (property corrections and the operator's additions)."""
+
+    def __init__(self, store: GraphStore, additions: AdditionSettings | None = None):
         self.store = store
+        self.additions = Additions(store, additions)
 
     def apply(
-        self, changes: Sequence[tuple[str, str, Any]], *, max_nodes: int = 10, author: str = "operator",
+        self, changes: Sequence[Any], *, max_nodes: int = 10, author: str = "operator", request: str = "",
+    ) -> list[Change | Added]:
+        """Validate every change (all problems reported at once), then store and apply them.
+
+        ``changes`` is a model's answer list: (symbol, property, value) triples, and additions as dicts
+        (``{"add": CLASS, "at": [x, y, z], "near": SYMBOL}``); :meth:`propose` also tells which proposed
+        additions existed already.
+        """
+        triples = [item for item in changes if not isinstance(item, dict)]
+        additions = [item for item in changes if isinstance(item, dict)]
+        applied = self.propose(triples, additions, max_nodes=max_nodes, author=author, request=request)
+        return [*applied.changes, *applied.added]
+
+    def propose(
+        self, changes: Sequence[Any], additions: Sequence[Any], *, max_nodes: int = 10, author: str = "operator",
         request: str = "",
-    ) -> list[Change]:
-        """Validate every change (all problems reported at once), then store and apply them."""
+    ) -> Applied:
+        """Property updates and additions of one answer: all checked (every problem reported at once), then
+        all written, or none when anything is wrong."""
+        problems, clean = self._validated(changes, max_nodes=max_nodes)
+        addition_problems, to_add, existing = self.additions.check(additions)
+        problems += addition_problems
+        if not changes and not additions:
+            problems.append("no change was proposed")
+        if problems:
+            raise CorrectionError("; ".join(problems))
+        applied = self._store(clean, author=author, request=request) if clean else []
+        added = self.additions.add(to_add, author=author, request=request)
+        return Applied(applied, added, existing)
+
+    def _validated(self, changes: Sequence[Any], *, max_nodes: int) -> tuple[list[str], list[tuple[str, str, Any]]]:
         problems: list[str] = []
         clean: list[tuple[str, str, Any]] = []
         for index, item in enumerate(changes):
@@ -131,15 +174,14 @@ class Corrections:
                 problems.append(problem)
             else:
                 clean.append((symbol, prop, coerced))
-        if not changes:
-            problems.append("no change was proposed")
         symbols = sorted({symbol for symbol, _, _ in clean})
         if len(symbols) > max_nodes:
             problems.append(f"a correction may touch at most {max_nodes} nodes; this one touches {len(symbols)}")
         missing = set(symbols) - self._existing(symbols)
         problems += [f"node {symbol} does not exist in the scene graph" for symbol in sorted(missing)]
-        if problems:
-            raise CorrectionError("; ".join(problems))
+        return problems, clean
+
+    def _store(self, clean: list[tuple[str, str, Any]], *, author: str, request: str) -> list[Change]:
         now = time.time()
         applied: list[Change] = []
         for symbol, prop, value in clean:
@@ -177,13 +219,16 @@ class Corrections:
         """Records per status."""
         return {str(r["status"]): int(r["n"]) for r in self.store.query(q.COUNT_BY_STATUS)}
 
-    def revert(self, correction_id: str, *, author: str = "operator") -> Change:
+    def revert(self, correction_id: str, *, author: str = "operator") -> Change | Removed:
         """Give the node back the value Hydra gave it; the record stays, reverted.
 
         A retired correction (its node is gone) is only marked reverted, so it
-        does not return with its node; its change has no new value.
+        does not return with its node; its change has no new value. An
+        addition's id is its symbol (``A1``): reverting it removes the object.
         """
         symbol, prop = parse_id(correction_id)
+        if prop == ADDITION_PROPERTY:
+            return self.additions.revert(symbol, author=author)
         rows = self.store.query(q.ONE_CORRECTION, {"symbol": symbol, "property": prop})
         if not rows:
             raise CorrectionError(
@@ -200,9 +245,11 @@ class Corrections:
         self.store.write(q.MARK_REVERTED, {"symbol": symbol, "property": prop, "now": time.time(), "author": author})
         return change
 
-    def clear(self, *, author: str = "operator") -> list[Change]:
-        """Revert every active correction, then delete all records (the history goes too)."""
-        changes = [self._restore(record) for record in self.active()]
+    def clear(self, *, author: str = "operator") -> list[Change | Removed]:
+        """Revert every active correction and remove every active addition, then delete all records (the
+        history goes too)."""
+        changes: list[Change | Removed] = [self._restore(record) for record in self.active()]
+        changes += self.additions.remove_all()
         self.store.write(q.DELETE_CORRECTIONS)
         if changes:
             log.info("%s cleared the corrections, reverted: %s", author, "; ".join(map(str, changes)))
@@ -251,15 +298,23 @@ class Corrections:
             log.info("corrections returned with their nodes: %s", ", ".join(returned))
         return len(rows), retired
 
+    def records(self, *, active_only: bool = False) -> list[Correction | AdditionRecord]:
+        """Property corrections and additions, oldest first (what ``heracles corrections list`` shows)."""
+        found: list[Correction | AdditionRecord] = []
+        found += self.active() if active_only else self.all()
+        found += self.additions.active() if active_only else self.additions.all()
+        return sorted(found, key=lambda record: record.created_s)
+
     def manage(self, action: str, correction_id: str = "", *, active_only: bool = False,
-               author: str = "operator") -> tuple[list[Correction], list[Change]]:
+               author: str = "operator") -> tuple[list[Correction | AdditionRecord], list[Change | Removed]]:
         """``list`` | ``revert`` | ``clear`` by name (the ``corrections`` service): (records listed, changes made)."""
         action = action.strip().lower()
         if action == "list":
-            return (self.active() if active_only else self.all()), []
+            return self.records(active_only=active_only), []
         if action == "revert":
             if not correction_id.strip():
-                raise CorrectionError("revert needs the id of a correction, e.g. O14.class")
+                raise CorrectionError("revert needs the id of a correction, e.g. O14.class, or of an addition, "
+                                      "e.g. A1")
             return [], [self.revert(correction_id, author=author)]
         if action == "clear":
             return [], self.clear(author=author)
@@ -292,21 +347,20 @@ class Corrections:
 
 
 def parse_id(correction_id: str) -> tuple[str, str]:
-    """``"O14.class"`` -> ("O14", "class"), matched exactly: no control characters, a known property."""
+    """``"O14.class"`` -> ("O14", "class"), matched exactly: no control characters, a known property;
+    an addition's ``"A1"`` -> ("A1", "added")."""
     text = correction_id.strip() if isinstance(correction_id, str) else ""
-    if _has_control(text):
+    if has_control(text):
         raise CorrectionError(f"correction id {correction_id!r} contains a control character; ids are SYMBOL.PROPERTY, "
                               "e.g. O14.class")
     symbol, dot, prop = text.partition(".")
+    if not dot and is_scene_symbol(symbol):
+        return symbol, ADDITION_PROPERTY  # an addition's id is its symbol
     if not dot or not is_scene_symbol(symbol) or prop not in CORRECTABLE_PROPERTIES:
         raise CorrectionError(f"{correction_id!r} is not a correction id: expected SYMBOL.PROPERTY with a property "
-                              f"among {', '.join(sorted(CORRECTABLE_PROPERTIES))}, e.g. O14.class")
+                              f"among {', '.join(sorted(CORRECTABLE_PROPERTIES))}, e.g. O14.class, or the symbol "
+                              "of an addition, e.g. A1")
     return symbol, prop
-
-
-def _has_control(text: str) -> bool:
-    """Control, format or unassigned characters (NUL cuts a string short on FalkorDB)."""
-    return any(unicodedata.category(ch).startswith("C") for ch in text)
 
 
 def _check(symbol: Any, prop: Any, value: Any) -> tuple[str, Any]:
@@ -323,11 +377,8 @@ def _check(symbol: Any, prop: Any, value: Any) -> tuple[str, Any]:
         if not math.isfinite(value):
             return f"{symbol}.{prop}: expected a finite number, got {value!r}", None
         return "", float(value)
-    if not isinstance(value, str) or not value.strip() or len(value) > _MAX_TEXT:
-        return f"{symbol}.{prop}: expected a non-empty text of at most {_MAX_TEXT} characters, got {value!r}", None
-    if _has_control(value):
-        return f"{symbol}.{prop}: the text {value!r} contains a control character", None
-    return "", value.strip()
+    problem = text_problem(value, what=f"{symbol}.{prop}")
+    return (problem, None) if problem else ("", value.strip())
 
 
 def _record(row: dict[str, Any]) -> Correction:

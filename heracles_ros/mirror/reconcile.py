@@ -5,7 +5,7 @@ database at start and after any failure, so the database stays the truth),
 diffs each new snapshot against it, and sends batched MERGE/SET and DELETE
 statements for what changed (CREATE into a layer the database holds none of,
 as on a first load). It never wipes the database and never touches nodes it
-does not own (robot state, corrections, bookkeeping). Another writer's change
+does not own (robot state, corrections, the operator's additions, bookkeeping). Another writer's change
 (its bump of the mirror generation), a ``heracles db reset`` or a restore leaves
 another token on the MirrorMeta node than the one the mirror wrote last: it then
 reads the database again, and when that happened during its own reconcile it
@@ -32,6 +32,7 @@ from heracles_ros.errors import DatabaseError, SuspectSnapshot
 from heracles_ros.graphdb.cypher import mirror as q
 from heracles_ros.graphdb.point_functions import ensure_point_functions
 from heracles_ros.graphdb.store import GraphStore, Params
+from heracles_ros.mirror.additions import AdditionSettings
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.mirror.history import ChangeEvent, History, HistorySettings
 from heracles_ros.mirror.indexes import ensure_indexes
@@ -47,7 +48,7 @@ from heracles_ros.scene.tables import (
     relation_of,
     symbol_of,
 )
-from heracles_ros.schema import CONNECTED_TYPES, CONTAINS, Layer, is_scene_symbol
+from heracles_ros.schema import CONNECTED_TYPES, CONTAINS, OPERATOR_SOURCE, Layer, is_scene_symbol
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,8 @@ class ReconcileReport:
     relationships: int = 0
     corrections_reapplied: int = 0
     corrections_retired: list[str] = field(default_factory=list)
+    #: The operator's additions a perceived object of their class replaced in this snapshot.
+    additions_replaced: list[str] = field(default_factory=list)
     generation: int = 0
     #: Events the history recorded for this snapshot (empty when history is off).
     changes: list[ChangeEvent] = field(default_factory=list)
@@ -111,6 +114,7 @@ class Mirror:
         allow_mass_removal: bool = False,
         atomic_rows: int = ATOMIC_ROWS,
         history: HistorySettings | None = None,
+        additions: AdditionSettings | None = None,
     ):
         self.store = store
         self.batch_size = batch_size
@@ -118,7 +122,7 @@ class Mirror:
         self.suspect_fraction = suspect_fraction
         self.suspect_min_nodes = suspect_min_nodes
         self.allow_mass_removal = allow_mass_removal
-        self.corrections = Corrections(store)
+        self.corrections = Corrections(store, additions)
         self.history = History(store, history)
         self._baseline: SceneTables | None = None
         #: The MirrorMeta token this instance wrote last. Whoever else writes the node (a second mirror,
@@ -202,6 +206,7 @@ class Mirror:
             report.corrections_reapplied, report.corrections_retired = self.corrections.after_reconcile(
                 touched=touched, removed=gone, sequence=sequence, stamp_s=stamp_s
             )
+            report.additions_replaced = self.corrections.additions.after_reconcile(touched=touched, stamp_s=stamp_s)
             t_corrections = time.perf_counter()
             report.changes = self.history.record(
                 baseline, tables, added=diff.added_nodes, changed=diff.changed_nodes, removed=diff.removed_nodes,
@@ -255,8 +260,8 @@ class Mirror:
         for layer in Layer:
             for row in self.store.query(q.read_nodes(layer), timeout_s=120):
                 symbol = row["s"]
-                if not is_scene_symbol(symbol) or symbol in ids:
-                    continue  # not a mirrored node (written by someone else), or a duplicate
+                if not is_scene_symbol(symbol) or symbol in ids or row.get("source") == OPERATOR_SOURCE:
+                    continue  # not a mirrored node (written by someone else, added by the operator), or a duplicate
                 node_id = ids[symbol] = id_of(symbol)
                 nodes[node_id] = _row_from_db(row, layer)
         for correction in self.corrections.active():
@@ -288,7 +293,7 @@ class Mirror:
     def use_store(self, store: GraphStore) -> None:
         """Write to ``store`` from now on (the server moved); its contents are read again before the next diff."""
         self.store = store
-        self.corrections.store = store
+        self.corrections = Corrections(store, self.corrections.additions.settings)
         self.history.use_store(store)
         self._baseline = None
         self._schema_ready = False

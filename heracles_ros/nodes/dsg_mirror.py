@@ -7,7 +7,8 @@ diffs and writes, and every outcome is published as ``mirror_status``. The
 recorded since a time, corrections retired and returned with their nodes included
 (as ``heracles changes``); each snapshot's time is its DsgUpdate header stamp.
 ``history_markers`` (MarkerArray, namespace ``heracles/moved``) shows what
-moved within ``moved_markers_window_s`` of the newest snapshot.
+moved within ``moved_markers_window_s`` of the newest snapshot, and
+``heracles/added`` the objects the operator added.
 """
 from __future__ import annotations
 
@@ -25,12 +26,13 @@ from visualization_msgs.msg import MarkerArray
 
 from heracles_ros.errors import ConfigError, DatabaseBusy, HeraclesError
 from heracles_ros.graphdb import open_store, parse_db_uri
+from heracles_ros.mirror.additions import Additions, AdditionSettings
 from heracles_ros.mirror.history import HistorySettings, read_changes, read_clock
 from heracles_ros.mirror.loop import MirrorLoop, MirrorState, Snapshot
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.mirror.timeline import read_timeline
 from heracles_ros.msg import MirrorStatus
-from heracles_ros.nodes.markers import NS_MOVED, MarkerBook, moved_markers
+from heracles_ros.nodes.markers import NS_ADDED, NS_MOVED, MarkerBook, added_markers, moved_markers
 from heracles_ros.nodes.node_base import HeraclesNode
 from heracles_ros.nodes.qos import reliable
 from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
@@ -57,6 +59,8 @@ PARAMETERS: tuple[Setting, ...] = (
               "was relabelled or renamed, and when)"),
     Setting("move_threshold_m", 0.5, "a node counts as moved only this far from where the history last recorded it "
               "(map optimisation nudges everything a little)", minimum=0.0, maximum=1000.0),
+    Setting("addition_merge_radius_m", 1.0, "an object the operator added is retired when Hydra perceives one of "
+              "its class this close, in metres (keep it equal to language_server's)", minimum=0.0, maximum=1000.0),
     Setting("history_max_age_s", 30 * 86400.0, "history events older than this are pruned; 0: no age limit",
               minimum=0.0),
     Setting("history_max_changes", 200_000, "at most this many history events are kept (oldest pruned first); "
@@ -150,6 +154,7 @@ class DsgMirrorNode(HeraclesNode):
                 max_changes=params["history_max_changes"],
                 max_seen=params["history_max_seen"],
             ),
+            additions=AdditionSettings(merge_radius_m=params["addition_merge_radius_m"]),
         )
         self._status = self.create_publisher(MirrorStatus, "mirror_status", 10)
         self.loop = MirrorLoop(
@@ -231,8 +236,8 @@ class DsgMirrorNode(HeraclesNode):
                 loop.database_lock.release()
 
     def _refresh_markers(self) -> None:
-        """What moved within the window before the newest snapshot; a database problem or a reconcile in
-        progress only skips a refresh."""
+        """What moved within the window before the newest snapshot, and the operator's additions; a database
+        problem or a reconcile in progress only skips a refresh."""
         try:
             with self._between_reconciles(0.0) as free:
                 if not free:
@@ -240,11 +245,14 @@ class DsgMirrorNode(HeraclesNode):
                 newest = read_clock(self.store)
                 since = (newest or 0.0) - self._params["moved_markers_window_s"]
                 events = read_changes(self.store, since=since, limit=1000) if newest is not None else []
+                added = Additions(self.store).active()
         except HeraclesError as exc:
             self.get_logger().debug(f"history markers not refreshed: {exc}")
             return
-        markers = moved_markers(events, frame_id=self._params["marker_frame"], stamp=self.get_clock().now().to_msg())
-        self._markers.publish(self._marker_book.update(markers, (NS_MOVED,)))
+        frame, stamp = self._params["marker_frame"], self.get_clock().now().to_msg()
+        markers = [*moved_markers(events, frame_id=frame, stamp=stamp), *added_markers(added, frame_id=frame,
+                                                                                       stamp=stamp)]
+        self._markers.publish(self._marker_book.update(markers, (NS_MOVED, NS_ADDED)))
 
     def _current_state(self) -> MirrorState:
         return self.loop.state if self.loop is not None else MirrorState()

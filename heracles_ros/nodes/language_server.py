@@ -63,6 +63,7 @@ from heracles_ros.errors import ConfigError, HeraclesError, describe
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.additions import AdditionSettings
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.command_action import (
     CommandAction,
@@ -119,6 +120,14 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("max_goal_retries", 2, "Times a rejected goal goes back to the model with the checker's problems",
               minimum=0, maximum=10),
     Setting("query_timeout_s", 10.0, "Time limit of each Cypher query the model runs, seconds", minimum=0.1),
+    Setting("addition_max_distance_m", 5.0, "An object the operator adds stands at most this far from the node "
+              "its statement refers to (near), metres", minimum=0.0, maximum=1000.0),
+    Setting("addition_max_place_distance_m", 3.0, "An object the operator adds stands at most this far from a "
+              "connected place (the mapped area), metres", minimum=0.0, maximum=1000.0),
+    Setting("addition_merge_radius_m", 1.0, "An object of the same class this close is the one the operator "
+              "means: nothing is added (keep it equal to dsg_mirror's), metres", minimum=0.0, maximum=1000.0),
+    Setting("addition_max_per_request", 10, "Objects one correction may add; an answer with more is refused",
+              minimum=1, maximum=1000),
     SNAPSHOT_WAIT,
     Setting("result_token_budget", 2000, "Tokens of query results the model gets per call (the rest is cut)",
               minimum=50, maximum=1_000_000),
@@ -158,6 +167,7 @@ class LanguageSettings:
     method: str
     max_goal_retries: int
     query_timeout_s: float
+    additions: AdditionSettings
     snapshot_wait_s: float
     result_token_budget: int
     request_timeout_s: float
@@ -194,6 +204,12 @@ class LanguageSettings:
             method=v["method"],
             max_goal_retries=v["max_goal_retries"],
             query_timeout_s=v["query_timeout_s"],
+            additions=AdditionSettings(
+                max_distance_m=v["addition_max_distance_m"],
+                max_place_distance_m=v["addition_max_place_distance_m"],
+                merge_radius_m=v["addition_merge_radius_m"],
+                max_per_request=v["addition_max_per_request"],
+            ),
             snapshot_wait_s=v["snapshot_wait_s"],
             result_token_budget=v["result_token_budget"],
             request_timeout_s=v["request_timeout_s"],
@@ -225,13 +241,26 @@ def outcome_text(result: AskResult | CommandResult | CorrectResult) -> str:
     """What ``last_answer`` says about a request: the answer, goal or changes, else the error."""
     if result.error:
         return f"error: {result.error}"
-    if isinstance(result, AskResult | CommandResult) and result.clarification:
+    if result.clarification:
         return f"clarify: {result.clarification}"
     if isinstance(result, AskResult):
         return result.answer
     if isinstance(result, CommandResult):
         return result.goal
-    return "; ".join(result.changes) or "nothing changed"
+    return "; ".join([*result.changes, *result.existing]) or "nothing changed"
+
+
+def correct_explanation(result: CorrectResult) -> str:
+    """The Correct response's explanation: the question back and its candidates, or the proposed additions that
+    exist already, before the model's explanation (Correct.srv has no fields of their own for them)."""
+    lines: list[str] = []
+    if result.clarification:
+        lines.append(f"clarify: {result.clarification}")
+        lines += [f"  - {c.description}" for c in result.candidates]
+    lines += result.existing
+    if result.explanation:
+        lines.append(result.explanation)
+    return "\n".join(lines)
 
 
 def marker_text(kind: str, request: str, outcome: str) -> str:
@@ -338,6 +367,7 @@ class LanguageServerNode(HeraclesNode):
                     method=s.method,
                     max_goal_retries=s.max_goal_retries,
                     query_timeout_s=s.query_timeout_s,
+                    additions=s.additions,
                     snapshot_wait_s=s.snapshot_wait_s,
                     result_token_budget=s.result_token_budget,
                     request_timeout_s=s.request_timeout_s,
@@ -384,7 +414,7 @@ class LanguageServerNode(HeraclesNode):
             request.session,
         )
         response.changes = list(result.changes)
-        response.explanation = result.explanation
+        response.explanation = correct_explanation(result)
         _fill_usage(response, result.usage, result.error)
         return response
 

@@ -17,7 +17,10 @@ when steps share a target) and ``heracles/robot`` (an ARROW at the body pose,
 id 0, a text naming the robot and what it holds, id 1, and while the latched
 stop holds, a large red "STOPPED" / "HARD STOP" above it, id 2). The dsg_mirror node
 shows what moved recently in ``heracles/moved`` (per move, an ARROW from where
-the node was to where it is, id 2k, and a text "O12 bag 3.0 m", id 2k+1).
+the node was to where it is, id 2k, and a text "O12 bag 3.0 m", id 2k+1), and the
+objects the operator added in ``heracles/added`` (per addition, a translucent magenta
+CUBE where it stands, id 2k, and a text "A1 fire hydrant (operator-added)", id 2k+1):
+not perceived, so not drawn as Hydra draws its objects.
 
 Lifetimes: plan markers have lifetime 0, i.e. they stay until replaced or
 deleted. They describe the plan, not a measurement, and a long manipulation
@@ -39,6 +42,7 @@ from std_msgs.msg import ColorRGBA, Header
 from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.execution.driver import Pose as RobotPose
+from heracles_ros.mirror.additions import AdditionRecord
 from heracles_ros.mirror.history import ChangeEvent
 from heracles_ros.nodes.plan_msgs import point_msg
 from heracles_ros.plan_types import PlanAction, PlanResult, Point3
@@ -48,6 +52,7 @@ NS_TARGETS = "heracles/targets"
 NS_LABELS = "heracles/labels"
 NS_ROBOT = "heracles/robot"
 NS_MOVED = "heracles/moved"
+NS_ADDED = "heracles/added"
 PLAN_NAMESPACES: tuple[str, ...] = (NS_PATH, NS_TARGETS, NS_LABELS)
 ALL_NAMESPACES: tuple[str, ...] = (*PLAN_NAMESPACES, NS_ROBOT)
 
@@ -182,6 +187,28 @@ def moved_markers(events: Iterable[ChangeEvent], *, frame_id: str, stamp: Time |
                             (0.0, 0.0, LABEL_HEIGHT_M), _TEXT_COLOUR,
                             text=f"{event.symbol} {event.cls} {metres:.1f} m")  # fmt: skip
         markers += [arrow, label]
+    return markers
+
+
+_ADDED_COLOUR = (0.9, 0.2, 0.9, 0.6)
+_ADDED_TEXT_COLOUR = (0.9, 0.2, 0.9, 1.0)
+#: Edge of the cube drawn for an added object (its size is unknown), metres.
+ADDED_SIZE_M = 0.4
+
+
+def added_markers(records: Iterable[AdditionRecord], *, frame_id: str, stamp: Time | None = None) -> list[Marker]:
+    """A cube and a label per object the operator added (records as :class:`~heracles_ros.mirror.additions.Additions`
+    lists the active ones), in symbol order."""
+    header = Header(frame_id=frame_id, stamp=stamp or Time())
+    markers: list[Marker] = []
+    for index, record in enumerate(sorted(records, key=lambda r: (len(r.symbol), r.symbol))):
+        size = (ADDED_SIZE_M, ADDED_SIZE_M, ADDED_SIZE_M)
+        cube = make_marker(header, NS_ADDED, 2 * index, Marker.CUBE, record.at, size, _ADDED_COLOUR)
+        above = (record.at[0], record.at[1], record.at[2] + LABEL_LIFT_M)
+        label = make_marker(header, NS_ADDED, 2 * index + 1, Marker.TEXT_VIEW_FACING, above,
+                            (0.0, 0.0, LABEL_HEIGHT_M), _ADDED_TEXT_COLOUR,
+                            text=f"{record.symbol} {record.cls} (operator-added)")  # fmt: skip
+        markers += [cube, label]
     return markers
 
 

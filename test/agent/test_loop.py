@@ -345,11 +345,12 @@ def test_an_ambiguous_question_ends_with_a_clarification_whose_candidates_come_f
     assert exchange.note == "Candidates: " + "; ".join(c.description for c in result.candidates)
 
 
-def test_corrections_cannot_ask_back(small_store, llm_server):
-    server = llm_server([say('<answer>CLARIFY("Which one?", <O1>)</answer>'),
-                         say('<answer>CLARIFY("?", <O1>)</answer>')])
+def test_a_correction_may_ask_back(small_store, llm_server):
+    server = llm_server([say('<answer>CLARIFY("Which one?", <O1>)</answer>')])
+    before = small_store.query("MATCH (n) RETURN count(n) AS n")
     result = Agent(small_store, adapter(server)).correct("That is a bag.")
-    assert result.error.startswith("CorrectionError")
+    assert result.ok and result.clarification == "Which one?" and [c.symbol for c in result.candidates] == ["O1"]
+    assert result.changes == [] and small_store.query("MATCH (n) RETURN count(n) AS n") == before
 
 
 def test_a_session_carries_earlier_exchanges_to_the_model_and_queries_are_reported_as_they_run(

@@ -118,9 +118,11 @@ def test_correction_ids_are_matched_exactly(store: GraphStore) -> None:
     for cut in ("O1.class\x00junk", "O1\x00.class", "O14\x00.class", "O1\n.class", "O1.cla\u200bss"):
         with pytest.raises(CorrectionError, match="contains a control character"):
             corrections.revert(cut)
-    for wrong in ("O1.clas", "O1.classes", "O1", "O.class", "O1.class.x", "O1 .class", ".class"):
+    for wrong in ("O1.clas", "O1.classes", "O.class", "O1.class.x", "O1 .class", ".class"):
         with pytest.raises(CorrectionError, match=r"is not a correction id: expected SYMBOL\.PROPERTY"):
             corrections.revert(wrong)
+    with pytest.raises(CorrectionError, match="there is no addition 'O1'"):  # a bare symbol names an addition
+        corrections.revert("O1")
     with pytest.raises(CorrectionError, match=r"there is no correction 'O14\.class'"):
         corrections.revert("O14.class")
     with pytest.raises(CorrectionError, match="contains a control character"):

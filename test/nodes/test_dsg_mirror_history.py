@@ -11,12 +11,13 @@ from hydra_msgs.msg import DsgUpdate
 from rclpy.parameter import Parameter
 from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
 from support.ros import Collector, call_service, qos, ros_session, spinning, wait_for_subscribers, wait_until
-from support.tiny_scene import tiny_scene
+from support.tiny_scene import add_object, tiny_scene
 from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
+from heracles_ros.nodes.markers import NS_ADDED
 
 TOPIC = "/test/dsg_history"
 T0 = 1_700_000_000
@@ -76,3 +77,35 @@ def test_stamped_snapshots_make_history_the_changes_service_returns(
     # What the database holds now is the present; the history says where O0 was.
     assert store.query("MATCH (o:Object {nodeSymbol: 'O0'}) RETURN o.x AS x") == [{"x": 3.0}]
     assert store.query("MATCH (c:Change {symbol: 'O0', kind: 'moved'}) RETURN c.from_x AS x") == [{"x": 0.0}]
+
+
+def test_the_operators_additions_are_drawn_in_their_own_namespace_until_perception_replaces_them(
+    ros_domain_id: int, db_uri: str, graph_name: str, store: GraphStore
+) -> None:
+    params = {"db_uri": db_uri, "graph_name": graph_name, "dsg_topic": TOPIC, "status_period_s": 0.0}
+    with ros_session(ros_domain_id):
+        node = DsgMirrorNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        probe = rclpy.create_node("probe")
+        publisher = probe.create_publisher(DsgUpdate, TOPIC, qos(1))
+        status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, "/mirror_status")
+        markers: Collector[MarkerArray] = Collector(probe, MarkerArray, "/history_markers", qos(1))
+        with spinning(node, probe):
+            wait_for_subscribers(publisher)
+            wait_until(lambda: node.count_subscribers("/mirror_status") >= 1, 10.0, "status subscriber")
+            graph = tiny_scene()
+            publisher.publish(_update(graph, 1, T0))
+            status.wait(lambda s: s.sequence == 1, 15.0, what="status 1")
+            Corrections(store).propose([], [{"add": "chair", "at": [4.0, 2.0, 0.5], "near": "O2"}])
+            shown = markers.wait(lambda m: any(x.ns == NS_ADDED and x.action == Marker.ADD for x in m.markers),
+                                 10.0, what="the addition's markers")
+            added = [m for m in shown.markers if m.ns == NS_ADDED]
+            assert [(m.type, m.text) for m in added] == [(Marker.CUBE, ""),
+                                                         (Marker.TEXT_VIEW_FACING, "A1 chair (operator-added)")]
+            assert (added[0].pose.position.x, added[0].pose.position.y) == (4.0, 2.0)
+            add_object(graph, 9, 3, (4.2, 2.0, 0.5), 4)  # Hydra perceives a chair there
+            after = status.count
+            publisher.publish(_update(graph, 2, T0 + 60))
+            status.wait(lambda s: s.sequence == 2, 15.0, after=after, what="status 2")
+            markers.wait(lambda m: any(x.ns == NS_ADDED for x in m.markers)
+                         and all(x.action == Marker.DELETE for x in m.markers if x.ns == NS_ADDED),
+                         10.0, what="the addition's markers deleted")

@@ -281,6 +281,40 @@ def test_correct_applies_a_narrow_change_visible_in_the_database(rig_factory, sm
     assert rig.answers.wait(lambda m: m.data == reply.changes[0], 5.0, what="the change on last_answer")
 
 
+def test_correct_adds_an_object_and_the_corrections_service_lists_and_reverts_it(rig_factory, small_store):
+    near = "MATCH (p)-[:CONTAINS]->(o:Object {class: 'bicycle'}) RETURN o.nodeSymbol AS id, o.x AS x, o.y AS y, " \
+           "o.z AS z ORDER BY id LIMIT 1"
+
+    def answer(rows: list[dict[str, Any]]) -> str:
+        bike = rows[0]
+        addition = {"add": "fire extinguisher", "at": [bike["x"] + 0.5, bike["y"], bike["z"]], "near": bike["id"]}
+        return f"<answer>{json.dumps([addition])}</answer>"
+
+    rig = rig_factory(query_then(near, answer))
+    reply = rig.call(rig.correct, Correct.Request(instruction="There is a fire extinguisher next to the bicycle."))
+    assert reply.error == "", reply.error
+    [line] = reply.changes
+    assert line.startswith("A1 added: 'fire extinguisher' at ")
+    client = rig.probe.create_client(ManageCorrections, f"{NS}/corrections")
+    assert client.wait_for_service(timeout_sec=10.0)
+    [record] = [json.loads(text) for text in rig.call(client, ManageCorrections.Request(action="list")).corrections]
+    assert (record["id"], record["class"], record["status"], record["author"]) == (
+        "A1", "fire extinguisher", "active", "operator")
+    reverted = rig.call(client, ManageCorrections.Request(action="revert", id="A1"))
+    assert reverted.error == "" and list(reverted.changes) == [
+        "A1 ('fire extinguisher', added by the operator) removed"]
+    assert small_store.query("MATCH (o:Object {nodeSymbol: 'A1'}) RETURN o") == []
+
+
+def test_a_correction_that_asks_back_names_its_candidates_in_the_explanation(rig_factory, small_store):
+    bicycles = [r["id"] for r in small_store.query(BICYCLES)]
+    rig = rig_factory([say(f'<answer>CLARIFY("Which bicycle?", <{", ".join(bicycles)}>)</answer>')])
+    reply = rig.call(rig.correct, Correct.Request(instruction="There is a fire extinguisher by the bicycle."))
+    assert reply.error == "" and list(reply.changes) == []
+    lines = reply.explanation.splitlines()
+    assert lines[0] == "clarify: Which bicycle?" and [line.split()[1] for line in lines[1:]] == bicycles
+
+
 # -- failures ---------------------------------------------------------------------------------------------
 def test_corrections_service_lists_reverts_and_clears(rig_factory, small_store):
     rig = rig_factory([])

@@ -14,7 +14,7 @@ are computed from parameters or captured by a ``WITH`` first.
 """
 from __future__ import annotations
 
-from heracles_ros.schema import CORRECTION_LABEL, Dialect, Layer
+from heracles_ros.schema import ADDITION_PROPERTY, CORRECTION_LABEL, Dialect, Layer
 
 _FIELDS = (
     "c.target AS symbol, c.property AS property, c.value AS value, c.original AS original, "
@@ -34,16 +34,21 @@ UPSERT_CORRECTION = (
     "SET c.original = CASE WHEN was_active THEN c.original ELSE $original END, "
     "c.value = $value, c.status = 'active', c.updated_s = $now, c.author = $author, c.request = $request"
 )
-ACTIVE_CORRECTIONS = f"MATCH (c:{CORRECTION_LABEL} {{status: 'active'}}) RETURN {_FIELDS} ORDER BY c.created_s"
+#: Property corrections only: the overlay's additions (``property: 'added'``) have their own statements
+#: (:mod:`.additions`).
+_PROPERTY_ONLY = f"c.property <> '{ADDITION_PROPERTY}'"
+ACTIVE_CORRECTIONS = (
+    f"MATCH (c:{CORRECTION_LABEL} {{status: 'active'}}) WHERE {_PROPERTY_ONLY} RETURN {_FIELDS} ORDER BY c.created_s"
+)
 #: The records a rewritten node's snapshot concerns: active ones (set again) and retired ones (returning).
 LIVE_CORRECTIONS = (
     f"MATCH (c:{CORRECTION_LABEL}) WHERE c.status IN ['active', 'retired'] "
     "RETURN c.target AS symbol, c.property AS property"
 )
-ALL_CORRECTIONS = f"MATCH (c:{CORRECTION_LABEL}) RETURN {_FIELDS} ORDER BY c.created_s"
+ALL_CORRECTIONS = f"MATCH (c:{CORRECTION_LABEL}) WHERE {_PROPERTY_ONLY} RETURN {_FIELDS} ORDER BY c.created_s"
 ONE_CORRECTION = f"MATCH (c:{CORRECTION_LABEL} {{target: $symbol, property: $property}}) RETURN {_FIELDS}"
 RETIRE_CORRECTIONS = (
-    f"UNWIND $symbols AS s MATCH (c:{CORRECTION_LABEL} {{target: s, status: 'active'}}) "
+    f"UNWIND $symbols AS s MATCH (c:{CORRECTION_LABEL} {{target: s, status: 'active'}}) WHERE {_PROPERTY_ONLY} "
     "SET c.status = 'retired', c.updated_s = $now, c.retired_s = $stamp, "
     "c.retired_why = s + ' was not in ' + $snapshot, c.times_retired = coalesce(c.times_retired, 0) + 1 "
     "RETURN DISTINCT c.target AS symbol"

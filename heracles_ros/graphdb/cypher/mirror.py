@@ -88,8 +88,11 @@ def delete_edges(source: Layer, target: Layer, relation: str, *, both_ways: bool
 
 
 def read_nodes(layer: Layer) -> str:
-    """Mirrored rows of one layer, in the shape the diff compares (points come back as 3-sequences)."""
-    extra = ", n.bbox_center AS bc, n.bbox_dim AS bd" if layer is Layer.OBJECT else ""
+    """Mirrored rows of one layer, in the shape the diff compares (points come back as 3-sequences).
+
+    Objects also return their ``source``: the operator's additions are not Hydra's (the mirror leaves them out).
+    """
+    extra = ", n.bbox_center AS bc, n.bbox_dim AS bd, n.source AS source" if layer is Layer.OBJECT else ""
     return (
         f"MATCH (n:{layer.value}) RETURN n.nodeSymbol AS s, n.class AS c, n.name AS name, "
         f"n.x AS x, n.y AS y, n.z AS z, n.center AS center{extra}"
