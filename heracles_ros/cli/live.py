@@ -105,7 +105,9 @@ def correct(args: argparse.Namespace) -> int:
     if args.json:
         print_json(message_dict(response))
         return _exit(response)
-    print("\n".join(response.changes) or (f"no change: {response.explanation}" if not response.error else ""))
+    if not _clarified(response):
+        lines = [*response.changes, *response.existing]
+        print("\n".join(lines) or (f"no change: {response.explanation}" if not response.error else ""))
     _usage(response)
     return _exit(response)
 

@@ -164,7 +164,8 @@ class HeraclesClient:
         return self._call("command", Command, request, "language_server", timeout_s)
 
     def correct(self, instruction: str, *, session: str = "", timeout_s: float = LANGUAGE_TIMEOUT_S) -> Any:
-        """A correction in plain language; Correct response (changes, explanation, error)."""
+        """A correction or addition in plain language; Correct response (changes, added, existing, explanation,
+        or a clarification with candidates; error)."""
         from heracles_ros.srv import Correct
 
         request = Correct.Request(instruction=instruction, session=session)

@@ -250,19 +250,6 @@ def outcome_text(result: AskResult | CommandResult | CorrectResult) -> str:
     return "; ".join([*result.changes, *result.existing]) or "nothing changed"
 
 
-def correct_explanation(result: CorrectResult) -> str:
-    """The Correct response's explanation: the question back and its candidates, or the proposed additions that
-    exist already, before the model's explanation (Correct.srv has no fields of their own for them)."""
-    lines: list[str] = []
-    if result.clarification:
-        lines.append(f"clarify: {result.clarification}")
-        lines += [f"  - {c.description}" for c in result.candidates]
-    lines += result.existing
-    if result.explanation:
-        lines.append(result.explanation)
-    return "\n".join(lines)
-
-
 def marker_text(kind: str, request: str, outcome: str) -> str:
     """The marker's text: the request and its outcome, wrapped to lines RViz can show."""
     lines: list[str] = []
@@ -414,7 +401,11 @@ class LanguageServerNode(HeraclesNode):
             request.session,
         )
         response.changes = list(result.changes)
-        response.explanation = correct_explanation(result)
+        response.added = list(result.added)
+        response.existing = list(result.existing)
+        response.explanation = result.explanation
+        response.clarification = result.clarification
+        response.candidates = candidate_msgs(result.candidates)
         _fill_usage(response, result.usage, result.error)
         return response
 

@@ -306,13 +306,14 @@ def test_correct_adds_an_object_and_the_corrections_service_lists_and_reverts_it
     assert small_store.query("MATCH (o:Object {nodeSymbol: 'A1'}) RETURN o") == []
 
 
-def test_a_correction_that_asks_back_names_its_candidates_in_the_explanation(rig_factory, small_store):
+def test_a_correction_that_asks_back_names_its_candidates(rig_factory, small_store):
     bicycles = [r["id"] for r in small_store.query(BICYCLES)]
     rig = rig_factory([say(f'<answer>CLARIFY("Which bicycle?", <{", ".join(bicycles)}>)</answer>')])
     reply = rig.call(rig.correct, Correct.Request(instruction="There is a fire extinguisher by the bicycle."))
-    assert reply.error == "" and list(reply.changes) == []
-    lines = reply.explanation.splitlines()
-    assert lines[0] == "clarify: Which bicycle?" and [line.split()[1] for line in lines[1:]] == bicycles
+    assert reply.error == "" and list(reply.changes) == [] and list(reply.added) == []
+    assert reply.clarification == "Which bicycle?"
+    assert [candidate.symbol for candidate in reply.candidates] == bicycles
+    assert small_store.query("MATCH (o:Object {class: 'fire extinguisher'}) RETURN o") == []
 
 
 # -- failures ---------------------------------------------------------------------------------------------
