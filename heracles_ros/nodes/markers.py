@@ -273,14 +273,17 @@ def scene_markers(view: SceneView, *, frame_id: str, max_per_namespace: int) -> 
 def _per_node(nodes: Iterable[DrawnNode], cap: int, draw: Callable[[DrawnNode, int], list[Marker]]
               ) -> tuple[list[Marker], int]:
     """Two markers per node (ids 2n, 2n+1 from its symbol's number), the first ``cap`` markers; and how many
-    were left out (a node whose symbol carries no usable number counts as left out)."""
+    were left out (a node whose symbol carries no usable number, or the number of an earlier one, counts as
+    left out)."""
     markers: list[Marker] = []
+    used: set[int] = set()
     left_out = 0
     for node in nodes:
         index = _symbol_index(node.symbol)
-        if index is None or len(markers) + 2 > cap:
+        if index is None or index in used or len(markers) + 2 > cap:
             left_out += 2
             continue
+        used.add(index)
         markers += draw(node, index)
     return markers, left_out
 
