@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from heracles_ros.graphdb.cypher.scene_view import read_connections, read_drawn_nodes
+from heracles_ros.graphdb.cypher.scene_view import read_connections, read_drawn_nodes, read_place_positions
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.plan_types import Point3
 from heracles_ros.schema import OPERATOR_SOURCE, Layer
@@ -51,25 +51,36 @@ def read_scene_view(store: GraphStore, *, timeout_s: float = 60.0) -> SceneView:
 
 
 def _read_layer(store: GraphStore, layer: Layer, timeout_s: float) -> DrawnLayer:
-    nodes = [node for row in store.query(read_drawn_nodes(layer), timeout_s=timeout_s)
-             if (node := _drawn(row)) is not None]
-    nodes.sort(key=lambda n: (len(n.symbol), n.symbol))
     if layer not in (Layer.MESH_PLACE, Layer.PLACE):
-        return DrawnLayer(tuple(nodes))
-    where = {n.symbol: n.position for n in nodes}
+        nodes = [node for row in store.query(read_drawn_nodes(layer), timeout_s=timeout_s)
+                 if (node := _drawn(row)) is not None]
+        return DrawnLayer(tuple(sorted(nodes, key=_symbol_order)))
+    places = [node for row in store.query(read_place_positions(layer), timeout_s=timeout_s)
+              for text in row["rows"] or () if (node := _place(str(text))) is not None]
+    where = {n.symbol: n.position for n in places}
     pairs: list[tuple[Point3, Point3]] = []
     for row in store.query(read_connections(layer), timeout_s=timeout_s):
         for pair in row["pairs"] or ():
             first, _, second = str(pair).partition(" ")
             if first in where and second in where:
                 pairs.append((where[first], where[second]))
-    return DrawnLayer(tuple(nodes), tuple(sorted(pairs)))
+    return DrawnLayer(tuple(sorted(places, key=_symbol_order)), tuple(sorted(pairs)))
+
+
+def _symbol_order(node: DrawnNode) -> tuple[int, str]:
+    return (len(node.symbol), node.symbol)
+
+
+def _place(text: str) -> DrawnNode | None:
+    """A place from its "symbol x y z" string."""
+    symbol, *numbers = text.split(" ")
+    return _drawn({"s": symbol, **dict(zip("xyz", numbers, strict=False))}) if len(numbers) == 3 else None
 
 
 def _drawn(row: dict[str, Any]) -> DrawnNode | None:
     try:
         position = (float(row["x"]), float(row["y"]), float(row["z"]))
-    except (TypeError, ValueError):
+    except (KeyError, TypeError, ValueError):
         return None
     if not all(math.isfinite(v) for v in position) or not isinstance(row.get("s"), str):
         return None
