@@ -25,6 +25,7 @@ from heracles_ros.schema import CONTAINS, Layer
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 #: Pale room colours (floor), strong enough to tell rooms apart, faint enough to read over.
 _ROOM_COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2", "#ff9da7", "#9c755f")
@@ -60,14 +61,25 @@ class Overlay:
 
 def render_scene(tables: SceneTables, overlay: Overlay, out: Path, *, dpi: int = 150) -> Path:
     """Write the picture to ``out`` (PNG) and return its path."""
-    matplotlib = tool_library("matplotlib", "the demo's picture")
+    fig = scene_figure(tables, overlay, dpi=dpi)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=dpi)
+    except OSError as exc:
+        raise ConfigError(f"cannot write the picture {out}: {exc}") from exc
+    return out
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
+
+def scene_figure(tables: SceneTables, overlay: Overlay, *, dpi: int = 150) -> Figure:
+    """The picture as a matplotlib Figure with metric axes (x and y in metres, equal aspect).
+
+    A bare Figure, not pyplot's: nothing global to close, and Agg draws it without a display.
+    """
+    tool_library("matplotlib", "the demo's picture")
     from matplotlib.collections import LineCollection, PatchCollection
+    from matplotlib.figure import Figure
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
-
     mesh = {i: row for i, row in tables.nodes.items() if row[0] is Layer.MESH_PLACE}
     objects = {i: row for i, row in tables.nodes.items() if row[0] is Layer.OBJECT}
     rooms = {i: row for i, row in tables.nodes.items() if row[0] is Layer.ROOM}
@@ -94,81 +106,75 @@ def render_scene(tables: SceneTables, overlay: Overlay, out: Path, *, dpi: int =
     x0, x1, y0, y1 = min(xs) - margin, max(xs) + margin, min(ys) - margin, max(ys) + margin
     width = 11.0
     height = max(4.0, min(11.0, width * (y1 - y0) / max(x1 - x0, 1e-6) + 1.2))
-    fig, ax = plt.subplots(figsize=(width + 3.2, height), dpi=dpi)
-    try:
-        room_ids = sorted(rooms, key=symbol_of)
-        colour_of_room = {r: _ROOM_COLOURS[k % len(_ROOM_COLOURS)] for k, r in enumerate(room_ids)}
+    fig = Figure(figsize=(width + 3.2, height), dpi=dpi)
+    ax = fig.subplots()
+    room_ids = sorted(rooms, key=symbol_of)
+    colour_of_room = {r: _ROOM_COLOURS[k % len(_ROOM_COLOURS)] for k, r in enumerate(room_ids)}
 
-        # Floor: one pale square per mesh place, coloured by room.
-        squares, colours = [], []
-        for i, row in mesh.items():
-            squares.append(Rectangle((row[3] - cell / 2, row[4] - cell / 2), cell, cell))
-            colours.append(colour_of_room.get(room_of.get(i, -1), "#dddddd"))
-        ax.add_collection(PatchCollection(squares, facecolors=colours, edgecolors="none", alpha=0.16, zorder=0))
-        ax.add_collection(LineCollection(mesh_edges, colors="#9e9e9e", linewidths=0.6, alpha=0.55, zorder=1))
-        ax.scatter([r[1] for r in mesh.values()], [r[2] for r in mesh.values()], s=5, c="#9e9e9e", zorder=1,
-                   linewidths=0)
+    # Floor: one pale square per mesh place, coloured by room.
+    squares, colours = [], []
+    for i, row in mesh.items():
+        squares.append(Rectangle((row[3] - cell / 2, row[4] - cell / 2), cell, cell))
+        colours.append(colour_of_room.get(room_of.get(i, -1), "#dddddd"))
+    ax.add_collection(PatchCollection(squares, facecolors=colours, edgecolors="none", alpha=0.16, zorder=0))
+    ax.add_collection(LineCollection(mesh_edges, colors="#9e9e9e", linewidths=0.6, alpha=0.55, zorder=1))
+    ax.scatter([r[3] for r in mesh.values()], [r[4] for r in mesh.values()], s=5, c="#9e9e9e", zorder=1,
+               linewidths=0)
 
-        # Room names at the middle of their places (the room node's own position may sit elsewhere).
-        members: dict[int, list[tuple[float, float]]] = defaultdict(list)
-        for place, room in room_of.items():
-            members[room].append((mesh[place][3], mesh[place][4]))
-        for room in room_ids:
-            points = members.get(room)
-            if points:
-                left = min(p[0] for p in points) - 0.45 * cell
-                top = max(p[1] for p in points) + 0.45 * cell
-            else:
-                left, top = rooms[room][3], rooms[room][4]
-            # Inside the room's top-left corner: paths tend to run through rooms' middles.
-            ax.text(left, top, f"{rooms[room][1]} ({symbol_of(room)})", ha="left", va="top",
-                    fontsize=11, fontweight="bold", color=colour_of_room[room], zorder=3,
-                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.6})
+    # Room names at the middle of their places (the room node's own position may sit elsewhere).
+    members: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for place, room in room_of.items():
+        members[room].append((mesh[place][3], mesh[place][4]))
+    for room in room_ids:
+        points = members.get(room)
+        if points:
+            left = min(p[0] for p in points) - 0.45 * cell
+            top = max(p[1] for p in points) + 0.45 * cell
+        else:
+            left, top = rooms[room][3], rooms[room][4]
+        # Inside the room's top-left corner: paths tend to run through rooms' middles.
+        ax.text(left, top, f"{rooms[room][1]} ({symbol_of(room)})", ha="left", va="top",
+                fontsize=11, fontweight="bold", color=colour_of_room[room], zorder=3,
+                bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.6})
 
-        # Objects by class.
-        by_class: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        for row in objects.values():
-            by_class[str(row[1])].append((row[3], row[4]))
-        handles = []
-        for k, cls in enumerate(sorted(by_class)):
-            colour, marker = _CLASS_COLOURS[k % len(_CLASS_COLOURS)], _CLASS_MARKERS[k % len(_CLASS_MARKERS)]
-            pts = by_class[cls]
-            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=46, c=colour, marker=marker,
-                       edgecolors="black", linewidths=0.5, zorder=4)
-            handles.append(Line2D([], [], color=colour, marker=marker, markeredgecolor="black", linestyle="",
-                                  markersize=8, label=f"{cls} ({len(pts)})"))
+    # Objects by class.
+    by_class: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for row in objects.values():
+        by_class[str(row[1])].append((row[3], row[4]))
+    handles = []
+    for k, cls in enumerate(sorted(by_class)):
+        colour, marker = _CLASS_COLOURS[k % len(_CLASS_COLOURS)], _CLASS_MARKERS[k % len(_CLASS_MARKERS)]
+        pts = by_class[cls]
+        ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=46, c=colour, marker=marker,
+                   edgecolors="black", linewidths=0.5, zorder=4)
+        handles.append(Line2D([], [], color=colour, marker=marker, markeredgecolor="black", linestyle="",
+                              markersize=8, label=f"{cls} ({len(pts)})"))
 
-        _draw_overlay(ax, overlay, cell)
-        if overlay.path:
-            handles.append(Line2D([], [], color=_PATH_COLOUR, linewidth=3, label="robot path"))
-        if overlay.start:
-            handles.append(Line2D([], [], color="#2e7d32", marker="o", markersize=11, linestyle="",
-                                  markeredgecolor="white", label="start"))
-        if overlay.end:
-            handles.append(Line2D([], [], color=_PATH_COLOUR, marker="*", markersize=15, linestyle="",
-                                  markeredgecolor="white", label="end"))
-        if overlay.targets:
-            handles.append(Line2D([], [], color=_PATH_COLOUR, marker="o", markersize=15, linestyle="",
-                                  markerfacecolor="none", markeredgewidth=2, label="plan target"))
+    _draw_overlay(ax, overlay, cell)
+    if overlay.path:
+        handles.append(Line2D([], [], color=_PATH_COLOUR, linewidth=3, label="robot path"))
+    if overlay.start:
+        handles.append(Line2D([], [], color="#2e7d32", marker="o", markersize=11, linestyle="",
+                              markeredgecolor="white", label="start"))
+    if overlay.end:
+        handles.append(Line2D([], [], color=_PATH_COLOUR, marker="*", markersize=15, linestyle="",
+                              markeredgecolor="white", label="end"))
+    if overlay.targets:
+        handles.append(Line2D([], [], color=_PATH_COLOUR, marker="o", markersize=15, linestyle="",
+                              markerfacecolor="none", markeredgewidth=2, label="plan target"))
 
-        ax.set_xlim(x0, x1)
-        ax.set_ylim(y0, y1)
-        ax.set_aspect("equal")
-        ax.set_xlabel("x (m, map frame)")
-        ax.set_ylabel("y (m)")
-        ax.grid(False)
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False,
-                  title="objects (by class) and run", title_fontsize=10, alignment="left")
-        title = overlay.title + (f"\n{overlay.subtitle}" if overlay.subtitle else "")
-        ax.set_title(title, fontsize=12, loc="left")
-        fig.tight_layout()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(out, dpi=dpi)
-    except OSError as exc:
-        raise ConfigError(f"cannot write the picture {out}: {exc}") from exc
-    finally:
-        plt.close(fig)
-    return out
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_aspect("equal")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.grid(False)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False,
+              title="objects (by class) and run", title_fontsize=10, alignment="left")
+    title = overlay.title + (f"\n{overlay.subtitle}" if overlay.subtitle else "")
+    ax.set_title(title, fontsize=12, loc="left")
+    fig.tight_layout()
+    return fig
 
 
 def _draw_overlay(ax: Axes, overlay: Overlay, cell: float) -> None:

@@ -8,7 +8,13 @@ recorded since a time, corrections retired and returned with their nodes include
 (as ``heracles changes``); each snapshot's time is its DsgUpdate header stamp.
 ``history_markers`` (MarkerArray, namespace ``heracles/moved``) shows what
 moved within ``moved_markers_window_s`` of the newest snapshot, and
-``heracles/added`` the objects the operator added.
+``heracles/added`` the objects the operator added. ``scene_markers`` (MarkerArray, transient local)
+draws what the database mirrors, rooms, places and perceived objects, for an RViz without Hydra's
+visualizer (the simulator path); see :func:`~heracles_ros.nodes.markers.scene_markers`.
+
+Each scene_markers message holds the whole drawn scene (with deletes of what is gone), because
+a latched topic gives a late RViz only the last message: it is rebuilt only after a snapshot was
+mirrored, at most every ``scene_markers_period_s``, and not sent when it came out equal.
 """
 from __future__ import annotations
 
@@ -30,11 +36,20 @@ from heracles_ros.mirror.additions import Additions, AdditionSettings
 from heracles_ros.mirror.history import HistorySettings, read_changes, read_clock
 from heracles_ros.mirror.loop import MirrorLoop, MirrorState, Snapshot
 from heracles_ros.mirror.reconcile import Mirror
+from heracles_ros.mirror.scene_view import read_scene_view
 from heracles_ros.mirror.timeline import read_timeline
 from heracles_ros.msg import MirrorStatus
-from heracles_ros.nodes.markers import NS_ADDED, NS_MOVED, MarkerBook, added_markers, moved_markers
+from heracles_ros.nodes.markers import (
+    NS_ADDED,
+    NS_MOVED,
+    SCENE_NAMESPACES,
+    MarkerBook,
+    added_markers,
+    moved_markers,
+    scene_markers,
+)
 from heracles_ros.nodes.node_base import HeraclesNode
-from heracles_ros.nodes.qos import reliable
+from heracles_ros.nodes.qos import latched, reliable
 from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Changes
@@ -70,7 +85,13 @@ PARAMETERS: tuple[Setting, ...] = (
               "limit", minimum=0),
     Setting("moved_markers_window_s", 600.0, "history_markers show what moved within this many seconds before the "
               "newest snapshot (refreshed every 2 s); 0: no markers", minimum=0.0),
-    Setting("marker_frame", "map", "frame of the history markers (Hydra's map frame)"),
+    Setting("marker_frame", "map", "frame of the history and scene markers (Hydra's map frame)"),
+    Setting("scene_markers_period_s", 5.0, "scene_markers (rooms, places, perceived objects) are rebuilt from the "
+              "database at most this often, in seconds, once a snapshot was mirrored (a rebuild of the "
+              "kilometre-scale scene: ~0.3 s of reads, ~0.1 s to build); 0: no scene markers",
+              minimum=0.0, maximum=3600.0),
+    Setting("scene_markers_max", 10_000, "at most this many scene_markers per namespace (two per room or object; "
+              "the rest are left out, with a warning)", minimum=2, maximum=1_000_000),
     SHUTDOWN_TIMEOUT,
     Setting("status_period_s", 5.0, "republish the last status this often even without snapshots; 0: only on "
               "change", minimum=0.0, maximum=3600.0),
@@ -173,6 +194,13 @@ class DsgMirrorNode(HeraclesNode):
             self._markers = self.create_publisher(MarkerArray, "history_markers", 1)
             self._marker_book = MarkerBook()
             self.create_timer(_MARKER_PERIOD_S, self._refresh_markers)
+        if params["scene_markers_period_s"] > 0:
+            self._scene_pub = self.create_publisher(MarkerArray, "scene_markers", latched())
+            self._scene_book = MarkerBook()
+            self._scene_drawn_after = -1  # snapshots_applied when the scene was last drawn
+            self._scene_shown: list[Any] | None = None
+            self._scene_left_out: dict[str, int] = {}
+            self.create_timer(params["scene_markers_period_s"], self._refresh_scene_markers)
         if params["status_period_s"] > 0:
             self.create_timer(params["status_period_s"], lambda: self._publish(self._current_state()))
 
@@ -253,6 +281,37 @@ class DsgMirrorNode(HeraclesNode):
         markers = [*moved_markers(events, frame_id=frame, stamp=stamp), *added_markers(added, frame_id=frame,
                                                                                        stamp=stamp)]
         self._markers.publish(self._marker_book.update(markers, (NS_MOVED, NS_ADDED)))
+
+    def _refresh_scene_markers(self) -> None:
+        """The mirrored scene as markers, once per applied snapshot; a reconcile in progress or a database
+        problem only delays it to the next tick."""
+        loop = self.loop
+        if loop is None:
+            return
+        applied = loop.state.snapshots_applied
+        if applied == self._scene_drawn_after:
+            return
+        try:
+            with self._between_reconciles(0.0) as free:
+                if not free:
+                    return
+                view = read_scene_view(self.store, timeout_s=self._params["query_timeout_s"])
+        except HeraclesError as exc:
+            self.get_logger().debug(f"scene markers not refreshed: {exc}")
+            return
+        self._scene_drawn_after = applied
+        built = scene_markers(view, frame_id=self._params["marker_frame"],
+                              max_per_namespace=self._params["scene_markers_max"])
+        if built.left_out != self._scene_left_out:
+            self._scene_left_out = built.left_out
+            for ns, count in built.left_out.items():
+                self.get_logger().warning(
+                    f"scene_markers: {count} markers of {ns} left out (scene_markers_max = "
+                    f"{self._params['scene_markers_max']} per namespace)")
+        if built.markers == self._scene_shown:
+            return
+        self._scene_shown = built.markers
+        self._scene_pub.publish(self._scene_book.update(built.markers, SCENE_NAMESPACES))
 
     def _current_state(self) -> MirrorState:
         return self.loop.state if self.loop is not None else MirrorState()

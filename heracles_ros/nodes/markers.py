@@ -22,6 +22,14 @@ objects the operator added in ``heracles/added`` (per addition, a translucent ma
 CUBE where it stands, id 2k, and a text "A1 fire hydrant (operator-added)", id 2k+1):
 not perceived, so not drawn as Hydra draws its objects.
 
+The dsg_mirror also draws what it mirrored (:func:`scene_markers`), for RViz without Hydra's
+visualizer: ``heracles/scene/rooms`` (per room a translucent disc tinted by its class, id 2n, and
+its class or name as text, id 2n+1, n the number in its symbol), ``heracles/scene/places`` (the
+mesh places as POINTS, id 0, their connections as a LINE_LIST, id 1; the 3D places likewise, ids 2
+and 3) and ``heracles/scene/objects`` (per perceived object a cube in a colour fixed by its class
+name, id 2n, and its class as text, id 2n+1). Stable ids keep a node's markers its own from one
+snapshot to the next, so a node that is gone is deleted by id.
+
 Lifetimes: plan markers have lifetime 0, i.e. they stay until replaced or
 deleted. They describe the plan, not a measurement, and a long manipulation
 step publishes nothing new, so a finite lifetime would make them blink out
@@ -33,8 +41,11 @@ screen as if it were live.
 """
 from __future__ import annotations
 
+import colorsys
 import math
-from collections.abc import Iterable
+import zlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from builtin_interfaces.msg import Duration, Time
 from geometry_msgs.msg import Point, Pose, Quaternion, Vector3
@@ -44,6 +55,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from heracles_ros.execution.driver import Pose as RobotPose
 from heracles_ros.mirror.additions import AdditionRecord
 from heracles_ros.mirror.history import ChangeEvent
+from heracles_ros.mirror.scene_view import DrawnLayer, DrawnNode, SceneView
 from heracles_ros.nodes.plan_msgs import point_msg
 from heracles_ros.plan_types import PlanAction, PlanResult, Point3
 
@@ -53,6 +65,10 @@ NS_LABELS = "heracles/labels"
 NS_ROBOT = "heracles/robot"
 NS_MOVED = "heracles/moved"
 NS_ADDED = "heracles/added"
+NS_ROOMS = "heracles/scene/rooms"
+NS_PLACES = "heracles/scene/places"
+NS_OBJECTS = "heracles/scene/objects"
+SCENE_NAMESPACES: tuple[str, ...] = (NS_ROOMS, NS_PLACES, NS_OBJECTS)
 PLAN_NAMESPACES: tuple[str, ...] = (NS_PATH, NS_TARGETS, NS_LABELS)
 ALL_NAMESPACES: tuple[str, ...] = (*PLAN_NAMESPACES, NS_ROBOT)
 
@@ -209,6 +225,107 @@ def added_markers(records: Iterable[AdditionRecord], *, frame_id: str, stamp: Ti
                             (0.0, 0.0, LABEL_HEIGHT_M), _ADDED_TEXT_COLOUR,
                             text=f"{record.symbol} {record.cls} (operator-added)")  # fmt: skip
         markers += [cube, label]
+    return markers
+
+
+#: Sizes of the scene markers, metres: room disc diameter and thickness, object cube edge, place point.
+ROOM_DISC_M = 3.0
+ROOM_DISC_THICKNESS_M = 0.05
+ROOM_LABEL_HEIGHT_M = 0.6
+OBJECT_SIZE_M = 0.3
+PLACE_POINT_M = 0.12
+_MESH_PLACE_COLOUR = (0.55, 0.6, 0.65, 0.8)
+_PLACE_COLOUR = (0.35, 0.75, 0.75, 0.8)
+_CONNECTION_M = 0.03
+
+
+@dataclass(frozen=True)
+class SceneMarkers:
+    """The markers of a mirrored scene and, per namespace, how many were left out by the cap."""
+
+    markers: list[Marker]
+    left_out: dict[str, int] = field(default_factory=dict)
+
+
+def class_colour(cls: str, alpha: float = 1.0) -> tuple[float, float, float, float]:
+    """A colour fixed by the class name alone (the same in every run and on every machine)."""
+    hue = (zlib.crc32(cls.encode()) % 360) / 360.0
+    r, g, b = colorsys.hsv_to_rgb(hue, 0.65, 0.95)
+    return (r, g, b, alpha)
+
+
+def scene_markers(view: SceneView, *, frame_id: str, max_per_namespace: int) -> SceneMarkers:
+    """Rooms, places and perceived objects as markers; at most ``max_per_namespace`` in each namespace.
+
+    Stamped zero (the newest transform of ``frame_id``): they stand in the map, and
+    equal scenes give equal markers, so the node can tell when nothing changed.
+    """
+    header = Header(frame_id=frame_id)
+    rooms = _per_node(view.rooms.nodes, max_per_namespace, lambda n, k: _room(header, n, k))
+    perceived = tuple(n for n in view.objects.nodes if not n.operator)
+    objects = _per_node(perceived, max_per_namespace, lambda n, k: _object(header, n, k))
+    places = [*_place_layer(header, view.mesh_places, 0, _MESH_PLACE_COLOUR),
+              *_place_layer(header, view.places, 2, _PLACE_COLOUR)]
+    left_out = {ns: count for ns, count in ((NS_ROOMS, rooms[1]), (NS_OBJECTS, objects[1])) if count}
+    return SceneMarkers([*rooms[0], *places, *objects[0]], left_out)
+
+
+def _per_node(nodes: Iterable[DrawnNode], cap: int, draw: Callable[[DrawnNode, int], list[Marker]]
+              ) -> tuple[list[Marker], int]:
+    """Two markers per node (ids 2n, 2n+1 from its symbol's number), the first ``cap`` markers; and how many
+    were left out (a node whose symbol carries no usable number, or the number of an earlier one, counts as
+    left out)."""
+    markers: list[Marker] = []
+    used: set[int] = set()
+    left_out = 0
+    for node in nodes:
+        index = _symbol_index(node.symbol)
+        if index is None or index in used or len(markers) + 2 > cap:
+            left_out += 2
+            continue
+        used.add(index)
+        markers += draw(node, index)
+    return markers, left_out
+
+
+def _symbol_index(symbol: str) -> int | None:
+    """The number of a scene symbol ("O12" -> 12) when two marker ids fit it in an int32."""
+    digits = symbol[1:]
+    if not digits.isdigit() or int(digits) >= 2**30:
+        return None
+    return int(digits)
+
+
+def _room(header: Header, node: DrawnNode, index: int) -> list[Marker]:
+    x, y, z = node.position
+    disc = make_marker(header, NS_ROOMS, 2 * index, Marker.CYLINDER, node.position,
+                       (ROOM_DISC_M, ROOM_DISC_M, ROOM_DISC_THICKNESS_M), class_colour(node.cls or node.name, 0.3))
+    label = make_marker(header, NS_ROOMS, 2 * index + 1, Marker.TEXT_VIEW_FACING, (x, y, z + 2 * LABEL_LIFT_M),
+                        (0.0, 0.0, ROOM_LABEL_HEIGHT_M), _TEXT_COLOUR, text=node.cls or node.name)
+    return [disc, label]
+
+
+def _object(header: Header, node: DrawnNode, index: int) -> list[Marker]:
+    x, y, z = node.position
+    size = (OBJECT_SIZE_M, OBJECT_SIZE_M, OBJECT_SIZE_M)
+    cube = make_marker(header, NS_OBJECTS, 2 * index, Marker.CUBE, node.position, size, class_colour(node.cls))
+    label = make_marker(header, NS_OBJECTS, 2 * index + 1, Marker.TEXT_VIEW_FACING, (x, y, z + LABEL_LIFT_M),
+                        (0.0, 0.0, LABEL_HEIGHT_M), _TEXT_COLOUR, text=node.cls)
+    return [cube, label]
+
+
+def _place_layer(header: Header, layer: DrawnLayer, first_id: int, colour: tuple[float, float, float, float]
+                 ) -> list[Marker]:
+    """The layer's places as one POINTS marker and its connections as one LINE_LIST (none when empty)."""
+    markers: list[Marker] = []
+    if layer.nodes:
+        markers.append(make_marker(header, NS_PLACES, first_id, Marker.POINTS, (0.0, 0.0, 0.0),
+                                   (PLACE_POINT_M, PLACE_POINT_M, 0.0), colour,
+                                   points=[point_msg(n.position) for n in layer.nodes]))
+    if layer.connections:
+        ends = [point_msg(p) for pair in layer.connections for p in pair]
+        markers.append(make_marker(header, NS_PLACES, first_id + 1, Marker.LINE_LIST, (0.0, 0.0, 0.0),
+                                   (_CONNECTION_M, 0.0, 0.0), colour, points=ends))
     return markers
 
 

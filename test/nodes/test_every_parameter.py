@@ -54,7 +54,7 @@ from heracles_ros.nodes import dispatcher, dsg_mirror, language_server
 from heracles_ros.nodes.dispatcher import DispatcherNode
 from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
 from heracles_ros.nodes.language_server import LanguageServerNode
-from heracles_ros.nodes.markers import NS_MOVED
+from heracles_ros.nodes.markers import NS_MOVED, NS_OBJECTS
 from heracles_ros.nodes.plan_msgs import plan_to_msg
 from heracles_ros.nodes.qos import latched
 from heracles_ros.plan_types import PlanResult
@@ -151,6 +151,7 @@ class MirrorLive:
     publisher: Any
     scene: Any
     markers: Collector[MarkerArray] | None = None
+    scene_markers: Collector[MarkerArray] | None = None
 
     @property
     def mirror(self) -> Any:
@@ -237,6 +238,7 @@ MIRROR_A: Table = {
     "history_max_changes": Row(77, lambda live: _eq(live.mirror.history.settings.max_changes, 77)),
     "history_max_seen": Row(55, lambda live: _eq(live.mirror.history.settings.max_seen, 55)),
     "moved_markers_window_s": Row(0.0, lambda live: _eq(live.node.count_publishers("/history_markers"), 0)),
+    "scene_markers_period_s": Row(0.0, lambda live: _eq(live.node.count_publishers("/scene_markers"), 0)),
     "status_period_s": Row(0.1, lambda live: [  # two in a second without a snapshot (default: one per 5 s)
         live.status.wait(lambda s: s.sequence == 5, 0.5, after=live.status.count, what=f"periodic status {i}")
         for i in range(2)]),
@@ -273,10 +275,19 @@ def _moved() -> Any:
     return moved
 
 
-#: Build B: the history markers (history on, as by default).
+def _scene_capped(live: MirrorLive) -> None:
+    """scene_markers_max 4: two of the tiny scene's five objects drawn, a cube and a label each (default: all)."""
+    assert live.scene_markers is not None
+    shown = live.scene_markers.wait(lambda a: any(m.ns == NS_OBJECTS for m in a.markers), 10.0,
+                                    what="the scene's markers")
+    assert sorted(m.id for m in shown.markers if m.ns == NS_OBJECTS and m.action == m.ADD) == [0, 1, 2, 3]
+
+
+#: Build B: the history and scene markers (history on, as by default).
 MIRROR_B: Table = {
     "marker_frame": Row("odom_b", _moved_markers_in("odom_b")),
     "moved_markers_window_s": Row(120.0, _window),
+    "scene_markers_max": Row(4, _scene_capped),
 }
 MIRROR_TABLES = (MIRROR_A, MIRROR_B)
 
@@ -295,6 +306,8 @@ def mirror_live(domain: int, table: Table, scene: Any, store: GraphStore, **fixe
                           probe.create_publisher(DsgUpdate, fixed.get("dsg_topic", MIRROR_TOPIC), qos(1)), scene)
         if "marker_frame" in table:
             live.markers = Collector(probe, MarkerArray, "/history_markers", 100)
+        if "scene_markers_max" in table:
+            live.scene_markers = Collector(probe, MarkerArray, "/scene_markers", latched())
         with spinning(node, probe):
             wait_for_subscribers(live.publisher)
             wait_until(lambda: node.count_subscribers("/mirror_status") >= 1, 10.0, "the status subscriber")

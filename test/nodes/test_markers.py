@@ -7,9 +7,11 @@ import pytest
 from visualization_msgs.msg import Marker
 
 from heracles_ros.execution.driver import Pose
+from heracles_ros.mirror.scene_view import DrawnLayer, DrawnNode, SceneView
 from heracles_ros.nodes.markers import (
     ALL_NAMESPACES,
     NS_LABELS,
+    NS_OBJECTS,
     NS_PATH,
     NS_ROBOT,
     NS_TARGETS,
@@ -19,6 +21,7 @@ from heracles_ros.nodes.markers import (
     plan_markers,
     remaining_path,
     robot_markers,
+    scene_markers,
 )
 from heracles_ros.outcomes import PlanStatus
 from heracles_ros.plan_types import PlanAction, PlanResult
@@ -150,3 +153,28 @@ def test_an_update_scoped_to_some_namespaces_leaves_the_others_alone():
     assert not any(m.action == Marker.DELETE for m in array.markers)
     with pytest.raises(ValueError, match="heracles/path"):
         book.update(plan_markers(PLAN, 0, (0.0, 0.0, 0.0), frame_id="map"), (NS_ROBOT,))
+
+
+def _objects(*symbols_and_classes: tuple[str, str]) -> DrawnLayer:
+    return DrawnLayer(tuple(DrawnNode(symbol, cls, "", (float(k), 0.0, 0.0))
+                            for k, (symbol, cls) in enumerate(symbols_and_classes)))
+
+
+def test_scene_markers_are_capped_per_namespace_and_say_how_many_were_left_out():
+    view = SceneView(objects=_objects(("O1", "box"), ("O2", "bag"), ("O3", "box")))
+    built = scene_markers(view, frame_id="map", max_per_namespace=4)
+    assert sorted(m.id for m in built.markers if m.ns == NS_OBJECTS) == [2, 3, 4, 5]  # O1 and O2, by symbol
+    assert built.left_out == {NS_OBJECTS: 2}
+    assert scene_markers(view, frame_id="map", max_per_namespace=6).left_out == {}
+
+
+def test_an_object_class_has_one_colour_in_every_scene_and_two_symbols_of_one_number_do_not_share_markers():
+    first = scene_markers(SceneView(objects=_objects(("O1", "box"))), frame_id="map", max_per_namespace=10)
+    other = scene_markers(SceneView(objects=_objects(("O9", "bag"), ("O5", "box"))), frame_id="map",
+                          max_per_namespace=10)
+    colour = {m.id: m.color for m in other.markers if m.type == Marker.CUBE}
+    assert first.markers[0].color == colour[10] != colour[18]
+    clash = scene_markers(SceneView(objects=_objects(("O4", "box"), ("o4", "bag"))), frame_id="map",
+                          max_per_namespace=10)
+    assert [m.text for m in clash.markers if m.type == Marker.TEXT_VIEW_FACING] == ["box"]
+    assert clash.left_out == {NS_OBJECTS: 2}

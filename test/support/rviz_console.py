@@ -20,3 +20,10 @@ def marker_displays() -> dict[str, tuple[str, ...]]:
     return {display["Topic"]["Value"]: tuple(display.get("Namespaces") or ())
             for display in rviz_config()["Visualization Manager"]["Displays"]
             if display["Class"] == "rviz_default_plugins/MarkerArray"}
+
+
+def topic_durability(topic: str) -> str:
+    """The durability policy the console's MarkerArray display of ``topic`` subscribes with."""
+    (display,) = [display for display in rviz_config()["Visualization Manager"]["Displays"]
+                  if display["Class"] == "rviz_default_plugins/MarkerArray" and display["Topic"]["Value"] == topic]
+    return str(display["Topic"]["Durability Policy"])
