@@ -21,6 +21,7 @@ restarts it.
 """
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import signal
@@ -55,6 +56,10 @@ CLOSE_SHARE = 0.7
 SETTLE_SHARE = 0.5
 #: The signals that stop a node.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: After ``shutdown_timeout_s``, what destroying the node, shutting rclpy down and the interpreter's exit may still
+#: take before the process is ended outright (nothing bounds those; a dispatcher was once seen stuck after its
+#: stop for good, under heracles up).
+EXIT_GRACE_S = 0.5
 
 
 class BackgroundSpinner:
@@ -183,7 +188,10 @@ def run_node(
     attribute (a node that stops itself for a reason, e.g. a second dispatcher, sets it), or 0.
 
     rclpy's own signal handler is off: it would shut the context down on Ctrl-C
-    before the node could stop the robot or finish a request.
+    before the node could stop the robot or finish a request. Once a stop is
+    requested the process ends within ``shutdown_timeout_s`` + :data:`EXIT_GRACE_S`
+    whatever hangs (exit 1, the threads' stacks logged), so this is for a
+    process's main only.
     """
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     use_fastdds_profile()  # before rclpy.init: a killed node leaves the graph in seconds, not 20 s
@@ -213,8 +221,23 @@ def run_node(
             log.error("%s ended by an exception (%r); stopping", name, spinner.error)
         else:
             log.info("%s stopping (%s), within %g s", name, stop.signal_name or "ROS shutdown", timeout_s)
+        watchdog = threading.Timer(timeout_s + EXIT_GRACE_S, _exit_now, args=(name, timeout_s + EXIT_GRACE_S))
+        watchdog.daemon = True
+        watchdog.start()
         code = max(code, _stop_node(name, node, spinner, timeout_s), int(getattr(node, "exit_code", 0)))
+    # The watchdog stays armed through the interpreter's own exit (it joins threads): run_node is a process's
+    # main, and the process is over once it returns.
     return code
+
+
+def _exit_now(name: str, after_s: float) -> None:
+    """The process is still here past its shutdown bound: say where each thread is, then end it (exit 1)."""
+    log.error("%s did not exit within %.1f s of the stop; ending the process. Its threads:", name, after_s)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+    sys.stderr.flush()
+    os._exit(1)
 
 
 def _stop_node(name: str, node: Any, spinner: BackgroundSpinner, timeout_s: float) -> int:

@@ -161,3 +161,42 @@ def test_a_repeated_stop_signal_is_only_noted(ros_domain_id):
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # stopping: ignored until the process ends
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+STUCK_NODE = '''
+import sys, threading
+import rclpy.node
+from heracles_ros.nodes.runner import run_node
+
+class Stuck(rclpy.node.Node):
+    def __init__(self):
+        super().__init__("stuck_probe")
+        self.declare_parameter("shutdown_timeout_s", 1.0)
+        print("up", flush=True)
+
+    def destroy_node(self):
+        threading.Event().wait()  # stuck for good, as rclpy's own teardown once was
+
+sys.exit(run_node("stuck_probe", Stuck))
+'''
+
+
+def test_a_node_stuck_in_its_teardown_still_ends_within_its_shutdown_bound(ros_domain_id):
+    process = subprocess.Popen(
+        [sys.executable, "-c", STUCK_NODE], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "ROS_DOMAIN_ID": str(ros_domain_id), "PYTHONPATH": str(ROOT)},
+    )
+    try:
+        assert process.stdout is not None and process.stdout.readline().strip() == "up"
+        process.send_signal(signal.SIGTERM)
+        stopped = time.monotonic()
+        _, err = process.communicate(timeout=30)
+        took = time.monotonic() - stopped
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 1, err
+    assert took < 1.0 + 0.5 + 2.0, f"exited {took:.1f} s after SIGTERM (bound 1 s, grace 0.5 s)"
+    assert "stuck_probe did not exit within 1.5 s of the stop; ending the process" in err
+    assert "in destroy_node" in err  # where it was stuck, for whoever reads the log
