@@ -124,9 +124,11 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store) -> Iterato
             probe.create_client(Resume, f"{NS}/resume"),
             Collector(probe, StopState, f"{NS}/stop_state", latched()),
         )
-        context = spinning(node, probe)
-        context.__enter__()
-        stack.append(context)
+        # Each on its own executor, the node's with its own thread count, as it runs as a process: a probe
+        # sharing the node's threads would make the node's answers wait for the probe's callbacks.
+        for context in (spinning(node, num_threads=node.executor_threads()), spinning(probe)):
+            context.__enter__()
+            stack.append(context)
         assert rig.actions.wait_for_server(timeout_sec=10.0)
         wait_until(lambda: node.count_subscribers("plan_markers") >= 1, 10.0, "the probe on plan_markers")
         return rig
