@@ -19,6 +19,7 @@ import yaml
 from heracles_ros.msg import MirrorStatus
 from hydra_msgs.msg import DsgUpdate
 from rclpy.parameter import Parameter
+from support.closing import assert_close_gives_up
 from support.mirror_checks import assert_mirrors, database_contents
 from support.ros import Collector, qos, ros_session, spinning, wait_for_subscribers, wait_until
 from support.tiny_scene import add_object, node_id, tiny_scene
@@ -437,8 +438,6 @@ def test_parameters_reach_history_retention_and_the_shutdown_bound(
 ) -> None:
     """``history_max_seen`` bounds the Seen entries the node's mirror keeps; ``shutdown_timeout_s`` bounds
     how long closing the node waits for a snapshot being written (held here by the mirror's own lock)."""
-    import time
-
     with mirror_node(ros_domain_id, history_max_seen=4, shutdown_timeout_s=0.6, **db_params) as mirror:
         mirror.send(tiny_scene(), 1)
         for step in range(2, 12):  # a renumbered detection in each snapshot: one more gone Seen entry each
@@ -447,19 +446,8 @@ def test_parameters_reach_history_retention_and_the_shutdown_bound(
             mirror.send(graph, step)
             seen = store.query("MATCH (s:Seen) RETURN count(s) AS n")[0]["n"]
             assert seen <= 4, f"{seen} Seen entries after snapshot {step}"
-        loop = mirror.node.loop
-        assert loop is not None
-        assert loop.database_lock.acquire(timeout=10.0)  # the worker will block as in a long reconcile
-        try:
-            mirror.publisher.publish(DsgUpdate(layer_contents=tiny_scene().to_binary(include_mesh=False),
-                                               full_update=True, sequence_number=99))
-            wait_until(lambda: loop.state.snapshots_received >= 12, 10.0, "the blocked snapshot handed over")
-            time.sleep(0.3)  # the worker is inside its apply, waiting for the lock
-            started = time.monotonic()
-            mirror.node.close()  # what the runner calls on SIGINT/SIGTERM
-            assert time.monotonic() - started < 1.5, "closing waited past shutdown_timeout_s"
-        finally:
-            loop.database_lock.release()
+        assert_close_gives_up(mirror.node, lambda: mirror.publisher.publish(DsgUpdate(
+            layer_contents=tiny_scene().to_binary(include_mesh=False), full_update=True, sequence_number=99)))
 
 
 def test_every_status_field_comes_from_the_mirror_state_by_name() -> None:
