@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import rclpy
 import spark_dsg as dsg
 import yaml
 from heracles_ros.msg import MirrorStatus
@@ -21,7 +20,8 @@ from hydra_msgs.msg import DsgUpdate
 from rclpy.parameter import Parameter
 from support.closing import assert_close_gives_up
 from support.mirror_checks import assert_mirrors, database_contents
-from support.ros import Collector, qos, ros_session, spinning, wait_for_subscribers, wait_until
+from support.mirror_node import MirrorHarness, mirror_node
+from support.ros import ros_session, wait_until
 from support.tiny_scene import add_object, node_id, tiny_scene
 
 from heracles_ros.embedded.server import EmbeddedServer
@@ -31,46 +31,7 @@ from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.dsg_mirror import PARAMETERS, DsgMirrorNode
 
-TOPIC = "/test/dsg"
 CONFIG = Path(__file__).resolve().parents[2] / "config" / "dsg_mirror.yaml"
-
-
-class Harness:
-    """A probe node that publishes DsgUpdate snapshots and collects the mirror's status."""
-
-    def __init__(self, probe: rclpy.node.Node, node: DsgMirrorNode):
-        self.node = node
-        self.publisher = probe.create_publisher(DsgUpdate, TOPIC, qos(1))
-        self.status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, "/mirror_status")
-
-    def publish(self, payload: bytes, sequence: int, *, full_update: bool = True) -> MirrorStatus:
-        """Send one snapshot and return the status the node published after handling it."""
-        msg = DsgUpdate()
-        msg.header.frame_id = "map"
-        msg.layer_contents = payload
-        msg.full_update = full_update
-        msg.sequence_number = sequence
-        after = self.status.count
-        self.publisher.publish(msg)
-        return self.status.wait(lambda s: s.sequence == sequence, 15.0, after=after, what=f"status of {sequence}")
-
-    def send(self, graph: dsg.DynamicSceneGraph, sequence: int) -> MirrorStatus:
-        status = self.publish(graph.to_binary(include_mesh=False), sequence)
-        assert status.last_error == "", status.last_error
-        return status
-
-
-@contextlib.contextmanager
-def mirror_node(domain: int, **params: Any) -> Iterator[Harness]:
-    values = {"dsg_topic": TOPIC, "status_period_s": 0.0, "retry_period_s": 0.2, **params}
-    with ros_session(domain):
-        node = DsgMirrorNode(parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
-        probe = rclpy.create_node("probe")
-        harness = Harness(probe, node)
-        with spinning(node, probe):
-            wait_for_subscribers(harness.publisher)
-            wait_until(lambda: harness.node.count_subscribers("/mirror_status") >= 1, 10.0, "status subscriber")
-            yield harness
 
 
 @pytest.fixture
@@ -349,7 +310,7 @@ def _database_processes(data_dir: Path) -> list[int]:
 class _Feeder:
     """Publishes a new snapshot every 0.1 s (every object moved) until stopped: reconciles keep running."""
 
-    def __init__(self, mirror: Harness):
+    def __init__(self, mirror: MirrorHarness):
         import threading
 
         self.mirror, self.sequence = mirror, 100

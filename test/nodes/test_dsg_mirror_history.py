@@ -2,65 +2,39 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
-import rclpy
-from heracles_ros.msg import MirrorStatus
 from heracles_ros.srv import Changes
-from hydra_msgs.msg import DsgUpdate
-from rclpy.parameter import Parameter
 from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
-from support.ros import Collector, call_service, qos, ros_session, spinning, wait_for_subscribers, wait_until
+from support.mirror_node import mirror_node
+from support.ros import Collector, call_service, qos, wait_until
 from support.tiny_scene import add_object, tiny_scene
 from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.corrections import Corrections
-from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
 from heracles_ros.nodes.markers import NS_ADDED
 
 TOPIC = "/test/dsg_history"
 T0 = 1_700_000_000
 
 
-def _update(graph: Any, sequence: int, stamp_sec: int) -> DsgUpdate:
-    msg = DsgUpdate()
-    msg.header.frame_id = "map"
-    msg.header.stamp.sec = stamp_sec
-    msg.header.stamp.nanosec = 250_000_000
-    msg.layer_contents = graph.to_binary(include_mesh=False)
-    msg.full_update = True
-    msg.sequence_number = sequence
-    return msg
-
-
 def test_stamped_snapshots_make_history_the_changes_service_returns(
     ros_domain_id: int, db_uri: str, graph_name: str, store: GraphStore
 ) -> None:
-    params = {"db_uri": db_uri, "graph_name": graph_name, "dsg_topic": TOPIC, "status_period_s": 0.0}
-    with ros_session(ros_domain_id):
-        node = DsgMirrorNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-        probe = rclpy.create_node("probe")
-        publisher = probe.create_publisher(DsgUpdate, TOPIC, qos(1))
-        status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, "/mirror_status")
-        client = probe.create_client(Changes, "/changes")
-        markers: Collector[MarkerArray] = Collector(probe, MarkerArray, "/history_markers", qos(1))
-        with spinning(node, probe):
-            wait_for_subscribers(publisher)
-            wait_until(lambda: node.count_subscribers("/mirror_status") >= 1, 10.0, "status subscriber")
-            for sequence, graph, stamp in ((1, tiny_scene(), T0), (2, changed_scene(), T0 + 60)):
-                after = status.count
-                publisher.publish(_update(graph, sequence, stamp))
-                done = status.wait(lambda s, n=sequence: s.sequence == n, 15.0, after=after, what=f"status {sequence}")
-                assert done.last_error == ""
-                if sequence == 1:  # the operator corrects O3, which the next snapshot lacks
-                    Corrections(store).apply([("O3", "class", "crate")])
-            assert client.wait_for_service(timeout_sec=10.0)
-            reply = call_service(client, Changes.Request(since_s=float(T0 - 1)))
-            room = call_service(client, Changes.Request(since_s=float(T0 - 1), room="R1"))
-            recent = call_service(client, Changes.Request(since_s=-3600.0))
-            shown = markers.wait(lambda m: any(x.ns == "heracles/moved" and x.action == Marker.ADD
-                                               for x in m.markers), 10.0, what="history markers")
+    with mirror_node(ros_domain_id, topic=TOPIC, db_uri=db_uri, graph_name=graph_name) as mirror:
+        client = mirror.probe.create_client(Changes, "/changes")
+        markers: Collector[MarkerArray] = Collector(mirror.probe, MarkerArray, "/history_markers", qos(1))
+        wait_until(lambda: mirror.node.count_subscribers("/history_markers") >= 1, 10.0, "the markers' subscriber")
+        for sequence, graph, stamp in ((1, tiny_scene(), T0 + 0.25), (2, changed_scene(), T0 + 60.25)):
+            mirror.send(graph, sequence, stamp_s=stamp)
+            if sequence == 1:  # the operator corrects O3, which the next snapshot lacks
+                Corrections(store).apply([("O3", "class", "crate")])
+        assert client.wait_for_service(timeout_sec=10.0)
+        reply = call_service(client, Changes.Request(since_s=float(T0 - 1)))
+        room = call_service(client, Changes.Request(since_s=float(T0 - 1), room="R1"))
+        recent = call_service(client, Changes.Request(since_s=-3600.0))
+        shown = markers.wait(lambda m: any(x.ns == "heracles/moved" and x.action == Marker.ADD
+                                           for x in m.markers), 10.0, what="history markers")
     arrows = [m for m in shown.markers if m.type == Marker.ARROW]
     assert [[(p.x, p.y, p.z) for p in m.points] for m in arrows] == [[MOVED_FROM, MOVED_TO]]
     assert [m.text for m in shown.markers if m.type == Marker.TEXT_VIEW_FACING] == ["O0 box 3.0 m"]
@@ -82,30 +56,20 @@ def test_stamped_snapshots_make_history_the_changes_service_returns(
 def test_the_operators_additions_are_drawn_in_their_own_namespace_until_perception_replaces_them(
     ros_domain_id: int, db_uri: str, graph_name: str, store: GraphStore
 ) -> None:
-    params = {"db_uri": db_uri, "graph_name": graph_name, "dsg_topic": TOPIC, "status_period_s": 0.0}
-    with ros_session(ros_domain_id):
-        node = DsgMirrorNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-        probe = rclpy.create_node("probe")
-        publisher = probe.create_publisher(DsgUpdate, TOPIC, qos(1))
-        status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, "/mirror_status")
-        markers: Collector[MarkerArray] = Collector(probe, MarkerArray, "/history_markers", qos(1))
-        with spinning(node, probe):
-            wait_for_subscribers(publisher)
-            wait_until(lambda: node.count_subscribers("/mirror_status") >= 1, 10.0, "status subscriber")
-            graph = tiny_scene()
-            publisher.publish(_update(graph, 1, T0))
-            status.wait(lambda s: s.sequence == 1, 15.0, what="status 1")
-            Corrections(store).propose([], [{"add": "chair", "at": [4.0, 2.0, 0.5], "near": "O2"}])
-            shown = markers.wait(lambda m: any(x.ns == NS_ADDED and x.action == Marker.ADD for x in m.markers),
-                                 10.0, what="the addition's markers")
-            added = [m for m in shown.markers if m.ns == NS_ADDED]
-            assert [(m.type, m.text) for m in added] == [(Marker.CUBE, ""),
-                                                         (Marker.TEXT_VIEW_FACING, "A1 chair (operator-added)")]
-            assert (added[0].pose.position.x, added[0].pose.position.y) == (4.0, 2.0)
-            add_object(graph, 9, 3, (4.2, 2.0, 0.5), 4)  # Hydra perceives a chair there
-            after = status.count
-            publisher.publish(_update(graph, 2, T0 + 60))
-            status.wait(lambda s: s.sequence == 2, 15.0, after=after, what="status 2")
-            markers.wait(lambda m: any(x.ns == NS_ADDED for x in m.markers)
-                         and all(x.action == Marker.DELETE for x in m.markers if x.ns == NS_ADDED),
-                         10.0, what="the addition's markers deleted")
+    with mirror_node(ros_domain_id, topic=TOPIC, db_uri=db_uri, graph_name=graph_name) as mirror:
+        markers: Collector[MarkerArray] = Collector(mirror.probe, MarkerArray, "/history_markers", qos(1))
+        wait_until(lambda: mirror.node.count_subscribers("/history_markers") >= 1, 10.0, "the markers' subscriber")
+        graph = tiny_scene()
+        mirror.send(graph, 1, stamp_s=T0 + 0.25)
+        Corrections(store).propose([], [{"add": "chair", "at": [4.0, 2.0, 0.5], "near": "O2"}])
+        shown = markers.wait(lambda m: any(x.ns == NS_ADDED and x.action == Marker.ADD for x in m.markers),
+                             10.0, what="the addition's markers")
+        added = [m for m in shown.markers if m.ns == NS_ADDED]
+        assert [(m.type, m.text) for m in added] == [(Marker.CUBE, ""),
+                                                     (Marker.TEXT_VIEW_FACING, "A1 chair (operator-added)")]
+        assert (added[0].pose.position.x, added[0].pose.position.y) == (4.0, 2.0)
+        add_object(graph, 9, 3, (4.2, 2.0, 0.5), 4)  # Hydra perceives a chair there
+        mirror.send(graph, 2, stamp_s=T0 + 60.25)
+        markers.wait(lambda m: any(x.ns == NS_ADDED for x in m.markers)
+                     and all(x.action == Marker.DELETE for x in m.markers if x.ns == NS_ADDED),
+                     10.0, what="the addition's markers deleted")

@@ -7,28 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import rclpy
-from heracles_ros.msg import MirrorStatus
-from hydra_msgs.msg import DsgUpdate
-from rclpy.parameter import Parameter
-from support.ros import Collector, qos, ros_session, spinning, wait_for_subscribers, wait_until
+from support.mirror_node import mirror_node
+from support.ros import Collector, qos, wait_until
 from support.tiny_scene import OBJECT_CLASSES, ROOM_CLASSES, node_id, tiny_scene
 from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.corrections import Corrections
-from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
 
 pytestmark = pytest.mark.backends("falkordb")
 
 TOPIC = "/test/dsg_scene_markers"
 ROOMS, PLACES, OBJECTS = "heracles/scene/rooms", "heracles/scene/places", "heracles/scene/objects"
-
-
-def _update(graph: Any, sequence: int) -> DsgUpdate:
-    msg = DsgUpdate(layer_contents=graph.to_binary(include_mesh=False), full_update=True, sequence_number=sequence)
-    msg.header.stamp.sec = 1_700_000_000 + sequence
-    return msg
 
 
 def _position(graph: Any, symbol: str) -> tuple[float, float, float]:
@@ -51,37 +41,29 @@ def _at(marker: Marker) -> tuple[float, float, float]:
 def test_the_mirrored_scene_is_drawn_and_what_is_removed_is_deleted(
     ros_domain_id: int, db_uri: str, graph_name: str, store: GraphStore
 ) -> None:
-    params = {"db_uri": db_uri, "graph_name": graph_name, "dsg_topic": TOPIC, "status_period_s": 0.0,
-              "scene_markers_period_s": 0.2, "marker_frame": "map_b"}
     graph = tiny_scene()
-    with ros_session(ros_domain_id):
-        node = DsgMirrorNode(parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-        probe = rclpy.create_node("probe")
-        publisher = probe.create_publisher(DsgUpdate, TOPIC, qos(1))
-        status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, "/mirror_status")
+    with mirror_node(ros_domain_id, topic=TOPIC, db_uri=db_uri, graph_name=graph_name, scene_markers_period_s=0.2,
+                     marker_frame="map_b") as mirror:
+        probe = mirror.probe
         scene: Collector[MarkerArray] = Collector(probe, MarkerArray, "/scene_markers", qos(1, transient_local=True))
         history: Collector[MarkerArray] = Collector(probe, MarkerArray, "/history_markers", qos(1))
-        with spinning(node, probe):
-            wait_for_subscribers(publisher)
-            wait_until(lambda: node.count_subscribers("/mirror_status") >= 1, 10.0, "status subscriber")
-            publisher.publish(_update(graph, 1))
-            status.wait(lambda s: s.sequence == 1, 15.0, what="status 1")
-            first = scene.wait(lambda a: _added(a, OBJECTS), 10.0, what="the scene's markers")
+        wait_until(lambda: mirror.node.count_subscribers("/history_markers") >= 1, 10.0, "the markers' subscriber")
+        mirror.send(graph, 1, stamp_s=1_700_000_001)
+        first = scene.wait(lambda a: _added(a, OBJECTS), 10.0, what="the scene's markers")
 
-            # A console started later gets the whole scene (latched).
-            late: Collector[MarkerArray] = Collector(probe, MarkerArray, "/scene_markers",
-                                                     qos(1, transient_local=True))
-            late_first = late.wait(lambda a: True, 10.0, what="the scene for a late subscriber")
+        # A console started later gets the whole scene (latched).
+        late: Collector[MarkerArray] = Collector(probe, MarkerArray, "/scene_markers",
+                                                 qos(1, transient_local=True))
+        late_first = late.wait(lambda a: True, 10.0, what="the scene for a late subscriber")
 
-            # The operator adds a chair; the next snapshot lacks O3.
-            Corrections(store).propose([], [{"add": "chair", "at": [2.0, 2.0, 0.5], "near": "O2"}])
-            graph.remove_node(node_id("O3"))
-            after = scene.count
-            publisher.publish(_update(graph, 2))
-            status.wait(lambda s: s.sequence == 2, 15.0, what="status 2")
-            second = scene.wait(lambda a: True, 10.0, after=after, what="the scene after O3 went")
-            drawn_added = history.wait(lambda a: any(m.ns == "heracles/added" and m.action == Marker.ADD
-                                                     for m in a.markers), 10.0, what="the addition drawn")
+        # The operator adds a chair; the next snapshot lacks O3.
+        Corrections(store).propose([], [{"add": "chair", "at": [2.0, 2.0, 0.5], "near": "O2"}])
+        graph.remove_node(node_id("O3"))
+        after = scene.count
+        mirror.send(graph, 2, stamp_s=1_700_000_002)
+        second = scene.wait(lambda a: True, 10.0, after=after, what="the scene after O3 went")
+        drawn_added = history.wait(lambda a: any(m.ns == "heracles/added" and m.action == Marker.ADD
+                                                 for m in a.markers), 10.0, what="the addition drawn")
 
     assert {m.header.frame_id for m in first.markers} == {"map_b"}
     # Counts per namespace: two rooms and five objects, two markers each; mesh places and their connections.
