@@ -20,13 +20,12 @@ import re
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from heracles_ros.agent.tool import TOOL_NAME
+from heracles_ros.demo.chat_server import OPENAI_PATH, ChatServer, estimate_tokens, openai_completion
 from heracles_ros.graphdb.cypher import demo as cypher
 
 #: The model name the server reports, so a log line naming the model says it too.
@@ -110,23 +109,18 @@ class ScriptedModelServer:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name="scripted-model", daemon=True)
+        self._server = ChatServer(self._answer, (OPENAI_PATH,), port=self.port)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self._server.port}/v1"
 
     def start(self) -> ScriptedModelServer:
-        self._thread.start()
+        self._server.start()
         return self
 
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._thread.join(timeout=5.0)
+        self._server.stop()
 
     def __enter__(self) -> ScriptedModelServer:
         return self.start()
@@ -134,58 +128,14 @@ class ScriptedModelServer:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _reply(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         turn = self.script(list(body.get("messages") or []))
         with self._lock:
             self.served.append(turn)
             serial = len(self.served)
-        calls = [{"id": f"call_{serial}_{k}", "type": "function",
-                  "function": {"name": TOOL_NAME, "arguments": json.dumps({"query": q})}}
-                 for k, q in enumerate(turn.queries)]
-        message: dict[str, Any] = {"role": "assistant", "content": turn.text or None}
-        if calls:
-            message["tool_calls"] = calls
-        sent, produced = len(json.dumps(body.get("messages"))) // 4, max(1, len(json.dumps(message)) // 4)
-        return {"id": f"chatcmpl-scripted-{serial}", "object": "chat.completion", "created": int(time.time()),
-                "model": MODEL_NAME,
-                "choices": [{"index": 0, "message": message, "logprobs": None,
-                             "finish_reason": "tool_calls" if calls else "stop"}],
-                "usage": {"prompt_tokens": sent, "completion_tokens": produced, "total_tokens": sent + produced}}
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:  # the agent logs its own calls
-                return
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
-                if self.path.split("?", 1)[0] != "/v1/chat/completions":
-                    self._send(404, {"error": {"message": f"scripted model: no endpoint {self.path}"}})
-                    return
-                try:
-                    body = json.loads(raw or b"{}")
-                except json.JSONDecodeError:
-                    self._send(400, {"error": {"message": "scripted model: the request body is not JSON"}})
-                    return
-                self._send(200, server._reply(body))
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the agent gave up on this call (its timeout): nothing left to tell it
-
-        return Handler
+        calls = [(TOOL_NAME, json.dumps({"query": q})) for q in turn.queries]
+        usage = (estimate_tokens(json.dumps(body.get("messages"))), estimate_tokens(turn.text + json.dumps(calls)))
+        return 200, openai_completion(MODEL_NAME, serial, turn.text, calls, usage)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,10 +46,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-OPENAI_PATH = "/v1/chat/completions"
+from heracles_ros.demo.chat_server import OPENAI_PATH, ChatServer, estimate_tokens, openai_completion
+
 OLLAMA_PATH = "/api/chat"
 
 
@@ -137,10 +137,6 @@ class RecordedRequest:
 Script = Sequence[Turn] | Callable[[RecordedRequest], Turn]
 
 
-def estimate_tokens(text: str) -> int:
-    return max(1, len(text) // 4)
-
-
 class ScriptedLLMServer:
     """The HTTP server, on 127.0.0.1 at a free port, serving in a background thread."""
 
@@ -152,16 +148,12 @@ class ScriptedLLMServer:
         self._script = script
         self._next = 0
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._httpd.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="scripted-llm", daemon=True
-        )
+        self._server = ChatServer(self._answer, (OPENAI_PATH, OLLAMA_PATH), name="scripted server")
 
     # -- addresses -----------------------------------------------------------------
     @property
     def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        return self._server.port
 
     @property
     def ollama_host(self) -> str:
@@ -173,12 +165,11 @@ class ScriptedLLMServer:
 
     # -- life cycle ----------------------------------------------------------------
     def start(self) -> ScriptedLLMServer:
-        self._thread.start()
+        self._server.start()
         return self
 
     def stop(self) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        self._server.stop()
 
     def __enter__(self) -> ScriptedLLMServer:
         return self.start()
@@ -223,85 +214,23 @@ class ScriptedLLMServer:
             return _openai_reply(self.model, len(self.requests), turn, usage)
         return _ollama_reply(self.model, turn, usage)
 
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
-                return
-
-            def do_POST(self) -> None:
-                path = self.path.split("?", 1)[0]
-                protocol = {OPENAI_PATH: "openai", OLLAMA_PATH: "ollama"}.get(path)
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length)
-                if protocol is None:
-                    self._send(404, {"error": {"message": f"scripted server: no endpoint {path}"}})
-                    return
-                try:
-                    body = json.loads(raw or b"{}")
-                except json.JSONDecodeError:
-                    self._send(400, {"error": {"message": "scripted server: request body is not JSON"}})
-                    return
-                headers = {k.lower(): v for k, v in self.headers.items()}
-                request = RecordedRequest(protocol, path, body, headers)
-                turn = server._turn_for(request)
-                if turn is None:
-                    message = f"scripted server: script exhausted after {server._next} turns"
-                    self._send(500, {"error": {"message": message, "type": "server_error"}})
-                    return
-                if turn.delay_s:
-                    time.sleep(turn.delay_s)
-                if turn.raw_body is not None:
-                    self._send_bytes(turn.status, turn.raw_body)
-                    return
-                self._send(turn.status, server._reply(protocol, request, turn))
-
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
-                self._send_bytes(status, json.dumps(payload).encode())
-
-            def _send_bytes(self, status: int, data: bytes) -> None:
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (a timeout test): nothing left to tell it
-
-        return Handler
+    def _answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, dict[str, Any] | bytes]:
+        protocol = "openai" if path == OPENAI_PATH else "ollama"
+        request = RecordedRequest(protocol, path, body, headers)
+        turn = self._turn_for(request)
+        if turn is None:
+            return 500, {"error": {"message": f"scripted server: script exhausted after {self._next} turns",
+                                   "type": "server_error"}}
+        if turn.delay_s:
+            time.sleep(turn.delay_s)
+        if turn.raw_body is not None:
+            return turn.status, turn.raw_body
+        return turn.status, self._reply(protocol, request, turn)
 
 
 def _openai_reply(model: str, serial: int, turn: Turn, usage: tuple[int, int]) -> dict[str, Any]:
-    tool_calls = [
-        {
-            "id": f"call_{serial}_{i}",
-            "type": "function",
-            "function": {"name": name, "arguments": args if isinstance(args, str) else json.dumps(args)},
-        }
-        for i, (name, args) in enumerate(turn.tool_calls)
-    ]
-    message: dict[str, Any] = {"role": "assistant", "content": turn.text or None, "refusal": None}
-    if tool_calls:
-        message["tool_calls"] = tool_calls
-    return {
-        "id": f"chatcmpl-scripted-{serial}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": message,
-                "logprobs": None,
-                "finish_reason": "tool_calls" if tool_calls else "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
-    }
+    calls = [(name, args if isinstance(args, str) else json.dumps(args)) for name, args in turn.tool_calls]
+    return openai_completion(model, serial, turn.text, calls, usage)
 
 
 def _ollama_reply(model: str, turn: Turn, usage: tuple[int, int]) -> dict[str, Any]:
