@@ -313,6 +313,13 @@ def started(r: Rig) -> Rig:
     return r
 
 
+def test_the_nominal_walking_speed_is_the_trajectories_timing_under_the_speed_limit(ros_domain_id):
+    with rig(ros_domain_id, expected_speed_mps=2.0) as r:
+        assert r.driver.nominal_speed_mps() == 2.0
+    with rig(ros_domain_id, expected_speed_mps=2.0, max_speed_mps=0.8) as r:
+        assert r.driver.nominal_speed_mps() == 0.8
+
+
 @pytest.mark.parametrize("odom_frame", ["odom", "vision"])
 def test_a_goto_is_one_trajectory_goal_that_brings_the_robot_to_the_plans_map_targets(ros_domain_id, odom_frame):
     # Spot starts at odom's origin facing odom's x: in the map at (10, 5) facing north.

@@ -7,6 +7,7 @@ where a test needs the robot still walking (cancel, busy).
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import signal
@@ -201,7 +202,7 @@ def test_a_plan_runs_in_order_records_the_held_object_and_clears_its_markers(rig
 
 def test_progress_tells_the_walking_left_and_its_time_at_least_once_a_second(rig_factory, small_store):
     """A walk at 2 m/s, 4 times faster than real time: 8 m per second of the test."""
-    obj, place = far_object(small_store)
+    obj, _ = far_object(small_store)
     plan = solved(small_store, f"(holding {obj})", START)
     assert [a.name for a in plan.actions] == ["goto", "pick"]
     rig = rig_factory(sim_time_scale=4.0, sim_speed_mps=2.0)
@@ -217,14 +218,14 @@ def test_progress_tells_the_walking_left_and_its_time_at_least_once_a_second(rig
     # The path walked, summed here from the plan's coordinates (planar metres from where the robot stood).
     here = start.robot_position
     path = [(here.x, here.y), *((x, y) for x, y, _ in plan.actions[0].waypoints)]
-    metres = sum(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in zip(path, path[1:]))
+    metres = sum(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in itertools.pairwise(path))
     assert metres > 4.0
     assert start.distance_remaining_m == pytest.approx(metres, rel=1e-6)
     left = [p.distance_remaining_m for p in walk]
     assert left == sorted(left, reverse=True) and all(0 < d < metres for d in left[1:-1])
     assert [p.distance_remaining_m for p in events[events.index(arrived):]] == [0.0, 0.0, 0.0]  # the pick walks not
     # At least once a second, and each estimate near the time the walk really took from there.
-    assert max(stamp_s(b) - stamp_s(a) for a, b in zip(walk, walk[1:])) <= 1.0
+    assert max(stamp_s(b) - stamp_s(a) for a, b in itertools.pairwise(walk)) <= 1.0
     assert start.speed_basis == "nominal" and start.time_remaining_s == pytest.approx(metres / 8.0, rel=1e-6)
     for event in walk[:-1]:
         took = stamp_s(arrived) - stamp_s(event)
