@@ -7,11 +7,11 @@ and publishes what it reports.
 Order of events for one plan: ``started`` / ``succeeded`` per step; on a failed
 step ``failed``, then ``replanning``, then the new plan's steps from index 0
 (``replans`` in every event says which plan they belong to); ``cancelled`` when
-the operator stops it. While a step runs, ``walking`` events follow the robot
-(at most one per ``progress_period_s``, only while it walks). Every event
-carries the walking the plan has left and its estimated time
-(:mod:`~heracles_ros.execution.remaining`). After every step the robot's pose, place and held
-object are written to the database, before any replan reads them.
+the operator stops it. While a goto runs, ``walking`` events follow the robot
+(one per ``progress_period_s``). Every event carries the walking the plan has
+left and its estimated time (:mod:`~heracles_ros.execution.remaining`). After
+every step the robot's pose, place and held object are written to the
+database, before any replan reads them.
 """
 from __future__ import annotations
 
@@ -324,6 +324,8 @@ class _PlanRun:
         """The driver's pose while a step runs: measures the speed; a ``walking`` event once a period."""
         if self.d.on_pose is not None:
             self.d.on_pose(pose)
+        if self.d.on_progress is None:
+            return
         now = time.monotonic()
         distance = self._distance_m(pose.position)
         self._speed.add(now, distance)
