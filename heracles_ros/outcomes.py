@@ -44,6 +44,7 @@ class StepState(str, Enum):
     """A plan step's event as the dispatcher reports it (DispatchProgress ``state``)."""
 
     STARTED = "started"
+    WALKING = "walking"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     REPLANNING = "replanning"

@@ -4,12 +4,15 @@ Only the running ``language_server`` can reach the dispatcher and the robot,
 so execution is a goal of its ``execute_command`` action, sent and followed
 through :class:`heracles_ros.client.HeraclesClient`. The CLI prints one
 time-stamped line per feedback message (grounding queries, goal, the plan in
-words, each step with the robot's position) on stderr, asks on the terminal
+words, each step with the walking left, its estimated time and the robot's
+position, updated while the robot walks) on stderr, asks on the terminal
 when the command waits for confirmation (only an explicit yes approves), ends
 with a line on stdout saying how it ended, where the robot is and what it
 holds, and exits by the outcome: 0 succeeded (or planned), 3 the model asks
 back (clarify), 1 anything else, 4 no language server answered. ``--json``
-prints the result on stdout instead.
+prints the result on stdout instead, with the last step event as ``progress``
+(``distance_remaining_m``, ``time_remaining_s`` and ``speed_basis`` among its
+fields; null when no step ran).
 
 Stopping: Ctrl-C, SIGTERM and SIGHUP (the terminal closing) cancel the command
 at any moment (a goal whose response has not arrived yet is cancelled as soon
@@ -33,7 +36,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from heracles_ros.cli.common import print_json
-from heracles_ros.client.words import final_line, plan_lines, stamped, where_robot_is
+from heracles_ros.client.words import final_line, message_dict, plan_lines, progress_line, stamped, where_robot_is
 from heracles_ros.errors import HeraclesError, SystemUnavailable
 from heracles_ros.outcomes import SUCCESSFUL_COMMANDS, CommandOutcome
 
@@ -132,6 +135,8 @@ class _Follower:
         #: What the command was doing as last heard, and where the robot was.
         self.stage = "waiting for the server to accept it"
         self.position: Any = None
+        #: The last step event (heracles_ros/DispatchProgress), for --json.
+        self.progress: Any = None
         self.cancel_sent = False
 
     def run(self, command_id: str, instruction: str, *, as_json: bool) -> int:
@@ -226,10 +231,10 @@ class _Follower:
 
     def _show(self, feedback: Any) -> None:
         if feedback.stage == "step":
-            p = self.position = feedback.step.robot_position
+            self.position = feedback.step.robot_position
+            self.progress = feedback.step
             self.stage = f"executing step {feedback.step.step_index + 1}/{feedback.step.step_count}"
-            _err(stamped(f"step {feedback.step.step_index + 1}/{feedback.step.step_count} "
-                         f"{feedback.step.state:<10} {feedback.step.message}  robot ({p.x:.1f}, {p.y:.1f})"))
+            _err(stamped(progress_line(feedback.step)))
             return
         self.stage = _STAGES.get(feedback.stage, feedback.stage)
         if feedback.stage == "plan" and feedback.plan.steps:
@@ -282,6 +287,7 @@ class _Follower:
         data = {name: getattr(result, name) for name in _RESULT_FIELDS}
         data["queries"] = list(result.queries)
         data["candidates"] = [c.description for c in result.candidates]
+        data["progress"] = message_dict(self.progress) if self.progress is not None else None
         if as_json:
             print_json(data)
         else:

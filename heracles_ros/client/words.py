@@ -37,6 +37,37 @@ def step_words(step: Any) -> str:
     return f"{step.action:<5} {step.target_symbol}" + (f" at {where}" if where else "")
 
 
+def progress_line(step: Any) -> str:
+    """One ``heracles_ros/DispatchProgress``: ``step 1/4 walking    walking to P12 — 14.2 m left, about 12 s  robot
+    (3.0, 4.1)``; the walking left is left out when unknown (a replan), its time when no speed is known."""
+    left = remaining_words(step.distance_remaining_m, step.time_remaining_s)
+    p = step.robot_position
+    return (f"step {step.step_index + 1}/{step.step_count} {step.state:<10} {step.message}"
+            + (f" — {left}" if left else "") + f"  robot ({p.x:.1f}, {p.y:.1f})")
+
+
+def remaining_words(distance_m: float, time_s: float) -> str:
+    """``14.2 m left, about 12 s``, ``3.0 m left`` (time unknown), ``no walking left``; "" when unknown (< 0)."""
+    if distance_m < 0:
+        return ""
+    if round(distance_m, 1) == 0:
+        return "no walking left"
+    return f"{distance_m:.1f} m left" + (f", about {duration_words(time_s)}" if time_s >= 0 else "")
+
+
+def duration_words(seconds: float) -> str:
+    """``12 s``, ``2 min 05 s``, ``14 min`` (past ten minutes the seconds are noise), ``1 h 03 min``."""
+    total = round(seconds)
+    if total < 60:
+        return f"{total} s"
+    minutes, secs = divmod(total, 60)
+    if minutes < 10:
+        return f"{minutes} min {secs:02d} s"
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
+
+
 def where_robot_is(place: str, position: Any = None) -> str:
     """``P12 (3.1, 4.0)``, the place or the position alone, or that it had not moved."""
     at = f"({position.x:.1f}, {position.y:.1f})" if position is not None else ""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from heracles_ros.client.words import plan_lines
+from heracles_ros.client.words import plan_lines, progress_line
 from heracles_ros.demo.goal import EXAMPLE_SCENE, START_ROOM_CLASS, Anchor, candidate_goals, room_anchor
 from heracles_ros.demo.language import HOW_TO_ENABLE, LanguageChoice
 from heracles_ros.demo.plot import Overlay, Target, render_scene
@@ -234,10 +234,7 @@ def _follow(session: DemoSession, plan_msg: Any, timeout_s: float, printer: _Pri
         if getattr(msg, "plan_id", None) != plan_id:
             continue
         if event.kind == "dispatch_progress":
-            elapsed = time.monotonic() - began
-            where = f"({msg.robot_position.x:.1f}, {msg.robot_position.y:.1f})"
-            printer.line(f"{elapsed:6.2f} s  step {msg.step_index + 1}/{msg.step_count} {msg.state:<10} "
-                         f"{msg.message}  robot {where}")
+            printer.line(f"{time.monotonic() - began:6.2f} s  {progress_line(msg)}")
             if msg.state in _STEP_ENDS:
                 _extend_path(report.path, msg, steps)
         elif event.kind == "dispatch_result":

@@ -136,6 +136,10 @@ class RobotDriver(ABC):
         """
         return self.pose()
 
+    def nominal_speed_mps(self) -> float | None:
+        """Walking speed in metres per wall-clock second the driver expects (time estimates); None: no figure."""
+        return None
+
     @abstractmethod
     def execute(
         self,

@@ -7,15 +7,20 @@ and publishes what it reports.
 Order of events for one plan: ``started`` / ``succeeded`` per step; on a failed
 step ``failed``, then ``replanning``, then the new plan's steps from index 0
 (``replans`` in every event says which plan they belong to); ``cancelled`` when
-the operator stops it. After every step the robot's pose, place and held
-object are written to the database, before any replan reads them.
+the operator stops it. While a goto runs, ``walking`` events follow the robot
+(one per ``progress_period_s``). Every event carries the walking the plan has
+left and its estimated time (:mod:`~heracles_ros.execution.remaining`). After
+every step the robot's pose, place and held object are written to the
+database, before any replan reads them.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
@@ -29,6 +34,14 @@ from heracles_ros.execution.driver import (
     goto_path,
 )
 from heracles_ros.execution.plan_check import PlanLimits, check_plan, object_of, place_of, plan_symbols, read_world
+from heracles_ros.execution.remaining import (
+    NOT_KNOWN,
+    Remaining,
+    SpeedMeter,
+    WalkProgress,
+    estimate,
+    later_walks_m,
+)
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.outcomes import DispatchStatus, DriverOutcome, PlanStatus, StepState
 from heracles_ros.plan_types import PlanAction, PlanResult, Point3
@@ -55,6 +68,8 @@ class ProgressEvent:
     replans: int
     #: The plan the step belongs to (the replanned one after a replan).
     plan: PlanResult = field(repr=False, compare=False)
+    #: Walking left for the whole plan from ``position``, and its estimated time.
+    remaining: Remaining = NOT_KNOWN
 
 
 @dataclass(frozen=True)
@@ -78,6 +93,8 @@ class DispatchConfig:
     timeout_per_metre_s: float = 2.0
     #: Replans allowed for one plan before giving up.
     max_replans: int = 2
+    #: Seconds between ``walking`` events while the robot walks (the feedback of a long walk).
+    progress_period_s: float = 0.5
     #: What every plan and replan is checked against before the robot moves.
     limits: PlanLimits = field(default_factory=PlanLimits)
 
@@ -88,6 +105,8 @@ class DispatchConfig:
             raise ConfigError(f"timeout_per_metre_s must be >= 0, got {self.timeout_per_metre_s}")
         if self.max_replans < 0:
             raise ConfigError(f"max_replans must be >= 0, got {self.max_replans}")
+        if not self.progress_period_s > 0:
+            raise ConfigError(f"progress_period_s must be > 0, got {self.progress_period_s}")
 
 
 def plan_problems(plan: PlanResult, kinds: Mapping[str, Layer] | None = None) -> list[str]:
@@ -284,10 +303,51 @@ class _PlanRun:
         self.replans = 0
         self.driver_broken = False
         self._plan: PlanResult | None = None
+        #: The first step of the plan not done yet, and its walk while it is a goto that has started.
+        self._next = 0
+        self._walk: WalkProgress | None = None
+        self._speed = SpeedMeter()
+        self._last_event = -math.inf
 
-    def emit(self, state: StepState, index: int, action: PlanAction | None, message: str) -> None:
+    def _distance_m(self, position: Point3) -> float:
+        """Metres the plan has left to walk from ``position``."""
+        assert self._plan is not None
+        actions = self._plan.actions
+        if self._walk is None:
+            return later_walks_m(actions, self._next, position)
+        return self._walk.remaining_m(position) + later_walks_m(actions, self._next + 1, self._walk.end)
+
+    def _remaining(self, distance_m: float) -> Remaining:
+        return estimate(distance_m, self._speed.speed_mps(), self.d.driver.nominal_speed_mps())
+
+    def _on_pose(self, index: int, action: PlanAction, pose: Pose) -> None:
+        """The driver's pose while a step runs: measures the speed; a ``walking`` event once a period."""
+        if self.d.on_pose is not None:
+            self.d.on_pose(pose)
+        if self.d.on_progress is None:
+            return
+        now = time.monotonic()
+        distance = self._distance_m(pose.position)
+        self._speed.add(now, distance)
+        if self._walk is not None and now - self._last_event >= self.d.config.progress_period_s:
+            self.emit(StepState.WALKING, index, action, _describe(action), pose.position, self._remaining(distance))
+
+    def emit(
+        self,
+        state: StepState,
+        index: int,
+        action: PlanAction | None,
+        message: str,
+        position: Point3 | None = None,
+        remaining: Remaining | None = None,
+    ) -> None:
+        """One event; ``position`` defaults to the recorded one, ``remaining`` to the plan's from there."""
         if self.d.on_progress is None or self._plan is None:
             return
+        position = self.d.robot.position if position is None else position
+        if remaining is None:
+            remaining = NOT_KNOWN if state is StepState.REPLANNING else self._remaining(self._distance_m(position))
+        self._last_event = time.monotonic()
         event = ProgressEvent(
             plan_id=self.plan_id,
             state=state,
@@ -296,9 +356,10 @@ class _PlanRun:
             action=action.name if action else "",
             target_symbol=action.target_symbol if action else "",
             message=message,
-            position=self.d.robot.position,
+            position=position,
             replans=self.replans,
             plan=self._plan,
+            remaining=remaining,
         )
         try:
             self.d.on_progress(event)
@@ -307,16 +368,20 @@ class _PlanRun:
 
     def execute(self, plan: PlanResult) -> StepOutcome | None:
         """Run every step; None when all succeeded, else the outcome that ended the plan."""
-        self._plan = plan
+        self._plan, self._walk = plan, None
+        self._speed.clear()  # a replan's plan is walked from a new count
         for index, action in enumerate(plan.actions):
+            self._next = index
             if self.cancel.cancelled:
                 reason = self.cancel.reason or "cancelled"
                 self.emit(StepState.CANCELLED, index, action, reason)
                 return StepOutcome(DriverOutcome.CANCELLED, self.d.pose(), reason)
+            self._walk = WalkProgress(self.d.pose().position, action) if action.name == "goto" else None
             self.emit(StepState.STARTED, index, action, _describe(action))
             try:
                 outcome = self.d.driver.execute(
-                    action, cancel=self.cancel, timeout_s=self.d.timeout_for(action), feedback=self.d.on_pose
+                    action, cancel=self.cancel, timeout_s=self.d.timeout_for(action),
+                    feedback=functools.partial(self._on_pose, index, action),
                 )
             except DriverError as exc:
                 self.driver_broken = True
@@ -324,6 +389,7 @@ class _PlanRun:
             note = self.d._record(action, outcome)
             if outcome.ok:
                 self.completed += 1
+                self._next, self._walk = index + 1, None
                 self.emit(StepState.SUCCEEDED, index, action, _done(action) + note)
                 continue
             if outcome.outcome is DriverOutcome.CANCELLED:

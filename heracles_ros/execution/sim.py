@@ -155,6 +155,10 @@ class SimSpotDriver(RobotDriver):
         with self._lock:
             return self._pose
 
+    def nominal_speed_mps(self) -> float:
+        """The walking speed in wall-clock time: ``speed_mps`` simulated metres per second, ``time_scale`` times."""
+        return self.config.speed_mps * self.config.time_scale
+
     @property
     def holding(self) -> str:
         """Symbol of the object in the gripper, "" when empty."""

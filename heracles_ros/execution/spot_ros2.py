@@ -409,6 +409,11 @@ class SpotRos2Driver(RobotDriver):
         self._last_map_pose = pose
         return pose
 
+    def nominal_speed_mps(self) -> float:
+        """The speed walk trajectories are timed for (``expected_speed_mps``), under the limit sent with them."""
+        cfg = self.config
+        return min(cfg.expected_speed_mps, cfg.max_speed_mps) if cfg.max_speed_mps > 0 else cfg.expected_speed_mps
+
     def wait_pose(self, timeout_s: float) -> Pose | None:
         """The real pose in the map frame once odometry (and map->odom) is there; None after ``timeout_s``."""
         deadline = time.monotonic() + timeout_s

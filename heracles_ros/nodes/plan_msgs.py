@@ -97,6 +97,9 @@ def progress_to_msg(event: ProgressEvent, *, frame_id: str = "map", stamp: Time 
         message=event.message,
         robot_position=point_msg(event.position),
         replans=event.replans,
+        distance_remaining_m=event.remaining.distance_m,
+        time_remaining_s=event.remaining.time_s,
+        speed_basis=event.remaining.basis.value,
     )
 
 

@@ -4,11 +4,20 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
 from geometry_msgs.msg import Point
 from heracles_ros.action import ExecuteCommand
-from heracles_ros.msg import Plan, PlanStep
+from heracles_ros.msg import DispatchProgress, Plan, PlanStep
 
-from heracles_ros.client.words import final_line, message_dict, plan_lines, stamped, where_robot_is
+from heracles_ros.client.words import (
+    duration_words,
+    final_line,
+    message_dict,
+    plan_lines,
+    progress_line,
+    stamped,
+    where_robot_is,
+)
 
 
 def test_a_plan_reads_as_the_demo_prints_it():
@@ -42,3 +51,31 @@ def test_a_message_becomes_plain_json_data():
     assert data["plan_id"] == "p" and data["steps"][0]["args"] == ["O3", "P2"]
     assert data["steps"][0]["target"] == {"x": 1.0, "y": 0.0, "z": 0.0} and data["header"]["frame_id"] == ""
     json.dumps(data)  # nothing left that JSON cannot hold
+
+
+def walking(distance_m: float, time_s: float, state: str = "walking") -> DispatchProgress:
+    return DispatchProgress(step_index=0, step_count=4, state=state, message="walking to P12",
+                            robot_position=Point(x=3.04, y=4.06), distance_remaining_m=distance_m,
+                            time_remaining_s=time_s, speed_basis="measured")
+
+
+def test_a_progress_line_says_the_walking_left_and_about_how_long_it_takes():
+    assert progress_line(walking(14.24, 11.6)) == (
+        "step 1/4 walking    walking to P12 — 14.2 m left, about 12 s  robot (3.0, 4.1)")
+    assert progress_line(walking(14.24, -1.0)) == "step 1/4 walking    walking to P12 — 14.2 m left  robot (3.0, 4.1)"
+    assert progress_line(walking(0.0, 0.0, "succeeded")) == (
+        "step 1/4 succeeded  walking to P12 — no walking left  robot (3.0, 4.1)")
+    assert progress_line(walking(-1.0, -1.0, "replanning")) == "step 1/4 replanning walking to P12  robot (3.0, 4.1)"
+
+
+@pytest.mark.parametrize(("seconds", "words"), [
+    (0.4, "0 s"), (59.4, "59 s"), (125.0, "2 min 05 s"), (599.0, "9 min 59 s"), (845.0, "14 min"),
+    (3780.0, "1 h 03 min"),
+])  # fmt: skip
+def test_a_duration_reads_at_a_glance(seconds, words):
+    assert duration_words(seconds) == words
+
+
+def test_the_walking_left_is_plain_json_data():
+    data = message_dict(walking(14.24, 11.6))
+    assert (data["distance_remaining_m"], data["time_remaining_s"], data["speed_basis"]) == (14.24, 11.6, "measured")

@@ -17,6 +17,7 @@ from support.tiny_scene import tiny_scene
 
 from heracles_ros.execution.driver import CancelToken, Pose
 from heracles_ros.execution.plan_runner import DispatchConfig, PlanRunner, ProgressEvent
+from heracles_ros.execution.remaining import SpeedBasis
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
 from heracles_ros.mirror.reconcile import Mirror
@@ -80,8 +81,10 @@ class LinePlanner:
 class Rig:
     dispatcher: PlanRunner
     driver: SimSpotDriver
+    #: Step events; the ``walking`` ones, which come by the clock while the robot walks, are in ``walks``.
     events: list[ProgressEvent]
     states: RobotStateStore
+    walks: list[ProgressEvent]
 
 
 def make_dispatcher(store, sim: SimConfig, *, replan=None, config: DispatchConfig | None = None) -> Rig:
@@ -90,12 +93,17 @@ def make_dispatcher(store, sim: SimConfig, *, replan=None, config: DispatchConfi
     driver = SimSpotDriver(sim, start=Pose(*start.position))
     driver.start()
     events: list[ProgressEvent] = []
+    walks: list[ProgressEvent] = []
+
+    def record(event: ProgressEvent) -> None:
+        (walks if event.state is StepState.WALKING else events).append(event)
+
     states = RobotStateStore(store)
     states.write(start)
     dispatcher = PlanRunner(
-        driver, state_store=states, replan=replan, config=config, on_progress=events.append, initial=start
+        driver, state_store=states, replan=replan, config=config, on_progress=record, initial=start
     )
-    return Rig(dispatcher, driver, events, states)
+    return Rig(dispatcher, driver, events, states, walks)
 
 
 def trace(events: list[ProgressEvent]) -> list[tuple[str, int, str]]:
@@ -122,6 +130,36 @@ def test_a_plan_runs_in_order_and_the_database_records_the_result(tiny_store):
     assert rig.states.read() == RobotState((0.0, 0.0, 0.0), place="P0", holding="")
     placed = tiny_store.query("MATCH (p)-[:CONTAINS]->(:Object {nodeSymbol: 'O2'}) RETURN p.nodeSymbol AS p")
     assert placed == [{"p": "P0"}]
+
+
+def test_every_event_carries_the_walking_the_plan_has_left(tiny_store):
+    """P0 -> P4 -> P0 on the line of places 1 m apart: 8 m, then 4 m after the first walk, then none."""
+    rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST))
+    outcome = rig.dispatcher.run(LinePlanner(tiny_store).plan(BRING_O2_TO_P0, "P0"), plan_id="p1")
+
+    assert outcome.success, outcome.reason
+    assert [e.remaining.distance_m for e in rig.events] == pytest.approx([8, 4, 4, 4, 4, 0, 0, 0])
+    # The sim walks 1 m per simulated second, 100 simulated seconds per second: 100 m/s.
+    for event in rig.events:
+        assert event.remaining.time_s == pytest.approx(event.remaining.distance_m / 100, rel=0.5, abs=1e-9)
+
+
+def test_walking_events_follow_the_robot_with_the_distance_and_time_left(tiny_store):
+    """A 4 m walk at 2 m/s, 4 times faster than real time (8 m/s): half a second, reported every 0.1 s."""
+    rig = make_dispatcher(tiny_store, SimConfig(speed_mps=2.0, time_scale=4.0),
+                          config=DispatchConfig(progress_period_s=0.1))
+    outcome = rig.dispatcher.run(LinePlanner(tiny_store).plan(FETCH_O2, "P0"), plan_id="p1")
+
+    assert outcome.success, outcome.reason
+    assert len(rig.walks) >= 2
+    assert all((e.step_index, e.target_symbol, e.message) == (0, "P4", "walking to P4 via 5 places")
+               for e in rig.walks)
+    left = [e.remaining.distance_m for e in rig.walks]
+    assert left == sorted(left, reverse=True) and 0 <= left[-1] < left[0] <= 4
+    for event in rig.walks:
+        assert event.remaining.distance_m == pytest.approx(4 - event.position[0], abs=1e-9)  # P4 is at x = 4
+        assert event.remaining.time_s == pytest.approx(event.remaining.distance_m / 8, rel=0.5, abs=0.05)
+    assert {e.remaining.basis for e in rig.walks} <= {SpeedBasis.MEASURED, SpeedBasis.NOMINAL}
 
 
 def test_holding_is_recorded_after_a_pick(tiny_store):

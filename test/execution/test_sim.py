@@ -170,3 +170,8 @@ def test_unknown_action_fails_with_its_name_and_use_before_start_is_an_error():
 def test_bad_configuration_names_the_parameter(field, value):
     with pytest.raises(ConfigError, match=field):
         SimConfig(**{field: value})
+
+
+def test_the_nominal_walking_speed_is_in_wall_clock_time():
+    """2 simulated metres per simulated second, 4 simulated seconds per second: 8 m per second."""
+    assert SimSpotDriver(SimConfig(speed_mps=2.0, time_scale=4.0)).nominal_speed_mps() == 8.0

@@ -313,6 +313,26 @@ def started(r: Rig) -> Rig:
     return r
 
 
+def test_the_nominal_walking_speed_is_the_trajectories_timing_under_the_speed_limit(ros_domain_id):
+    with rig(ros_domain_id, expected_speed_mps=2.0) as r:
+        assert r.driver.nominal_speed_mps() == 2.0
+    with rig(ros_domain_id, expected_speed_mps=2.0, max_speed_mps=0.8) as r:
+        assert r.driver.nominal_speed_mps() == 0.8
+
+
+def test_a_walk_reports_the_robots_pose_along_it(ros_domain_id):
+    """The dispatcher's walking events (the walking left, updated while the robot walks) rest on this."""
+    with rig(ros_domain_id) as r:
+        started(r)
+        path = [(10.0, 5.0), (10.0, 7.0), (12.0, 7.0), (12.0, 9.0)]
+        poses: list[Pose] = []
+        outcome = r.driver.execute(goto(["p1", "p2", "p3", "p4"], path), cancel=CancelToken(), timeout_s=10.0,
+                                   feedback=poses.append)
+        assert outcome.ok, outcome.reason
+        for point in path[1:]:  # every point the walk passes, as it passes it
+            assert any(math.dist((p.x, p.y), point) < 1e-6 for p in poses), (point, poses)
+
+
 @pytest.mark.parametrize("odom_frame", ["odom", "vision"])
 def test_a_goto_is_one_trajectory_goal_that_brings_the_robot_to_the_plans_map_targets(ros_domain_id, odom_frame):
     # Spot starts at odom's origin facing odom's x: in the map at (10, 5) facing north.

@@ -194,7 +194,7 @@ def test_feedback_goes_through_every_stage_in_order_and_the_result_carries_goal_
     assert [list(m.queries) for m in grounding] == [[], [FARTHEST_BOX]]  # the start, then each query run
     planned = next(m for m in messages if m.stage == "plan")
     assert planned.plan.steps[-1].action == "pick" and planned.plan_summary.startswith(f"{len(planned.plan.steps)} ")
-    steps = [(m.step.state, m.step.step_index) for m in messages if m.stage == "step"]
+    steps = [(m.step.state, m.step.step_index) for m in messages if m.stage == "step" and m.step.state != "walking"]
     assert steps == [(s, i) for i in range(len(result.plan.steps)) for s in ("started", "succeeded")]
     positions = [(m.step.robot_position.x, m.step.robot_position.y) for m in messages if m.stage == "step"]
     assert len(set(positions)) > 1  # each step reports where the robot is
@@ -449,6 +449,10 @@ def heracles(*args: str, stdin: Any = subprocess.DEVNULL) -> subprocess.Popen[st
 STAMP = re.compile(r"^\d\d:\d\d:\d\d\.\d\d ")
 
 
+#: A progress line of the robot walking (they come by the clock, as many as the walk lasts).
+WALKING_LINE = re.compile(r"^step \d+/\d+ walking ")
+
+
 def progress_lines(err: str) -> list[str]:
     """The CLI's time-stamped progress lines on stderr, without their stamps."""
     return [STAMP.sub("", line) for line in err.splitlines() if STAMP.match(line)]
@@ -467,9 +471,13 @@ def test_the_cli_follows_a_command_through_the_action_and_exits_by_its_outcome(r
     assert lines[0] == f"accepted as {result['command_id']}"
     assert any(line.startswith("grounding: query 1: MATCH") for line in lines)
     assert any(line.startswith(f"goal: hold {box} (box)") for line in lines)
-    steps = [line for line in lines if line.startswith("step ")]
+    steps = [line for line in lines if line.startswith("step ") and not WALKING_LINE.match(line)]
     assert len(steps) == 2 * len(result["plan_summary"].splitlines()[1:]) and "robot (" in steps[-1]
-    assert rig.progress.count == len(steps)
+    assert len([p for p in rig.progress.messages if p.state != "walking"]) == len(steps)
+    # --json: the last step event, with the walking left (none) and its time.
+    last = result["progress"]
+    assert (last["state"], last["step_index"], last["distance_remaining_m"], last["time_remaining_s"]) == (
+        "succeeded", len(steps) // 2 - 1, 0.0, 0.0)
 
 
 def test_the_cli_in_words_stamps_progress_says_the_plan_and_ends_where_the_robot_is(rig_factory, small_store):
@@ -487,6 +495,12 @@ def test_the_cli_in_words_stamps_progress_says_the_plan_and_ends_where_the_robot
     assert re.fullmatch(rf"  \d+\. pick  {box} at P\d+", words[-1]), words
     steps = [line for line in lines if STAMP.match(line) and " step " in line]
     assert steps and all(STAMP.match(line) for line in steps)
+    # Each step line says the walking left: at the start the plan's whole walk, at the end none.
+    first = re.fullmatch(r"step 1/\d+ started +walking to P\d+ via \d+ places — (\d+\.\d) m left, about \d+ s  "
+                         r"robot \(0\.0, 0\.0\)", STAMP.sub("", steps[0]))
+    assert first is not None and first.group(1) == headline.group(2), steps[0]
+    last = f"step {len(words)}/{len(words)} succeeded  holding {box} — no walking left  robot ("
+    assert STAMP.sub("", steps[-1]).startswith(last), steps[-1]
     where = re.fullmatch(rf"succeeded, (\d+) steps; robot at (P\d+) \((-?\d+\.\d), (-?\d+\.\d)\), holding {box}",
                          out.splitlines()[-1])
     assert where is not None and int(where.group(1)) == len(words), out

@@ -7,6 +7,7 @@ where a test needs the robot still walking (cancel, busy).
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import signal
@@ -139,6 +140,15 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store) -> Iterato
             context.__exit__(None, None, None)
 
 
+def step_events(messages: list[DispatchProgress]) -> list[DispatchProgress]:
+    """The events of steps starting and ending (``walking`` events come by the clock while the robot walks)."""
+    return [p for p in messages if p.state != "walking"]
+
+
+def stamp_s(message: Any) -> float:
+    return message.header.stamp.sec + message.header.stamp.nanosec * 1e-9
+
+
 def shown(arrays: list[MarkerArray]) -> dict[tuple[str, int], Marker]:
     """What RViz would show after receiving ``arrays`` in order."""
     state: dict[tuple[str, int], Marker] = {}
@@ -169,7 +179,7 @@ def test_a_plan_runs_in_order_records_the_held_object_and_clears_its_markers(rig
 
     assert (result.status, result.success, result.reason) == ("succeeded", True, "")
     assert (result.holding, result.robot_place, result.steps_completed) == (obj, place, len(plan.actions))
-    events = [(p.state, p.step_index) for p in rig.progress.messages]
+    events = [(p.state, p.step_index) for p in step_events(rig.progress.messages)]
     expected = [(state, i) for i in range(len(plan.actions)) for state in ("started", "succeeded")]
     assert events == expected
     assert all(p.plan_id == "fetch-1" and p.header.frame_id == "world" for p in rig.progress.messages)
@@ -190,6 +200,49 @@ def test_a_plan_runs_in_order_records_the_held_object_and_clears_its_markers(rig
     assert robot.text == f"robot holding {obj}"
 
 
+def test_progress_tells_the_walking_left_and_its_time_at_least_once_a_second(rig_factory, small_store):
+    """A walk at 2 m/s, 4 times faster than real time: 8 m per second of the test."""
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    assert [a.name for a in plan.actions] == ["goto", "pick"]
+    rig = rig_factory(sim_time_scale=4.0, sim_speed_mps=2.0)
+    feedback = FeedbackLog()
+    rig.send(plan, "eta-1", feedback)
+    assert rig.result_for("eta-1").status == "succeeded"
+
+    events = rig.progress.messages
+    start, arrived = events[0], next(p for p in events if p.state == "succeeded")
+    walk = events[: events.index(arrived) + 1]
+    assert [p.state for p in walk] == ["started", *["walking"] * (len(walk) - 2), "succeeded"]
+    assert len(walk) >= 4, "a walk of seconds is reported while it lasts"
+    # The path walked, summed here from the plan's coordinates (planar metres from where the robot stood).
+    here = start.robot_position
+    path = [(here.x, here.y), *((x, y) for x, y, _ in plan.actions[0].waypoints)]
+    metres = sum(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in itertools.pairwise(path))
+    assert metres > 4.0
+    assert start.distance_remaining_m == pytest.approx(metres, rel=1e-6)
+    left = [p.distance_remaining_m for p in walk]
+    assert left == sorted(left, reverse=True) and all(0 <= d < metres for d in left[1:])  # 0: the last pose
+    assert [p.distance_remaining_m for p in events[events.index(arrived):]] == [0.0, 0.0, 0.0]  # the pick walks not
+    # The sim walks from the start at exactly 8 m/s, so it arrives metres / 8 s after it (the succeeded event
+    # comes later, once the database has the robot's new state). Feedback at least once a second until
+    # then, and each estimate near the time the walk had left.
+    arrival = stamp_s(start) + metres / 8.0
+    assert stamp_s(arrived) >= arrival - 0.1
+    times = [*(stamp_s(p) for p in walk[:-1]), arrival]
+    assert max(b - a for a, b in itertools.pairwise(times)) <= 1.0
+    assert start.speed_basis == "nominal" and start.time_remaining_s == pytest.approx(metres / 8.0, rel=1e-6)
+    for event in walk[:-1]:
+        took = arrival - stamp_s(event)
+        assert event.time_remaining_s == pytest.approx(took, rel=0.3, abs=0.3), event
+        assert event.speed_basis in ("measured", "nominal")
+    assert "measured" in {p.speed_basis for p in walk}
+    # The action's feedback carries the same figures.
+    wait_until(lambda: len(feedback.messages) == rig.progress.count, 5.0, "every event as feedback")
+    assert [(f.progress.distance_remaining_m, f.progress.time_remaining_s) for f in feedback.messages] == [
+        (p.distance_remaining_m, p.time_remaining_s) for p in events]
+
+
 def test_an_injected_failure_is_replanned_and_the_task_still_completes(rig_factory, small_store):
     obj, place = far_object(small_store)
     plan = solved(small_store, f"(holding {obj})", START)
@@ -200,11 +253,13 @@ def test_an_injected_failure_is_replanned_and_the_task_still_completes(rig_facto
 
     assert result.status == "succeeded", result.reason
     assert (result.replans, result.holding, result.robot_place) == (1, obj, place)
-    states = [p.state for p in rig.progress.messages]
-    assert states[:3] == ["started", "failed", "replanning"]
-    failed, replanning = rig.progress.messages[1:3]
+    events = step_events(rig.progress.messages)
+    assert [p.state for p in events][:3] == ["started", "failed", "replanning"]
+    failed, replanning = events[1:3]
     assert "blocked" in failed.message and failed.replans == 0
-    after = rig.progress.messages[3:]
+    assert (replanning.distance_remaining_m, replanning.time_remaining_s, replanning.speed_basis) == (
+        -1.0, -1.0, "unknown")  # the new plan is not known yet
+    after = events[3:]
     assert after and all(p.replans == 1 for p in after)
     assert [p.state for p in after] == [s for _ in range(len(after) // 2) for s in ("started", "succeeded")]
     # The replan started where the robot got to, half-way along the blocked walk, not at P0.

@@ -5,6 +5,7 @@ import pytest
 
 from heracles_ros.errors import PlanningError
 from heracles_ros.execution.plan_runner import DispatchOutcome, ProgressEvent
+from heracles_ros.execution.remaining import Remaining, SpeedBasis
 from heracles_ros.execution.robot_state import RobotState
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, plan_to_msg, progress_to_msg
 from heracles_ros.outcomes import DispatchStatus, PlanStatus, StepState
@@ -50,13 +51,14 @@ def test_progress_and_result_carry_every_field():
     event = ProgressEvent(
         plan_id="cmd-7", state=StepState.FAILED, step_index=1, step_count=4, action="pick",
         target_symbol="O2", message="step 1 (pick O2) failed: missed", position=(4.0, 0.5, 0.0), replans=1,
-        plan=PLAN,
+        plan=PLAN, remaining=Remaining(4.5, 9.0, SpeedBasis.NOMINAL),
     )  # fmt: skip
     msg = progress_to_msg(event, frame_id="map")
     assert (msg.plan_id, msg.state, msg.step_index, msg.step_count) == ("cmd-7", "failed", 1, 4)
     assert (msg.action, msg.target_symbol, msg.replans) == ("pick", "O2", 1)
     assert msg.message == event.message and msg.header.frame_id == "map"
     assert (msg.robot_position.x, msg.robot_position.y, msg.robot_position.z) == (4.0, 0.5, 0.0)
+    assert (msg.distance_remaining_m, msg.time_remaining_s, msg.speed_basis) == (4.5, 9.0, "nominal")
 
     outcome = DispatchOutcome(
         "cmd-7", DispatchStatus.SUCCEEDED, "", 5, 1, RobotState((0.0, 0.0, 0.0), place="P0", holding="O2")
