@@ -241,8 +241,10 @@ class ConsoleHub:
             tab.send({"type": "corrections", "items": items, "error": ""})
 
     def _command(self, tab: Tab, text: str, execute: bool) -> None:
-        self.bridge.command(text, session=tab.session, execute=execute,
-                            emit=lambda message: self.post(tab, message), locate=self._locate)
+        """Start it; the page gets its id at once (to cancel it before its first stage)."""
+        command_id = self.bridge.command(text, session=tab.session, execute=execute,
+                                         emit=lambda message: self.post(tab, message), locate=self._locate)
+        tab.send({"type": "command", "command_id": command_id, "text": text})
 
     def _locate(self, symbol: str) -> tuple[float, float] | None:
         item = self.feed.item(symbol)
