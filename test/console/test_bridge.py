@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -40,9 +41,21 @@ TWO_BOXES = "MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box ORDER BY
 AMBIGUOUS = "Bring me a box."
 
 
+QUESTION = "How many boxes are there?"
+BOXES = "MATCH (o:Object {class: 'box'}) RETURN count(o) AS n"
+#: A question's model turn waits for this (at most 30 s): a slow model, to show nothing waits behind it.
+ANSWER_NOW = threading.Event()
+
+
 def model(request: RecordedRequest) -> Turn:
-    """The farthest box for INSTRUCTION; for AMBIGUOUS, a question back naming two boxes; "(I mean O3)": O3."""
+    """The farthest box for INSTRUCTION; for AMBIGUOUS, a question back naming two boxes; "(I mean O3)": O3;
+    QUESTION: the count of boxes, once ANSWER_NOW is set."""
     instruction = str(request.last("user").get("content"))
+    if QUESTION in instruction:
+        if not request.tool_results():
+            return call(BOXES)
+        ANSWER_NOW.wait(30.0)
+        return say(f"<answer>{json.loads(request.tool_results()[-1])[0]['n']}</answer>")
     last_user = max(i for i, m in enumerate(request.messages) if m.get("role") == "user")
     results = [str(m.get("content")) for m in request.messages[last_user:] if m.get("role") == "tool"]
     if (meant := re.search(r"\(I mean (\w+)\)", instruction)) is not None:
@@ -80,7 +93,7 @@ def system(ros_domain_id, falkordb_uri, graph_name, small_store, tmp_path) -> It
         wait_until(lambda: language.commands.plans.server_is_ready(), 20.0, "the dispatcher's execute_plan")
         served = stack.enter_context(console_server(ns, falkordb_uri, graph_name, static_dir=tmp_path,
                                                     find_timeout_s=20.0))
-        yield {"language": language, "robot": robot, "store": small_store, "console": served}
+        yield {"language": language, "robot": robot, "store": small_store, "console": served, "model": server}
 
 
 @contextlib.contextmanager
@@ -195,3 +208,22 @@ def test_the_map_follows_the_mirror_status_and_the_health_panel_reports_it(syste
             assert status["database"] == {"ok": True, "error": ""}
     finally:
         probe.destroy_node()
+
+
+def test_stop_does_not_wait_behind_a_slow_question_which_still_gets_its_answer(system):
+    boxes = system["store"].query(BOXES)[0]["n"]
+    ANSWER_NOW.clear()
+    try:
+        with opened(system["console"]) as ws:
+            ws.send(json.dumps({"op": "ask", "text": QUESTION, "request_id": "q1"}))
+            wait_until(lambda: any(QUESTION in r.text() and r.tool_results() for r in system["model"].requests), 30.0,
+                       "the question's last model turn to start (it waits for ANSWER_NOW)")
+            ws.send(json.dumps({"op": "stop"}))
+            seen: list[dict[str, Any]] = []
+            receive_until(ws, lambda m: m["type"] == "stop" and m["stopped"], 10.0, seen)
+            assert not [m for m in seen if m["type"] == "answer"] and not ANSWER_NOW.is_set()
+            ANSWER_NOW.set()
+            answer = receive_until(ws, lambda m: m["type"] == "answer", 60.0)
+            assert (answer["request_id"], answer["text"], answer["error"]) == ("q1", str(boxes), "")
+    finally:
+        ANSWER_NOW.set()
