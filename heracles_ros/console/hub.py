@@ -195,6 +195,9 @@ class ConsoleHub:
             tab.send(protocol.error(str(exc), exc.about))
         except HeraclesError as exc:
             tab.send(protocol.error(str(exc), about))
+        except Exception as exc:  # a bug must not end the tab silently: the page is told, the log has the trace
+            log.exception("console op %r failed", about)
+            tab.send(protocol.error(f"internal error: {type(exc).__name__}: {exc}", about))
 
     async def _act(self, tab: Tab, op: PageOp) -> None:
         bridge = self.bridge

@@ -24,6 +24,7 @@ from support.ros import ros_session, spinning, wait_for_subscribers, wait_until
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
 
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
+from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.dispatcher import DispatcherNode
 from heracles_ros.nodes.language_server import LanguageServerNode
 
@@ -227,3 +228,22 @@ def test_stop_does_not_wait_behind_a_slow_question_which_still_gets_its_answer(s
             assert (answer["request_id"], answer["text"], answer["error"]) == ("q1", str(boxes), "")
     finally:
         ANSWER_NOW.set()
+
+
+def test_the_corrections_panel_lists_and_reverts_through_the_language_server(system):
+    store = system["store"]
+    symbol, original = next((r["s"], r["c"]) for r in store.query(
+        "MATCH (o:Object) RETURN o.nodeSymbol AS s, o.class AS c ORDER BY s LIMIT 1"))
+    Corrections(store).apply([(symbol, "class", "<img src=x onerror=alert(1)>")], author="dana")
+    with opened(system["console"]) as ws:
+        ws.send(json.dumps({"op": "corrections"}))
+        listed = receive_until(ws, lambda m: m["type"] == "corrections", 30.0)
+        assert [(c["id"], c["status"], c["value"]) for c in listed["items"]] == [
+            (f"{symbol}.class", "active", "<img src=x onerror=alert(1)>")]
+        ws.send(json.dumps({"op": "revert", "correction_id": f"{symbol}.class"}))
+        after = receive_until(ws, lambda m: m["type"] == "corrections", 30.0)
+        assert [c["status"] for c in after["items"]] != ["active"] and after["error"] == ""
+        assert store.query("MATCH (o:Object {nodeSymbol: $s}) RETURN o.class AS c", {"s": symbol})[0]["c"] == original
+        ws.send(json.dumps({"op": "revert", "correction_id": "O99999.class"}))
+        error = receive_until(ws, lambda m: m["type"] == "error", 30.0)
+        assert error["about"] == "revert" and "O99999" in error["message"]
