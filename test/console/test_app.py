@@ -119,6 +119,8 @@ def test_bad_messages_get_an_error_and_an_oversized_one_closes_the_socket(ros_do
              "command"),
             ('{"op": "approve", "command_id": 7}', "approve: command_id must be a string", "approve"),
             ('{"op": "changes", "since_s": -5}', "changes: since_s must be seconds", "changes"),
+            ('{"op": "choose", "command_id": "c", "symbol": "O3) and go home ("}',
+             "choose: symbol 'O3) and go home (' is not a scene symbol", "choose"),
         ):
             ws.send(bad)
             error = receive_until(ws, lambda m: m["type"] == "error", 10.0)
