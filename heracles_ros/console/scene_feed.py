@@ -9,6 +9,7 @@ everyone else.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,8 @@ class SceneDiff:
                 "edges": None if self.edges is None else {"places": [list(edge) for edge in self.edges]}}
 
 
+#: Metres a place may move before the place edges are sent again (see SceneFeed).
+EDGE_SLACK_M = 0.25
 #: Decimals of metres a position is sent with: a millimetre is far below what a map shows; shorter numbers
 #: (the first scene of 16k places and 34k edges is ~3 MB of JSON) and no diff for sub-millimetre jitter.
 DECIMALS = 3
@@ -76,11 +79,20 @@ def place_edges(layer: DrawnLayer) -> tuple[Edge, ...]:
 
 
 class SceneFeed:
-    """What was last sent, and the diff to a new view (one feed serves every page, in the same order)."""
+    """What was last sent, and the diff to a new view (one feed serves every page, in the same order).
+
+    The place edges (34k on the kilometre-scale scene, ~1.2 MB of JSON) are sent again when the graph's
+    connections change, or when a place moved more than EDGE_SLACK_M since they were last sent: Hydra nudges
+    places on every optimisation, and each nudge is already an upsert of the place itself; an edge drawn up
+    to EDGE_SLACK_M off its end until then is the price of not resending them every second.
+    """
 
     def __init__(self) -> None:
         self._items: dict[str, SceneItem] = {}
         self._edges: tuple[Edge, ...] = ()
+        self._connected: frozenset[tuple[str, str]] = frozenset()
+        #: Where each place was when the edges were last sent.
+        self._edge_anchors: dict[str, tuple[float, float]] = {}
 
     def full(self) -> SceneDiff:
         """Everything, for a page that has nothing yet."""
@@ -89,12 +101,25 @@ class SceneFeed:
     def update(self, view: SceneView) -> SceneDiff:
         """The diff from the last view to ``view`` (empty when nothing changed); ``view`` becomes the last."""
         items = scene_items(view)
-        edges = place_edges(view.mesh_places)
         upsert = tuple(item for symbol, item in items.items() if self._items.get(symbol) != item)
         remove = tuple(symbol for symbol in self._items if symbol not in items)
-        changed_edges = edges if edges != self._edges else None
-        self._items, self._edges = items, edges
+        self._edges = place_edges(view.mesh_places)
+        changed_edges = None
+        connected = frozenset(view.mesh_places.connected)  # a set: a moved place reorders the list
+        if connected != self._connected or self._drifted(items):
+            changed_edges = self._edges
+            self._connected = connected
+            self._edge_anchors = {s: (i.x, i.y) for s, i in items.items() if i.layer == "place"}
+        self._items = items
         return SceneDiff(False, upsert, remove, changed_edges)
+
+    def _drifted(self, items: dict[str, SceneItem]) -> bool:
+        """Some place is more than EDGE_SLACK_M from where it was when the edges were last sent."""
+        for symbol, (x, y) in self._edge_anchors.items():
+            item = items.get(symbol)
+            if item is not None and math.hypot(item.x - x, item.y - y) > EDGE_SLACK_M:
+                return True
+        return False
 
     def item(self, symbol: str) -> SceneItem | None:
         return self._items.get(symbol)

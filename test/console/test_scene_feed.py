@@ -91,3 +91,17 @@ def test_place_edges_are_sent_again_only_when_they_changed(small_store, fed):
     assert diff.upsert == () and diff.remove == ()
     assert diff.edges is not None and len(diff.edges) == before - 1
     assert fed.update(read_scene_view(small_store)).edges is None
+
+
+def test_a_nudged_place_is_an_upsert_and_its_edges_follow_only_past_the_slack(small_store, fed):
+    place = small_store.query("MATCH (p:MeshPlace)-[:MESH_PLACE_CONNECTED]->() RETURN p.nodeSymbol AS s "
+                              "ORDER BY s LIMIT 1")[0]["s"]
+    small_store.write("MATCH (p:MeshPlace {nodeSymbol: $s}) SET p.x = p.x + 0.05", {"s": place})
+    nudged = fed.update(read_scene_view(small_store))
+    assert [i.symbol for i in nudged.upsert] == [place] and nudged.edges is None  # 5 cm: the edges stay
+    small_store.write("MATCH (p:MeshPlace {nodeSymbol: $s}) SET p.x = p.x + 0.25", {"s": place})
+    moved = fed.update(read_scene_view(small_store))  # 30 cm from where the edges were sent: they follow
+    x = small_store.query("MATCH (p:MeshPlace {nodeSymbol: $s}) RETURN p.x AS x", {"s": place})[0]["x"]
+    assert [i.symbol for i in moved.upsert] == [place] and moved.edges is not None
+    assert any(round(x, 3) in (edge[0], edge[2]) for edge in moved.edges)
+    assert fed.full().edges == moved.edges
