@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import signal
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ log = logging.getLogger(__name__)
 
 #: The page and its assets.
 STATIC_DIR = Path(__file__).resolve().parents[1] / "data" / "console"
+#: A Host header that may go into the page's content security policy as it is.
+_HOST = re.compile(r"[A-Za-z0-9.\-]+(:\d+)?|\[[0-9A-Fa-f:.]+\](:\d+)?")
 #: Seconds uvicorn gives open sockets to close when the console ends.
 GRACEFUL_S = 2
 
@@ -103,7 +106,8 @@ def create_app(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) 
         WebSocketRoute("/ws", socket),
         Mount("/static", app=StaticFiles(directory=config.static_dir, check_dir=False), name="static"),
     ]
-    return SecretGate(Starlette(routes=routes, lifespan=lifespan), config.secret, loopback=is_loopback(config.host))
+    app = PageHeaders(Starlette(routes=routes, lifespan=lifespan))
+    return SecretGate(app, config.secret, loopback=is_loopback(config.host))
 
 
 async def _serve_tab(hub: ConsoleHub, websocket: WebSocket) -> None:
@@ -153,6 +157,35 @@ def _open_database(config: ConsoleConfig) -> GraphStore:
     except HeraclesError as exc:
         log.warning("no read replica (%s); the console reads the main database", exc)
         return open_store(config.db_uri, graph=config.graph_name, timeout_s=10.0)
+
+
+class PageHeaders:
+    """Every HTTP response says what the page may do: its own scripts, styles and socket only (a class name an
+    operator typed as ``<img onerror=...>`` could run nothing even if it reached the page as markup), never
+    inside another site's frame (no clicking Approve through a disguise), no referrer (the URL may carry the
+    secret)."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = HTTPConnection(scope).headers.get("host", "")
+        sockets = f" ws://{host} wss://{host}" if _HOST.fullmatch(host) else ""  # 'self' alone, for old browsers
+        policy = (f"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                  f"connect-src 'self'{sockets}; frame-ancestors 'none'; base-uri 'none'; "
+                  "form-action 'none'; object-src 'none'")
+        extra = [(b"content-security-policy", policy.encode("latin-1")), (b"x-frame-options", b"DENY"),
+                 (b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer")]
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *extra]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 class SecretGate:

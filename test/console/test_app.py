@@ -55,7 +55,12 @@ def test_the_page_its_assets_and_the_whole_map_are_served_on_loopback(ros_domain
                                                                       small_store, static_dir):
     ns = namespace()
     with console_server(ns, falkordb_uri, graph_name, static_dir=static_dir) as served:
-        assert fetch(served.base + "/")[:2] == (200, PAGE)
+        status, body, headers = fetch(served.base + "/")
+        assert (status, body) == (200, PAGE)
+        policy = headers["Content-Security-Policy"]
+        assert "script-src 'self'" in policy and "frame-ancestors 'none'" in policy, policy
+        assert f"ws://127.0.0.1:{served.config.port}" in policy and headers["X-Frame-Options"] == "DENY"
+        assert headers["Referrer-Policy"] == "no-referrer"
         assert fetch(served.base + "/static/app.js")[:2] == (200, "console.log('hi');")
         assert json.loads(fetch(served.base + "/healthz")[1]) == {"ok": True}
         with served.socket() as ws:
