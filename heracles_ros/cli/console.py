@@ -52,10 +52,13 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--port must be 1..65535, got {args.port}")
     config = ConsoleConfig(host=args.host, port=args.port, namespace=args.namespace, db_uri=args.db,
                            graph_name=args.graph, secret=secret_for(args.host, os.environ))
-    print(f"heracles console: open {config.url}", flush=True)
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print("  (the secret is in that URL: share it only with operators)", file=sys.stderr, flush=True)
-    serve(config, bridge_factory(args.namespace))
+
+    def announce() -> None:
+        print(f"heracles console: open {config.url}", flush=True)
+        if config.secret:
+            print("  (the secret is in that URL: share it only with operators)", file=sys.stderr, flush=True)
+
+    serve(config, bridge_factory(args.namespace), announce)
     return 0
 
 

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import re
 import signal
+import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,7 @@ from heracles_ros.console.security import (
     secret_for,
     session_cookie,
 )
+from heracles_ros.errors import ConfigError, HeraclesError
 from heracles_ros.graphdb.store import GraphStore
 
 log = logging.getLogger(__name__)
@@ -66,8 +68,9 @@ class ConsoleConfig:
 
     @property
     def url(self) -> str:
-        """What the operator opens (with the token when a secret is set)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        """What the operator opens (with the token when a secret is set; this machine's name for 0.0.0.0 / ::)."""
+        host = socket.gethostname() if self.host in ("0.0.0.0", "::", "") else self.host
+        host = f"[{host}]" if ":" in host else host
         token = f"?token={quote(self.secret, safe='')}" if self.secret else ""
         return f"http://{host}:{self.port}/{token}"
 
@@ -93,7 +96,7 @@ def create_app(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) 
     async def healthz(_: Request) -> Response:
         return JSONResponse({"ok": True})
 
-    async def socket(websocket: WebSocket) -> None:
+    async def tab_socket(websocket: WebSocket) -> None:
         if not same_origin(websocket.headers.get("origin"), websocket.headers.get("host")):
             await websocket.close(code=1008)  # before accept: uvicorn answers the handshake with 403
             return
@@ -103,7 +106,7 @@ def create_app(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) 
     routes = [
         Route("/", index),
         Route("/healthz", healthz),
-        WebSocketRoute("/ws", socket),
+        WebSocketRoute("/ws", tab_socket),
         Mount("/static", app=StaticFiles(directory=config.static_dir, check_dir=False), name="static"),
     ]
     app = PageHeaders(Starlette(routes=routes, lifespan=lifespan))
@@ -149,7 +152,6 @@ async def _write(tab: Tab, websocket: WebSocket) -> None:
 def _open_database(config: ConsoleConfig) -> GraphStore:
     """The scene's store, read-only where the backend offers it (the embedded read replica), as the language
     server opens its query store."""
-    from heracles_ros.errors import HeraclesError
     from heracles_ros.graphdb import open_store
 
     try:
@@ -241,13 +243,20 @@ class SecretGate:
             await PlainTextResponse(text, status_code=status)(scope, receive, send)
 
 
-def serve(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) -> None:
-    """Run until SIGINT/SIGTERM (uvicorn's handlers); ConfigError before binding off loopback without a secret."""
+def serve(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any], announce: Callable[[], None]) -> None:
+    """Run until SIGINT/SIGTERM; ``announce()`` once it listens. ConfigError before binding off loopback without a
+    secret, and when it cannot start (a port in use: uvicorn logs why)."""
     import uvicorn
 
     class Server(uvicorn.Server):
-        """uvicorn's server, ending on SIGINT/SIGTERM with exit status 0 (uvicorn re-raises the signal after its
-        shutdown, which a process runner such as ``heracles up`` reads as a crash)."""
+        """uvicorn's server, announcing itself once bound, and ending on SIGINT/SIGTERM with exit status 0
+        (uvicorn re-raises the signal after its shutdown, which a process runner such as ``heracles up`` reads
+        as a crash)."""
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                announce()
 
         @contextlib.contextmanager
         def capture_signals(self) -> Iterator[None]:
@@ -260,7 +269,11 @@ def serve(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) -> No
                     signal.signal(sig, handler)
 
     secret_for(config.host, {"HERACLES_CONSOLE_SECRET": config.secret})
-    Server(uvicorn_config(config, make_bridge)).run()
+    try:
+        Server(uvicorn_config(config, make_bridge)).run()
+    except SystemExit as exc:  # uvicorn's startup failure (a port in use, a ROS side that could not start)
+        raise ConfigError(f"the console did not start on {config.host}:{config.port} (the error above says why)"
+                          ) from exc
 
 
 def uvicorn_config(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) -> Any:

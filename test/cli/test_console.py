@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -57,3 +58,17 @@ def test_the_console_executable_prints_its_address_takes_the_launch_namespace_an
         for stream in (process.stdout, process.stderr):
             if stream is not None:
                 stream.close()
+
+
+def test_a_port_in_use_ends_the_console_at_once_saying_so(ros_domain_id, falkordb_uri, graph_name, small_store):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "heracles_ros.cli", "console", "--port", str(port), "--db", falkordb_uri,
+             "--graph", graph_name, "--namespace", "/port_taken"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "address already in use" in done.stderr, done.stderr
+    assert f"error: the console did not start on 127.0.0.1:{port}" in done.stderr
+    assert "heracles console: open" not in done.stdout  # nothing announced that does not answer
