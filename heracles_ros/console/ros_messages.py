@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from heracles_ros.console import protocol
 from heracles_ros.outcomes import CommandOutcome
 
 #: A candidate's position on the map by symbol (None when the map does not hold it).
@@ -43,8 +44,7 @@ def mirror_report(status: Any) -> MirrorReport:
 
 
 def stop_message(state: Any) -> dict[str, Any]:
-    return {"type": "stop", "stopped": bool(state.stopped), "hard": bool(state.hard), "reason": str(state.reason),
-            "operator": str(state.operator_name)}
+    return protocol.stop(bool(state.stopped), bool(state.hard), str(state.reason), str(state.operator_name))
 
 
 def robot_message(progress: Any, place: str) -> dict[str, Any] | None:
@@ -52,7 +52,7 @@ def robot_message(progress: Any, place: str) -> dict[str, Any] | None:
     point = progress.robot_position
     if not (math.isfinite(point.x) and math.isfinite(point.y)):
         return None
-    return {"type": "robot", "x": float(point.x), "y": float(point.y), "place": place}
+    return protocol.robot(float(point.x), float(point.y), place)
 
 
 def reached_place(progress: Any) -> str:
