@@ -155,3 +155,15 @@ def test_a_console_off_loopback_refuses_to_start_without_its_secret(capsys, monk
         taken.listen()
         code, out, err = heracles(capsys, "console", "--host", "0.0.0.0", "--port", str(taken.getsockname()[1]))
     assert code == 1 and "set HERACLES_CONSOLE_SECRET" in err and out == "", err
+
+
+def test_a_database_that_does_not_answer_is_reported_and_the_console_stays_up(ros_domain_id, static_dir):
+    with console_server(namespace(), "falkordb://127.0.0.1:1", "nothing", static_dir=static_dir) as served, \
+            served.socket() as ws:
+        assert json.loads(ws.recv(timeout=10))["type"] == "hello"
+        status = receive_until(ws, lambda m: m["type"] == "status" and not m["database"]["ok"], 30.0)
+        assert status["database"]["error"], status
+        ws.send(json.dumps({"op": "object", "symbol": "O1"}))
+        error = receive_until(ws, lambda m: m["type"] in ("error", "object"), 30.0)
+        assert error["type"] == "error" and error["about"] == "object", error
+        assert fetch(served.base + "/healthz")[0] == 200
