@@ -28,10 +28,12 @@ class DrawnNode:
 
 @dataclass(frozen=True)
 class DrawnLayer:
-    """The nodes of one layer (in symbol order) and its connections, as pairs of their positions."""
+    """The nodes of one layer (in symbol order) and its connections, as pairs of their positions (and the same
+    connections by symbol, in the same order)."""
 
     nodes: tuple[DrawnNode, ...] = ()
     connections: tuple[tuple[Point3, Point3], ...] = ()
+    connected: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,13 +60,15 @@ def _read_layer(store: GraphStore, layer: Layer, timeout_s: float) -> DrawnLayer
     places = [node for row in store.query(read_place_positions(layer), timeout_s=timeout_s)
               for text in row["rows"] or () if (node := _place(str(text))) is not None]
     where = {n.symbol: n.position for n in places}
-    pairs: list[tuple[Point3, Point3]] = []
+    pairs: list[tuple[Point3, Point3, str, str]] = []
     for row in store.query(read_connections(layer), timeout_s=timeout_s):
         for pair in row["pairs"] or ():
             first, _, second = str(pair).partition(" ")
             if first in where and second in where:
-                pairs.append((where[first], where[second]))
-    return DrawnLayer(tuple(sorted(places, key=_symbol_order)), tuple(sorted(pairs)))
+                pairs.append((where[first], where[second], first, second))
+    pairs.sort()
+    return DrawnLayer(tuple(sorted(places, key=_symbol_order)), tuple((a, b) for a, b, _, _ in pairs),
+                      tuple((first, second) for _, _, first, second in pairs))
 
 
 def _symbol_order(node: DrawnNode) -> tuple[int, str]:

@@ -1,0 +1,326 @@
+"""The console against the running nodes: real DDS, FalkorDB, Fast Downward, uvicorn; only the model is scripted.
+
+The language server and the dispatcher (simulated Spot) run in this process under
+a namespace of their own; the console talks to them as the operator's page
+would, over its WebSocket.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import pytest
+import rclpy
+from heracles_ros.msg import MirrorStatus
+from hydra_msgs.msg import DsgUpdate
+from rclpy.parameter import Parameter
+from support.console_server import Served, console_server, receive_until
+from support.history_scene import MOVED_TO, NUDGED_TO, changed_scene
+from support.ros import ros_session, spinning, wait_for_subscribers, wait_until
+from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
+from support.tiny_scene import tiny_scene
+
+from heracles_ros.execution.robot_state import RobotState, RobotStateStore
+from heracles_ros.mirror.corrections import Corrections
+from heracles_ros.nodes.dispatcher import DispatcherNode
+from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
+from heracles_ros.nodes.language_server import LanguageServerNode
+
+pytestmark = pytest.mark.backends("falkordb")
+
+START = "P0"
+FARTHEST_BOX = (
+    "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {class: 'box'}) WHERE p.x < 12 "
+    "RETURN o.nodeSymbol AS box, p.x * p.x + p.y * p.y AS d2 ORDER BY d2 DESC, box LIMIT 1"
+)
+INSTRUCTION = "Bring me the farthest box."
+
+
+TWO_BOXES = "MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box ORDER BY box LIMIT 2"
+AMBIGUOUS = "Bring me a box."
+
+
+QUESTION = "How many boxes are there?"
+BOXES = "MATCH (o:Object {class: 'box'}) RETURN count(o) AS n"
+#: A question's model turn waits for this (at most 30 s): a slow model, to show nothing waits behind it.
+ANSWER_NOW = threading.Event()
+
+
+def model(request: RecordedRequest) -> Turn:
+    """The farthest box for INSTRUCTION; for AMBIGUOUS, a question back naming two boxes; "(I mean O3)": O3;
+    QUESTION: the count of boxes, once ANSWER_NOW is set."""
+    instruction = str(request.last("user").get("content"))
+    if QUESTION in instruction:
+        if not request.tool_results():
+            return call(BOXES)
+        ANSWER_NOW.wait(30.0)
+        return say(f"<answer>{json.loads(request.tool_results()[-1])[0]['n']}</answer>")
+    last_user = max(i for i, m in enumerate(request.messages) if m.get("role") == "user")
+    results = [str(m.get("content")) for m in request.messages[last_user:] if m.get("role") == "tool"]
+    if (meant := re.search(r"\(I mean (\w+)\)", instruction)) is not None:
+        return say(f"<answer>(holding {meant[1]})</answer>")
+    if AMBIGUOUS in instruction:
+        if not results:
+            return call(TWO_BOXES)
+        boxes = ", ".join(row["box"] for row in json.loads(results[-1]))
+        return say(f'<answer>CLARIFY("Which box?", <{boxes}>)</answer>')
+    if not results:
+        return call(FARTHEST_BOX)
+    return say(f"<answer>(holding {json.loads(results[-1])[0]['box']})</answer>")
+
+
+@pytest.fixture
+def system(ros_domain_id, falkordb_uri, graph_name, small_store, tmp_path) -> Iterator[dict[str, Any]]:
+    """Language server, dispatcher and the console in a namespace of their own, over the small real graph."""
+    ns = f"/cons_{uuid.uuid4().hex[:6]}"
+    states = RobotStateStore(small_store)
+    states.write(RobotState(states.position_of(START), place=START))
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    with ExitStack() as stack:
+        server = ScriptedLLMServer(model).start()
+        stack.callback(server.stop)
+        stack.enter_context(ros_session(ros_domain_id))
+        db = {"db_uri": falkordb_uri, "graph_name": graph_name}
+        language = LanguageServerNode(namespace=ns, parameter_overrides=[
+            Parameter(k, value=v) for k, v in {**db, "llm": "openai", "model": server.model,
+                                               "base_url": server.openai_base_url, "instance_check_s": 0.0,
+                                               "require_confirmation": False}.items()])
+        robot = DispatcherNode(namespace=ns, parameter_overrides=[
+            Parameter(k, value=v) for k, v in {**db, "start_place": START, "sim_time_scale": 4.0,
+                                               "sim_speed_mps": 1.0}.items()])
+        stack.enter_context(spinning(language, robot, num_threads=8))
+        wait_until(lambda: language.commands.plans.server_is_ready(), 20.0, "the dispatcher's execute_plan")
+        served = stack.enter_context(console_server(ns, falkordb_uri, graph_name, static_dir=tmp_path,
+                                                    find_timeout_s=20.0))
+        yield {"language": language, "robot": robot, "store": small_store, "console": served, "model": server}
+
+
+@contextlib.contextmanager
+def opened(served: Served) -> Iterator[Any]:
+    """A page's socket, past its hello."""
+    with served.socket() as ws:
+        assert json.loads(ws.recv(timeout=10))["type"] == "hello"
+        yield ws
+
+
+def test_a_command_shows_its_stages_waits_for_approval_then_moves_the_robot(system):
+    box = system["store"].query(FARTHEST_BOX)[0]["box"]
+    robot = system["robot"]
+    with opened(system["console"]) as ws:
+        ws.send(json.dumps({"op": "command", "text": INSTRUCTION}))
+        taken = receive_until(ws, lambda m: m["type"] == "command", 10.0)
+        stages: list[dict[str, Any]] = []
+        confirm = receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "confirm", 90.0, stages)
+        names = [m["stage"] for m in stages if m["type"] == "stage"]
+        assert "grounding" in names and "plan" in names, names
+        assert FARTHEST_BOX in [q for m in stages if m["type"] == "stage" for q in m["queries"]]
+        assert {m["command_id"] for m in stages if m["type"] == "stage"} == {taken["command_id"]}
+        assert confirm["command_id"] == taken["command_id"] and taken["text"] == INSTRUCTION
+        plan = confirm["plan"]
+        assert plan is not None and plan["steps"][-1]["action"] == "pick" and box in plan["steps"][-1]["args"]
+        goto = plan["steps"][0]
+        assert goto["action"] == "goto" and len(goto["waypoints"]) >= 2 and goto["target"] is not None
+        here = robot.driver.pose()
+        wait_until(lambda: (r := system["language"].commands._running) is not None and r.waiting, 30.0,
+                   "the command to wait for confirmation")
+        assert robot.driver.pose() == here  # nothing moves before the approval
+
+        ws.send(json.dumps({"op": "approve", "command_id": confirm["command_id"]}))
+        seen: list[dict[str, Any]] = []
+        result = receive_until(ws, lambda m: m["type"] == "result", 120.0, seen)
+        assert (result["outcome"], result["command_id"]) == ("succeeded", confirm["command_id"]), result
+        steps = [m["step"] for m in seen if m["type"] == "stage" and m["stage"] == "step"]
+        assert len(steps) == 2 * len(plan["steps"]) and all(s["robot"] is not None for s in steps)
+        end = robot.driver.pose()
+        assert steps[-1]["robot"] == pytest.approx([end.x, end.y], abs=1e-6)
+        robots = [m for m in seen if m["type"] == "robot"]
+        assert robots and robots[-1]["place"] == goto["args"][-1], robots
+        assert [robots[-1]["x"], robots[-1]["y"]] == pytest.approx([end.x, end.y], abs=1e-6)
+
+
+def test_stop_reaches_every_console_refuses_commands_until_resume(system):
+    with opened(system["console"]) as first, opened(system["console"]) as second:
+        first.send(json.dumps({"op": "stop"}))
+        for ws in (first, second):
+            stop = receive_until(ws, lambda m: m["type"] == "stop" and m["stopped"], 20.0)
+            assert stop["reason"], stop
+        language = system["language"]
+        wait_until(lambda: language.commands.stopped() is not None, 10.0, "the stop to reach the language server")
+        second.send(json.dumps({"op": "command", "text": INSTRUCTION}))
+        result = receive_until(second, lambda m: m["type"] == "result", 30.0)
+        assert result["outcome"] == "stopped" and "the robot is stopped" in result["reason"], result
+
+        second.send(json.dumps({"op": "resume", "operator": "ana", "reason": "path clear"}))
+        for ws in (first, second):
+            resumed = receive_until(ws, lambda m: m["type"] == "stop" and not m["stopped"], 20.0)
+            assert resumed["operator"] == "ana", resumed
+        second.send(json.dumps({"op": "resume", "operator": "ana"}))
+        assert receive_until(second, lambda m: m["type"] == "error", 10.0)["about"] == "resume"
+
+
+def test_a_clarification_offers_candidates_and_choosing_one_continues_the_conversation(system):
+    store = system["store"]
+    boxes = [row["box"] for row in store.query(TWO_BOXES)]
+    where = {row["s"]: (row["x"], row["y"]) for row in store.query(
+        "MATCH (o:Object) WHERE o.nodeSymbol IN $boxes RETURN o.nodeSymbol AS s, o.x AS x, o.y AS y",
+        {"boxes": boxes})}
+    with opened(system["console"]) as ws:
+        ws.send(json.dumps({"op": "command", "text": AMBIGUOUS}))
+        result = receive_until(ws, lambda m: m["type"] == "result", 90.0)
+        assert (result["outcome"], result["clarification"]) == ("clarify", "Which box?"), result
+        assert [c["symbol"] for c in result["candidates"]] == boxes
+        for candidate in result["candidates"]:
+            assert (candidate["x"], candidate["y"]) == pytest.approx(where[candidate["symbol"]], abs=1e-3)
+            assert candidate["cls"] == "box" and candidate["description"]
+
+        ws.send(json.dumps({"op": "choose", "command_id": result["command_id"], "symbol": boxes[1]}))
+        follow_up = receive_until(ws, lambda m: m["type"] == "command", 10.0)
+        assert follow_up["text"] == f"{AMBIGUOUS} (I mean {boxes[1]})"
+        confirm = receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "confirm", 90.0)
+        assert confirm["command_id"] == follow_up["command_id"] and confirm["goal"] == f"(holding {boxes[1]})"
+        ws.send(json.dumps({"op": "refuse", "command_id": follow_up["command_id"]}))
+        refused = receive_until(ws, lambda m: m["type"] == "result", 30.0)
+        assert (refused["outcome"], refused["command_id"]) == ("refused", follow_up["command_id"])
+        ws.send(json.dumps({"op": "choose", "command_id": "console-nobody-9", "symbol": boxes[0]}))
+        assert receive_until(ws, lambda m: m["type"] == "error", 10.0)["about"] == "choose"
+
+
+def test_the_map_follows_the_mirror_status_and_the_health_panel_reports_it(system):
+    store = system["store"]
+    symbol = store.query("MATCH (o:Object) RETURN o.nodeSymbol AS s ORDER BY s LIMIT 1")[0]["s"]
+    ns = system["console"].config.namespace
+    probe = rclpy.create_node("mirror_probe")
+    publisher = probe.create_publisher(MirrorStatus, f"{ns}/mirror_status", 10)
+    try:
+        with opened(system["console"]) as ws:
+            receive_until(ws, lambda m: m["type"] == "scene" and m["upsert"], 30.0)  # the map, from the first read
+            store.write("MATCH (o:Object {nodeSymbol: $s}) SET o.x = o.x + 3.0", {"s": symbol})
+            x = store.query("MATCH (o:Object {nodeSymbol: $s}) RETURN o.x AS x", {"s": symbol})[0]["x"]
+            wait_for_subscribers(publisher)
+            publisher.publish(MirrorStatus(sequence=7, nodes=123, snapshots_applied=2, last_latency_s=0.25))
+            diff = receive_until(ws, lambda m: m["type"] == "scene" and m["upsert"], 10.0)
+            assert [(i["symbol"], i["x"]) for i in diff["upsert"]] == [(symbol, pytest.approx(x, abs=1e-3))]
+            assert diff["remove"] == [] and diff["edges"] is None
+            status = receive_until(ws, lambda m: m["type"] == "status" and m["mirror"] is not None, 10.0)
+            mirror = status["mirror"]
+            assert (mirror["sequence"], mirror["nodes"], mirror["lag_s"]) == (7, 123, 0.25)
+            assert status["database"] == {"ok": True, "error": ""}
+    finally:
+        probe.destroy_node()
+
+
+def test_stop_does_not_wait_behind_a_slow_question_which_still_gets_its_answer(system):
+    boxes = system["store"].query(BOXES)[0]["n"]
+    ANSWER_NOW.clear()
+    try:
+        with opened(system["console"]) as ws:
+            ws.send(json.dumps({"op": "ask", "text": QUESTION, "request_id": "q1"}))
+            wait_until(lambda: any(QUESTION in r.text() and r.tool_results() for r in system["model"].requests), 30.0,
+                       "the question's last model turn to start (it waits for ANSWER_NOW)")
+            ws.send(json.dumps({"op": "stop"}))
+            seen: list[dict[str, Any]] = []
+            receive_until(ws, lambda m: m["type"] == "stop" and m["stopped"], 10.0, seen)
+            assert not [m for m in seen if m["type"] == "answer"] and not ANSWER_NOW.is_set()
+            ANSWER_NOW.set()
+            answer = receive_until(ws, lambda m: m["type"] == "answer", 60.0)
+            assert (answer["request_id"], answer["text"], answer["error"]) == ("q1", str(boxes), "")
+    finally:
+        ANSWER_NOW.set()
+
+
+def test_the_corrections_panel_lists_and_reverts_through_the_language_server(system):
+    store = system["store"]
+    symbol, original = next((r["s"], r["c"]) for r in store.query(
+        "MATCH (o:Object) RETURN o.nodeSymbol AS s, o.class AS c ORDER BY s LIMIT 1"))
+    Corrections(store).apply([(symbol, "class", "<img src=x onerror=alert(1)>")], author="dana")
+    with opened(system["console"]) as ws:
+        ws.send(json.dumps({"op": "corrections"}))
+        listed = receive_until(ws, lambda m: m["type"] == "corrections", 30.0)
+        assert [(c["id"], c["status"], c["value"]) for c in listed["items"]] == [
+            (f"{symbol}.class", "active", "<img src=x onerror=alert(1)>")]
+        ws.send(json.dumps({"op": "revert", "correction_id": f"{symbol}.class"}))
+        after = receive_until(ws, lambda m: m["type"] == "corrections", 30.0)
+        assert [c["status"] for c in after["items"]] != ["active"] and after["error"] == ""
+        assert store.query("MATCH (o:Object {nodeSymbol: $s}) RETURN o.class AS c", {"s": symbol})[0]["c"] == original
+        ws.send(json.dumps({"op": "revert", "correction_id": "O99999.class"}))
+        error = receive_until(ws, lambda m: m["type"] == "error", 30.0)
+        assert error["about"] == "revert" and "O99999" in error["message"]
+
+
+def test_the_running_mirror_drives_the_map_and_the_history_panel(ros_domain_id, falkordb_uri, graph_name, store,
+                                                                 tmp_path):
+    """No language server or dispatcher: a real dsg_mirror takes two snapshots; the page sees the second as a diff
+    (O0 moved, O3 gone, O5 new, the nudged O1 moved a little) and its history through the changes service."""
+    ns = f"/consm_{uuid.uuid4().hex[:6]}"
+    topic = f"{ns}/dsg_update"
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    params = {"db_uri": falkordb_uri, "graph_name": graph_name, "dsg_topic": topic, "status_period_s": 0.0}
+    now = int(time.time())
+    with ros_session(ros_domain_id):
+        node = DsgMirrorNode(namespace=ns, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        probe = rclpy.create_node("snapshot_probe")
+        publisher = probe.create_publisher(DsgUpdate, topic, 1)
+        try:
+            with spinning(node, probe), console_server(ns, falkordb_uri, graph_name, static_dir=tmp_path,
+                                                       find_timeout_s=20.0) as served, opened(served) as ws:
+                wait_for_subscribers(publisher)
+                # The status is published once per snapshot here (status_period_s 0): the console must be listening.
+                wait_until(lambda: node.count_subscribers(f"{ns}/mirror_status") >= 1, 20.0,
+                           "the console's subscription")
+                for sequence, graph in ((1, tiny_scene()), (2, changed_scene())):
+                    message = DsgUpdate(layer_contents=graph.to_binary(include_mesh=False), full_update=True,
+                                        sequence_number=sequence)
+                    message.header.stamp.sec = now - 120 + 60 * sequence
+                    publisher.publish(message)
+                    seen: list[dict[str, Any]] = []
+                    diff = receive_until(ws, lambda m: m["type"] == "scene" and (m["upsert"] or m["remove"]), 30.0,
+                                         seen)
+                    if sequence == 1:
+                        assert {i["symbol"] for i in diff["upsert"]} >= {"O0", "O1", "O2", "O3", "R0", "P0"}
+                        continue
+                    moved = {i["symbol"]: (i["x"], i["y"]) for i in diff["upsert"]}
+                    assert moved == {"O0": MOVED_TO[:2], "O1": NUDGED_TO[:2], "O5": (2.0, 1.0)}, diff
+                    assert diff["remove"] == ["O3"] and diff["edges"] is None
+                ws.send(json.dumps({"op": "changes", "since_s": 600}))
+                changes = receive_until(ws, lambda m: m["type"] == "changes", 30.0)
+                assert [(e["kind"], e["symbol"]) for e in changes["events"]] == [
+                    ("moved", "O0"), ("disappeared", "O3"), ("appeared", "O5")] and changes["error"] == ""
+                status = receive_until(ws, lambda m: m["type"] == "status" and m["mirror"] is not None, 10.0)
+                assert status["mirror"]["sequence"] == 2 and status["mirror"]["last_error"] == ""
+        finally:
+            probe.destroy_node()
+            node.destroy_node()
+
+
+def test_cancel_stops_a_walking_robot_and_a_closing_console_cancels_what_it_started(system, tmp_path):
+    robot, language = system["robot"], system["language"]
+    with opened(system["console"]) as ws:
+        ws.send(json.dumps({"op": "cancel", "command_id": "console-nobody-1"}))
+        assert receive_until(ws, lambda m: m["type"] == "error", 10.0)["about"] == "cancel"
+        ws.send(json.dumps({"op": "command", "text": INSTRUCTION}))
+        confirm = receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "confirm", 90.0)
+        ws.send(json.dumps({"op": "approve", "command_id": confirm["command_id"]}))
+        receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "step", 60.0)
+        ws.send(json.dumps({"op": "cancel", "command_id": confirm["command_id"]}))
+        result = receive_until(ws, lambda m: m["type"] == "result", 30.0)
+        assert (result["outcome"], result["command_id"]) == ("cancelled", confirm["command_id"]), result
+        here = robot.driver.pose()
+        wait_until(lambda: language.commands._running is None, 10.0, "the language server to be free")
+        assert robot.driver.pose() == here
+
+    config = system["console"].config
+    with console_server(config.namespace, config.db_uri, config.graph_name, static_dir=tmp_path,
+                        find_timeout_s=20.0) as second, opened(second) as ws:
+        ws.send(json.dumps({"op": "command", "text": INSTRUCTION}))
+        receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "confirm", 90.0)
+        assert language.commands._running is not None
+    # The second console is gone: what it started was cancelled, and the robot never moved.
+    wait_until(lambda: language.commands._running is None, 15.0, "the closed console's command to end")
+    assert robot.driver.pose() == here
