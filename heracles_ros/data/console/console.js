@@ -76,7 +76,7 @@
   function rebuildLayers() {
     const rooms = [], places = [], byClass = new Map(), operator = [], objects = [];
     for (const item of scene.items.values()) {
-      if (item.layer === "room") rooms.push({ ...item, radius: 0 });
+      if (item.layer === "room") rooms.push({ ...item, hull: null });
       else if (item.layer === "place") places.push(item.x, item.y);
       else if (item.layer === "object") {
         objects.push(item);
@@ -87,17 +87,44 @@
         }
       }
     }
-    // A room is known by its centre only: its disc reaches halfway to the nearest other room.
-    for (const room of rooms) {
-      let nearest = Infinity;
-      for (const other of rooms) {
-        if (other !== room) nearest = Math.min(nearest, Math.hypot(other.x - room.x, other.y - room.y));
+    // A room is known by its centre only: its outline is the hull of the places nearer to it than to any
+    // other room's centre, widened by half a metre (a room without places gets a 2 m disc).
+    const members = rooms.map(() => []);
+    for (let i = 0; rooms.length && i < places.length; i += 2) {
+      let best = 0, bestD = Infinity;
+      for (let r = 0; r < rooms.length; r++) {
+        const d = (rooms[r].x - places[i]) ** 2 + (rooms[r].y - places[i + 1]) ** 2;
+        if (d < bestD) { bestD = d; best = r; }
       }
-      room.radius = Math.max(2, Math.min(isFinite(nearest) ? nearest / 2 : 8, 25));
+      members[best].push([places[i], places[i + 1]]);
     }
+    rooms.forEach((room, r) => { room.hull = members[r].length >= 3 ? widen(convexHull(members[r]), 0.5) : null; });
     layers = { rooms, places: Float64Array.from(places), byClass, operator, objects };
     layersStale = false;
     renderLegend();
+  }
+
+  function convexHull(points) {  // Andrew's monotone chain
+    points.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    const cross = (o, a, b) => (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]);
+    const half = (list) => {
+      const out = [];
+      for (const p of list) {
+        while (out.length >= 2 && cross(out[out.length - 2], out[out.length - 1], p) <= 0) out.pop();
+        out.push(p);
+      }
+      out.pop();
+      return out;
+    };
+    return half(points).concat(half([...points].reverse()));
+  }
+
+  function widen(hull, metres) {
+    const cx = hull.reduce((s, p) => s + p[0], 0) / hull.length, cy = hull.reduce((s, p) => s + p[1], 0) / hull.length;
+    return hull.map(([x, y]) => {
+      const d = Math.hypot(x - cx, y - cy) || 1;
+      return [x + (x - cx) / d * metres, y + (y - cy) / d * metres];
+    });
   }
 
   // A stable colour per class: the same class gets the same hue in every session.
@@ -192,21 +219,22 @@
     const inView = (x, y, r = 0) => x + r >= left && x - r <= right && y + r >= bottom && y - r <= top;
     const drawn = { rooms: 0, places: 0, edges: 0, objects: 0 };
 
-    // Rooms: translucent discs with their names.
+    // Rooms: translucent outlines with their names.
     ctx.textAlign = "center"; ctx.textBaseline = "middle";
-    for (const room of layers.rooms) {
-      if (!inView(room.x, room.y, room.radius)) continue;
+    const roomInView = (room) => (room.hull ? room.hull.some(([x, y]) => inView(x, y, 50 / view.scale)) : inView(room.x, room.y, 2));
+    const visibleRooms = layers.rooms.filter(roomInView);
+    for (const room of visibleRooms) {
       drawn.rooms++;
       ctx.beginPath();
-      ctx.arc(toScreenX(room.x), toScreenY(room.y), room.radius * view.scale, 0, 2 * Math.PI);
+      if (room.hull) room.hull.forEach(([x, y], k) => (k ? ctx.lineTo : ctx.moveTo).call(ctx, toScreenX(x), toScreenY(y)));
+      else ctx.arc(toScreenX(room.x), toScreenY(room.y), 2 * view.scale, 0, 2 * Math.PI);
+      ctx.closePath();
       ctx.fillStyle = roomColour(room.symbol);
       ctx.fill();
     }
     ctx.font = "bold 13px system-ui, sans-serif";
     ctx.fillStyle = "rgba(40, 50, 70, 0.75)";
-    for (const room of layers.rooms) {
-      if (inView(room.x, room.y, room.radius)) ctx.fillText(room.name || room.symbol, toScreenX(room.x), toScreenY(room.y));
-    }
+    for (const room of visibleRooms) ctx.fillText(room.name || room.symbol, toScreenX(room.x), toScreenY(room.y));
 
     // Places: the graph's edges as one path, the places as one path of dots.
     const e = scene.edges;
