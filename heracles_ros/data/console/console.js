@@ -357,7 +357,7 @@
       robotPlace: scene.robot ? scene.robot.place || "" : "",
       planSteps: scene.plan ? scene.plan.steps.length : 0, planPoints,
       currentStep: scene.plan ? scene.plan.current : -1, candidates: scene.candidates.length,
-      moves: scene.moves.length, scale: view.scale.toFixed(3), frames, drawMs: (performance.now() - started).toFixed(2),
+      moves: scene.moves.length, view: [view.cx, view.cy, view.scale].join(","), frames, drawMs: (performance.now() - started).toFixed(2),
     });
   }
 
@@ -746,7 +746,7 @@
       if (message.error) { setText($("info-room"), message.error); setText($("info-seen"), ""); return; }
       setText($("info-class"), message.cls);
       setText($("info-room"), message.room || "none");
-      // last_seen_s: a Unix time (or, from an older server, an age in seconds).
+      // last_seen_s: a Unix time; a small number reads as an age in seconds.
       const seen = message.last_seen_s;
       const age = typeof seen === "number" && seen > 1e9 ? Date.now() / 1000 - seen : seen;
       setText($("info-seen"), typeof seen === "number" && seen > 1e9
