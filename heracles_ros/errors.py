@@ -169,6 +169,18 @@ class RequestFailed(HeraclesError):
 class RequestCancelled(HeraclesError):
     """The caller cancelled the request; nothing after the current model turn ran."""
 
+
+# --- the operator console -------------------------------------------------
+class ConsoleMessageError(HeraclesError):
+    """A console page's message is malformed: an unknown op, a missing, mistyped or oversized field.
+
+    ``about`` is the op it answers ('' when not even that could be read); the page is told, nothing moves.
+    """
+
+    def __init__(self, message: str, *, about: str = ""):
+        super().__init__(message)
+        self.about = about
+
 def describe(exc: BaseException) -> str:
     """``Kind: message``, the one form errors take in results: the class says what failed, the text what was wrong."""
     return f"{type(exc).__name__}: {exc}"

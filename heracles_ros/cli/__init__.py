@@ -19,10 +19,10 @@ EXIT_UNREACHABLE = 4
 #: Sub-modules that contribute commands, in help order.
 _COMMAND_MODULES = (
     "db", "scene", "cypher", "changes", "corrections", "bench", "goal", "plan", "language", "control", "eval",
-    "demo", "up", "replay",
+    "demo", "up", "replay", "console",
 )
-#: Commands without a JSON form: ``up`` runs the system and its output is the processes' own logs.
-_TEXT_ONLY = {"up"}
+#: Commands without a JSON form: ``up`` and ``console`` run until Ctrl-C and print logs (and the console its URL).
+_TEXT_ONLY = {"up", "console"}
 #: Commands on the operator's fast path (``heracles stop``): only their module is imported to parse them.
 _FAST_COMMANDS = {"stop": "control", "resume": "control", "cancel": "control", "confirm": "control"}
 

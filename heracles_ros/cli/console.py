@@ -1,0 +1,77 @@
+"""``heracles console``: the operator's web console (map, conversation, approval, STOP) for a running system.
+
+It is a ROS client like the CLI's live verbs (the execute_command action, confirm,
+ask, corrections, changes, the dispatcher's stop), plus a read-only view of the
+database for the map. It binds to 127.0.0.1 unless ``--host`` says otherwise;
+any other address needs ``HERACLES_CONSOLE_SECRET`` (see
+:mod:`heracles_ros.console.security`). It prints the URL to open, and Ctrl-C or
+SIGTERM ends it within a few seconds (running commands are cancelled).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from heracles_ros.cli.common import add_db_option
+from heracles_ros.client.system import DEFAULT_NAMESPACE
+
+DEFAULT_PORT = 8765
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "console", help="serve the operator's web console (map, commands, approval, STOP) for the running system",
+        description="A web page for the operator: the map (rooms, places, objects, the robot, the plan), a "
+        "conversation with the language server, Approve/Refuse before the robot moves, Cancel, STOP and Resume, "
+        "the history, the corrections and the mirror's health. Off 127.0.0.1 it needs the secret in "
+        "HERACLES_CONSOLE_SECRET (open the printed URL, which carries it once).",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to bind (default 127.0.0.1; any other needs HERACLES_CONSOLE_SECRET)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS",
+                        help=f"robot namespace of the running nodes (default {DEFAULT_NAMESPACE})")
+    add_db_option(parser)
+    parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from heracles_ros.console.app import ConsoleConfig, serve
+    from heracles_ros.console.bridge import bridge_factory
+    from heracles_ros.console.security import secret_for
+    from heracles_ros.errors import ConfigError
+
+    if not 0 < args.port < 65536:
+        raise ConfigError(f"--port must be 1..65535, got {args.port}")
+    config = ConsoleConfig(host=args.host, port=args.port, namespace=args.namespace, db_uri=args.db,
+                           graph_name=args.graph, secret=secret_for(args.host, os.environ))
+    print(f"heracles console: open {config.url}", flush=True)
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print("  (the secret is in that URL: share it only with operators)", file=sys.stderr, flush=True)
+    serve(config, bridge_factory(args.namespace))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The launch files' ``console`` executable: the same options (ROS arguments after --ros-args ignored)."""
+    import logging
+
+    from heracles_ros.errors import HeraclesError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--ros-args" in argv:
+        argv = argv[: argv.index("--ros-args")]
+    parser = argparse.ArgumentParser(prog="console", description="the operator's web console")
+    add_arguments(parser)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return run(parser.parse_args(argv))
+    except HeraclesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1

@@ -1,0 +1,210 @@
+"""The console's web server: a starlette application run by uvicorn.
+
+Routes: ``/`` (the page), ``/static/<file>`` (its assets, shipped in
+``heracles_ros/data/console/``: nothing from a CDN), ``/healthz`` and the
+WebSocket ``/ws``. The secret gate (:mod:`.security`) wraps every route; the
+WebSocket also checks its Origin, and uvicorn closes a socket whose message
+passes 16 KiB with 1009.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from starlette.applications import Starlette
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from heracles_ros.console import protocol
+from heracles_ros.console.hub import ConsoleHub, Tab
+from heracles_ros.console.security import (
+    COOKIE,
+    MAX_MESSAGE_BYTES,
+    Access,
+    RateLimit,
+    check_token,
+    same_origin,
+    secret_for,
+    session_cookie,
+)
+from heracles_ros.graphdb.store import GraphStore
+
+log = logging.getLogger(__name__)
+
+#: The page and its assets.
+STATIC_DIR = Path(__file__).resolve().parents[1] / "data" / "console"
+#: Seconds uvicorn gives open sockets to close when the console ends.
+GRACEFUL_S = 2
+
+
+@dataclass(frozen=True)
+class ConsoleConfig:
+    host: str = "127.0.0.1"
+    port: int = 8765
+    namespace: str = "/spot"
+    db_uri: str = "embedded"
+    graph_name: str = "heracles"
+    #: The secret every request must carry ('' = none; only allowed on loopback, see security.secret_for).
+    secret: str = ""
+    static_dir: Path = STATIC_DIR
+
+    @property
+    def url(self) -> str:
+        """What the operator opens (with the token when a secret is set)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        token = f"?token={quote(self.secret, safe='')}" if self.secret else ""
+        return f"http://{host}:{self.port}/{token}"
+
+
+def create_app(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) -> ASGIApp:
+    """The application; ``make_bridge(hub)`` builds the ROS side when the server starts (in a thread)."""
+    hub = ConsoleHub(config.namespace, bool(config.secret), lambda: _open_database(config))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        await hub.start(make_bridge)
+        try:
+            yield
+        finally:
+            await hub.close()
+
+    async def index(_: Request) -> Response:
+        page = config.static_dir / "index.html"
+        if not page.is_file():
+            return PlainTextResponse(f"the console's page is not installed ({page})", status_code=500)
+        return FileResponse(page, headers={"Cache-Control": "no-store"})
+
+    async def healthz(_: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    async def socket(websocket: WebSocket) -> None:
+        if not same_origin(websocket.headers.get("origin"), websocket.headers.get("host")):
+            await websocket.close(code=1008)  # before accept: uvicorn answers the handshake with 403
+            return
+        await websocket.accept()
+        await _serve_tab(hub, websocket)
+
+    routes = [
+        Route("/", index),
+        Route("/healthz", healthz),
+        WebSocketRoute("/ws", socket),
+        Mount("/static", app=StaticFiles(directory=config.static_dir, check_dir=False), name="static"),
+    ]
+    return SecretGate(Starlette(routes=routes, lifespan=lifespan), config.secret)
+
+
+async def _serve_tab(hub: ConsoleHub, websocket: WebSocket) -> None:
+    """One tab: a writer drains its outbox while this reads its messages (rate-limited) until it closes."""
+    tab = hub.open_tab()
+    writer = asyncio.create_task(_write(tab, websocket))
+    limit = RateLimit()
+    handling: set[asyncio.Task[None]] = set()
+    try:
+        while True:
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                break
+            raw = message.get("text") if message.get("text") is not None else message.get("bytes")
+            if raw is None:
+                continue
+            if not limit.allow():
+                tab.send(protocol.error(f"more than {limit.per_s} messages per second: dropped", ""))
+                continue
+            task = asyncio.create_task(hub.handle(tab, raw))
+            handling.add(task)
+            task.add_done_callback(handling.discard)
+    except WebSocketDisconnect:
+        pass
+    finally:
+        hub.close_tab(tab)
+        with contextlib.suppress(Exception):
+            await writer
+
+
+async def _write(tab: Tab, websocket: WebSocket) -> None:
+    while (message := await tab.outbox.get()) is not None:
+        try:
+            await websocket.send_json(message)
+        except Exception:  # the socket went away: the reader ends the tab
+            return
+
+
+def _open_database(config: ConsoleConfig) -> GraphStore:
+    """The scene's store, read-only where the backend offers it (the embedded read replica), as the language
+    server opens its query store."""
+    from heracles_ros.errors import HeraclesError
+    from heracles_ros.graphdb import open_store
+
+    try:
+        return open_store(config.db_uri, graph=config.graph_name, timeout_s=10.0, read_replica=True)
+    except HeraclesError as exc:
+        log.warning("no read replica (%s); the console reads the main database", exc)
+        return open_store(config.db_uri, graph=config.graph_name, timeout_s=10.0)
+
+
+class SecretGate:
+    """Every HTTP request and WebSocket handshake carries the secret (``?token=`` or the cookie) when one is set.
+
+    A right ``?token=`` on an HTTP request sets the cookie, so the page's later requests and its WebSocket
+    need no token in their URL. Missing: 401; wrong: 403 (a WebSocket is refused with 403 either way).
+    """
+
+    def __init__(self, app: ASGIApp, secret: str):
+        self.app = app
+        self.secret = secret
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or not self.secret:
+            await self.app(scope, receive, send)
+            return
+        connection = HTTPConnection(scope)
+        cookie = connection.cookies.get(COOKIE)
+        check = check_token(self.secret, connection.query_params.get("token"),
+                            unquote(cookie) if cookie else None)
+        if check.access is not Access.ALLOWED:
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008, "reason": ""})
+                return
+            status = 401 if check.access is Access.MISSING else 403
+            await PlainTextResponse(f"{status}: this console needs its secret (open the URL with ?token=...)",
+                                    status_code=status)(scope, receive, send)
+            return
+        if not check.from_query or scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                cookie = session_cookie(self.secret).encode("latin-1")
+                message["headers"] = [*message.get("headers", []), (b"set-cookie", cookie)]
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
+
+
+def serve(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) -> None:
+    """Run until SIGINT/SIGTERM (uvicorn's handlers); ConfigError before binding off loopback without a secret."""
+    import uvicorn
+
+    secret_for(config.host, {"HERACLES_CONSOLE_SECRET": config.secret})
+    server = uvicorn.Server(uvicorn_config(config, make_bridge))
+    server.run()
+
+
+def uvicorn_config(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) -> Any:
+    """uvicorn's settings: the websockets protocol with the 16 KiB cap, a bounded graceful shutdown."""
+    import uvicorn
+
+    return uvicorn.Config(create_app(config, make_bridge), host=config.host, port=config.port,
+                          ws="websockets-sansio", ws_max_size=MAX_MESSAGE_BYTES, ws_ping_interval=20.0,
+                          log_level="warning", timeout_graceful_shutdown=GRACEFUL_S, lifespan="on")

@@ -1,0 +1,263 @@
+"""The console's state between the ROS side and the open pages: tabs, the map's feed, the latest status.
+
+Runs on the web server's asyncio loop. Every blocking call (the database, the
+bridge's services) goes to a thread; the stop goes to a thread pool of its own,
+so it never waits behind an ask or a confirm. Each tab has an outbox that a
+writer task drains, so a slow page never holds up the others. ROS threads hand
+messages in through :meth:`ConsoleHub.post` / :meth:`ConsoleHub.broadcast_threadsafe`.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from heracles_ros.console import protocol
+from heracles_ros.console.object_details import read_object
+from heracles_ros.console.protocol import (
+    ApproveOp,
+    AskOp,
+    CancelOp,
+    ChangesOp,
+    ChooseOp,
+    CommandOp,
+    CorrectionsOp,
+    ObjectOp,
+    PageOp,
+    RefuseOp,
+    ResumeOp,
+    RevertOp,
+    StopOp,
+)
+from heracles_ros.console.ros_messages import MirrorReport
+from heracles_ros.console.scene_feed import SceneFeed
+from heracles_ros.errors import ConsoleMessageError, HeraclesError
+from heracles_ros.graphdb.store import GraphStore
+
+log = logging.getLogger(__name__)
+
+#: Seconds between two reads of the scene (at most), and between two status messages.
+REFRESH_S = 1.0
+#: Seconds one scene read may take.
+SCENE_TIMEOUT_S = 60.0
+
+
+@dataclass(eq=False)
+class Tab:
+    """One open page: its session (the conversation its commands and questions belong to) and outbox."""
+
+    session: str
+    outbox: asyncio.Queue[dict[str, Any] | None] = field(default_factory=asyncio.Queue)
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.outbox.put_nowait(message)
+
+
+class ConsoleHub:
+    """See the module's docstring. ``bridge`` is a :class:`~heracles_ros.console.bridge.ConsoleBridge`."""
+
+    def __init__(self, namespace: str, secured: bool, open_database: Callable[[], GraphStore]):
+        self.namespace = namespace
+        self.secured = secured
+        self.bridge: Any = None
+        self.feed = SceneFeed()
+        self._open_database = open_database
+        self._store: GraphStore | None = None
+        self._database: dict[str, Any] = {"ok": False, "error": "not read yet"}
+        self._tabs: set[Tab] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="console-stop")
+        self._closing = asyncio.Event()
+        self._scene_due = True
+        self._mirror: MirrorReport | None = None
+        self._last_stop: dict[str, Any] | None = None
+        self._last_robot: dict[str, Any] | None = None
+        self._refresher: asyncio.Task[None] | None = None
+
+    # -- life -------------------------------------------------------------------------------------------------
+    async def start(self, make_bridge: Callable[[ConsoleHub], Any]) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.bridge = await asyncio.to_thread(make_bridge, self)
+        self._refresher = asyncio.create_task(self._refresh())
+
+    async def close(self) -> None:
+        self._closing.set()
+        for tab in list(self._tabs):
+            tab.outbox.put_nowait(None)
+        if self._refresher is not None:
+            await self._refresher
+        if self.bridge is not None:
+            await asyncio.to_thread(self.bridge.close)
+        self._stop_pool.shutdown(wait=False, cancel_futures=True)
+        if self._store is not None:
+            self._store.close()
+
+    # -- from ROS threads -------------------------------------------------------------------------------------
+    def on_stop(self, message: dict[str, Any]) -> None:
+        self._threadsafe(self._remember_and_broadcast, "stop", message)
+
+    def on_robot(self, message: dict[str, Any]) -> None:
+        self._threadsafe(self._remember_and_broadcast, "robot", message)
+
+    def on_mirror(self, report: MirrorReport) -> None:
+        self._threadsafe(self._mirror_reported, report)
+
+    def post(self, tab: Tab, message: dict[str, Any]) -> None:
+        self._threadsafe(tab.send, message)
+
+    def _threadsafe(self, call: Callable[..., None], *args: Any) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop closed in between: the console is going away
+                loop.call_soon_threadsafe(call, *args)
+
+    def _remember_and_broadcast(self, kind: str, message: dict[str, Any]) -> None:
+        if kind == "stop":
+            self._last_stop = message
+        else:
+            self._last_robot = message
+        self.broadcast(message)
+
+    def _mirror_reported(self, report: MirrorReport) -> None:
+        if self._mirror is None or report.revision != self._mirror.revision:
+            self._scene_due = True
+        self._mirror = report
+
+    # -- tabs -----------------------------------------------------------------------------------------------
+    def open_tab(self) -> Tab:
+        """A new tab with hello, the whole map and the last stop state and robot position in its outbox."""
+        tab = Tab(session=uuid.uuid4().hex[:12])
+        tab.send(protocol.hello(tab.session, self.namespace, self.secured))
+        tab.send(self.feed.full().to_message())
+        for message in (self._last_stop, self._last_robot):
+            if message is not None:
+                tab.send(message)
+        self._tabs.add(tab)
+        return tab
+
+    def close_tab(self, tab: Tab) -> None:
+        self._tabs.discard(tab)
+        tab.outbox.put_nowait(None)
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        for tab in self._tabs:
+            tab.send(message)
+
+    # -- the map and the health panel ------------------------------------------------------------------------
+    async def _refresh(self) -> None:
+        """Re-read the scene when the mirror says it changed (at most every REFRESH_S), send the status."""
+        while not self._closing.is_set():
+            if self._scene_due:
+                self._scene_due = False
+                await self._read_scene()
+            self.broadcast({"type": "status", "mirror": self._mirror.to_json() if self._mirror else None,
+                            "database": dict(self._database)})
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), REFRESH_S)
+
+    async def _read_scene(self) -> None:
+        from heracles_ros.mirror.scene_view import read_scene_view
+
+        try:
+            store = await self._database_store()
+            view = await asyncio.to_thread(read_scene_view, store, timeout_s=SCENE_TIMEOUT_S)
+            robot = await asyncio.to_thread(_robot_position, store) if self._last_robot is None else None
+        except HeraclesError as exc:
+            self._database = {"ok": False, "error": str(exc)}
+            self._scene_due = True  # read again once it answers
+            return
+        self._database = {"ok": True, "error": ""}
+        diff = self.feed.update(view)
+        if not diff.empty:
+            self.broadcast(diff.to_message())
+        if robot is not None and self._last_robot is None:
+            self._remember_and_broadcast("robot", robot)
+
+    async def _database_store(self) -> GraphStore:
+        if self._store is None:
+            self._store = await asyncio.to_thread(self._open_database)
+        return self._store
+
+    # -- a page's message --------------------------------------------------------------------------------------
+    async def handle(self, tab: Tab, raw: str | bytes) -> None:
+        """Parse and act on one page message; any error goes back to that page as an ``error`` message."""
+        about = ""
+        try:
+            op = protocol.parse_op(raw)
+            about = _op_name(op)
+            await self._act(tab, op)
+        except ConsoleMessageError as exc:
+            tab.send(protocol.error(str(exc), exc.about))
+        except HeraclesError as exc:
+            tab.send(protocol.error(str(exc), about))
+
+    async def _act(self, tab: Tab, op: PageOp) -> None:
+        bridge = self.bridge
+        if isinstance(op, StopOp):
+            loop = asyncio.get_running_loop()
+            success, message = await loop.run_in_executor(self._stop_pool, bridge.stop)
+            if not success:
+                tab.send(protocol.error(message, "stop"))
+        elif isinstance(op, ResumeOp):
+            success, message = await asyncio.to_thread(bridge.resume, op.operator, op.reason)
+            if not success:
+                tab.send(protocol.error(message, "resume"))
+        elif isinstance(op, CommandOp):
+            self._command(tab, op.text, op.execute)
+        elif isinstance(op, ChooseOp):
+            instruction = bridge.instruction_of(op.command_id)
+            if instruction is None:
+                raise ConsoleMessageError(f"choose: no command {op.command_id!r} of this console", about="choose")
+            self._command(tab, f"{instruction} (I mean {op.symbol})", True)
+        elif isinstance(op, (ApproveOp, RefuseOp)):
+            name = "approve" if isinstance(op, ApproveOp) else "refuse"
+            success, message = await asyncio.to_thread(bridge.confirm, op.command_id, name == "approve")
+            if not success:
+                tab.send(protocol.error(message, name))
+        elif isinstance(op, CancelOp):
+            if not bridge.cancel(op.command_id):
+                tab.send(protocol.error(f"no command {op.command_id!r} is running", "cancel"))
+        elif isinstance(op, AskOp):
+            reply = await asyncio.to_thread(bridge.ask, op.text, tab.session)
+            tab.send(protocol.answer(op.request_id, reply.answer or reply.clarification, reply.explanation,
+                                     reply.error))
+        elif isinstance(op, ObjectOp):
+            store = await self._database_store()
+            details = await asyncio.to_thread(read_object, store, op.symbol)
+            tab.send(details.to_message())
+        elif isinstance(op, ChangesOp):
+            events = await asyncio.to_thread(bridge.changes, op.since_s)
+            tab.send({"type": "changes", "events": events, "error": ""})
+        elif isinstance(op, RevertOp):
+            await asyncio.to_thread(bridge.revert, op.correction_id)
+            await self._act(tab, CorrectionsOp())
+        elif isinstance(op, CorrectionsOp):
+            items = await asyncio.to_thread(bridge.corrections)
+            tab.send({"type": "corrections", "items": items, "error": ""})
+
+    def _command(self, tab: Tab, text: str, execute: bool) -> None:
+        self.bridge.command(text, session=tab.session, execute=execute,
+                            emit=lambda message: self.post(tab, message), locate=self._locate)
+
+    def _locate(self, symbol: str) -> tuple[float, float] | None:
+        item = self.feed.item(symbol)
+        return (item.x, item.y) if item is not None else None
+
+
+def _op_name(op: PageOp) -> str:
+    return next(name for name, kind in protocol.OPS.items() if isinstance(op, kind))
+
+
+def _robot_position(store: GraphStore) -> dict[str, Any] | None:
+    """Where the database last recorded the robot (before any dispatch event arrives)."""
+    from heracles_ros.execution.robot_state import RobotStateStore
+
+    state = RobotStateStore(store).read()
+    if state is None:
+        return None
+    return protocol.robot(state.position[0], state.position[1], state.place)

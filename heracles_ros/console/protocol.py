@@ -1,0 +1,166 @@
+"""The console's wire protocol (CONSOLE-PROTOCOL.md): page ops parsed into dataclasses, server messages built.
+
+A page's message is checked here, whole, before anything acts on it: an unknown op,
+a missing or mistyped field, or a text over its bound raises
+:class:`~heracles_ros.errors.ConsoleMessageError` naming what was wrong, which the
+server sends back as an ``error`` message (the socket stays open, nothing moves).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from heracles_ros.errors import ConsoleMessageError
+
+#: Longest instruction or question a page may send (characters).
+TEXT_MAX = 1000
+#: Longest name, symbol or id a page may send (characters).
+NAME_MAX = 100
+#: Longest history window a page may ask for (seconds: a week).
+SINCE_MAX_S = 7 * 86400.0
+
+
+@dataclass(frozen=True)
+class CommandOp:
+    text: str
+    execute: bool = True
+
+
+@dataclass(frozen=True)
+class AskOp:
+    text: str
+    request_id: str
+
+
+@dataclass(frozen=True)
+class ApproveOp:
+    command_id: str
+
+
+@dataclass(frozen=True)
+class RefuseOp:
+    command_id: str
+
+
+@dataclass(frozen=True)
+class CancelOp:
+    command_id: str
+
+
+@dataclass(frozen=True)
+class ChooseOp:
+    command_id: str
+    symbol: str
+
+
+@dataclass(frozen=True)
+class StopOp:
+    pass
+
+
+@dataclass(frozen=True)
+class ResumeOp:
+    operator: str
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ObjectOp:
+    symbol: str
+
+
+@dataclass(frozen=True)
+class ChangesOp:
+    since_s: float = 3600.0
+
+
+@dataclass(frozen=True)
+class CorrectionsOp:
+    pass
+
+
+@dataclass(frozen=True)
+class RevertOp:
+    correction_id: str
+
+
+PageOp = (CommandOp | AskOp | ApproveOp | RefuseOp | CancelOp | ChooseOp | StopOp | ResumeOp | ObjectOp
+          | ChangesOp | CorrectionsOp | RevertOp)
+
+OPS: dict[str, type[Any]] = {
+    "command": CommandOp, "ask": AskOp, "approve": ApproveOp, "refuse": RefuseOp, "cancel": CancelOp,
+    "choose": ChooseOp, "stop": StopOp, "resume": ResumeOp, "object": ObjectOp, "changes": ChangesOp,
+    "corrections": CorrectionsOp, "revert": RevertOp,
+}
+#: Fields holding free text (the longer bound); every other string is a name.
+_TEXT_FIELDS = {"text", "reason"}
+
+
+def parse_op(raw: str | bytes) -> PageOp:
+    """One page message -> its op; ConsoleMessageError naming what was wrong."""
+    try:
+        message = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConsoleMessageError(f"not a JSON message: {exc}") from None
+    if not isinstance(message, dict):
+        raise ConsoleMessageError("a message must be a JSON object with an \"op\"")
+    name = message.get("op")
+    if not isinstance(name, str) or name not in OPS:
+        shown = name[:NAME_MAX] if isinstance(name, str) else name
+        raise ConsoleMessageError(f"unknown op {shown!r} (ops: {', '.join(OPS)})",
+                                  about=shown if isinstance(shown, str) else "")
+    kind = OPS[name]
+    values: dict[str, Any] = {}
+    for spec in dataclasses.fields(kind):
+        if spec.name not in message:
+            if spec.default is dataclasses.MISSING:
+                raise ConsoleMessageError(f"{name}: missing field {spec.name!r}", about=name)
+            continue
+        values[spec.name] = _checked(name, spec.name, spec.type, message[spec.name])
+    op: PageOp = kind(**values)
+    return op
+
+
+def _checked(op: str, field: str, kind: Any, value: Any) -> Any:
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ConsoleMessageError(f"{op}: {field} must be a string", about=op)
+        bound = TEXT_MAX if field in _TEXT_FIELDS else NAME_MAX
+        if len(value) > bound:
+            raise ConsoleMessageError(f"{op}: {field} is {len(value)} characters, at most {bound}", about=op)
+        if field != "reason" and not value.strip():
+            raise ConsoleMessageError(f"{op}: {field} is empty", about=op)
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ConsoleMessageError(f"{op}: {field} must be true or false", about=op)
+        return value
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) \
+            or not 0 < value <= SINCE_MAX_S:
+        raise ConsoleMessageError(f"{op}: {field} must be seconds in (0, {SINCE_MAX_S:g}]", about=op)
+    return float(value)
+
+
+# --- server -> page ------------------------------------------------------------------------------------
+def hello(session: str, namespace: str, secured: bool) -> dict[str, Any]:
+    return {"type": "hello", "session": session, "namespace": namespace, "secured": secured}
+
+
+def error(message: str, about: str = "") -> dict[str, Any]:
+    return {"type": "error", "message": message, "about": about}
+
+
+def stop(stopped: bool, hard: bool, reason: str, operator: str) -> dict[str, Any]:
+    return {"type": "stop", "stopped": stopped, "hard": hard, "reason": reason, "operator": operator}
+
+
+def robot(x: float, y: float, place: str) -> dict[str, Any]:
+    return {"type": "robot", "x": x, "y": y, "place": place}
+
+
+def answer(request_id: str, text: str = "", explanation: str = "", error_text: str = "") -> dict[str, Any]:
+    return {"type": "answer", "request_id": request_id, "text": text, "explanation": explanation,
+            "error": error_text}

@@ -1,0 +1,93 @@
+"""The map's data as diffs: successive scene views -> what changed, keyed by symbol.
+
+A kilometre-scale scene has 16k places; sending it whole on every mirror update
+would freeze a tablet's page. The feed keeps what it last sent and turns each new
+:class:`~heracles_ros.mirror.scene_view.SceneView` into upserts (new or changed
+items), removals (symbols gone) and the place edges only when they changed.
+A page that joins late gets :meth:`SceneFeed.full` and then the same diffs as
+everyone else.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from heracles_ros.mirror.scene_view import DrawnLayer, SceneView
+
+Edge = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class SceneItem:
+    """One drawn node as the page gets it (``layer``: room, place or object)."""
+
+    symbol: str
+    layer: str
+    cls: str
+    name: str
+    x: float
+    y: float
+    operator: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"symbol": self.symbol, "layer": self.layer, "cls": self.cls, "name": self.name, "x": self.x,
+                "y": self.y, "operator": self.operator}
+
+
+@dataclass(frozen=True)
+class SceneDiff:
+    """What a page must change: ``edges`` None when the place edges did not change."""
+
+    full: bool
+    upsert: tuple[SceneItem, ...] = ()
+    remove: tuple[str, ...] = ()
+    edges: tuple[Edge, ...] | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not (self.full or self.upsert or self.remove or self.edges is not None)
+
+    def to_message(self) -> dict[str, Any]:
+        return {"type": "scene", "full": self.full, "upsert": [item.to_json() for item in self.upsert],
+                "remove": list(self.remove),
+                "edges": None if self.edges is None else {"places": [list(edge) for edge in self.edges]}}
+
+
+def scene_items(view: SceneView) -> dict[str, SceneItem]:
+    """Rooms, mesh places (the planner's traversable layer) and objects by symbol."""
+    items: dict[str, SceneItem] = {}
+    for layer, drawn in (("room", view.rooms), ("place", view.mesh_places), ("object", view.objects)):
+        for node in drawn.nodes:
+            items[node.symbol] = SceneItem(node.symbol, layer, node.cls, node.name, node.position[0],
+                                           node.position[1], node.operator)
+    return items
+
+
+def place_edges(layer: DrawnLayer) -> tuple[Edge, ...]:
+    """Each connection as (x1, y1, x2, y2), in the view's order."""
+    return tuple((a[0], a[1], b[0], b[1]) for a, b in layer.connections)
+
+
+class SceneFeed:
+    """What was last sent, and the diff to a new view (one feed serves every page, in the same order)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, SceneItem] = {}
+        self._edges: tuple[Edge, ...] = ()
+
+    def full(self) -> SceneDiff:
+        """Everything, for a page that has nothing yet."""
+        return SceneDiff(True, tuple(self._items.values()), (), self._edges)
+
+    def update(self, view: SceneView) -> SceneDiff:
+        """The diff from the last view to ``view`` (empty when nothing changed); ``view`` becomes the last."""
+        items = scene_items(view)
+        edges = place_edges(view.mesh_places)
+        upsert = tuple(item for symbol, item in items.items() if self._items.get(symbol) != item)
+        remove = tuple(symbol for symbol in self._items if symbol not in items)
+        changed_edges = edges if edges != self._edges else None
+        self._items, self._edges = items, edges
+        return SceneDiff(False, upsert, remove, changed_edges)
+
+    def item(self, symbol: str) -> SceneItem | None:
+        return self._items.get(symbol)

@@ -1,0 +1,145 @@
+"""The console's web server as a browser and an attacker meet it: real uvicorn, real sockets, a real graph.
+
+No robot nodes run here (the ROS side finds nothing): these tests are about
+what the server serves and whom it lets in.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.cli import heracles
+from support.console_server import console_server, receive_until
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+pytestmark = pytest.mark.backends("falkordb")
+
+SECRET = "s3cret token/+"
+PAGE = "<!doctype html><title>heracles console (test page)</title>"
+
+
+@pytest.fixture
+def static_dir(tmp_path: Path) -> Path:
+    (tmp_path / "index.html").write_text(PAGE)
+    (tmp_path / "app.js").write_text("console.log('hi');")
+    return tmp_path
+
+
+def fetch(url: str, headers: dict[str, str] | None = None) -> tuple[int, str, Any]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, response.read().decode(), response.headers
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode(), exc.headers
+
+
+def namespace() -> str:
+    return f"/console_{uuid.uuid4().hex[:8]}"
+
+
+def scene_symbols(store: Any) -> dict[str, str]:
+    """symbol -> layer of what the map must show, read from the graph (rooms, mesh places, objects)."""
+    layers = {"Room": "room", "MeshPlace": "place", "Object": "object"}
+    return {row["s"]: layer for label, layer in layers.items()
+            for row in store.query(f"MATCH (n:{label}) WHERE n.x IS NOT NULL RETURN n.nodeSymbol AS s")}
+
+
+def test_the_page_its_assets_and_the_whole_map_are_served_on_loopback(ros_domain_id, falkordb_uri, graph_name,
+                                                                      small_store, static_dir):
+    ns = namespace()
+    with console_server(ns, falkordb_uri, graph_name, static_dir=static_dir) as served:
+        assert fetch(served.base + "/")[:2] == (200, PAGE)
+        assert fetch(served.base + "/static/app.js")[:2] == (200, "console.log('hi');")
+        assert json.loads(fetch(served.base + "/healthz")[1]) == {"ok": True}
+        with served.socket() as ws:
+            hello = json.loads(ws.recv(timeout=10))
+            assert hello["type"] == "hello" and hello["namespace"] == ns and hello["secured"] is False
+            scene = receive_until(ws, lambda m: m["type"] == "scene" and m["upsert"], 30.0)
+            drawn = {item["symbol"]: item["layer"] for item in scene["upsert"]}
+            assert drawn == scene_symbols(small_store)
+            assert scene["edges"]["places"], "the place graph's edges come with the first scene"
+
+
+def test_a_secret_is_needed_for_every_request_and_the_cookie_opens_the_socket(ros_domain_id, falkordb_uri,
+                                                                               graph_name, small_store, static_dir):
+    with console_server(namespace(), falkordb_uri, graph_name, static_dir=static_dir, secret=SECRET) as served:
+        assert fetch(served.base + "/")[0] == 401
+        assert fetch(served.base + "/healthz")[0] == 401
+        assert fetch(served.base + "/?token=wrong")[0] == 403
+        quoted = urllib.request.quote(SECRET, safe="")
+        status, body, headers = fetch(f"{served.base}/?token={quoted}")
+        assert (status, body) == (200, PAGE)
+        cookie = headers["Set-Cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie, cookie
+        pair = cookie.split(";", 1)[0]
+        assert fetch(served.base + "/static/app.js", {"Cookie": pair})[0] == 200
+        assert fetch(served.base + "/static/app.js", {"Cookie": "heracles_console=nope"})[0] == 403
+        for headers_sent in ({}, {"Cookie": "heracles_console=nope"}):
+            with pytest.raises(InvalidStatus) as refused:
+                served.socket(headers=headers_sent)
+            assert refused.value.response.status_code == 403
+        with served.socket(headers={"Cookie": pair}) as ws:
+            hello = json.loads(ws.recv(timeout=10))
+            assert hello["type"] == "hello" and hello["secured"] is True
+
+
+def test_a_socket_from_another_origin_is_refused(ros_domain_id, falkordb_uri, graph_name, small_store, static_dir):
+    with console_server(namespace(), falkordb_uri, graph_name, static_dir=static_dir) as served:
+        for origin in ("http://evil.example:8765", f"http://localhost:{served.config.port + 1}"):
+            with pytest.raises(InvalidStatus) as refused:
+                served.socket(origin=origin)
+            assert refused.value.response.status_code == 403, origin
+        with served.socket() as ws:
+            assert json.loads(ws.recv(timeout=10))["type"] == "hello"
+
+
+def test_bad_messages_get_an_error_and_an_oversized_one_closes_the_socket(ros_domain_id, falkordb_uri, graph_name,
+                                                                          small_store, static_dir):
+    symbol, cls = next((r["s"], r["c"]) for r in small_store.query(
+        "MATCH (o:Object) RETURN o.nodeSymbol AS s, o.class AS c ORDER BY s LIMIT 1"))
+    with console_server(namespace(), falkordb_uri, graph_name, static_dir=static_dir) as served, \
+            served.socket() as ws:
+        for bad, words, about in (
+            ("not json", "not a JSON message", ""),
+            ('{"op": "fly"}', "unknown op 'fly'", "fly"),
+            ('{"op": "command"}', "command: missing field 'text'", "command"),
+            (json.dumps({"op": "command", "text": "x" * 1001}), "text is 1001 characters, at most 1000",
+             "command"),
+            ('{"op": "approve", "command_id": 7}', "approve: command_id must be a string", "approve"),
+            ('{"op": "changes", "since_s": -5}', "changes: since_s must be seconds", "changes"),
+        ):
+            ws.send(bad)
+            error = receive_until(ws, lambda m: m["type"] == "error", 10.0)
+            assert words in error["message"] and error["about"] == about, (bad, error)
+        ws.send(json.dumps({"op": "object", "symbol": symbol}))  # still usable after all that
+        details = receive_until(ws, lambda m: m["type"] == "object", 10.0)
+        assert (details["symbol"], details["cls"], details["error"]) == (symbol, cls, "")
+        ws.send(json.dumps({"op": "object", "symbol": "O99999"}))
+        assert "no object O99999" in receive_until(ws, lambda m: m["type"] == "object", 10.0)["error"]
+
+        for _ in range(30):
+            ws.send(json.dumps({"op": "fly"}))
+        errors = [receive_until(ws, lambda m: m["type"] == "error", 10.0)["message"] for _ in range(30)]
+        assert any("more than 20 messages per second" in e for e in errors), errors
+
+        ws.send(json.dumps({"op": "ask", "text": "x" * (20 * 1024), "request_id": "r"}))
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                ws.recv(timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+
+
+def test_a_console_off_loopback_refuses_to_start_without_its_secret(capsys, monkeypatch):
+    monkeypatch.delenv("HERACLES_CONSOLE_SECRET", raising=False)
+    with socket.socket() as taken:  # were it to try, binding would fail at once instead of serving
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        code, out, err = heracles(capsys, "console", "--host", "0.0.0.0", "--port", str(taken.getsockname()[1]))
+    assert code == 1 and "set HERACLES_CONSOLE_SECRET" in err and out == "", err

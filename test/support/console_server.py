@@ -1,0 +1,80 @@
+"""The console's real server under uvicorn on a free port, in a thread, for as long as a ``with`` block."""
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+from websockets.sync.client import ClientConnection, connect
+
+from heracles_ros.console.app import ConsoleConfig, uvicorn_config
+from heracles_ros.console.bridge import bridge_factory
+
+
+@dataclass(frozen=True)
+class Served:
+    config: ConsoleConfig
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.config.port}"
+
+    @property
+    def origin(self) -> str:
+        return self.base
+
+    def socket(self, *, origin: str | None = None, headers: dict[str, str] | None = None,
+               query: str = "") -> ClientConnection:
+        return connect(f"ws://127.0.0.1:{self.config.port}/ws{query}", origin=origin or self.origin,  # type: ignore[arg-type]
+                       additional_headers=headers, open_timeout=10, max_size=None)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def console_server(namespace: str, db_uri: str, graph: str, *, secret: str = "", static_dir: Any = None,
+                   find_timeout_s: float = 5.0) -> Iterator[Served]:
+    """Started (its lifespan done: the bridge is up) within 30 s; stopped, its thread joined, after the block."""
+    fields: dict[str, Any] = {"static_dir": static_dir} if static_dir is not None else {}
+    config = ConsoleConfig(port=free_port(), namespace=namespace, db_uri=db_uri, graph_name=graph, secret=secret,
+                           **fields)
+    server = uvicorn.Server(uvicorn_config(config, bridge_factory(namespace, find_timeout_s=find_timeout_s)))
+    thread = threading.Thread(target=server.run, name="console-uvicorn", daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30.0
+        while not server.started:
+            assert thread.is_alive(), "the console's server ended while starting"
+            assert time.monotonic() < deadline, "the console's server did not start within 30 s"
+            time.sleep(0.02)
+        yield Served(config)
+    finally:
+        server.should_exit = True
+        thread.join(15.0)
+        assert not thread.is_alive(), "the console's server did not end within 15 s"
+
+
+def receive_until(ws: ClientConnection, accept: Callable[[dict[str, Any]], bool], timeout_s: float,
+                  seen: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The first message ``accept`` takes, within ``timeout_s`` (those before it appended to ``seen``)."""
+    deadline = time.monotonic() + timeout_s
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            message = json.loads(ws.recv(timeout=left))
+        except TimeoutError:
+            break
+        if accept(message):
+            return message
+        if seen is not None:
+            seen.append(message)
+    raise AssertionError(f"no such message within {timeout_s:g} s (got {[m.get('type') for m in seen or []]})")
