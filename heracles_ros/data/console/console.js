@@ -464,7 +464,7 @@
   }
 
   function newCommandEntry(text) {
-    const entry = { id: "", finished: false };
+    const entry = { id: "", finished: false, shown: new Set() };
     entry.stages = el("ol", { class: "stages" });
     entry.actions = el("div", { class: "actions" });
     entry.result = el("div", { class: "result" });
@@ -521,12 +521,24 @@
     if (event.key === "Enter" && !event.shiftKey) { event.preventDefault(); talk(event.ctrlKey ? "ask" : "command"); }
   });
 
-  function stageLine(message) {
-    const li = el("li", { data: { stage: message.stage } }, el("strong", {}, message.stage), message.message ? ": " + message.message : "");
-    for (const query of message.queries || []) li.appendChild(el("code", { class: "query" }, query));
-    if (message.goal_text) li.appendChild(el("div", { class: "goal-text" }, "Goal: ", message.goal_text));
-    if (message.goal) li.appendChild(el("code", { class: "goal" }, message.goal));
-    if (message.plan && message.plan.summary) li.appendChild(el("pre", { class: "plan-summary" }, message.plan.summary));
+  // A stage's structured parts (queries, goal, plan) are shown once per command; its message only when
+  // the stage brings nothing new (the message repeats the parts in words).
+  function stageLine(entry, message) {
+    const li = el("li", { data: { stage: message.stage } }, el("strong", {}, message.stage));
+    const parts = [
+      ...(message.queries || []).map((query) => ["code", "query", query]),
+      ["div", "goal-text", message.goal_text],
+      ["code", "goal", message.goal],
+      ["pre", "plan-summary", message.plan && message.plan.summary],
+    ];
+    let added = 0;
+    for (const [tag, cls, text] of parts) {
+      if (!text || entry.shown.has(cls + "\n" + text)) continue;
+      entry.shown.add(cls + "\n" + text);
+      li.appendChild(el(tag, { class: cls }, text));
+      added++;
+    }
+    if (!added && message.message) li.insertBefore(document.createTextNode(": " + message.message), li.children[0].nextSibling);
     return li;
   }
 
@@ -537,7 +549,7 @@
   function onStage(message) {
     const entry = entryFor(message.command_id);
     const last = entry.stages.lastElementChild;
-    const line = stageLine(message);
+    const line = stageLine(entry, message);
     // Steps repeat (start, end of each): one line per step, updated, rather than two.
     if (message.stage === "step" && message.step && last && last.dataset.stage === "step" &&
         last.dataset.index === String(message.step.index)) last.replaceWith(line);
