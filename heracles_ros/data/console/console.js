@@ -453,10 +453,10 @@
   const pending = [];         // entries sent, their command_id not yet known
   let requestCounter = 0;
 
+  // The newest exchange stays in sight.
   function append(node) {
-    const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
     log.appendChild(node);
-    if (atBottom) log.scrollTop = log.scrollHeight;
+    log.scrollTop = log.scrollHeight;
     return node;
   }
   function logError(text) {
@@ -555,6 +555,7 @@
         last.dataset.index === String(message.step.index)) last.replaceWith(line);
     else entry.stages.appendChild(line);
     if (message.step) line.dataset.index = String(message.step.index);
+    if (entry.li === log.lastElementChild) log.scrollTop = log.scrollHeight;
     if (message.plan) {
       scene.plan = { commandId: message.command_id, steps: message.plan.steps || [], current: -1, done: false };
       scene.candidates = [];
@@ -603,8 +604,9 @@
       }
       const candidates = message.candidates || [];
       for (const candidate of candidates) {
-        const label = [candidate.symbol, candidate.cls, candidate.room ? "in " + candidate.room : "", candidate.description]
-          .filter(Boolean).join(" ");
+        // The server's description names the symbol, class and room already when it has one.
+        const label = candidate.description ||
+          [candidate.symbol, candidate.cls, candidate.room ? "in " + candidate.room : ""].filter(Boolean).join(" ");
         const button = el("button", { type: "button", class: "candidate", data: { symbol: candidate.symbol } }, label);
         button.addEventListener("click", () => {
           for (const other of entry.actions.querySelectorAll(".candidate")) other.disabled = true;
@@ -624,6 +626,7 @@
         })
         .filter(Boolean);
     }
+    if (entry.li === log.lastElementChild) log.scrollTop = log.scrollHeight;
     requestDraw();
   }
 
