@@ -33,6 +33,7 @@ setup(
             "dsg_mirror = heracles_ros.nodes.dsg_mirror:main",
             "language_server = heracles_ros.nodes.language_server:main",
             "dispatcher = heracles_ros.nodes.dispatcher:main",
+            "console = heracles_ros.cli.console:main",
         ]
     },
     data_files=[

@@ -120,6 +120,14 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "start_rviz", default_value="false", choices=["true", "false"],
             description="start RViz with the operator console (config/heracles.rviz)"),
+        DeclareLaunchArgument(
+            "start_console", default_value="false", choices=["true", "false"],
+            description="start the web console (heracles console: map, commands, approval, STOP in a browser)"),
+        DeclareLaunchArgument(
+            "console_host", default_value="127.0.0.1",
+            description="address the web console binds; any but loopback needs HERACLES_CONSOLE_SECRET"),
+        DeclareLaunchArgument(
+            "console_port", default_value="8765", description="port of the web console"),
     ]
 
     heracles = GroupAction([
@@ -171,6 +179,16 @@ def generate_launch_description():
                     "spot_name": _text("spot_name"),
                 },
             ],
+        ),
+        # The web console: a ROS client in the robot's namespace (it reads the pushed __ns:=).
+        Node(
+            package=PACKAGE,
+            executable="console",
+            exec_name="console",
+            output="screen",
+            arguments=["--host", LaunchConfiguration("console_host"), "--port", LaunchConfiguration("console_port"),
+                       "--db", LaunchConfiguration("db_uri")],
+            condition=IfCondition(LaunchConfiguration("start_console")),
         ),
         # The operator console; its topics are relative, so it runs in the robot's namespace too.
         GroupAction(

@@ -30,6 +30,11 @@ def generate_launch_description():
         DeclareLaunchArgument(
             "start_rviz", default_value="true", choices=["true", "false"],
             description="start RViz with the operator console"),
+        DeclareLaunchArgument(
+            "start_console", default_value="true", choices=["true", "false"],
+            description="start the web console (open the address it prints)"),
+        DeclareLaunchArgument(
+            "console_port", default_value="8765", description="port of the web console"),
         IncludeLaunchDescription(
             PythonLaunchDescriptionSource(
                 os.path.join(os.path.dirname(os.path.abspath(__file__)), "heracles.launch.py")),
@@ -37,6 +42,8 @@ def generate_launch_description():
                 "driver": "sim",
                 "scene_file": LaunchConfiguration("scene_file"),
                 "start_rviz": LaunchConfiguration("start_rviz"),
+                "start_console": LaunchConfiguration("start_console"),
+                "console_port": LaunchConfiguration("console_port"),
             }.items(),
         ),
     ])

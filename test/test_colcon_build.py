@@ -35,7 +35,7 @@ def test_colcon_builds_the_package_and_not_the_test_interfaces(tmp_path: Path) -
     assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
 
     install = tmp_path / "install" / "heracles_ros"
-    for executable in ("dsg_mirror", "language_server", "dispatcher", "heracles"):
+    for executable in ("dsg_mirror", "language_server", "dispatcher", "console", "heracles"):
         assert os.access(install / "lib" / "heracles_ros" / executable, os.X_OK), executable
     share = install / "share" / "heracles_ros"
     assert (share / "launch" / "heracles.launch.py").is_file()

@@ -10,6 +10,7 @@ SIGTERM ends it within a few seconds (running commands are cancelled).
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 
@@ -59,19 +60,32 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The launch files' ``console`` executable: the same options (ROS arguments after --ros-args ignored)."""
+    """The launch files' ``console`` executable: the same options; without ``--namespace``, the namespace the
+    launch pushes (``--ros-args -r __ns:=/spot``)."""
     import logging
 
     from heracles_ros.errors import HeraclesError
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    ros_args: list[str] = []
     if "--ros-args" in argv:
-        argv = argv[: argv.index("--ros-args")]
+        argv, ros_args = argv[: argv.index("--ros-args")], argv[argv.index("--ros-args") + 1:]
     parser = argparse.ArgumentParser(prog="console", description="the operator's web console")
     add_arguments(parser)
+    args = parser.parse_args(argv)
+    if "--namespace" not in argv:
+        args.namespace = launch_namespace(ros_args) or args.namespace
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
-        return run(parser.parse_args(argv))
+        return run(args)
     except HeraclesError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+
+
+def launch_namespace(ros_args: list[str]) -> str:
+    """The ``__ns:=`` remapping among ROS arguments ('' when none)."""
+    for flag, value in itertools.pairwise(ros_args):
+        if flag in ("-r", "--remap") and value.startswith("__ns:="):
+            return value.split(":=", 1)[1] or "/"
+    return ""

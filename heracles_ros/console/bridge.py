@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -197,8 +198,9 @@ class RunningCommand:
             try:
                 client.command(self.instruction, execute=self.execute, require_confirmation=True, session=self.session,
                                command_id=self.command_id)
-            except RequestFailed:
-                code, reason = client.rejection()
+            except RequestFailed as exc:  # "rejected (code): reason", read from command_rejections by the client
+                found = re.match(r"rejected \((\w+)\): (.*)", str(exc), re.DOTALL)
+                code, reason = found.groups() if found else (CommandOutcome.REJECTED.value, str(exc))
                 self.emit(ros_messages.ended_message(self.command_id, code, reason))
                 return
             except SystemUnavailable as exc:

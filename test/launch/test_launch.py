@@ -7,16 +7,19 @@ see the robot's safe defaults (spot_ros2, confirmation required).
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+from support.console_server import free_port
 from support.ros2_cli import REPO, launched, require_ros2, retry_ros2, ros2, ros2_env, stop_daemon
 from support.run_guard import pick_domain
 from support.rviz_console import HYDRA_GRAPH_TOPIC, marker_displays
@@ -48,9 +51,10 @@ def param(domain: int, node: str, name: str) -> str:
 
 def test_the_simulation_launch_comes_up_configured_and_ctrl_c_ends_everything(
         domain: int, tmp_path: Path) -> None:
+    console_port = free_port()
     with launched(REPO / "launch" / "sim.launch.py",
                   [f"robot_name:={NAMESPACE}", f"db_uri:=embedded:{tmp_path / 'db'}", "llm:=ollama",
-                   "base_url:=http://127.0.0.1:9", "model:=scripted-8b"],
+                   "base_url:=http://127.0.0.1:9", "model:=scripted-8b", f"console_port:={console_port}"],
                   domain, tmp_path / "launch.log") as sim:
         # Up in the robot's namespace; rviz2 is not installed here: a warning, not a failed launch.
         nodes = retry_ros2(["node", "list"], domain, UP_S, expect=f"/{NAMESPACE}/language_server")
@@ -84,11 +88,16 @@ def test_the_simulation_launch_comes_up_configured_and_ctrl_c_ends_everything(
             if topic != HYDRA_GRAPH_TOPIC:
                 assert f"{ns}/{topic} [visualization_msgs/msg/MarkerArray]" in topics, (topic, topics)
 
+        # The web console is on by default in the simulator, in the robot's namespace, on the port asked for.
+        assert _console_answers(console_port, UP_S), sim.output()[-3000:]
+        assert f"heracles console: open http://127.0.0.1:{console_port}/" in sim.output()
+        assert any(re.search(r"lib/heracles_ros/console\b.*__ns:=/" + NAMESPACE, c) for c in commands), commands
+
         # Ctrl-C ends every node the launch started. The embedded database server (and its read
         # replica) outlive the nodes by design; `heracles db stop`, as the README says, ends them.
         started = sim.processes()
         nodes_started = _heracles_nodes(started)
-        assert len(nodes_started) == 3, _command_lines(started)
+        assert len(nodes_started) == 4, _command_lines(started)  # the three nodes and the console
         status = sim.interrupt(STOP_S)
         _, alive = psutil.wait_procs(nodes_started, timeout=STOP_S)
         assert not alive, f"nodes left running after Ctrl-C: {_command_lines(alive)}"
@@ -96,6 +105,18 @@ def test_the_simulation_launch_comes_up_configured_and_ctrl_c_ends_everything(
         stop_database(tmp_path / "db")
         _, alive = psutil.wait_procs(started, timeout=STOP_S)
         assert not alive, f"left running after `heracles db stop`: {_command_lines(alive)}"
+
+
+def _console_answers(port: int, timeout_s: float) -> bool:
+    """The console's /healthz answers {"ok": true} within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+                return bool(json.loads(response.read())["ok"])
+        except OSError:
+            time.sleep(0.2)
+    return False
 
 
 def _command_lines(processes: list[psutil.Process]) -> list[str]:

@@ -1,0 +1,93 @@
+"""The map's diffs on the small real graph: what changed in the database is what the page is told, and only that."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from heracles_ros.console.scene_feed import SceneFeed
+from heracles_ros.mirror.scene_view import read_scene_view
+
+pytestmark = pytest.mark.backends("falkordb")
+
+LAYERS = {"Room": "room", "MeshPlace": "place", "Object": "object"}
+
+
+def drawn_in_database(store: Any) -> dict[str, tuple[str, str, float, float]]:
+    """symbol -> (layer, class, x, y) of every room, mesh place and object, straight from the graph (places are
+    drawn without their class: 16k of them travel as one list of positions)."""
+    return {row["s"]: (layer, row["c"] if layer != "place" else "", round(row["x"], 4), round(row["y"], 4))
+            for label, layer in LAYERS.items()
+            for row in store.query(f"MATCH (n:{label}) RETURN n.nodeSymbol AS s, n.class AS c, n.x AS x, n.y AS y")}
+
+
+def edge_count(store: Any) -> int:
+    return int(store.query("MATCH (a:MeshPlace)-[:MESH_PLACE_CONNECTED]->(b:MeshPlace) "
+                           "WHERE a.nodeSymbol < b.nodeSymbol RETURN count(*) AS n")[0]["n"])
+
+
+def first_object(store: Any) -> str:
+    return str(store.query("MATCH (o:Object) RETURN o.nodeSymbol AS s ORDER BY s LIMIT 1")[0]["s"])
+
+
+@pytest.fixture
+def fed(small_store) -> SceneFeed:
+    """A feed that has sent the small scene once."""
+    feed = SceneFeed()
+    feed.update(read_scene_view(small_store))
+    return feed
+
+
+def test_the_first_view_is_everything_the_database_draws(small_store):
+    feed = SceneFeed()
+    first = feed.update(read_scene_view(small_store))
+    expected = drawn_in_database(small_store)
+    assert {i.symbol: (i.layer, i.cls, round(i.x, 4), round(i.y, 4)) for i in first.upsert} == expected
+    assert first.remove == () and first.edges is not None and len(first.edges) == edge_count(small_store)
+    full = feed.full().to_message()
+    assert full["full"] is True and {i["symbol"] for i in full["upsert"]} == set(expected)
+    assert len(full["edges"]["places"]) == edge_count(small_store)
+    assert all(len(edge) == 4 for edge in full["edges"]["places"])
+
+
+def test_nothing_changed_sends_nothing(small_store, fed):
+    assert fed.update(read_scene_view(small_store)).empty
+
+
+def test_a_moved_object_is_one_upsert_at_its_new_position(small_store, fed):
+    symbol = first_object(small_store)
+    small_store.write("MATCH (o:Object {nodeSymbol: $s}) SET o.x = o.x + 2.5", {"s": symbol})
+    diff = fed.update(read_scene_view(small_store))
+    layer, cls, x, y = drawn_in_database(small_store)[symbol]
+    assert [(i.symbol, i.layer, i.cls, round(i.x, 4), round(i.y, 4)) for i in diff.upsert] == [
+        (symbol, layer, cls, x, y)]
+    assert diff.remove == () and diff.edges is None
+    message = diff.to_message()
+    assert message["full"] is False and message["edges"] is None and message["upsert"][0]["symbol"] == symbol
+
+
+def test_an_operator_addition_is_marked(small_store, fed):
+    symbol = first_object(small_store)
+    small_store.write("MATCH (o:Object {nodeSymbol: $s}) SET o.source = 'operator'", {"s": symbol})
+    diff = fed.update(read_scene_view(small_store))
+    assert [(i.symbol, i.operator) for i in diff.upsert] == [(symbol, True)]
+
+
+def test_a_removed_object_is_one_removal(small_store, fed):
+    symbol = first_object(small_store)
+    small_store.write("MATCH (o:Object {nodeSymbol: $s}) DETACH DELETE o", {"s": symbol})
+    diff = fed.update(read_scene_view(small_store))
+    assert (diff.upsert, diff.remove, diff.edges) == ((), (symbol,), None)
+    assert symbol not in {i.symbol for i in fed.full().upsert}
+
+
+def test_place_edges_are_sent_again_only_when_they_changed(small_store, fed):
+    before = edge_count(small_store)
+    small_store.write("MATCH (a:MeshPlace)-[r:MESH_PLACE_CONNECTED]-(b:MeshPlace) "
+                      "WITH a, b ORDER BY a.nodeSymbol, b.nodeSymbol LIMIT 1 "
+                      "MATCH (a)-[r:MESH_PLACE_CONNECTED]-(b) DELETE r")
+    assert edge_count(small_store) == before - 1
+    diff = fed.update(read_scene_view(small_store))
+    assert diff.upsert == () and diff.remove == ()
+    assert diff.edges is not None and len(diff.edges) == before - 1
+    assert fed.update(read_scene_view(small_store)).edges is None
