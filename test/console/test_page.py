@@ -251,9 +251,10 @@ def test_the_map_a_command_approved_stop_and_resume(console, browser):
     page.type(NEAREST, "#send-command")
     refused = page.command_entry(1)
     page.until(lambda _: state_of(refused) == "done", "the command sent while stopped to be refused")
-    # Refused at once: its reason comes from the language server's rejection ("stopped" when it arrives).
-    assert refused.get_attribute("data-outcome") in ("rejected", "stopped"), refused.text
-    assert refused.find_element(By.CSS_SELECTOR, ".result").is_displayed()
+    # Refused at once, saying why: the language server's rejection (code "stopped").
+    assert refused.get_attribute("data-outcome") == "stopped", refused.text
+    reason = refused.find_element(By.CSS_SELECTOR, ".result")
+    assert reason.is_displayed() and "the robot is stopped" in reason.text, reason.text
     assert not refused.find_elements(By.CSS_SELECTOR, '.stages > li[data-stage="plan"]')
     assert robot_at(page) == stopped_at
     page.shot("5-refused-while-stopped")
