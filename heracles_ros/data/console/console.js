@@ -35,10 +35,15 @@
     socket = new WebSocket(`${scheme}//${location.host}/ws${token ? "?token=" + encodeURIComponent(token) : ""}`);
     socket.onopen = () => { retryMs = 500; body.dataset.state = "ready"; setText($("connection"), "connected"); };
     socket.onmessage = (event) => {
+      const started = performance.now();
       let message;
       try { message = JSON.parse(event.data); } catch (err) { logError(`unreadable message from the server: ${err}`); return; }
       const handler = handlers[message.type];
       if (handler) handler(message);
+      if (message.type === "scene") {  // what a scene message costs the page (heracles bench console reads it)
+        Object.assign($("map-stats").dataset, {
+          sceneBytes: event.data.length, sceneMessageMs: (performance.now() - started).toFixed(2) });
+      }
     };
     socket.onclose = (event) => {
       body.dataset.state = "closed";
@@ -71,9 +76,11 @@
   // Arrays derived from scene.items, rebuilt once per scene message rather than per frame.
   let layers = { rooms: [], places: new Float64Array(0), byClass: new Map(), operator: [], objects: [] };
   let layersStale = true;
+  let hullsStale = true; // the rooms' outlines depend on rooms and places only, not on objects
   let needFit = true;
 
   function rebuildLayers() {
+    const started = performance.now();
     const rooms = [], places = [], byClass = new Map(), operator = [], objects = [];
     for (const item of scene.items.values()) {
       if (item.layer === "room") rooms.push({ ...item, hull: null });
@@ -89,6 +96,20 @@
     }
     // A room is known by its centre only: its outline is the hull of the places nearer to it than to any
     // other room's centre, widened by half a metre (a room without places gets a 2 m disc).
+    if (!hullsStale) {
+      const before = new Map(layers.rooms.map((room) => [room.symbol, room]));
+      for (const room of rooms) Object.assign(room, { hull: before.get(room.symbol).hull, width: before.get(room.symbol).width });
+    } else {
+      outlineRooms(rooms, places);
+      hullsStale = false;
+    }
+    layers = { rooms, places: Float64Array.from(places), byClass, operator, objects };
+    layersStale = false;
+    renderLegend();
+    layersMs = performance.now() - started;
+  }
+
+  function outlineRooms(rooms, places) {
     const members = rooms.map(() => []);
     for (let i = 0; rooms.length && i < places.length; i += 2) {
       let best = 0, bestD = Infinity;
@@ -98,10 +119,11 @@
       }
       members[best].push([places[i], places[i + 1]]);
     }
-    rooms.forEach((room, r) => { room.hull = members[r].length >= 3 ? widen(convexHull(members[r]), 0.5) : null; });
-    layers = { rooms, places: Float64Array.from(places), byClass, operator, objects };
-    layersStale = false;
-    renderLegend();
+    rooms.forEach((room, r) => {
+      room.hull = members[r].length >= 3 ? widen(convexHull(members[r]), 0.5) : null;
+      const xs = room.hull ? room.hull.map((p) => p[0]) : [room.x - 2, room.x + 2];
+      room.width = Math.max(...xs) - Math.min(...xs);  // metres: its name is drawn only where it fits
+    });
   }
 
   function convexHull(points) {  // Andrew's monotone chain
@@ -199,6 +221,8 @@
   // ---- drawing: one frame per change --------------------------------------------------------------
   let frameRequested = false;
   let frames = 0;
+  let firstSceneMs = 0;
+  let layersMs = 0;
   function requestDraw() {
     if (frameRequested) return;
     frameRequested = true;
@@ -207,8 +231,8 @@
 
   function draw() {
     frameRequested = false;
-    const started = performance.now();
     if (layersStale) rebuildLayers();
+    const started = performance.now();  // the frame alone (the layers' rebuild is layersMs)
     if (needFit && scene.items.size && fit()) needFit = false;
     const ratio = canvas.width / Math.max(cssWidth, 1);
     ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
@@ -234,7 +258,10 @@
     }
     ctx.font = "bold 13px system-ui, sans-serif";
     ctx.fillStyle = "rgba(40, 50, 70, 0.75)";
-    for (const room of visibleRooms) ctx.fillText(room.name || room.symbol, toScreenX(room.x), toScreenY(room.y));
+    for (const room of visibleRooms) {
+      const name = room.name || room.symbol;
+      if (room.width * view.scale > ctx.measureText(name).width + 8) ctx.fillText(name, toScreenX(room.x), toScreenY(room.y));
+    }
 
     // Places: the graph's edges as one path, the places as one path of dots.
     const e = scene.edges;
@@ -348,6 +375,8 @@
 
     drawScaleBar();
     frames++;
+    // The first frame that shows a scene, in ms from the page's navigation start (its first paint of the map).
+    if (!firstSceneMs && layers.objects.length + layers.places.length) firstSceneMs = performance.now();
     const stats = $("map-stats");
     Object.assign(stats.dataset, {
       rooms: layers.rooms.length, places: layers.places.length / 2, objects: layers.objects.length,
@@ -357,7 +386,7 @@
       robotPlace: scene.robot ? scene.robot.place || "" : "",
       planSteps: scene.plan ? scene.plan.steps.length : 0, planPoints,
       currentStep: scene.plan ? scene.plan.current : -1, candidates: scene.candidates.length,
-      moves: scene.moves.length, view: [view.cx, view.cy, view.scale].join(","), frames, drawMs: (performance.now() - started).toFixed(2),
+      moves: scene.moves.length, firstSceneMs: firstSceneMs.toFixed(1), layersMs: layersMs.toFixed(2), view: [view.cx, view.cy, view.scale].join(","), frames, drawMs: (performance.now() - started).toFixed(2),
     });
   }
 
@@ -739,9 +768,16 @@
       body.dataset.session = message.session;
     },
     scene(message) {
-      if (message.full) scene.items.clear();
-      for (const symbol of message.remove || []) scene.items.delete(symbol);
-      for (const item of message.upsert || []) scene.items.set(item.symbol, item);
+      const outlines = (item) => item && (item.layer === "room" || item.layer === "place");
+      if (message.full) { scene.items.clear(); hullsStale = true; }
+      for (const symbol of message.remove || []) {
+        if (outlines(scene.items.get(symbol))) hullsStale = true;
+        scene.items.delete(symbol);
+      }
+      for (const item of message.upsert || []) {
+        if (outlines(item)) hullsStale = true;
+        scene.items.set(item.symbol, item);
+      }
       if (message.edges) scene.edges = Float64Array.from(message.edges.places.flat());
       layersStale = true;
       body.dataset.scene = "loaded";
