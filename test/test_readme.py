@@ -57,6 +57,9 @@ NOT_RUN: dict[str, str] = {
     "python - <<": "writes a scene with one object moved for the replay after it (test/cli/test_replay.py moves "
                    "an object the same way)",
     "heracles resume": "calls the running dispatcher over ROS: run against the node by test/cli/test_control.py",
+    "heracles console": "serves the web console until Ctrl-C: test/console/test_app.py and test_bridge.py run its "
+                        "server against the nodes",
+    "export HERACLES_CONSOLE_SECRET": "a secret for the operator's shell; test/console/test_app.py sets one",
 }
 
 

@@ -1,7 +1,7 @@
 """``heracles up``: the whole system on this machine in one command, until Ctrl-C.
 
-The embedded database, the three nodes (dispatcher on the simulated Spot), and
-the scripted model when no language model is configured, run under one
+The embedded database, the three nodes (dispatcher on the simulated Spot), the
+web console, and the scripted model when no language model is configured, run under one
 process runner (:mod:`heracles_ros.desk.runner`): every log line is prefixed by
 its process's name, and Ctrl-C (or SIGTERM) stops them all, the database last.
 """
@@ -57,6 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="simulated seconds per wall-clock second of the simulated Spot (default: 1)")
     parser.add_argument("--shutdown-timeout", type=float, default=DEFAULT_SHUTDOWN_S, metavar="S",
                         help=f"each node's shutdown_timeout_s (default {DEFAULT_SHUTDOWN_S:g})")
+    parser.add_argument("--console-port", type=int, default=8765, metavar="PORT",
+                        help="port of the web console on 127.0.0.1 (default 8765; 0: no console)")
     parser.set_defaults(func=run)
 
 
@@ -72,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from heracles_ros.graphdb import parse_db_uri
     from heracles_ros.graphdb.uri import default_data_dir
 
+    if not 0 <= args.console_port < 65536:
+        raise ConfigError(f"--console-port must be 0 (no console) or 1..65535, got {args.console_port}")
     if args.time_scale <= 0 or args.shutdown_timeout <= 0:
         raise ConfigError("--time-scale and --shutdown-timeout must be > 0")
     scene = None if args.no_scene else (args.scene or EXAMPLE_SCENE).expanduser().resolve()
@@ -90,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         db_uri=db_uri, embedded_dir=embedded, namespace=args.namespace, graph_name=args.graph, scene_file=scene,
         start_place=place, language=language, scripted_port=_free_port() if language is None else 0,
         time_scale=args.time_scale, shutdown_timeout_s=args.shutdown_timeout,
+        console_port=args.console_port or None,
     )
     print(f"heracles up: nodes in {args.namespace}, database {db_uri} (graph {args.graph}), simulated Spot"
           + (f" starting at {place}" if place else "") + (f", scene {scene}" if scene else ", no scene"), flush=True)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+import signal
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -196,9 +197,22 @@ def serve(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) -> No
     """Run until SIGINT/SIGTERM (uvicorn's handlers); ConfigError before binding off loopback without a secret."""
     import uvicorn
 
+    class Server(uvicorn.Server):
+        """uvicorn's server, ending on SIGINT/SIGTERM with exit status 0 (uvicorn re-raises the signal after its
+        shutdown, which a process runner such as ``heracles up`` reads as a crash)."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            handlers = {sig: signal.signal(sig, lambda *_: setattr(self, "should_exit", True))
+                        for sig in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                yield
+            finally:
+                for sig, handler in handlers.items():
+                    signal.signal(sig, handler)
+
     secret_for(config.host, {"HERACLES_CONSOLE_SECRET": config.secret})
-    server = uvicorn.Server(uvicorn_config(config, make_bridge))
-    server.run()
+    Server(uvicorn_config(config, make_bridge)).run()
 
 
 def uvicorn_config(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) -> Any:

@@ -195,6 +195,9 @@ class ConsoleHub:
             tab.send(protocol.error(str(exc), exc.about))
         except HeraclesError as exc:
             tab.send(protocol.error(str(exc), about))
+        except Exception as exc:  # a bug must not end the tab silently: the page is told, the log has the trace
+            log.exception("console op %r failed", about)
+            tab.send(protocol.error(f"internal error: {type(exc).__name__}: {exc}", about))
 
     async def _act(self, tab: Tab, op: PageOp) -> None:
         bridge = self.bridge
@@ -241,8 +244,10 @@ class ConsoleHub:
             tab.send({"type": "corrections", "items": items, "error": ""})
 
     def _command(self, tab: Tab, text: str, execute: bool) -> None:
-        self.bridge.command(text, session=tab.session, execute=execute,
-                            emit=lambda message: self.post(tab, message), locate=self._locate)
+        """Start it; the page gets its id at once (to cancel it before its first stage)."""
+        command_id = self.bridge.command(text, session=tab.session, execute=execute,
+                                         emit=lambda message: self.post(tab, message), locate=self._locate)
+        tab.send({"type": "command", "command_id": command_id, "text": text})
 
     def _locate(self, symbol: str) -> tuple[float, float] | None:
         item = self.feed.item(symbol)

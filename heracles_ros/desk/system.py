@@ -20,6 +20,7 @@ from heracles_ros.demo.scripted_model import MODEL_NAME
 
 #: Name of the process that owns the embedded database; it is stopped after every other one.
 DATABASE = "db"
+CONSOLE = "console"
 SCRIPTED_MODEL = "scripted_model"
 NODES = ("dsg_mirror", "language_server", "dispatcher")
 #: Discovery on this host only (ROS 2 Iron and later read the first, older ones the second).
@@ -51,6 +52,8 @@ class SystemOptions:
     scripted_port: int
     time_scale: float
     shutdown_timeout_s: float
+    #: Port of the web console on 127.0.0.1, or None for none.
+    console_port: int | None = None
 
 
 def processes(options: SystemOptions) -> list[Process]:
@@ -79,7 +82,10 @@ def processes(options: SystemOptions) -> list[Process]:
         for name, value in parameters[node].items():
             args += ["-p", f"{name}:={_ros_value(value)}"]
         found.append(Process(node, tuple(args)))
-    # The operator console joins here as one more process once it exists.
+    if options.console_port is not None:
+        found.append(Process(CONSOLE, (python, "-m", "heracles_ros.cli", "console", "--port", str(options.console_port),
+                                       "--namespace", options.namespace, "--db", options.db_uri,
+                                       "--graph", options.graph_name)))
     return found
 
 

@@ -8,6 +8,7 @@ and are checked with psutil after the stop.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,7 @@ import psutil
 import pytest
 import rclpy
 from heracles_ros.srv import Ask
+from support.console_server import free_port
 from support.ros import call_service, ros_session, spinning
 
 from heracles_ros.demo.scripted_model import QUESTION, command_for
@@ -109,7 +112,8 @@ def env_for(domain: int) -> dict[str, str]:
 @pytest.fixture
 def up(tmp_path, ros_domain_id) -> Iterator[System]:
     argv = [sys.executable, "-m", "heracles_ros.cli", "up", "--db", f"embedded:{tmp_path / 'db'}",
-            "--namespace", "/desk", "--time-scale", "20", "--shutdown-timeout", str(SHUTDOWN_S)]
+            "--namespace", "/desk", "--time-scale", "20", "--shutdown-timeout", str(SHUTDOWN_S),
+            "--console-port", str(free_port())]
     system = System(argv, env_for(ros_domain_id))
     try:
         yield system
@@ -145,7 +149,11 @@ def test_up_runs_a_question_and_a_command_and_ctrl_c_stops_every_process_cleanly
     up.wait_line(r"dispatcher .*succeeded", 10.0)
 
     pids = up.pids()
-    assert set(pids) == {"db", "scripted_model", "dsg_mirror", "language_server", "dispatcher", "falkordb"}, pids
+    assert set(pids) == {"db", "scripted_model", "dsg_mirror", "language_server", "dispatcher", "console",
+                         "falkordb"}, pids
+    console = up.wait_line(r"console .*heracles console: open (http://127\.0\.0\.1:\d+/)", 10.0)
+    with urllib.request.urlopen(console[1] + "healthz", timeout=10) as health:
+        assert json.loads(health.read()) == {"ok": True}
     assert all(alive(pid) for pid in pids.values()), pids
     up.process.send_signal(signal.SIGINT)
     started = time.monotonic()

@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
 
 import pytest
+import rclpy
+from heracles_ros.msg import MirrorStatus
 from rclpy.parameter import Parameter
 from support.console_server import Served, console_server, receive_until
-from support.ros import ros_session, spinning, wait_until
+from support.ros import ros_session, spinning, wait_for_subscribers, wait_until
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
 
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
+from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.dispatcher import DispatcherNode
 from heracles_ros.nodes.language_server import LanguageServerNode
 
@@ -33,9 +38,34 @@ FARTHEST_BOX = (
 INSTRUCTION = "Bring me the farthest box."
 
 
+TWO_BOXES = "MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box ORDER BY box LIMIT 2"
+AMBIGUOUS = "Bring me a box."
+
+
+QUESTION = "How many boxes are there?"
+BOXES = "MATCH (o:Object {class: 'box'}) RETURN count(o) AS n"
+#: A question's model turn waits for this (at most 30 s): a slow model, to show nothing waits behind it.
+ANSWER_NOW = threading.Event()
+
+
 def model(request: RecordedRequest) -> Turn:
-    """Fetches the farthest box, then asks to hold it."""
-    results = request.tool_results()
+    """The farthest box for INSTRUCTION; for AMBIGUOUS, a question back naming two boxes; "(I mean O3)": O3;
+    QUESTION: the count of boxes, once ANSWER_NOW is set."""
+    instruction = str(request.last("user").get("content"))
+    if QUESTION in instruction:
+        if not request.tool_results():
+            return call(BOXES)
+        ANSWER_NOW.wait(30.0)
+        return say(f"<answer>{json.loads(request.tool_results()[-1])[0]['n']}</answer>")
+    last_user = max(i for i, m in enumerate(request.messages) if m.get("role") == "user")
+    results = [str(m.get("content")) for m in request.messages[last_user:] if m.get("role") == "tool"]
+    if (meant := re.search(r"\(I mean (\w+)\)", instruction)) is not None:
+        return say(f"<answer>(holding {meant[1]})</answer>")
+    if AMBIGUOUS in instruction:
+        if not results:
+            return call(TWO_BOXES)
+        boxes = ", ".join(row["box"] for row in json.loads(results[-1]))
+        return say(f'<answer>CLARIFY("Which box?", <{boxes}>)</answer>')
     if not results:
         return call(FARTHEST_BOX)
     return say(f"<answer>(holding {json.loads(results[-1])[0]['box']})</answer>")
@@ -64,7 +94,7 @@ def system(ros_domain_id, falkordb_uri, graph_name, small_store, tmp_path) -> It
         wait_until(lambda: language.commands.plans.server_is_ready(), 20.0, "the dispatcher's execute_plan")
         served = stack.enter_context(console_server(ns, falkordb_uri, graph_name, static_dir=tmp_path,
                                                     find_timeout_s=20.0))
-        yield {"language": language, "robot": robot, "store": small_store, "console": served}
+        yield {"language": language, "robot": robot, "store": small_store, "console": served, "model": server}
 
 
 @contextlib.contextmanager
@@ -80,11 +110,14 @@ def test_a_command_shows_its_stages_waits_for_approval_then_moves_the_robot(syst
     robot = system["robot"]
     with opened(system["console"]) as ws:
         ws.send(json.dumps({"op": "command", "text": INSTRUCTION}))
+        taken = receive_until(ws, lambda m: m["type"] == "command", 10.0)
         stages: list[dict[str, Any]] = []
         confirm = receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "confirm", 90.0, stages)
         names = [m["stage"] for m in stages if m["type"] == "stage"]
         assert "grounding" in names and "plan" in names, names
         assert FARTHEST_BOX in [q for m in stages if m["type"] == "stage" for q in m["queries"]]
+        assert {m["command_id"] for m in stages if m["type"] == "stage"} == {taken["command_id"]}
+        assert confirm["command_id"] == taken["command_id"] and taken["text"] == INSTRUCTION
         plan = confirm["plan"]
         assert plan is not None and plan["steps"][-1]["action"] == "pick" and box in plan["steps"][-1]["args"]
         goto = plan["steps"][0]
@@ -125,3 +158,92 @@ def test_stop_reaches_every_console_refuses_commands_until_resume(system):
             assert resumed["operator"] == "ana", resumed
         second.send(json.dumps({"op": "resume", "operator": "ana"}))
         assert receive_until(second, lambda m: m["type"] == "error", 10.0)["about"] == "resume"
+
+
+def test_a_clarification_offers_candidates_and_choosing_one_continues_the_conversation(system):
+    store = system["store"]
+    boxes = [row["box"] for row in store.query(TWO_BOXES)]
+    where = {row["s"]: (row["x"], row["y"]) for row in store.query(
+        "MATCH (o:Object) WHERE o.nodeSymbol IN $boxes RETURN o.nodeSymbol AS s, o.x AS x, o.y AS y",
+        {"boxes": boxes})}
+    with opened(system["console"]) as ws:
+        ws.send(json.dumps({"op": "command", "text": AMBIGUOUS}))
+        result = receive_until(ws, lambda m: m["type"] == "result", 90.0)
+        assert (result["outcome"], result["clarification"]) == ("clarify", "Which box?"), result
+        assert [c["symbol"] for c in result["candidates"]] == boxes
+        for candidate in result["candidates"]:
+            assert (candidate["x"], candidate["y"]) == pytest.approx(where[candidate["symbol"]], abs=1e-4)
+            assert candidate["cls"] == "box" and candidate["description"]
+
+        ws.send(json.dumps({"op": "choose", "command_id": result["command_id"], "symbol": boxes[1]}))
+        follow_up = receive_until(ws, lambda m: m["type"] == "command", 10.0)
+        assert follow_up["text"] == f"{AMBIGUOUS} (I mean {boxes[1]})"
+        confirm = receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "confirm", 90.0)
+        assert confirm["command_id"] == follow_up["command_id"] and confirm["goal"] == f"(holding {boxes[1]})"
+        ws.send(json.dumps({"op": "refuse", "command_id": follow_up["command_id"]}))
+        refused = receive_until(ws, lambda m: m["type"] == "result", 30.0)
+        assert (refused["outcome"], refused["command_id"]) == ("refused", follow_up["command_id"])
+        ws.send(json.dumps({"op": "choose", "command_id": "console-nobody-9", "symbol": boxes[0]}))
+        assert receive_until(ws, lambda m: m["type"] == "error", 10.0)["about"] == "choose"
+
+
+def test_the_map_follows_the_mirror_status_and_the_health_panel_reports_it(system):
+    store = system["store"]
+    symbol = store.query("MATCH (o:Object) RETURN o.nodeSymbol AS s ORDER BY s LIMIT 1")[0]["s"]
+    ns = system["console"].config.namespace
+    probe = rclpy.create_node("mirror_probe")
+    publisher = probe.create_publisher(MirrorStatus, f"{ns}/mirror_status", 10)
+    try:
+        with opened(system["console"]) as ws:
+            receive_until(ws, lambda m: m["type"] == "scene" and m["upsert"], 30.0)  # the map, from the first read
+            store.write("MATCH (o:Object {nodeSymbol: $s}) SET o.x = o.x + 3.0", {"s": symbol})
+            x = store.query("MATCH (o:Object {nodeSymbol: $s}) RETURN o.x AS x", {"s": symbol})[0]["x"]
+            wait_for_subscribers(publisher)
+            publisher.publish(MirrorStatus(sequence=7, nodes=123, snapshots_applied=2, last_latency_s=0.25))
+            diff = receive_until(ws, lambda m: m["type"] == "scene" and m["upsert"], 10.0)
+            assert [(i["symbol"], i["x"]) for i in diff["upsert"]] == [(symbol, pytest.approx(x))]
+            assert diff["remove"] == [] and diff["edges"] is None
+            status = receive_until(ws, lambda m: m["type"] == "status" and m["mirror"] is not None, 10.0)
+            mirror = status["mirror"]
+            assert (mirror["sequence"], mirror["nodes"], mirror["lag_s"]) == (7, 123, 0.25)
+            assert status["database"] == {"ok": True, "error": ""}
+    finally:
+        probe.destroy_node()
+
+
+def test_stop_does_not_wait_behind_a_slow_question_which_still_gets_its_answer(system):
+    boxes = system["store"].query(BOXES)[0]["n"]
+    ANSWER_NOW.clear()
+    try:
+        with opened(system["console"]) as ws:
+            ws.send(json.dumps({"op": "ask", "text": QUESTION, "request_id": "q1"}))
+            wait_until(lambda: any(QUESTION in r.text() and r.tool_results() for r in system["model"].requests), 30.0,
+                       "the question's last model turn to start (it waits for ANSWER_NOW)")
+            ws.send(json.dumps({"op": "stop"}))
+            seen: list[dict[str, Any]] = []
+            receive_until(ws, lambda m: m["type"] == "stop" and m["stopped"], 10.0, seen)
+            assert not [m for m in seen if m["type"] == "answer"] and not ANSWER_NOW.is_set()
+            ANSWER_NOW.set()
+            answer = receive_until(ws, lambda m: m["type"] == "answer", 60.0)
+            assert (answer["request_id"], answer["text"], answer["error"]) == ("q1", str(boxes), "")
+    finally:
+        ANSWER_NOW.set()
+
+
+def test_the_corrections_panel_lists_and_reverts_through_the_language_server(system):
+    store = system["store"]
+    symbol, original = next((r["s"], r["c"]) for r in store.query(
+        "MATCH (o:Object) RETURN o.nodeSymbol AS s, o.class AS c ORDER BY s LIMIT 1"))
+    Corrections(store).apply([(symbol, "class", "<img src=x onerror=alert(1)>")], author="dana")
+    with opened(system["console"]) as ws:
+        ws.send(json.dumps({"op": "corrections"}))
+        listed = receive_until(ws, lambda m: m["type"] == "corrections", 30.0)
+        assert [(c["id"], c["status"], c["value"]) for c in listed["items"]] == [
+            (f"{symbol}.class", "active", "<img src=x onerror=alert(1)>")]
+        ws.send(json.dumps({"op": "revert", "correction_id": f"{symbol}.class"}))
+        after = receive_until(ws, lambda m: m["type"] == "corrections", 30.0)
+        assert [c["status"] for c in after["items"]] != ["active"] and after["error"] == ""
+        assert store.query("MATCH (o:Object {nodeSymbol: $s}) RETURN o.class AS c", {"s": symbol})[0]["c"] == original
+        ws.send(json.dumps({"op": "revert", "correction_id": "O99999.class"}))
+        error = receive_until(ws, lambda m: m["type"] == "error", 30.0)
+        assert error["about"] == "revert" and "O99999" in error["message"]

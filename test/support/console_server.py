@@ -31,7 +31,7 @@ class Served:
 
     def socket(self, *, origin: str | None = None, headers: dict[str, str] | None = None,
                query: str = "") -> ClientConnection:
-        return connect(f"ws://127.0.0.1:{self.config.port}/ws{query}", origin=origin or self.origin,  # type: ignore[arg-type]
+        return connect(f"ws://127.0.0.1:{self.config.port}/ws{query}", origin=origin or self.origin,
                        additional_headers=headers, open_timeout=10, max_size=None)
 
 
