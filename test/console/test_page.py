@@ -166,6 +166,12 @@ class Page:
         """``#map-stats``'s data attributes: what the map holds and what its last frame drew."""
         return self.driver.execute_script("return Object.assign({}, document.getElementById('map-stats').dataset)")
 
+    def attribute(self, css: str, name: str) -> str | None:
+        """An attribute read in one step in the page (a list re-rendered between a find and a read is no error)."""
+        found = self.driver.execute_script("const e = document.querySelector(arguments[0]);"
+                                           "return e && e.getAttribute(arguments[1]);", css, name)
+        return None if found is None else str(found)
+
     def type(self, text: str, button: str) -> None:
         box = self.find("#instruction")
         box.clear()
@@ -315,6 +321,18 @@ def test_a_hostile_class_name_is_shown_as_text(console, browser):
     page.until(lambda d: d.find_element(By.ID, "info-room").text not in ("", "…"), "the object's details")
     assert page.find("#info-symbol").text == symbol and page.find("#info-class").text == HOSTILE
     page.shot("1-hostile-as-text")
+
+    # The corrections panel lists the correction as text, and its Revert goes through the language server.
+    page.find("#panel-corrections > summary").click()
+    correction = f"{symbol}.class"
+    item = page.visible(f'#corrections-list li[data-correction-id="{correction}"]', "the correction in its panel")
+    assert item.get_attribute("data-status") == "active" and json.dumps(HOSTILE) in item.text, item.text
+    page.shot("2-hostile-correction")
+    item.find_element(By.CSS_SELECTOR, "button.revert").click()
+    page.until(lambda _: page.attribute(f'#corrections-list li[data-correction-id="{correction}"]', "data-status")
+               == "reverted", "the correction to be reverted")
+    assert store.query(f"MATCH (o:Object {{nodeSymbol: '{symbol}'}}) RETURN o.class AS c")[0]["c"] == "plant"
+
     assert page.driver.find_elements(By.TAG_NAME, "img") == []
     assert page.driver.execute_script("return window.__hostile") is None
     with pytest.raises(NoAlertPresentException):

@@ -670,6 +670,9 @@
 
   function onError(message) {
     logError(`${message.about ? message.about + ": " : ""}${message.message}`);
+    // A panel's request that failed says so in the panel too.
+    const panel = { changes: "history-list", corrections: "corrections-list", revert: "corrections-list" }[message.about];
+    if (panel) $(panel).replaceChildren(el("li", { class: "error" }, message.message));
     // A command the server refused before naming it: the oldest sent one.
     if ((message.about === "command" || message.about === "choose") && pending.length) {
       finish(pending.shift(), "rejected", message.message);
@@ -794,14 +797,18 @@
     answer: onAnswer,
     object(message) {
       if (message.symbol !== scene.selected) return;
-      if (message.error) { setText($("info-room"), message.error); setText($("info-seen"), ""); return; }
       setText($("info-class"), message.cls);
-      setText($("info-room"), message.room || "none");
-      // last_seen_s: a Unix time; a small number reads as an age in seconds.
-      const seen = message.last_seen_s;
-      const age = typeof seen === "number" && seen > 1e9 ? Date.now() / 1000 - seen : seen;
-      setText($("info-seen"), typeof seen === "number" && seen > 1e9
-        ? `${new Date(seen * 1000).toISOString().replace("T", " ").slice(0, 19)} UTC (${ago(age)})` : ago(age));
+      // An object gone from the scene still has its class and when it was last seen, with the error.
+      setText($("info-room"), message.error || message.room || "none");
+      const seen = message.last_seen_s;  // epoch seconds; null for an operator's addition or without history
+      const item = scene.items.get(message.symbol);
+      setText($("info-seen"), typeof seen === "number"
+        ? `${new Date(seen * 1000).toISOString().replace("T", " ").slice(0, 19)} UTC (${ago(Date.now() / 1000 - seen)})`
+        : item && item.operator ? "never (added by an operator)" : "unknown");
+    },
+    command(message) {  // the server took a command: its id, before any stage
+      const entry = entryFor(message.command_id);
+      setText(entry.li.querySelector(".said"), `Command: ${message.text}`);
     },
     changes: onChanges,
     corrections: onCorrections,
