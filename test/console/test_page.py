@@ -11,20 +11,27 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+import rclpy
+import spark_dsg
+from heracles_ros.msg import MirrorStatus
+from hydra_msgs.msg import DsgUpdate
 from rclpy.parameter import Parameter
 from support.console_server import console_server
-from support.ros import ros_session, spinning, wait_until
+from support.ros import Collector, qos, ros_session, spinning, wait_for_subscribers, wait_until
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
 
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.dispatcher import DispatcherNode
+from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
 from heracles_ros.nodes.language_server import LanguageServerNode
 
 pytestmark = [pytest.mark.backends("falkordb"), pytest.mark.timeout(240)]
@@ -113,7 +120,8 @@ def console(ros_domain_id, falkordb_uri, graph_name, small_store, hostile_symbol
         stack.enter_context(spinning(language, robot, num_threads=8))
         wait_until(lambda: language.commands.plans.server_is_ready(), 20.0, "the dispatcher's execute_plan")
         served = stack.enter_context(console_server(NS, falkordb_uri, graph_name, find_timeout_s=20.0))
-        yield {"url": served.base + "/", "store": small_store, "two_boxes": two_boxes, "hostile": hostile_symbol}
+        yield {"url": served.base + "/", "store": small_store, "two_boxes": two_boxes, "hostile": hostile_symbol,
+               "db": db}
 
 
 @pytest.fixture
@@ -171,6 +179,12 @@ class Page:
         found = self.driver.execute_script("const e = document.querySelector(arguments[0]);"
                                            "return e && e.getAttribute(arguments[1]);", css, name)
         return None if found is None else str(found)
+
+    def click_at(self, x: float, y: float) -> None:
+        """A click on the map at (x, y) metres, through the view the page reports."""
+        cx, cy, scale = (float(v) for v in self.stats()["view"].split(","))
+        ActionChains(self.driver).move_to_element_with_offset(
+            self.find("#map"), round((x - cx) * scale), round(-(y - cy) * scale)).click().perform()
 
     def type(self, text: str, button: str) -> None:
         box = self.find("#instruction")
@@ -315,9 +329,7 @@ def test_a_hostile_class_name_is_shown_as_text(console, browser):
     # Click the object on the map: its details show the class as the same literal text.
     x, y = (store.query(f"MATCH (o:Object {{nodeSymbol: '{symbol}'}}) RETURN o.x AS x, o.y AS y")[0][k]
             for k in ("x", "y"))
-    cx, cy, scale = (float(v) for v in page.stats()["view"].split(","))
-    ActionChains(page.driver).move_to_element_with_offset(
-        page.find("#map"), round((x - cx) * scale), round(-(y - cy) * scale)).click().perform()
+    page.click_at(x, y)
     page.until(lambda d: d.find_element(By.ID, "info-room").text not in ("", "…"), "the object's details")
     assert page.find("#info-symbol").text == symbol and page.find("#info-class").text == HOSTILE
     page.shot("1-hostile-as-text")
@@ -337,4 +349,46 @@ def test_a_hostile_class_name_is_shown_as_text(console, browser):
     assert page.driver.execute_script("return window.__hostile") is None
     with pytest.raises(NoAlertPresentException):
         page.driver.switch_to.alert.text  # noqa: B018  (reading it is what raises)
+    assert page.script_errors() == []
+
+
+def test_a_move_reaches_the_map_the_history_panel_and_the_health_panel(console, browser, small_scene):
+    """The mirror node mirrors the scene, then the scene with a bag moved 3 m: the page's map follows it (the
+    bag is found where it went), the history panel lists the move and draws it, the health panel the mirror."""
+    page, store = browser, console["store"]
+    page.open(console["url"])
+    page.until(lambda _: int(page.stats().get("objects", 0)) == count(store, "Object"), "the map")
+    bag = store.query("MATCH (o:Object {class: 'bag'}) RETURN o.nodeSymbol AS s, o.x AS x, o.y AS y "
+                      "ORDER BY s LIMIT 1")[0]
+    topic = f"{NS}/dsg_update"
+    params = {**console["db"], "dsg_topic": topic, "status_period_s": 0.0}
+    mirror = DsgMirrorNode(namespace=NS, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+    probe = rclpy.create_node("probe")
+    publisher = probe.create_publisher(DsgUpdate, topic, qos(1))
+    status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, f"{NS}/mirror_status")
+    with spinning(mirror, probe):
+        wait_for_subscribers(publisher)
+        wait_until(lambda: mirror.count_subscribers(f"{NS}/mirror_status") >= 2, 20.0, "the console and the probe")
+        for sequence in (1, 2):
+            if sequence == 2:
+                objects = small_scene.get_layer(spark_dsg.DsgLayers.OBJECTS).nodes
+                attributes = next(n for n in objects if n.id.str() == bag["s"]).attributes
+                attributes.position = attributes.position + np.array([3.0, 0.0, 0.0])
+            message = DsgUpdate(layer_contents=small_scene.to_binary(include_mesh=False), full_update=True,
+                                sequence_number=sequence)
+            message.header.stamp.sec = int(time.time()) - 10 + 5 * sequence
+            after = status.count
+            publisher.publish(message)
+            done = status.wait(lambda m, n=sequence: m.sequence == n, 30.0, after=after, what=f"status {sequence}")
+            assert done.last_error == ""
+        page.until(lambda d: d.find_element(By.ID, "health-sequence").text == "2", "the mirror in the health panel")
+        # The map follows: the bag answers a click where it went.
+        page.until(lambda _: page.click_at(bag["x"] + 3.0, bag["y"]) or page.find("#info-symbol").text == bag["s"],
+                   "the moved bag on the map", timeout_s=20.0)
+        page.find("#panel-history > summary").click()
+        page.find("#history-load").click()
+        moved = page.visible(f'#history-list li[data-kind="moved"][data-symbol="{bag["s"]}"]', "the move")
+        assert "3.0 m" in moved.text, moved.text
+        assert int(page.stats()["moves"]) == 1
+        page.shot("1-moved-in-history")
     assert page.script_errors() == []

@@ -722,7 +722,7 @@
     scene.moves = [];
     for (const event of events) {
       const what = [event.time || "", event.kind, event.symbol, event.class ? `(${event.class})` : "",
-        event.room ? `in ${event.room}` : "", typeof event.distance_m === "number" ? `${event.distance_m} m` : "",
+        event.room ? `in ${event.room}` : "", typeof event.distance_m === "number" ? `${event.distance_m.toFixed(1)} m` : "",
         event.why || ""].filter(Boolean).join(" ");
       list.appendChild(el("li", { data: { kind: event.kind || "", symbol: event.symbol || "" } }, what));
       if (event.kind === "moved" && event.from_position && event.position) {
