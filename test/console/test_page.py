@@ -60,6 +60,7 @@ NEAREST_BOX = (
     "MATCH (b:Object {class: 'bicycle'}), (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box "
     "ORDER BY (o.x - b.x) * (o.x - b.x) + (o.y - b.y) * (o.y - b.y), box LIMIT 1"
 )
+BOXES = "MATCH (o:Object {class: 'box'}) RETURN o.nodeSymbol AS box ORDER BY box"
 #: Two boxes the robot can reach (the storage room, x >= 12, is not), for the clarification.
 TWO_BOXES = (
     "MATCH (p:MeshPlace)-[:CONTAINS]->(o:Object {class: 'box'}) WHERE p.x < 12 "
@@ -68,19 +69,25 @@ TWO_BOXES = (
 WAIT_S = 60.0
 
 
-def instruction_of(request: RecordedRequest) -> str:
+def request_of(request: RecordedRequest) -> tuple[str, str]:
+    """The conversation's latest request: (Question or Instruction, its text)."""
     for message in reversed(request.messages):
-        found = re.match(r"Instruction: (.*)", str(message.get("content")), re.S)
+        found = re.match(r"(Question|Instruction): (.*)", str(message.get("content")), re.S)
         if message.get("role") == "user" and found:
-            return found.group(1)
-    return ""
+            return found.group(1), found.group(2)
+    return "", ""
 
 
 def model_for(two_boxes: list[str]) -> Callable[[RecordedRequest], Turn]:
-    """The nearest box by a query; "a box" by a clarification between two boxes; "(I mean O3)" by O3."""
+    """The nearest box by a query; "a box" by a clarification between two boxes; "(I mean O3)" by O3; a question
+    by counting the boxes."""
 
     def model(request: RecordedRequest) -> Turn:
-        instruction = instruction_of(request)
+        kind, instruction = request_of(request)
+        if kind == "Question":  # how many boxes
+            if request.last().get("role") != "tool":
+                return call(BOXES)
+            return say(f"I counted the rows.\n<answer>{len(json.loads(request.tool_results()[-1]))}</answer>")
         if (meant := re.search(r"\(I mean (O\d+)\)", instruction)) is not None:
             return say(f"<answer>(holding {meant.group(1)})</answer>")
         if AMBIGUOUS in instruction:
@@ -295,7 +302,8 @@ def test_the_map_a_command_approved_stop_and_resume(console, browser):
     assert page.script_errors() == []
 
 
-def test_a_clarification_offers_candidates_and_choosing_one_continues(console, browser):
+def test_a_clarification_offers_candidates_choosing_one_continues_cancel_ends_it_and_a_question_is_answered(
+        console, browser):
     page, (first_box, second_box) = browser, console["two_boxes"]
     page.open(console["url"])
     page.until(lambda _: int(page.stats().get("objects", 0)) > 0, "the map")
@@ -314,8 +322,17 @@ def test_a_clarification_offers_candidates_and_choosing_one_continues(console, b
     assert f"(holding {second_box})" in [code.text for code in follow.find_elements(By.CSS_SELECTOR, "code.goal")]
     assert int(page.stats()["candidates"]) == 0 and int(page.stats()["planSteps"]) >= 2
     page.shot("2-chosen-planned")
-    page.find("#refuse").click()
-    page.until(lambda _: follow.get_attribute("data-outcome") == "refused", "the refusal's result")
+    follow.find_element(By.CSS_SELECTOR, "button.cancel").click()
+    page.until(lambda _: follow.get_attribute("data-outcome") == "cancelled", "the cancelled command's result")
+    assert not follow.find_elements(By.CSS_SELECTOR, "#approve, button.cancel")
+
+    page.type("How many boxes are there?", "#send-ask")
+    answered = page.until(lambda d: (found := d.find_elements(By.CSS_SELECTOR, '#log li.ask[data-state="answered"]'))
+                          and found[0], "the answer")
+    boxes = len(console["store"].query(BOXES))
+    assert answered.find_element(By.CSS_SELECTOR, ".answer-text").text == str(boxes)
+    assert answered.find_element(By.CSS_SELECTOR, ".explanation").text == "I counted the rows."
+    page.shot("3-answered")
     assert page.script_errors() == []
 
 
