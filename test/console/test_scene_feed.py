@@ -15,8 +15,8 @@ LAYERS = {"Room": "room", "MeshPlace": "place", "Object": "object"}
 
 def drawn_in_database(store: Any) -> dict[str, tuple[str, str, float, float]]:
     """symbol -> (layer, class, x, y) of every room, mesh place and object, straight from the graph (places are
-    drawn without their class: 16k of them travel as one list of positions)."""
-    return {row["s"]: (layer, row["c"] if layer != "place" else "", round(row["x"], 4), round(row["y"], 4))
+    drawn without their class: 16k of them travel as one list of positions; positions to the millimetre)."""
+    return {row["s"]: (layer, row["c"] if layer != "place" else "", round(row["x"], 3), round(row["y"], 3))
             for label, layer in LAYERS.items()
             for row in store.query(f"MATCH (n:{label}) RETURN n.nodeSymbol AS s, n.class AS c, n.x AS x, n.y AS y")}
 
@@ -42,7 +42,7 @@ def test_the_first_view_is_everything_the_database_draws(small_store):
     feed = SceneFeed()
     first = feed.update(read_scene_view(small_store))
     expected = drawn_in_database(small_store)
-    assert {i.symbol: (i.layer, i.cls, round(i.x, 4), round(i.y, 4)) for i in first.upsert} == expected
+    assert {i.symbol: (i.layer, i.cls, i.x, i.y) for i in first.upsert} == expected
     assert first.remove == () and first.edges is not None and len(first.edges) == edge_count(small_store)
     full = feed.full().to_message()
     assert full["full"] is True and {i["symbol"] for i in full["upsert"]} == set(expected)
@@ -59,7 +59,7 @@ def test_a_moved_object_is_one_upsert_at_its_new_position(small_store, fed):
     small_store.write("MATCH (o:Object {nodeSymbol: $s}) SET o.x = o.x + 2.5", {"s": symbol})
     diff = fed.update(read_scene_view(small_store))
     layer, cls, x, y = drawn_in_database(small_store)[symbol]
-    assert [(i.symbol, i.layer, i.cls, round(i.x, 4), round(i.y, 4)) for i in diff.upsert] == [
+    assert [(i.symbol, i.layer, i.cls, i.x, i.y) for i in diff.upsert] == [
         (symbol, layer, cls, x, y)]
     assert diff.remove == () and diff.edges is None
     message = diff.to_message()

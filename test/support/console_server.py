@@ -77,4 +77,4 @@ def receive_until(ws: ClientConnection, accept: Callable[[dict[str, Any]], bool]
             return message
         if seen is not None:
             seen.append(message)
-    raise AssertionError(f"no such message within {timeout_s:g} s (got {[m.get('type') for m in seen or []]})")
+    raise AssertionError(f"no such message within {timeout_s:g} s (got {(seen or [])[-3:]})")
