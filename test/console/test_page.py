@@ -29,6 +29,7 @@ from support.ros import Collector, qos, ros_session, spinning, wait_for_subscrib
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
 
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
+from heracles_ros.mirror.additions import Additions
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.dispatcher import DispatcherNode
 from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
@@ -100,15 +101,21 @@ def model_for(two_boxes: list[str]) -> Callable[[RecordedRequest], Turn]:
 
 
 @pytest.fixture
-def hostile_symbol(small_store) -> str:
-    """A plant whose class an operator's correction set to markup (written before the console reads the scene)."""
+def overlay(small_store) -> dict[str, Any]:
+    """Written before the console reads the scene: a plant whose class an operator's correction set to markup,
+    and a fire extinguisher an operator added near the start place."""
     symbol = small_store.query("MATCH (o:Object {class: 'plant'}) RETURN o.nodeSymbol AS s ORDER BY s LIMIT 1")[0]["s"]
     Corrections(small_store).apply([(symbol, "class", HOSTILE)], author="mallory")
-    return str(symbol)
+    x, y, _ = RobotStateStore(small_store).position_of(START)
+    additions = Additions(small_store)
+    problems, checked, _ = additions.check([{"add": "fire extinguisher", "at": [x + 0.6, y + 0.6, 0.4]}])
+    assert not problems, problems
+    added = additions.add(checked, author="dana", request="there is a fire extinguisher here")
+    return {"hostile": str(symbol), "added": added[0].symbol, "added_at": (x + 0.6, y + 0.6)}
 
 
 @pytest.fixture
-def console(ros_domain_id, falkordb_uri, graph_name, small_store, hostile_symbol) -> Iterator[dict[str, Any]]:
+def console(ros_domain_id, falkordb_uri, graph_name, small_store, overlay) -> Iterator[dict[str, Any]]:
     """Language server, dispatcher and the console's server in NS over the small scene."""
     states = RobotStateStore(small_store)
     states.write(RobotState(states.position_of(START), place=START))
@@ -127,8 +134,7 @@ def console(ros_domain_id, falkordb_uri, graph_name, small_store, hostile_symbol
         stack.enter_context(spinning(language, robot, num_threads=8))
         wait_until(lambda: language.commands.plans.server_is_ready(), 20.0, "the dispatcher's execute_plan")
         served = stack.enter_context(console_server(NS, falkordb_uri, graph_name, find_timeout_s=20.0))
-        yield {"url": served.base + "/", "store": small_store, "two_boxes": two_boxes, "hostile": hostile_symbol,
-               "db": db}
+        yield {"url": served.base + "/", "store": small_store, "two_boxes": two_boxes, "db": db, **overlay}
 
 
 @pytest.fixture
@@ -247,6 +253,21 @@ def test_the_map_a_command_approved_stop_and_resume(console, browser):
     assert page.find("#stop").is_displayed()
     page.shot("1-map")
 
+    # Zoom in (the wheel, over the map's centre): what is off-screen is not drawn; a drag pans; Fit shows all.
+    fitted = [float(v) for v in stats["view"].split(",")]
+    for _ in range(3):
+        page.driver.execute_script("const map = document.getElementById('map'), box = map.getBoundingClientRect();"
+                                   "map.dispatchEvent(new WheelEvent('wheel', {deltaY: -300, cancelable: true,"
+                                   " clientX: box.left + box.width / 2, clientY: box.top + box.height / 2}));")
+    page.until(lambda _: float(page.stats()["view"].split(",")[2]) > 3 * fitted[2], "the zoom")
+    page.until(lambda _: 0 < int(page.stats()["drawnPlaces"]) < places, "the places off-screen left out")
+    zoomed = [float(v) for v in page.stats()["view"].split(",")]
+    ActionChains(page.driver).drag_and_drop_by_offset(page.find("#map"), -200, 0).perform()
+    page.until(lambda _: float(page.stats()["view"].split(",")[0]) == pytest.approx(zoomed[0] + 200 / zoomed[2]),
+               "the pan to the right by 200 px")
+    page.find("#fit").click()
+    page.until(lambda _: int(page.stats()["drawnPlaces"]) == places, "the whole scene again")
+
     box = store.query(NEAREST_BOX)[0]["box"]
     page.type(NEAREST, "#send-command")
     first = page.command_entry(0)
@@ -350,6 +371,14 @@ def test_a_hostile_class_name_is_shown_as_text(console, browser):
     page.until(lambda d: d.find_element(By.ID, "info-room").text not in ("", "…"), "the object's details")
     assert page.find("#info-symbol").text == symbol and page.find("#info-class").text == HOSTILE
     page.shot("1-hostile-as-text")
+
+    # The operator's addition: drawn in its own style, never seen by the robot.
+    assert int(page.stats()["operator"]) == 1
+    page.click_at(*console["added_at"])
+    page.until(lambda d: d.find_element(By.ID, "info-symbol").text == console["added"], "the addition's details")
+    page.until(lambda d: d.find_element(By.ID, "info-seen").text == "never (added by an operator)",
+               "when the addition was seen")
+    assert page.find("#info-class").text == "fire extinguisher"
 
     # The corrections panel lists the correction as text, and its Revert goes through the language server.
     page.find("#panel-corrections > summary").click()
