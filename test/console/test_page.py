@@ -438,3 +438,19 @@ def test_a_move_reaches_the_map_the_history_panel_and_the_health_panel(console, 
         assert int(page.stats()["moves"]) == 1
         page.shot("1-moved-in-history")
     assert page.script_errors() == []
+
+
+def test_a_secured_console_opens_from_its_address_then_by_its_cookie_and_never_without(
+        ros_domain_id, falkordb_uri, graph_name, small_store, browser):
+    page, secret = browser, "s3cret/+&="
+    with console_server(f"{NS}_secured", falkordb_uri, graph_name, secret=secret) as served:
+        page.open(served.config.url)  # what the console prints: ?token=<secret>
+        assert page.find("body").get_attribute("data-secured") == "true"
+        assert "token" not in page.driver.current_url  # taken out of the address bar
+        page.until(lambda _: int(page.stats().get("objects", 0)) == count(small_store, "Object"), "the map")
+        page.open(served.base + "/")  # the cookie opens the page and its socket
+        page.until(lambda _: int(page.stats().get("objects", 0)) == count(small_store, "Object"), "the map again")
+        page.driver.delete_all_cookies()
+        page.driver.get(served.base + "/")
+        assert "401: this console needs its secret" in page.find("body").text
+        assert page.driver.find_elements(By.ID, "map") == []

@@ -28,9 +28,12 @@
   // ---- the connection -----------------------------------------------------------------------------
   let socket = null;
   let retryMs = 500;
+  // A secured console's address carries ?token=: kept here for the socket, taken out of the address bar (the
+  // server's cookie stands in for it from now on; an address to share or bookmark should not hold the secret).
+  const token = new URLSearchParams(location.search).get("token");
+  if (token) history.replaceState(null, "", location.pathname);
 
   function connect() {
-    const token = new URLSearchParams(location.search).get("token");
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
     socket = new WebSocket(`${scheme}//${location.host}/ws${token ? "?token=" + encodeURIComponent(token) : ""}`);
     socket.onopen = () => { retryMs = 500; body.dataset.state = "ready"; setText($("connection"), "connected"); };
@@ -769,6 +772,7 @@
     hello(message) {
       setText($("namespace"), message.namespace);
       body.dataset.session = message.session;
+      body.dataset.secured = message.secured ? "true" : "false";
     },
     scene(message) {
       const outlines = (item) => item && (item.layer === "room" || item.layer === "place");
