@@ -34,6 +34,8 @@ from heracles_ros.console.security import (
     Access,
     RateLimit,
     check_token,
+    is_loopback,
+    loopback_host_header,
     same_origin,
     secret_for,
     session_cookie,
@@ -101,7 +103,7 @@ def create_app(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) 
         WebSocketRoute("/ws", socket),
         Mount("/static", app=StaticFiles(directory=config.static_dir, check_dir=False), name="static"),
     ]
-    return SecretGate(Starlette(routes=routes, lifespan=lifespan), config.secret)
+    return SecretGate(Starlette(routes=routes, lifespan=lifespan), config.secret, loopback=is_loopback(config.host))
 
 
 async def _serve_tab(hub: ConsoleHub, websocket: WebSocket) -> None:
@@ -154,31 +156,36 @@ def _open_database(config: ConsoleConfig) -> GraphStore:
 
 
 class SecretGate:
-    """Every HTTP request and WebSocket handshake carries the secret (``?token=`` or the cookie) when one is set.
+    """Every HTTP request and WebSocket handshake carries the secret (``?token=`` or the cookie) when one is set,
+    and on loopback names a loopback host (:func:`~heracles_ros.console.security.loopback_host_header`).
 
     A right ``?token=`` on an HTTP request sets the cookie, so the page's later requests and its WebSocket
     need no token in their URL. Missing: 401; wrong: 403 (a WebSocket is refused with 403 either way).
     """
 
-    def __init__(self, app: ASGIApp, secret: str):
+    def __init__(self, app: ASGIApp, secret: str, *, loopback: bool):
         self.app = app
         self.secret = secret
+        self.loopback = loopback
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] not in ("http", "websocket") or not self.secret:
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         connection = HTTPConnection(scope)
+        if self.loopback and not loopback_host_header(connection.headers.get("host")):
+            await self._refuse(scope, receive, send, 403, "403: this console answers only to a loopback host name")
+            return
+        if not self.secret:
+            await self.app(scope, receive, send)
+            return
         cookie = connection.cookies.get(COOKIE)
         check = check_token(self.secret, connection.query_params.get("token"),
                             unquote(cookie) if cookie else None)
         if check.access is not Access.ALLOWED:
-            if scope["type"] == "websocket":
-                await send({"type": "websocket.close", "code": 1008, "reason": ""})
-                return
             status = 401 if check.access is Access.MISSING else 403
-            await PlainTextResponse(f"{status}: this console needs its secret (open the URL with ?token=...)",
-                                    status_code=status)(scope, receive, send)
+            await self._refuse(scope, receive, send, status,
+                               f"{status}: this console needs its secret (open the URL with ?token=...)")
             return
         if not check.from_query or scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -191,6 +198,14 @@ class SecretGate:
             await send(message)
 
         await self.app(scope, receive, send_with_cookie)
+
+    @staticmethod
+    async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, text: str) -> None:
+        """An HTTP error, or a WebSocket handshake refused (uvicorn answers it with 403)."""
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008, "reason": ""})
+        else:
+            await PlainTextResponse(text, status_code=status)(scope, receive, send)
 
 
 def serve(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) -> None:

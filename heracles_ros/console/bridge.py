@@ -22,6 +22,7 @@ import itertools
 import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -82,8 +83,9 @@ class ConsoleBridge:
             running = list(self._commands.values())
         for command in running:
             command.cancel()
+        deadline = time.monotonic() + CLOSE_WAIT_S + 1.0
         for command in running:
-            command.join(CLOSE_WAIT_S + 1.0)
+            command.join(max(0.0, deadline - time.monotonic()))
         self._services.close()
         self._stopper.close()
 
@@ -145,7 +147,7 @@ class ConsoleBridge:
 
     def _finished(self, command: RunningCommand) -> None:
         with self._lock:
-            # Kept for ``choose`` (a clarification names the original instruction); bounded by the socket's life.
+            # Kept for ``choose`` (a clarification names the original instruction): the newest 100 at least.
             if len(self._commands) > 200:
                 for key in [k for k, c in self._commands.items() if c.done.is_set()][:100]:
                     del self._commands[key]
@@ -206,14 +208,14 @@ class RunningCommand:
             except SystemUnavailable as exc:
                 self.emit(ros_messages.ended_message(self.command_id, CommandOutcome.FAILED.value, str(exc)))
                 return
-            if self._cancel.is_set():
+            if self._cancel.is_set():  # cancelled while it was being sent
                 client.cancel_command()
             while not client.is_task_complete():
-                if self.bridge._closing.is_set() and not self._cancel.is_set():
-                    self.cancel()
-                if self._cancel.is_set() and client.result(timeout_s=CLOSE_WAIT_S) is None \
-                        and self.bridge._closing.is_set():
-                    return  # the server cancels it once this client is gone
+                if self.bridge._closing.is_set():
+                    client.cancel_command()
+                    if client.result(timeout_s=CLOSE_WAIT_S) is None:
+                        return  # the server cancels it anyway once this client is gone
+                    break
                 feedback = client.feedback(timeout_s=_FEEDBACK_POLL_S)
                 if feedback is not None:
                     self.emit(ros_messages.stage_message(feedback))

@@ -2,9 +2,11 @@
 
 Runs on the web server's asyncio loop. Every blocking call (the database, the
 bridge's services) goes to a thread; the stop goes to a thread pool of its own,
-so it never waits behind an ask or a confirm. Each tab has an outbox that a
-writer task drains, so a slow page never holds up the others. ROS threads hand
-messages in through :meth:`ConsoleHub.post` / :meth:`ConsoleHub.broadcast_threadsafe`.
+so it never waits behind an ask or a confirm, and questions (a model's turns:
+minutes at worst) to another, so they never hold up a confirm or a map read.
+Each tab has an outbox that a writer task drains, so a slow page never holds up
+the others. ROS threads hand messages in through ``on_stop``, ``on_robot``,
+``on_mirror`` and :meth:`ConsoleHub.post`.
 """
 from __future__ import annotations
 
@@ -45,6 +47,8 @@ log = logging.getLogger(__name__)
 REFRESH_S = 1.0
 #: Seconds one scene read may take.
 SCENE_TIMEOUT_S = 60.0
+#: Questions in flight at once (more wait their turn; the language server answers one model query per slot).
+ASK_THREADS = 4
 
 
 @dataclass(eq=False)
@@ -72,12 +76,15 @@ class ConsoleHub:
         self._tabs: set[Tab] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="console-stop")
+        self._ask_pool = concurrent.futures.ThreadPoolExecutor(max_workers=ASK_THREADS,
+                                                               thread_name_prefix="console-ask")
         self._closing = asyncio.Event()
         self._scene_due = True
         self._mirror: MirrorReport | None = None
         self._last_stop: dict[str, Any] | None = None
         self._last_robot: dict[str, Any] | None = None
         self._refresher: asyncio.Task[None] | None = None
+        self._opening = asyncio.Lock()
 
     # -- life -------------------------------------------------------------------------------------------------
     async def start(self, make_bridge: Callable[[ConsoleHub], Any]) -> None:
@@ -93,7 +100,8 @@ class ConsoleHub:
             await self._refresher
         if self.bridge is not None:
             await asyncio.to_thread(self.bridge.close)
-        self._stop_pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (self._stop_pool, self._ask_pool):
+            pool.shutdown(wait=False, cancel_futures=True)
         if self._store is not None:
             self._store.close()
 
@@ -179,8 +187,10 @@ class ConsoleHub:
             self._remember_and_broadcast("robot", robot)
 
     async def _database_store(self) -> GraphStore:
-        if self._store is None:
-            self._store = await asyncio.to_thread(self._open_database)
+        """The store, opened on first use (one, however many reads ask for it at once)."""
+        async with self._opening:
+            if self._store is None:
+                self._store = await asyncio.to_thread(self._open_database)
         return self._store
 
     # -- a page's message --------------------------------------------------------------------------------------
@@ -226,7 +236,8 @@ class ConsoleHub:
             if not bridge.cancel(op.command_id):
                 tab.send(protocol.error(f"no command {op.command_id!r} is running", "cancel"))
         elif isinstance(op, AskOp):
-            reply = await asyncio.to_thread(bridge.ask, op.text, tab.session)
+            loop = asyncio.get_running_loop()
+            reply = await loop.run_in_executor(self._ask_pool, bridge.ask, op.text, tab.session)
             tab.send(protocol.answer(op.request_id, reply.answer or reply.clarification, reply.explanation,
                                      reply.error))
         elif isinstance(op, ObjectOp):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from heracles_ros.errors import ConsoleMessageError
+from heracles_ros.schema import is_scene_symbol
 
 #: Longest instruction or question a page may send (characters).
 TEXT_MAX = 1000
@@ -133,6 +134,9 @@ def _checked(op: str, field: str, kind: Any, value: Any) -> Any:
             raise ConsoleMessageError(f"{op}: {field} is {len(value)} characters, at most {bound}", about=op)
         if field != "reason" and not value.strip():
             raise ConsoleMessageError(f"{op}: {field} is empty", about=op)
+        if field == "symbol" and not is_scene_symbol(value):
+            # A symbol ends up in an instruction to the model (choose): only a symbol's shape goes through.
+            raise ConsoleMessageError(f"{op}: symbol {value!r} is not a scene symbol (e.g. O12)", about=op)
         return value
     if kind == "bool":
         if not isinstance(value, bool):

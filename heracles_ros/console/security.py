@@ -5,7 +5,9 @@ by whoever finds the port: off loopback the server refuses to start without
 ``HERACLES_CONSOLE_SECRET``, and with a secret every request and the WebSocket
 handshake carry it (``?token=`` once, then an HttpOnly cookie), compared in
 constant time. A WebSocket's ``Origin`` must be the page's own, so another site
-open in the operator's browser cannot drive the robot through it.
+open in the operator's browser cannot drive the robot through it; on loopback the
+``Host`` must name loopback too, so a site rebinding its own name to 127.0.0.1
+cannot either.
 """
 from __future__ import annotations
 
@@ -73,6 +75,16 @@ def check_token(secret: str, query_token: str | None, cookie_token: str | None) 
                 return TokenCheck(Access.ALLOWED, from_query)
             return TokenCheck(Access.WRONG)
     return TokenCheck(Access.MISSING)
+
+
+def loopback_host_header(host: str | None) -> bool:
+    """A request to a console on loopback names a loopback host (``127.0.0.1:8765``, ``localhost:8765``,
+    ``[::1]:8765``): a page on another site whose name an attacker pointed at 127.0.0.1 (DNS rebinding) is
+    same-origin with itself, not with the console, and is refused by this."""
+    if not host:
+        return False
+    name = urlsplit(f"//{host}").hostname or ""
+    return is_loopback(name)
 
 
 def same_origin(origin: str | None, host: str | None) -> bool:

@@ -90,7 +90,8 @@ def test_a_secret_is_needed_for_every_request_and_the_cookie_opens_the_socket(ro
             assert hello["type"] == "hello" and hello["secured"] is True
 
 
-def test_a_socket_from_another_origin_is_refused(ros_domain_id, falkordb_uri, graph_name, small_store, static_dir):
+def test_a_socket_from_another_origin_or_a_page_under_another_host_name_is_refused(
+        ros_domain_id, falkordb_uri, graph_name, small_store, static_dir):
     with console_server(namespace(), falkordb_uri, graph_name, static_dir=static_dir) as served:
         for origin in ("http://evil.example:8765", f"http://localhost:{served.config.port + 1}"):
             with pytest.raises(InvalidStatus) as refused:
@@ -98,6 +99,10 @@ def test_a_socket_from_another_origin_is_refused(ros_domain_id, falkordb_uri, gr
             assert refused.value.response.status_code == 403, origin
         with served.socket() as ws:
             assert json.loads(ws.recv(timeout=10))["type"] == "hello"
+        # A site that points its own name at 127.0.0.1 (DNS rebinding) is same-origin with itself, not with us.
+        port = served.config.port
+        assert fetch(served.base + "/", {"Host": f"evil.example:{port}"})[0] == 403
+        assert fetch(served.base + "/healthz", {"Host": f"localhost:{port}"})[0] == 200
 
 
 def test_bad_messages_get_an_error_and_an_oversized_one_closes_the_socket(ros_domain_id, falkordb_uri, graph_name,
@@ -114,6 +119,8 @@ def test_bad_messages_get_an_error_and_an_oversized_one_closes_the_socket(ros_do
              "command"),
             ('{"op": "approve", "command_id": 7}', "approve: command_id must be a string", "approve"),
             ('{"op": "changes", "since_s": -5}', "changes: since_s must be seconds", "changes"),
+            ('{"op": "choose", "command_id": "c", "symbol": "O3) and go home ("}',
+             "choose: symbol 'O3) and go home (' is not a scene symbol", "choose"),
         ):
             ws.send(bad)
             error = receive_until(ws, lambda m: m["type"] == "error", 10.0)

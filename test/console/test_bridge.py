@@ -297,3 +297,30 @@ def test_the_running_mirror_drives_the_map_and_the_history_panel(ros_domain_id, 
         finally:
             probe.destroy_node()
             node.destroy_node()
+
+
+def test_cancel_stops_a_walking_robot_and_a_closing_console_cancels_what_it_started(system, tmp_path):
+    robot, language = system["robot"], system["language"]
+    with opened(system["console"]) as ws:
+        ws.send(json.dumps({"op": "cancel", "command_id": "console-nobody-1"}))
+        assert receive_until(ws, lambda m: m["type"] == "error", 10.0)["about"] == "cancel"
+        ws.send(json.dumps({"op": "command", "text": INSTRUCTION}))
+        confirm = receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "confirm", 90.0)
+        ws.send(json.dumps({"op": "approve", "command_id": confirm["command_id"]}))
+        receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "step", 60.0)
+        ws.send(json.dumps({"op": "cancel", "command_id": confirm["command_id"]}))
+        result = receive_until(ws, lambda m: m["type"] == "result", 30.0)
+        assert (result["outcome"], result["command_id"]) == ("cancelled", confirm["command_id"]), result
+        here = robot.driver.pose()
+        wait_until(lambda: language.commands._running is None, 10.0, "the language server to be free")
+        assert robot.driver.pose() == here
+
+    config = system["console"].config
+    with console_server(config.namespace, config.db_uri, config.graph_name, static_dir=tmp_path,
+                        find_timeout_s=20.0) as second, opened(second) as ws:
+        ws.send(json.dumps({"op": "command", "text": INSTRUCTION}))
+        receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "confirm", 90.0)
+        assert language.commands._running is not None
+    # The second console is gone: what it started was cancelled, and the robot never moved.
+    wait_until(lambda: language.commands._running is None, 15.0, "the closed console's command to end")
+    assert robot.driver.pose() == here
