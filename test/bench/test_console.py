@@ -1,0 +1,32 @@
+"""``heracles bench console``: the map's messages and the page's paint, measured on the small scene."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from heracles_ros.cli import main
+from heracles_ros.scene.synthetic import generate_scene
+from heracles_ros.scene.tables import extract_tables
+from heracles_ros.schema import Layer
+
+BROWSER = Path("/usr/bin/chromium").is_file() and Path("/usr/bin/chromedriver").is_file()
+
+
+@pytest.mark.skipif(not BROWSER, reason="no /usr/bin/chromium and chromedriver (./run.sh test installs them)")
+def test_the_small_scene_is_measured_from_the_database_to_the_page(ros_domain_id, capsys) -> None:
+    assert main(["bench", "console", "--kind", "small", "--repeat", "1", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    layers = [row[0] for row in extract_tables(generate_scene("small", 0)).nodes.values()]
+    assert (figures["rooms"], figures["places"], figures["objects"]) == (
+        layers.count(Layer.ROOM), layers.count(Layer.MESH_PLACE), layers.count(Layer.OBJECT))
+    assert figures["full_message_mb"] > 0 and figures["full_build_ms"] > 0
+    assert figures["update_items"] == 1 and 0 < figures["update_message_bytes"] < 1000  # the moved object alone
+    assert figures["page_first_scene_ms"] > 0 and figures["page_frame_ms"] > 0
+
+
+def test_without_a_browser_the_page_is_left_out_saying_so(capsys) -> None:
+    assert main(["bench", "console", "--kind", "small", "--repeat", "1", "--no-browser", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["page"] == "left out (--no-browser)" and "page_first_scene_ms" not in figures
