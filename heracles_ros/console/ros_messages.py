@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from heracles_ros.client.words import remaining_words
 from heracles_ros.console import protocol
 from heracles_ros.outcomes import CommandOutcome
 
@@ -69,7 +70,10 @@ def stage_message(feedback: Any) -> dict[str, Any]:
         step = {"index": int(event.step_index), "count": int(event.step_count), "action": str(event.action),
                 "state": str(event.state), "message": str(event.message),
                 "robot": [float(point.x), float(point.y)] if math.isfinite(point.x) and math.isfinite(point.y)
-                else None}
+                else None,
+                "distance_remaining_m": float(event.distance_remaining_m),
+                "time_remaining_s": float(event.time_remaining_s),
+                "remaining": remaining_words(event.distance_remaining_m, event.time_remaining_s)}
     return {"type": "stage", "command_id": str(feedback.command_id), "stage": str(feedback.stage),
             "message": str(feedback.message), "queries": [str(q) for q in feedback.queries],
             "goal": str(feedback.goal), "goal_text": str(feedback.goal_text),

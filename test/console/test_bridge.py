@@ -137,7 +137,13 @@ def test_a_command_shows_its_stages_waits_for_approval_then_moves_the_robot(syst
         result = receive_until(ws, lambda m: m["type"] == "result", 120.0, seen)
         assert (result["outcome"], result["command_id"]) == ("succeeded", confirm["command_id"]), result
         steps = [m["step"] for m in seen if m["type"] == "stage" and m["stage"] == "step"]
-        assert len(steps) == 2 * len(plan["steps"]) and all(s["robot"] is not None for s in steps)
+        assert all(s["robot"] is not None for s in steps)
+        # A start and an end per step; while the robot walks, what is left of the walk, in the CLI's words.
+        assert len([s for s in steps if s["state"] != "walking"]) == 2 * len(plan["steps"])
+        walking = [s for s in steps if s["state"] == "walking"]
+        assert walking and all((s["remaining"].endswith(" s") and " m left, about " in s["remaining"])
+                               or s["remaining"] == "no walking left" for s in walking), walking
+        assert steps[0]["distance_remaining_m"] > 0 and steps[-1]["distance_remaining_m"] == 0.0
         end = robot.driver.pose()
         assert steps[-1]["robot"] == pytest.approx([end.x, end.y], abs=1e-6)
         robots = [m for m in seen if m["type"] == "robot"]

@@ -570,7 +570,9 @@
       li.appendChild(el(tag, { class: cls }, text));
       added++;
     }
-    if (!added && message.message) li.insertBefore(document.createTextNode(": " + message.message), li.children[0].nextSibling);
+    // A step's walking left and its time, as the CLI's progress line says them.
+    const said = [message.message, message.step && message.step.remaining].filter(Boolean).join(" — ");
+    if (!added && said) li.insertBefore(document.createTextNode(": " + said), li.children[0].nextSibling);
     return li;
   }
 
