@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         layers = [item["layer"] for item in message["upsert"]]
         figures.update({
             "rooms": layers.count("room"), "places": layers.count("place"), "objects": layers.count("object"),
-            "place_edges": len(message["edges"]["places"]),
+            "place_edges": len(message["edges"]["add"]),
             "scene_read_s": round(statistics.median(reads), 3),
             "full_build_ms": round(1000 * statistics.median(builds), 1),
             "full_message_mb": round(len(text.encode()) / 1e6, 2),

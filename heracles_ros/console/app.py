@@ -147,6 +147,9 @@ async def _write(tab: Tab, websocket: WebSocket) -> None:
             await websocket.send_json(message)
         except Exception:  # the socket went away: the reader ends the tab
             return
+    if tab.fell_behind:
+        with contextlib.suppress(Exception):  # 1013: try again later (the page reconnects and gets the map whole)
+            await websocket.close(code=1013, reason="this page fell behind; reconnecting gets the whole map")
 
 
 def _open_database(config: ConsoleConfig) -> GraphStore:

@@ -51,14 +51,32 @@ SCENE_TIMEOUT_S = 60.0
 ASK_THREADS = 4
 
 
+#: Messages waiting for one page before it counts as fallen behind (a full map and a walk's progress are a
+#: few dozen): its socket is closed, and the page, reconnecting, gets the whole map again.
+OUTBOX_LIMIT = 1000
+
+
 @dataclass(eq=False)
 class Tab:
-    """One open page: its session (the conversation its commands and questions belong to) and outbox."""
+    """One open page: its session (the conversation its commands and questions belong to) and outbox.
+
+    The outbox is bounded: a page that does not read (a stalled browser, a slow link) would otherwise hold
+    every message since in the console's memory."""
 
     session: str
     outbox: asyncio.Queue[dict[str, Any] | None] = field(default_factory=asyncio.Queue)
+    #: The page fell behind by OUTBOX_LIMIT messages: what waited was dropped and its socket is to be closed.
+    fell_behind: bool = False
 
     def send(self, message: dict[str, Any]) -> None:
+        if self.fell_behind:
+            return
+        if self.outbox.qsize() >= OUTBOX_LIMIT:
+            self.fell_behind = True
+            while not self.outbox.empty():
+                self.outbox.get_nowait()
+            self.outbox.put_nowait(None)  # the writer ends here and closes the socket
+            return
         self.outbox.put_nowait(message)
 
 

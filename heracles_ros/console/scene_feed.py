@@ -1,21 +1,23 @@
 """The map's data as diffs: successive scene views -> what changed, keyed by symbol.
 
-A kilometre-scale scene has 16k places; sending it whole on every mirror update
-would freeze a tablet's page. The feed keeps what it last sent and turns each new
-:class:`~heracles_ros.mirror.scene_view.SceneView` into upserts (new or changed
-items), removals (symbols gone) and the place edges only when they changed.
+A kilometre-scale scene has 16k places and 34k place edges; sending it whole on
+every mirror update would freeze a tablet's page. The feed keeps what it last sent
+and turns each new :class:`~heracles_ros.mirror.scene_view.SceneView` into upserts
+(new or changed items), removals (symbols gone), and the place edges added and
+removed, as pairs of place symbols: the page draws an edge between its places
+wherever they are, so a place that moves costs one upsert and no edge.
 A page that joins late gets :meth:`SceneFeed.full` and then the same diffs as
 everyone else.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
-from heracles_ros.mirror.scene_view import DrawnLayer, SceneView
+from heracles_ros.mirror.scene_view import SceneView
 
-Edge = tuple[float, float, float, float]
+#: A place edge: its two places' symbols, the lower first.
+Edge = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -37,27 +39,27 @@ class SceneItem:
 
 @dataclass(frozen=True)
 class SceneDiff:
-    """What a page must change: ``edges`` None when the place edges did not change."""
+    """What a page must change: items to add or replace, symbols to drop, place edges to add and to drop."""
 
     full: bool
     upsert: tuple[SceneItem, ...] = ()
     remove: tuple[str, ...] = ()
-    edges: tuple[Edge, ...] | None = None
+    edges_added: tuple[Edge, ...] = ()
+    edges_removed: tuple[Edge, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.full or self.upsert or self.remove or self.edges is not None)
+        return not (self.full or self.upsert or self.remove or self.edges_added or self.edges_removed)
 
     def to_message(self) -> dict[str, Any]:
         return {"type": "scene", "full": self.full, "upsert": [item.to_json() for item in self.upsert],
                 "remove": list(self.remove),
-                "edges": None if self.edges is None else {"places": [list(edge) for edge in self.edges]}}
+                "edges": {"add": [list(edge) for edge in self.edges_added],
+                          "remove": [list(edge) for edge in self.edges_removed]}}
 
 
-#: Metres a place may move before the place edges are sent again (see SceneFeed).
-EDGE_SLACK_M = 0.25
 #: Decimals of metres a position is sent with: a millimetre is far below what a map shows; shorter numbers
-#: (the first scene of 16k places and 34k edges is ~3 MB of JSON) and no diff for sub-millimetre jitter.
+#: (the first scene of 16k places and 34k edges is ~2.2 MB of JSON) and no diff for sub-millimetre jitter.
 DECIMALS = 3
 
 
@@ -72,54 +74,30 @@ def scene_items(view: SceneView) -> dict[str, SceneItem]:
     return items
 
 
-def place_edges(layer: DrawnLayer) -> tuple[Edge, ...]:
-    """Each connection as (x1, y1, x2, y2), in the view's order."""
-    return tuple((round(a[0], DECIMALS), round(a[1], DECIMALS), round(b[0], DECIMALS), round(b[1], DECIMALS))
-                 for a, b in layer.connections)
-
-
 class SceneFeed:
-    """What was last sent, and the diff to a new view (one feed serves every page, in the same order).
-
-    The place edges (34k on the kilometre-scale scene, ~1.2 MB of JSON) are sent again when the graph's
-    connections change, or when a place moved more than EDGE_SLACK_M since they were last sent: Hydra nudges
-    places on every optimisation, and each nudge is already an upsert of the place itself; an edge drawn up
-    to EDGE_SLACK_M off its end until then is the price of not resending them every second.
-    """
+    """What was last sent, and the diff to a new view (one feed serves every page, in the same order)."""
 
     def __init__(self) -> None:
         self._items: dict[str, SceneItem] = {}
-        self._edges: tuple[Edge, ...] = ()
-        self._connected: frozenset[tuple[str, str]] = frozenset()
-        #: Where each place was when the edges were last sent.
-        self._edge_anchors: dict[str, tuple[float, float]] = {}
+        self._edges: frozenset[Edge] = frozenset()
 
     def full(self) -> SceneDiff:
         """Everything, for a page that has nothing yet."""
-        return SceneDiff(True, tuple(self._items.values()), (), self._edges)
+        return SceneDiff(True, tuple(self._items.values()), (), tuple(sorted(self._edges)))
 
     def update(self, view: SceneView) -> SceneDiff:
         """The diff from the last view to ``view`` (empty when nothing changed); ``view`` becomes the last."""
         items = scene_items(view)
         upsert = tuple(item for symbol, item in items.items() if self._items.get(symbol) != item)
         remove = tuple(symbol for symbol in self._items if symbol not in items)
-        self._edges = place_edges(view.mesh_places)
-        changed_edges = None
-        connected = frozenset(view.mesh_places.connected)  # a set: a moved place reorders the list
-        if connected != self._connected or self._drifted(items):
-            changed_edges = self._edges
-            self._connected = connected
-            self._edge_anchors = {s: (i.x, i.y) for s, i in items.items() if i.layer == "place"}
-        self._items = items
-        return SceneDiff(False, upsert, remove, changed_edges)
-
-    def _drifted(self, items: dict[str, SceneItem]) -> bool:
-        """Some place is more than EDGE_SLACK_M from where it was when the edges were last sent."""
-        for symbol, (x, y) in self._edge_anchors.items():
-            item = items.get(symbol)
-            if item is not None and math.hypot(item.x - x, item.y - y) > EDGE_SLACK_M:
-                return True
-        return False
+        edges = frozenset(_edge(a, b) for a, b in view.mesh_places.connected)
+        added, removed = tuple(sorted(edges - self._edges)), tuple(sorted(self._edges - edges))
+        self._items, self._edges = items, edges
+        return SceneDiff(False, upsert, remove, added, removed)
 
     def item(self, symbol: str) -> SceneItem | None:
         return self._items.get(symbol)
+
+
+def _edge(a: str, b: str) -> Edge:
+    return (a, b) if a < b else (b, a)

@@ -69,7 +69,7 @@ def test_the_page_its_assets_and_the_whole_map_are_served_on_loopback(ros_domain
             scene = receive_until(ws, lambda m: m["type"] == "scene" and m["upsert"], 30.0)
             drawn = {item["symbol"]: item["layer"] for item in scene["upsert"]}
             assert drawn == scene_symbols(small_store)
-            assert scene["edges"]["places"], "the place graph's edges come with the first scene"
+            assert scene["edges"]["add"], "the place graph's edges come with the first scene"
 
 
 def test_a_secret_is_needed_for_every_request_and_the_cookie_opens_the_socket(ros_domain_id, falkordb_uri,

@@ -213,7 +213,7 @@ def test_the_map_follows_the_mirror_status_and_the_health_panel_reports_it(syste
             publisher.publish(MirrorStatus(sequence=7, nodes=123, snapshots_applied=2, last_latency_s=0.25))
             diff = receive_until(ws, lambda m: m["type"] == "scene" and m["upsert"], 10.0)
             assert [(i["symbol"], i["x"]) for i in diff["upsert"]] == [(symbol, pytest.approx(x, abs=1e-3))]
-            assert diff["remove"] == [] and diff["edges"] is None
+            assert diff["remove"] == [] and diff["edges"] == {"add": [], "remove": []}
             status = receive_until(ws, lambda m: m["type"] == "status" and m["mirror"] is not None, 10.0)
             mirror = status["mirror"]
             assert (mirror["sequence"], mirror["nodes"], mirror["lag_s"]) == (7, 123, 0.25)
@@ -293,7 +293,7 @@ def test_the_running_mirror_drives_the_map_and_the_history_panel(ros_domain_id, 
                         continue
                     moved = {i["symbol"]: (i["x"], i["y"]) for i in diff["upsert"]}
                     assert moved == {"O0": MOVED_TO[:2], "O1": NUDGED_TO[:2], "O5": (2.0, 1.0)}, diff
-                    assert diff["remove"] == ["O3"] and diff["edges"] is None
+                    assert diff["remove"] == ["O3"] and diff["edges"] == {"add": [], "remove": []}
                 ws.send(json.dumps({"op": "changes", "since_s": 600}))
                 changes = receive_until(ws, lambda m: m["type"] == "changes", 30.0)
                 assert [(e["kind"], e["symbol"]) for e in changes["events"]] == [

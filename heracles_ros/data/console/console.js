@@ -69,7 +69,8 @@
   // ---- the map's data -----------------------------------------------------------------------------
   const scene = {
     items: new Map(),          // symbol -> ITEM as the server sent it
-    edges: new Float64Array(0), // x1, y1, x2, y2, ... of the traversable place graph
+    edgePairs: new Map(),      // "P1 P2" -> [P1, P2]: the traversable place graph's edges, by their places
+    edges: new Float64Array(0), // x1, y1, x2, y2, ... of those edges, from the places' positions
     robot: null,               // {x, y, place}
     plan: null,                // {commandId, steps, current, done}
     candidates: [],            // [{symbol, x, y}] of the open clarification
@@ -106,6 +107,13 @@
       outlineRooms(rooms, places);
       hullsStale = false;
     }
+    // Each edge between its two places where they are now (an edge to a place not drawn is left out).
+    const edges = [];
+    for (const [a, b] of scene.edgePairs.values()) {
+      const from = scene.items.get(a), to = scene.items.get(b);
+      if (from && to) edges.push(from.x, from.y, to.x, to.y);
+    }
+    scene.edges = Float64Array.from(edges);
     layers = { rooms, places: Float64Array.from(places), byClass, operator, objects };
     layersStale = false;
     renderLegend();
@@ -778,7 +786,7 @@
     },
     scene(message) {
       const outlines = (item) => item && (item.layer === "room" || item.layer === "place");
-      if (message.full) { scene.items.clear(); hullsStale = true; }
+      if (message.full) { scene.items.clear(); scene.edgePairs.clear(); hullsStale = true; }
       for (const symbol of message.remove || []) {
         if (outlines(scene.items.get(symbol))) hullsStale = true;
         scene.items.delete(symbol);
@@ -787,7 +795,9 @@
         if (outlines(item)) hullsStale = true;
         scene.items.set(item.symbol, item);
       }
-      if (message.edges) scene.edges = Float64Array.from(message.edges.places.flat());
+      const edges = message.edges || {};
+      for (const [a, b] of edges.remove || []) scene.edgePairs.delete(a + " " + b);
+      for (const [a, b] of edges.add || []) scene.edgePairs.set(a + " " + b, [a, b]);
       layersStale = true;
       body.dataset.scene = "loaded";
       requestDraw();
