@@ -166,6 +166,16 @@ class RequestFailed(HeraclesError):
     """The running system answered, but with an error (its text is the message)."""
 
 
+class CommandRejected(RequestFailed):
+    """The language server rejected a command goal: ``code`` (busy, stopped, ...) and ``reason`` as it published
+    them on ``command_rejections``; the message reads ``rejected (code): reason``."""
+
+    def __init__(self, code: str, reason: str):
+        super().__init__(f"rejected ({code}): {reason}")
+        self.code = code
+        self.reason = reason
+
+
 class RequestCancelled(HeraclesError):
     """The caller cancelled the request; nothing after the current model turn ran."""
 

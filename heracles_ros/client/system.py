@@ -28,7 +28,7 @@ import threading
 import time
 from typing import Any
 
-from heracles_ros.errors import RequestFailed, SystemUnavailable
+from heracles_ros.errors import CommandRejected, RequestFailed, SystemUnavailable
 from heracles_ros.outcomes import CommandOutcome
 
 #: heracles.launch.py's default robot namespace (robot_name:=spot).
@@ -209,7 +209,7 @@ class HeraclesClient:
         """Send an instruction as an ExecuteCommand goal; its command id.
 
         ``wait``: return once the server accepted it (within ``answer_timeout_s``; a rejection raises
-        RequestFailed with the server's reason and code), else at once (:meth:`accepted` says when).
+        CommandRejected with the server's code and reason), else at once (:meth:`accepted` says when).
         One command per client at a time.
         """
         from heracles_ros.action import ExecuteCommand
@@ -234,8 +234,7 @@ class HeraclesClient:
                     f"{self.answer_timeout_s:g} s (if it takes it later, it cancels it once this client is gone)",
                     name=self.action_name)
             if not self._accepted:
-                code, reason = self.rejection()
-                raise RequestFailed(f"rejected ({code}): {reason}")
+                raise CommandRejected(*self.rejection())
         return str(goal.command_id)
 
     @property

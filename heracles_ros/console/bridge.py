@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -30,7 +29,7 @@ from heracles_ros.client import HeraclesClient
 from heracles_ros.client.system import topic_name
 from heracles_ros.console import ros_messages
 from heracles_ros.console.ros_messages import Locate, MirrorReport
-from heracles_ros.errors import RequestFailed, SystemUnavailable
+from heracles_ros.errors import CommandRejected, SystemUnavailable
 from heracles_ros.outcomes import CommandOutcome
 
 log = logging.getLogger(__name__)
@@ -200,10 +199,8 @@ class RunningCommand:
             try:
                 client.command(self.instruction, execute=self.execute, require_confirmation=True, session=self.session,
                                command_id=self.command_id)
-            except RequestFailed as exc:  # "rejected (code): reason", read from command_rejections by the client
-                found = re.match(r"rejected \((\w+)\): (.*)", str(exc), re.DOTALL)
-                code, reason = found.groups() if found else (CommandOutcome.REJECTED.value, str(exc))
-                self.emit(ros_messages.ended_message(self.command_id, code, reason))
+            except CommandRejected as exc:
+                self.emit(ros_messages.ended_message(self.command_id, exc.code, exc.reason))
                 return
             except SystemUnavailable as exc:
                 self.emit(ros_messages.ended_message(self.command_id, CommandOutcome.FAILED.value, str(exc)))
