@@ -1,7 +1,7 @@
 """The system's nodes in this process, and a console node that talks to them over DDS.
 
 The demo runs the real nodes (``dsg_mirror``, ``dispatcher``, and
-``language_server`` when a model is configured) on a MultiThreadedExecutor in
+``language_server`` when a model is configured) on a NodeExecutor in
 a background thread, under their own namespace and a private rclpy context,
 with discovery kept on this host: a demo must never send a plan to a real
 robot on the same network. Everything the demo learns about execution comes
@@ -83,7 +83,6 @@ class DemoSession:
     def open(self) -> DemoSession:
         rclpy = _import_rclpy()
         from rclpy.context import Context
-        from rclpy.executors import MultiThreadedExecutor
         from rclpy.signals import SignalHandlerOptions
 
         self._context = Context()
@@ -96,8 +95,10 @@ class DemoSession:
             kwargs["domain_id"] = self._domain_id
         with _environment(_LOCAL_DISCOVERY):
             rclpy.init(**kwargs)
-        self._executor = MultiThreadedExecutor(num_threads=6, context=self._context)
+        from heracles_ros.nodes.executor import NodeExecutor
         from heracles_ros.nodes.runner import BackgroundSpinner
+
+        self._executor = NodeExecutor(num_threads=6, context=self._context)
 
         self._spinner = BackgroundSpinner(self._executor, name="demo-executor").start()
         self._console = _Console(self)

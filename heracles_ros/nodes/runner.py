@@ -33,10 +33,11 @@ from concurrent.futures import ThreadPoolExecutor
 from types import FrameType
 from typing import Any
 
-from rclpy.executors import Executor, MultiThreadedExecutor
+from rclpy.executors import Executor
 from rclpy.signals import SignalHandlerOptions
 
 from heracles_ros.errors import HeraclesError
+from heracles_ros.nodes.executor import NodeExecutor
 from heracles_ros.nodes.fastdds_profile import use_fastdds_profile
 from heracles_ros.nodes.params_files import read_params_files
 from heracles_ros.nodes.rclpy_compat import ros_initialized
@@ -211,7 +212,7 @@ def run_node(
             log.error("%s failed to start: %r", name, exc, exc_info=exc)
             return 1
         timeout_s = shutdown_timeout_of(node)
-        executor = MultiThreadedExecutor(num_threads=threads(node))
+        executor = NodeExecutor(num_threads=threads(node))
         executor.add_node(node)
         spinner = BackgroundSpinner(executor, name=f"{name}-executor").start()
         while not stop.requested.wait(0.2) and not spinner.finished.is_set():

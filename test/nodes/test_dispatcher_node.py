@@ -808,11 +808,15 @@ def test_a_cancel_before_the_first_step_ends_the_goal_canceled_within_a_second(r
     rig = rig_factory(sim_time_scale=1.0)
     entered, release = threading_events()
     real_run = rig.node.dispatcher.run
+    run_ended: list[float] = []
 
     def held_run(*args: Any, **kwargs: Any) -> Any:  # the plan reached the worker, no step started yet
         entered.set()
         release.wait(10.0)
-        return real_run(*args, **kwargs)
+        try:
+            return real_run(*args, **kwargs)
+        finally:
+            run_ended.append(time.monotonic())
 
     rig.node.dispatcher.run = held_run  # type: ignore[method-assign]
     try:
@@ -823,7 +827,10 @@ def test_a_cancel_before_the_first_step_ends_the_goal_canceled_within_a_second(r
     finally:
         release.set()
     status, result = goal_result(goal, 5.0)
-    assert status == GoalStatus.STATUS_CANCELED and time.monotonic() - cancelled_at < 1.0
+    took = time.monotonic() - cancelled_at
+    # Too slow: was it the node's run, or the way from the node to its client (rclpy#1452 was the latter)?
+    ran = f"the run ended {run_ended[0] - cancelled_at:.2f} s after the cancel" if run_ended else "the run never ended"
+    assert status == GoalStatus.STATUS_CANCELED and took < 1.0, f"the result came {took:.2f} s after the cancel; {ran}"
     assert result.result.status == "cancelled" and result.result.steps_completed == 0
     assert rig.node.driver.steps_executed == 0
 

@@ -9,7 +9,7 @@ Typical use::
         with spinning(node, probe):
             wait_until(lambda: status.count > 0, 5.0, "a first status message")
 
-``spinning`` runs a MultiThreadedExecutor in a background thread, so the test
+``spinning`` runs a NodeExecutor (the nodes' MultiThreadedExecutor) in a background thread, so the test
 thread stays free to publish, call services and wait on conditions.
 """
 from __future__ import annotations
@@ -22,10 +22,10 @@ from typing import Any, Generic, TypeVar
 
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
+from heracles_ros.nodes.executor import NodeExecutor
 from heracles_ros.nodes.runner import BackgroundSpinner
 
 T = TypeVar("T")
@@ -62,13 +62,13 @@ def live_nodes(context: Context) -> list[str]:
 
 
 @contextlib.contextmanager
-def spinning(*nodes: Node, num_threads: int = 4, destroy: bool = True) -> Iterator[MultiThreadedExecutor]:
-    """Spin ``nodes`` in a background MultiThreadedExecutor for the ``with`` block.
+def spinning(*nodes: Node, num_threads: int = 4, destroy: bool = True) -> Iterator[NodeExecutor]:
+    """Spin ``nodes`` in a background NodeExecutor for the ``with`` block.
 
     On exit the executor stops, and the nodes are destroyed unless ``destroy=False``.
     """
     context = nodes[0].context if nodes else None
-    executor = MultiThreadedExecutor(num_threads=num_threads, context=context)
+    executor = NodeExecutor(num_threads=num_threads, context=context)
     for node in nodes:
         executor.add_node(node)
     spinner = BackgroundSpinner(executor, name="test-executor").start()
