@@ -5,8 +5,10 @@ directory (cosmic-ray edits files in place; the worktree is never touched),
 check its tests pass unmutated, let cosmic-ray list every mutant, keep a
 deterministic sample of them (the ``--sample`` with the smallest hash of
 their position and operator, the same on every run), run the module's tests
-against each, and print killed / survived per module. Survivors' diffs go to
-``out/mutation/<module>.txt`` for review.
+against each, and print killed / survived per module. A survivor listed in
+mutation/equivalent.toml (it cannot change behaviour; the entry says why)
+counts apart; the score is killed / (killed + the other survivors). Those
+others' diffs go to ``out/mutation/<module>.txt`` for review.
 
     ./run.sh mutation                       every module, 25 mutants each
     ./run.sh mutation --sample 0            every mutant (hours on 2 cores)
@@ -47,7 +49,25 @@ def _sample(session: Path, keep: int) -> int:
         return len(items)
 
 
-def _run_module(name: str, spec: dict, tree: Path, out: Path, sample: int, label: str) -> dict | None:
+def _changed(diff: str) -> tuple[list[str], list[str]]:
+    """The lines a mutant's diff removes and adds, stripped."""
+    lines = diff.splitlines()
+    removed = [line[1:].strip() for line in lines if line.startswith("-") and not line.startswith("---")]
+    added = [line[1:].strip() for line in lines if line.startswith("+") and not line.startswith("+++")]
+    return removed, added
+
+
+def _is_equivalent(name: str, diff: str, equivalents: list[dict]) -> bool:
+    removed, added = _changed(diff)
+    return any(
+        entry["module"] == name and entry["old"].strip() in removed and entry["new"].strip() in added
+        for entry in equivalents
+    )
+
+
+def _run_module(
+    name: str, spec: dict, tree: Path, out: Path, sample: int, label: str, equivalents: list[dict]
+) -> dict | None:
     tests = [t for t in spec["tests"] if (tree / t).is_file()]
     if not tests:
         print(f"{name}: no tests in {tree}, skipped", flush=True)
@@ -73,20 +93,26 @@ def _run_module(name: str, spec: dict, tree: Path, out: Path, sample: int, label
     subprocess.run(["cosmic-ray", "init", str(config), str(session)], cwd=tree, check=True)
     total = _sample(session, sample)
     subprocess.run(["cosmic-ray", "exec", str(config), str(session)], cwd=tree, check=True)
-    killed, survivors = 0, []
+    killed, equivalent, survivors = 0, 0, []
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item, result in db.completed_work_items:
             if result.worker_outcome is not WorkerOutcome.NORMAL:
                 continue  # skipped (outside the sample) or the mutant did not run
             if result.test_outcome is TestOutcome.SURVIVED:
-                survivors.append((_identity(item), result.diff or ""))
+                if _is_equivalent(name, result.diff or "", equivalents):
+                    equivalent += 1
+                else:
+                    survivors.append((_identity(item), result.diff or ""))
             elif result.test_outcome is TestOutcome.KILLED:
                 killed += 1
     (out / f"{safe}{'-' + label if label else ''}.txt").write_text(
-        f"{name}: {killed} killed, {len(survivors)} survived, of {total} mutants\n\n"
+        f"{name}: {killed} killed, {len(survivors)} survived, {equivalent} equivalent, of {total} mutants\n\n"
         + "\n".join(f"--- {ident}\n{diff}" for ident, diff in sorted(survivors))
     )
-    return {"module": name, "mutants": total, "killed": killed, "survived": len(survivors), "test_s": round(took, 1)}
+    return {
+        "module": name, "mutants": total, "killed": killed, "survived": len(survivors), "equivalent": equivalent,
+        "test_s": round(took, 1),
+    }
 
 
 def main() -> int:
@@ -97,6 +123,7 @@ def main() -> int:
     parser.add_argument("--label", default="", help="added to the survivors' file names (e.g. before)")
     args = parser.parse_args()
     modules = tomllib.loads((REPO / "mutation" / "modules.toml").read_text())["modules"]
+    equivalents = tomllib.loads((REPO / "mutation" / "equivalent.toml").read_text()).get("equivalent", [])
     unknown = set(args.only) - set(modules)
     if unknown:
         parser.error(f"unknown module(s) {sorted(unknown)}; known: {sorted(modules)}")
@@ -107,16 +134,17 @@ def main() -> int:
         tree = Path(scratch) / "tree"
         shutil.copytree(args.tree, tree, ignore=_IGNORED)
         for name in args.only or list(modules):
-            row = _run_module(name, modules[name], tree, out, args.sample, args.label)
+            row = _run_module(name, modules[name], tree, out, args.sample, args.label, equivalents)
             if row is not None:
                 rows.append(row)
                 score = row["killed"] / max(1, row["killed"] + row["survived"])
-                print(f"{name}: score {score:.0%} ({row['killed']} killed, {row['survived']} survived; "
-                      f"sample {args.sample or 'all'} of {row['mutants']})", flush=True)
-    print("\nmodule                  mutants  killed  survived  score")
+                print(f"{name}: score {score:.0%} ({row['killed']} killed, {row['survived']} survived, "
+                      f"{row['equivalent']} equivalent; sample {args.sample or 'all'} of {row['mutants']})", flush=True)
+    print("\nmodule                  mutants  killed  survived  equivalent  score")
     for row in rows:
         score = row["killed"] / max(1, row["killed"] + row["survived"])
-        print(f"{row['module']:<24}{row['mutants']:>7}{row['killed']:>8}{row['survived']:>10}  {score:.0%}")
+        print(f"{row['module']:<24}{row['mutants']:>7}{row['killed']:>8}{row['survived']:>10}{row['equivalent']:>12}"
+              f"  {score:.0%}")
     print(f"survivors' diffs: {out}")
     return 0
 

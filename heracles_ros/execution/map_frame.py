@@ -66,6 +66,11 @@ def stamp_seconds(stamp: Any) -> float:
     return float(stamp.sec) + float(stamp.nanosec) * 1e-9
 
 
+def check_fresh(stamp: Any, node: Any, max_age_s: float, what: str) -> None:
+    """:func:`check_age` of a message stamped ``stamp`` (builtin_interfaces/Time) against ``node``'s clock now."""
+    check_age(stamp_seconds(stamp), node.get_clock().now().nanoseconds * 1e-9, max_age_s, what)
+
+
 class Tf2MapFrame(MapFrameSource):
     """map->odom from TF, through a tf2_ros buffer fed by the node's executor."""
 
@@ -92,6 +97,5 @@ class Tf2MapFrame(MapFrameSource):
             stamped = self._buffer.lookup_transform(self.map_frame, self.odom_frame, Time())
         except self._tf2.TransformException as exc:
             raise ExecutionError(f"no {what} transform on TF ({exc}); is Hydra's backend publishing TF?") from exc
-        now_s = self._node.get_clock().now().nanoseconds * 1e-9
-        check_age(stamp_seconds(stamped.header.stamp), now_s, self.max_age_s, what)
+        check_fresh(stamped.header.stamp, self._node, self.max_age_s, what)
         return transform_from_msg(stamped.transform)

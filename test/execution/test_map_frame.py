@@ -4,14 +4,23 @@ from __future__ import annotations
 import math
 
 import pytest
+import rclpy
 from bosdyn.client.math_helpers import Quat, SE3Pose
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Transform
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.ros import ros_session
 
 from heracles_ros.errors import ExecutionError
 from heracles_ros.execution import spot_commands as sc
-from heracles_ros.execution.map_frame import FixedMapFrame, check_age, stamp_seconds, transform_from_msg
+from heracles_ros.execution.map_frame import (
+    FixedMapFrame,
+    check_age,
+    check_fresh,
+    stamp_seconds,
+    transform_from_msg,
+)
 
 
 def test_a_fixed_map_frame_is_the_configured_transform():
@@ -62,3 +71,16 @@ def test_stamp_seconds():
         sec, nanosec = 12, 500_000_000
 
     assert stamp_seconds(Stamp()) == pytest.approx(12.5)
+
+
+def test_a_stamp_is_judged_fresh_or_stale_on_the_nodes_own_clock(ros_domain_id):
+    with ros_session(ros_domain_id):
+        node = rclpy.create_node("freshness_probe")
+        try:
+            now = node.get_clock().now()
+            sec, nanosec = divmod(now.nanoseconds, 1_000_000_000)
+            check_fresh(Time(sec=sec, nanosec=nanosec), node, 1.0, "map->odom")
+            with pytest.raises(ExecutionError, match=r"map->odom transform is stale: last one is (2\.\d|3\.0) s old"):
+                check_fresh(Time(sec=sec - 2, nanosec=nanosec), node, 1.0, "map->odom")
+        finally:
+            node.destroy_node()

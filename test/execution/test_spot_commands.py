@@ -8,7 +8,7 @@ from bosdyn.api import manipulation_api_pb2, robot_command_pb2
 from bosdyn.api.spot import robot_command_pb2 as spot_command_pb2
 from bosdyn.client.math_helpers import Quat, SE2Pose
 from bosdyn.util import duration_to_seconds
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from heracles_ros.errors import ConfigError, ExecutionError
@@ -179,6 +179,7 @@ points = st.tuples(coordinates, coordinates).map(lambda p: (p[0], p[1], 0.0))
     speed=st.floats(0.1, 3.0),
     margin=st.floats(0.0, 60.0),
 )
+@example(start=(0.0, 0.0, 0.0), waypoints=[(0.0, 3e-205, 0.0)], extra=(0.0, 0.0, 0.0), speed=1.0, margin=0.0)
 def test_a_walks_budget_covers_its_length_and_grows_with_it(start, waypoints, extra, speed, margin):
     here = Pose(start[0], start[1], 0.0, start[2])
 
@@ -191,7 +192,7 @@ def test_a_walks_budget_covers_its_length_and_grows_with_it(start, waypoints, ex
     assert math.isfinite(short)
     assert short >= length / speed + margin - 1e-6
     longer_length, longer = budget([*waypoints, extra])
-    assert longer_length >= length
+    assert longer_length >= length - 1e-5  # a step under a micrometre is not walked (nor counted)
     if longer_length > length + 1e-3:  # the extra point is a real step further
         assert longer > short
 

@@ -135,16 +135,26 @@ def test_a_reconcile_in_progress_holds_readers_back_until_it_ends(store: GraphSt
     started = time.monotonic()
     stuck = read_whole(store, lambda: "read", wait_s=0.3)
     assert not stuck.whole and stuck.value == "read" and time.monotonic() - started >= 0.3
+    assert stuck.attempts == 1  # read once, at the deadline: never while the writer was seen at work
 
-    def finish() -> None:
-        time.sleep(0.2)
-        store.write(mirror_q.BUMP_GENERATION, {"sequence": 2, "now": 0.0})
+    # The reader looks again every POLL_MAX_S at most, from its first pause on: it is back soon after the
+    # reconcile ends, whether that is soon or after a while, not a backoff's second later.
+    for sequence, busy_s in ((2, 0.2), (3, 1.3)):
+        store.write(mirror_q.BEGIN_UPDATE)
+        bumped_at: list[float] = []
 
-    finisher = threading.Thread(target=finish)
-    finisher.start()
-    waited = read_whole(store, lambda: read_stamp(store).generation, wait_s=10)
-    finisher.join()
-    assert waited.whole and waited.value == generation + 1
+        def finish(sequence: int = sequence, busy_s: float = busy_s, bumped_at: list[float] = bumped_at) -> None:
+            time.sleep(busy_s)
+            store.write(mirror_q.BUMP_GENERATION, {"sequence": sequence, "now": 0.0})
+            bumped_at.append(time.monotonic())
+
+        finisher = threading.Thread(target=finish)
+        finisher.start()
+        waited = read_whole(store, lambda: read_stamp(store).generation, wait_s=10)
+        returned_at = time.monotonic()
+        finisher.join()
+        assert waited.whole and waited.value == generation + sequence - 1
+        assert returned_at - bumped_at[0] < 0.5, f"back {returned_at - bumped_at[0]:.2f} s after a {busy_s} s reconcile"
 
 
 def test_the_tool_says_when_rows_may_mix_two_snapshots(small_store: GraphStore) -> None:

@@ -51,7 +51,7 @@ from std_srvs.srv import Trigger
 
 from heracles_ros.errors import ExecutionError
 from heracles_ros.execution import spot_commands as sc
-from heracles_ros.execution.map_frame import MapFrameSource, check_age, stamp_seconds, transform_from_msg
+from heracles_ros.execution.map_frame import MapFrameSource, check_fresh, stamp_seconds, transform_from_msg
 
 SERVICES = ("claim", "release", "power_on", "stand", "sit", "stop", "estop/gentle", "estop/hard",
             "estop/release", "arm_stow", "arm_carry", "open_gripper", "close_gripper")
@@ -190,8 +190,7 @@ class TopicMapFrame(MapFrameSource):
         latest = self.latest()
         if latest is None:
             raise ExecutionError(f"no map->odom transform received ({self.description})")
-        now_s = self._node.get_clock().now().nanoseconds * 1e-9
-        check_age(stamp_seconds(latest.header.stamp), now_s, self.max_age_s, "map->odom")
+        check_fresh(latest.header.stamp, self._node, self.max_age_s, "map->odom")
         return transform_from_msg(latest.transform)
 
 
