@@ -7,8 +7,10 @@ deterministic sample of them (the ``--sample`` with the smallest hash of
 their position and operator, the same on every run), run the module's tests
 against each, and print killed / survived per module. A survivor listed in
 mutation/equivalent.toml (it cannot change behaviour; the entry says why)
-counts apart; the score is killed / (killed + the other survivors). Those
-others' diffs go to ``out/mutation/<module>.txt`` for review.
+counts apart, as does one that only changes a type annotation (never
+evaluated in a module with ``from __future__ import annotations``, and
+refused by mypy); the score is killed / (killed + the other survivors).
+Those others' diffs go to ``out/mutation/<module>.txt`` for review.
 
     ./run.sh mutation                       every module, 25 mutants each
     ./run.sh mutation --sample 0            every mutant (hours on 2 cores)
@@ -17,6 +19,7 @@ others' diffs go to ``out/mutation/<module>.txt`` for review.
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import shlex
 import shutil
@@ -57,6 +60,44 @@ def _changed(diff: str) -> tuple[list[str], list[str]]:
     return removed, added
 
 
+class _NoAnnotations(ast.NodeTransformer):
+    """Drops every annotation: what is left is what the module does when annotations are never evaluated."""
+
+    def visit_arg(self, node: ast.arg) -> ast.arg:
+        node.annotation = None
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.FunctionDef:
+        node.returns = None
+        self.generic_visit(node)
+        return node
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AnnAssign:
+        node.annotation = ast.Constant(None)
+        self.generic_visit(node)
+        return node
+
+
+def _behaviour(source: str) -> str:
+    return ast.dump(_NoAnnotations().visit(ast.parse(source)))
+
+
+def _only_annotations(source: str, line: int, diff: str) -> bool:
+    """Whether the one-line mutant at ``line`` of ``source`` changes nothing but a type annotation."""
+    if "from __future__ import annotations" not in source:
+        return False
+    removed = [text[1:] for text in diff.splitlines() if text.startswith("-") and not text.startswith("---")]
+    added = [text[1:] for text in diff.splitlines() if text.startswith("+") and not text.startswith("+++")]
+    lines = source.splitlines()
+    if len(removed) != 1 or len(added) != 1 or lines[line - 1] != removed[0]:
+        return False
+    mutated = "\n".join([*lines[: line - 1], added[0], *lines[line:]])
+    try:
+        return _behaviour(mutated) == _behaviour(source)
+    except SyntaxError:
+        return False
+
+
 def _is_equivalent(name: str, diff: str, equivalents: list[dict]) -> bool:
     removed, added = _changed(diff)
     return any(
@@ -94,12 +135,15 @@ def _run_module(
     total = _sample(session, sample)
     subprocess.run(["cosmic-ray", "exec", str(config), str(session)], cwd=tree, check=True)
     killed, equivalent, survivors = 0, 0, []
+    source = (tree / spec["path"]).read_text()
     with use_db(str(session), WorkDB.Mode.open) as db:
         for item, result in db.completed_work_items:
             if result.worker_outcome is not WorkerOutcome.NORMAL:
                 continue  # skipped (outside the sample) or the mutant did not run
             if result.test_outcome is TestOutcome.SURVIVED:
-                if _is_equivalent(name, result.diff or "", equivalents):
+                [mutation] = item.mutations
+                diff = result.diff or ""
+                if _is_equivalent(name, diff, equivalents) or _only_annotations(source, mutation.start_pos[0], diff):
                     equivalent += 1
                 else:
                     survivors.append((_identity(item), result.diff or ""))

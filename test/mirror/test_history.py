@@ -86,6 +86,36 @@ def test_slow_drift_is_caught_once_it_adds_up(store: GraphStore) -> None:
     assert [(e.symbol, e.t) for e in moves] == [("O2", T0 + 6)]
 
 
+def test_a_move_is_measured_from_where_the_last_recorded_move_left_it(store: GraphStore) -> None:
+    """One mirror throughout (no restart): the reference moves with each recorded move, and only then."""
+    mirror = Mirror(store, history=HistorySettings(move_threshold_m=0.5))
+    graph = tiny_scene()
+    mirror.reconcile(graph, stamp_s=T0)
+    o2 = graph.get_node(node_id("O2")).attributes
+    moves = []
+    for step, x in enumerate((5.0, 5.3, 5.6, 4.9), start=1):  # O2 starts at x = 4.0
+        o2.position = np.array([x, 1.0, 0.5])
+        moves += [(e.t, e.from_position[0]) for e in mirror.reconcile(graph, stamp_s=T0 + step).changes
+                  if e.kind == "moved"]
+    # 1 m: recorded from 4.0. 0.3 m, then 0.6 m from 5.0: the second is recorded. 0.7 m back: recorded from 5.6.
+    assert moves == [(T0 + 1, 4.0), (T0 + 3, 5.0), (T0 + 4, 5.6)]
+
+
+def test_a_rename_or_relabel_does_not_reset_where_a_move_is_measured_from(store: GraphStore) -> None:
+    mirror = Mirror(store, history=HistorySettings(move_threshold_m=0.5))
+    graph = tiny_scene()
+    mirror.reconcile(graph, stamp_s=T0)
+    o2 = graph.get_node(node_id("O2")).attributes
+    o2.position = np.array([4.3, 1.0, 0.5])
+    assert mirror.reconcile(graph, stamp_s=T0 + 1).changes == []  # 0.3 m: no news
+    o2.name, o2.semantic_label = "red bicycle", 3
+    o2.position = np.array([4.35, 1.0, 0.5])
+    assert _kinds(mirror.reconcile(graph, stamp_s=T0 + 2).changes) == {("renamed", "O2"), ("relabelled", "O2")}
+    o2.position = np.array([4.6, 1.0, 0.5])  # 0.6 m from where it was recorded, 0.25 m from the rename
+    moved = [e for e in mirror.reconcile(graph, stamp_s=T0 + 3).changes if e.kind == "moved"]
+    assert [(e.symbol, e.from_position) for e in moved] == [("O2", (4.0, 1.0, 0.5))]
+
+
 def test_relabel_and_rename_are_recorded(store: GraphStore) -> None:
     mirror = Mirror(store)
     graph = tiny_scene()
@@ -162,7 +192,10 @@ class _RetentionOracle:
                 del self.seen[symbol]
 
 
-@pytest.mark.parametrize(("max_changes", "max_seen", "max_age_s"), [(20, 0, 0), (0, 12, 0), (0, 0, 7.5), (9, 7, 11.0)])
+@pytest.mark.parametrize(
+    ("max_changes", "max_seen", "max_age_s"),
+    [(20, 0, 0), (0, 12, 0), (0, 0, 7.5), (9, 7, 11.0), (1, 0, 0), (0, 1, 0), (0, 0, 1.0)],  # the last: the smallest
+)
 def test_retention_by_count_and_age_matches_the_rules(
     store: GraphStore, max_changes: int, max_seen: int, max_age_s: float
 ) -> None:
