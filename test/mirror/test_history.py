@@ -6,12 +6,12 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
-from support.tiny_scene import add_object, node_id, tiny_scene
+from support.tiny_scene import OBJECT_CLASSES, add_object, node_id, tiny_scene
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.corrections import Corrections
-from heracles_ros.mirror.history import HistorySettings
+from heracles_ros.mirror.history import HistorySettings, iso_time, read_clock
 from heracles_ros.mirror.reconcile import Mirror
 
 T0 = 1_800_000_000.0
@@ -225,7 +225,7 @@ def test_history_off_writes_nothing(store: GraphStore) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", [{"move_threshold_m": -1.0}, {"max_age_s": -5.0}, {"max_changes": -1}, {"max_seen": -1}]
+    "bad", [{"move_threshold_m": -1.0}, {"max_age_s": -5.0}, {"max_age_s": -0.5}, {"max_changes": -1}, {"max_seen": -1}]
 )
 def test_bad_settings_are_named(bad: dict) -> None:
     with pytest.raises(ConfigError, match=next(iter(bad))):
@@ -264,3 +264,123 @@ def test_history_times_are_utc_whatever_the_local_zone(store: GraphStore, new_yo
     assert events and {e.t for e in events} == {t0 + 3600}
     assert all(e.to_json()["time"] == "2027-01-15T09:00:00.000Z" for e in events)
     assert read_changes(store, since=parse_since("2027-01-15T09:30:00")) == []
+
+
+def test_an_event_carries_what_changed_and_nothing_else_in_both_directions(store: GraphStore) -> None:
+    """A relabel or rename is news whichever way the label or name changes; only a move has a from_position."""
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph, stamp_s=T0)
+    o1 = graph.get_node(node_id("O1")).attributes
+    for step, (label, name) in enumerate(((3, "bag 1"), (1, "bag 1"), (1, "a bag"), (1, "bag 1")), start=1):
+        before_class, before_name = ("chair", "bag 1") if step == 2 else ("bag", "a bag" if step == 4 else "bag 1")
+        o1.semantic_label, o1.name = label, name
+        [event] = mirror.reconcile(graph, stamp_s=T0 + step).changes
+        expected_kind = "relabelled" if step <= 2 else "renamed"
+        assert (event.kind, event.symbol, event.cls, event.name) == (
+            expected_kind, "O1", OBJECT_CLASSES[label][1], name), step
+        assert event.from_position is None
+        if expected_kind == "relabelled":
+            assert (event.from_class, event.from_name) == (before_class, None)
+            assert "from_name" not in event.to_json() and event.to_json()["from_class"] == before_class
+        else:
+            assert (event.from_class, event.from_name) == (None, before_name)
+            assert "from_class" not in event.to_json() and event.to_json()["from_name"] == before_name
+        assert "from_position" not in event.to_json() and "distance_m" not in event.to_json()
+
+
+def test_a_move_reports_its_distance_to_the_millimetre(store: GraphStore) -> None:
+    mirror = Mirror(store, history=HistorySettings(move_threshold_m=0.5))
+    graph = tiny_scene()
+    mirror.reconcile(graph, stamp_s=T0)
+    graph.get_node(node_id("O2")).attributes.position = np.array([5.0, 2.0, 0.5])  # from (4, 1, 0.5): sqrt 2
+    [event] = mirror.reconcile(graph, stamp_s=T0 + 1).changes
+    assert event.to_json()["distance_m"] == 1.414 and event.to_json()["from_position"] == [4.0, 1.0, 0.5]
+
+
+def test_seen_entries_keep_each_nodes_class_name_and_place(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    mirror.reconcile(tiny_scene(), stamp_s=T0)
+    mirror.reconcile(changed_scene(), stamp_s=T0 + 1)
+    rows = store.query("MATCH (s:Seen) RETURN s.symbol AS s, s.layer AS layer, s.class AS c, s.name AS name, "
+                       "s.x AS x, s.y AS y, s.z AS z ORDER BY s")
+    graph = changed_scene()
+    names = {symbol: graph.get_node(node_id(symbol)).attributes.name for symbol in ("O0", "O5")}
+    assert [(r["s"], r["layer"], r["name"]) for r in rows] == [
+        ("O0", "Object", names["O0"]), ("O3", "Object", "box 3"), ("O5", "Object", names["O5"])]
+    assert (rows[0]["x"], rows[0]["y"], rows[0]["z"]) == MOVED_TO
+
+
+def test_a_moved_object_is_placed_in_the_room_it_moved_into(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph, stamp_s=T0)
+    graph.remove_edge(node_id("P0"), node_id("O0"))  # carried from P0 (room R0) to P4 (room R1)
+    graph.insert_edge(node_id("P4"), node_id("O0"))
+    graph.get_node(node_id("O0")).attributes.position = np.array([4.0, 1.0, 0.5])
+    [moved] = [e for e in mirror.reconcile(graph, stamp_s=T0 + 1).changes if e.kind == "moved"]
+    # The room as the mirrored scene has it now, read through the present-tense graph, not the history.
+    now = store.query("MATCH (r:Room)-[:CONTAINS]->(:MeshPlace)-[:CONTAINS]->(o:Object {nodeSymbol: 'O0'}) "
+                      "RETURN r.nodeSymbol AS room")
+    assert now == [{"room": "R1"}] and moved.room == "R1"
+
+
+def test_a_reconcile_whose_events_span_many_statements_and_transactions_writes_them_all(
+    store: GraphStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from heracles_ros.mirror import history
+
+    monkeypatch.setattr(history, "_ROWS_PER_STATEMENT", 2)
+    monkeypatch.setattr(history, "_STATEMENTS_PER_TRANSACTION", 2)
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph, stamp_s=T0)
+    for index in range(200, 207):
+        add_object(graph, index, 2, (1.0, 1.5, 0.5), None)
+    events = mirror.reconcile(graph, stamp_s=T0 + 1).changes
+    assert len(events) == 7
+    written = store.query("MATCH (c:Change) RETURN c.symbol AS s ORDER BY s")
+    seen = store.query("MATCH (s:Seen) RETURN s.symbol AS s ORDER BY s")
+    wanted = [{"s": f"O{i}"} for i in sorted(range(200, 207), key=str)]
+    assert written == wanted and seen == wanted
+    assert read_clock(store) == T0 + 1
+
+
+def test_the_clock_and_the_size_read_back_what_was_written(store: GraphStore) -> None:
+    assert read_clock(store) is None  # nothing mirrored yet
+    mirror = Mirror(store)
+    mirror.reconcile(tiny_scene(), stamp_s=T0)
+    assert read_clock(store) == T0
+    mirror.reconcile(changed_scene(), stamp_s=T0 + 60)
+    assert read_clock(store) == T0 + 60
+    assert mirror.history.size() == {"changes": 3, "seen": 3}  # O0 moved, O3 gone, O5 new: 3 events, 3 entries
+
+
+def test_times_keep_their_milliseconds_whatever_the_second() -> None:
+    assert iso_time(1_800_000_001.9995) == "2027-01-15T08:00:01.999Z"  # an odd second, a fraction near 1
+    assert iso_time(1_800_000_000.0) == "2027-01-15T08:00:00.000Z"
+
+
+@pytest.mark.parametrize("edge", [{"move_threshold_m": 0.0}, {"max_age_s": 0.0}, {"max_changes": 0}, {"max_seen": 0}])
+def test_settings_at_their_lower_edge_are_accepted(edge: dict) -> None:
+    assert HistorySettings(**edge)
+
+
+@pytest.mark.backends("falkordb")
+def test_the_history_indexes_exist_once_it_has_recorded(store: GraphStore) -> None:
+    from heracles_ros.graphdb.cypher.falkordb_indexes import INDEXES
+    from heracles_ros.graphdb.cypher.history import INDEXES as WANTED
+
+    Mirror(store).reconcile(tiny_scene(), stamp_s=T0)
+    have = {(row["label"], prop) for row in store.query(INDEXES) for prop in row["properties"]}
+    assert set(WANTED) <= have
+
+
+def test_a_seen_entry_without_coordinates_does_not_stop_a_restarted_mirror(store: GraphStore) -> None:
+    Mirror(store).reconcile(tiny_scene(), stamp_s=T0)
+    Mirror(store).reconcile(changed_scene(), stamp_s=T0 + 1)
+    store.write("CREATE (:Seen {symbol: 'O77', present: true})")  # damaged by hand: no x, y, z
+    graph = changed_scene()
+    graph.get_node(node_id("O0")).attributes.position = np.array([MOVED_TO[0] + 0.7, MOVED_TO[1], MOVED_TO[2]])
+    moved = Mirror(store).reconcile(graph, stamp_s=T0 + 2).changes
+    assert [(e.kind, e.symbol, e.from_position) for e in moved] == [("moved", "O0", MOVED_TO)]
