@@ -72,17 +72,18 @@ PARAMETERS: tuple[Setting, ...] = (
               minimum=0.1, maximum=3600.0),
     Setting("history", True, "record the scene's history (Change / Seen nodes: what appeared, disappeared, moved, "
               "was relabelled or renamed, and when)"),
-    Setting("move_threshold_m", 0.5, "a node counts as moved only this far from where the history last recorded it "
-              "(map optimisation nudges everything a little)", minimum=0.0, maximum=1000.0),
+    Setting("move_threshold_m", HistorySettings.move_threshold_m,
+              "a node counts as moved only this far from where the history last recorded it (map optimisation "
+              "nudges everything a little)", minimum=0.0, maximum=1000.0),
     Setting("addition_merge_radius_m", 1.0, "an object the operator added is retired when Hydra perceives one of "
               "its class this close, in metres (keep it equal to language_server's)", minimum=0.0, maximum=1000.0),
-    Setting("history_max_age_s", 30 * 86400.0, "history events older than this are pruned; 0: no age limit",
-              minimum=0.0),
-    Setting("history_max_changes", 200_000, "at most this many history events are kept (oldest pruned first); "
-              "0: no count limit", minimum=0),
-    Setting("history_max_seen", 100_000, "at most this many Seen entries (one per node with an event) are kept; "
-              "those of nodes gone longest are pruned first, a node in the scene keeps its entry; 0: no count "
-              "limit", minimum=0),
+    Setting("history_max_age_s", HistorySettings.max_age_s,
+              "history events older than this are pruned; 0: no age limit", minimum=0.0),
+    Setting("history_max_changes", HistorySettings.max_changes,
+              "at most this many history events are kept (oldest pruned first); 0: no count limit", minimum=0),
+    Setting("history_max_seen", HistorySettings.max_seen,
+              "at most this many Seen entries (one per node with an event) are kept; those of nodes gone longest are "
+              "pruned first, a node in the scene keeps its entry; 0: no count limit", minimum=0),
     Setting("moved_markers_window_s", 600.0, "history_markers show what moved within this many seconds before the "
               "newest snapshot (refreshed every 2 s); 0: no markers", minimum=0.0),
     Setting("marker_frame", "map", "frame of the history and scene markers (Hydra's map frame)"),

@@ -384,3 +384,29 @@ def test_a_seen_entry_without_coordinates_does_not_stop_a_restarted_mirror(store
     graph.get_node(node_id("O0")).attributes.position = np.array([MOVED_TO[0] + 0.7, MOVED_TO[1], MOVED_TO[2]])
     moved = Mirror(store).reconcile(graph, stamp_s=T0 + 2).changes
     assert [(e.kind, e.symbol, e.from_position) for e in moved] == [("moved", "O0", MOVED_TO)]
+
+
+def test_the_defaults_are_thirty_days_200k_events_100k_entries_half_a_metre() -> None:
+    """The README's defaults (the dsg_mirror node declares these same values as its parameters')."""
+    settings = HistorySettings()
+    assert (settings.enabled, settings.max_age_s, settings.max_changes, settings.max_seen,
+            settings.move_threshold_m) == (True, 30 * 24 * 3600.0, 200_000, 100_000, 0.5)
+
+
+def test_a_restarted_mirror_counts_the_events_already_kept_against_the_cap(store: GraphStore) -> None:
+    mirror = Mirror(store, history=HistorySettings(max_changes=0))
+    mirror.reconcile(tiny_scene(), stamp_s=T0)
+    for step in range(1, 7):  # 11 events, no cap yet
+        mirror.reconcile(_churn(step), stamp_s=T0 + step)
+    capped = Mirror(store, history=HistorySettings(max_changes=10, max_age_s=0))  # no age pass to recount
+    capped.reconcile(_churn(7), stamp_s=T0 + 7)  # 2 more: 13 kept before pruning, past the cap of 10
+    assert capped.history.size()["changes"] == 9  # down to 90 % of the cap
+
+
+def test_a_removal_alone_carries_the_room_it_left(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph, stamp_s=T0)
+    graph.remove_node(node_id("O3"))  # on P5, room R1
+    [gone] = mirror.reconcile(graph, stamp_s=T0 + 1).changes
+    assert (gone.kind, gone.symbol, gone.room) == ("disappeared", "O3", "R1")
