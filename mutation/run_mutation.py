@@ -53,10 +53,10 @@ def _sample(session: Path, keep: int) -> int:
 
 
 def _changed(diff: str) -> tuple[list[str], list[str]]:
-    """The lines a mutant's diff removes and adds, stripped."""
+    """The lines a mutant's diff removes and adds, as they are in the source."""
     lines = diff.splitlines()
-    removed = [line[1:].strip() for line in lines if line.startswith("-") and not line.startswith("---")]
-    added = [line[1:].strip() for line in lines if line.startswith("+") and not line.startswith("+++")]
+    removed = [line[1:] for line in lines if line.startswith("-") and not line.startswith("---")]
+    added = [line[1:] for line in lines if line.startswith("+") and not line.startswith("+++")]
     return removed, added
 
 
@@ -86,8 +86,7 @@ def _only_annotations(source: str, line: int, diff: str) -> bool:
     """Whether the one-line mutant at ``line`` of ``source`` changes nothing but a type annotation."""
     if "from __future__ import annotations" not in source:
         return False
-    removed = [text[1:] for text in diff.splitlines() if text.startswith("-") and not text.startswith("---")]
-    added = [text[1:] for text in diff.splitlines() if text.startswith("+") and not text.startswith("+++")]
+    removed, added = _changed(diff)
     lines = source.splitlines()
     if len(removed) != 1 or len(added) != 1 or lines[line - 1] != removed[0]:
         return False
@@ -99,7 +98,7 @@ def _only_annotations(source: str, line: int, diff: str) -> bool:
 
 
 def _is_equivalent(name: str, diff: str, equivalents: list[dict]) -> bool:
-    removed, added = _changed(diff)
+    removed, added = ([line.strip() for line in lines] for lines in _changed(diff))
     return any(
         entry["module"] == name and entry["old"].strip() in removed and entry["new"].strip() in added
         for entry in equivalents
