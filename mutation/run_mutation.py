@@ -15,6 +15,12 @@ Those others' diffs go to ``out/mutation/<module>.txt`` for review.
     ./run.sh mutation                       every module, 25 mutants each
     ./run.sh mutation --sample 0            every mutant (hours on 2 cores)
     ./run.sh mutation --only mirror/reconcile --tree /tmp/old-checkout
+    ./run.sh mutation --recheck --only mirror/corrections
+
+``--recheck`` runs the tests again against only the survivors the last run
+wrote to ``out/mutation/<module>.txt`` (minutes, not hours): each survivor's
+diff is applied to the current source, so one whose line has since changed
+is reported as no longer applying, not counted.
 """
 from __future__ import annotations
 
@@ -83,14 +89,20 @@ def _behaviour(source: str) -> str:
 
 
 def _only_annotations(source: str, line: int, diff: str) -> bool:
-    """Whether the one-line mutant at ``line`` of ``source`` changes nothing but a type annotation."""
+    """Whether the one-line mutant at ``line`` of ``source`` changes nothing but a type annotation.
+
+    The line it removes is looked for nearest ``line``: a recheck applies old survivors to a source
+    whose lines may have moved.
+    """
     if "from __future__ import annotations" not in source:
         return False
     removed, added = _changed(diff)
     lines = source.splitlines()
-    if len(removed) != 1 or len(added) != 1 or lines[line - 1] != removed[0]:
+    at = [i for i, text in enumerate(lines) if len(removed) == 1 and text == removed[0]]
+    if len(added) != 1 or not at:
         return False
-    mutated = "\n".join([*lines[: line - 1], added[0], *lines[line:]])
+    index = min(at, key=lambda i: abs(i + 1 - line))
+    mutated = "\n".join([*lines[:index], added[0], *lines[index + 1 :]])
     try:
         return _behaviour(mutated) == _behaviour(source)
     except SyntaxError:
@@ -105,6 +117,11 @@ def _is_equivalent(name: str, diff: str, equivalents: list[dict]) -> bool:
     )
 
 
+def _test_command(tests: list[str]) -> str:
+    """The module's tests, stopping at the first failure (a mutant is killed by one), on FalkorDB only."""
+    return f"{shlex.quote(sys.executable)} -m pytest -x -q -p no:cacheprovider -k 'not bolt' {' '.join(tests)}"
+
+
 def _run_module(
     name: str, spec: dict, tree: Path, out: Path, sample: int, label: str, equivalents: list[dict]
 ) -> dict | None:
@@ -112,7 +129,7 @@ def _run_module(
     if not tests:
         print(f"{name}: no tests in {tree}, skipped", flush=True)
         return None
-    command = f"{shlex.quote(sys.executable)} -m pytest -x -q -p no:cacheprovider -k 'not bolt' {' '.join(tests)}"
+    command = _test_command(tests)
     started = time.monotonic()
     baseline = subprocess.run(command, shell=True, cwd=tree, capture_output=True, text=True)
     took = time.monotonic() - started
@@ -158,12 +175,64 @@ def _run_module(
     }
 
 
+def _survivor_diffs(text: str) -> list[tuple[str, str]]:
+    """(identity, unified diff) of each survivor in a survivors file written by ``_run_module``."""
+    blocks = text.split("\n--- heracles_ros")[1:]
+    return [
+        ("heracles_ros" + head.strip(), diff.strip("\n") + "\n")
+        for head, _, diff in (block.partition("--- mutation diff ---") for block in blocks)
+    ]
+
+
+def _recheck_module(name: str, spec: dict, tree: Path, out: Path, equivalents: list[dict]) -> None:
+    """Apply each recorded survivor to the current source, run the module's tests, and say what they do now."""
+    safe = name.replace("/", "_")
+    recorded = out / f"{safe}.txt"
+    if not recorded.is_file():
+        print(f"{name}: no survivors file {recorded}; run it whole first", flush=True)
+        return
+    command = _test_command(spec["tests"])
+    source = (tree / spec["path"]).read_text()
+    killed, equivalent, stale, survivors = 0, 0, 0, []
+    for ident, diff in _survivor_diffs(recorded.read_text()):
+        applied = subprocess.run(
+            ["patch", "-p1", "--forward", "--no-backup-if-mismatch", "-r", "-"], cwd=tree, input=diff, text=True,
+            capture_output=True,
+        )
+        if applied.returncode != 0:
+            stale += 1
+            (tree / spec["path"]).write_text(source)
+            continue
+        try:
+            result = subprocess.run(command, shell=True, cwd=tree, capture_output=True, timeout=600)
+            outcome = result.returncode != 0
+        except subprocess.TimeoutExpired:
+            outcome = True  # counted as cosmic-ray counts a timeout: killed
+        finally:
+            (tree / spec["path"]).write_text(source)
+        line = int(ident.split(":")[1].strip("()").split(",")[0])
+        if outcome:
+            killed += 1
+        elif _is_equivalent(name, diff, equivalents) or _only_annotations(source, line, diff):
+            equivalent += 1
+        else:
+            survivors.append((ident, diff))
+    (out / f"{safe}-recheck.txt").write_text(
+        f"{name} (recheck): {killed} killed, {len(survivors)} survived, {equivalent} equivalent, "
+        f"{stale} no longer apply\n\n"
+        + "\n".join(f"--- {ident}\n--- mutation diff ---\n{diff}" for ident, diff in survivors)
+    )
+    print(f"{name}: of the recorded survivors {killed} now killed, {len(survivors)} survive, {equivalent} equivalent, "
+          f"{stale} no longer apply", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sample", type=int, default=25, help="mutants per module (0: all)")
     parser.add_argument("--only", action="append", default=[], help="module name from modules.toml (repeatable)")
     parser.add_argument("--tree", type=Path, default=REPO, help="source tree to mutate (a copy is mutated)")
     parser.add_argument("--label", default="", help="added to the survivors' file names (e.g. before)")
+    parser.add_argument("--recheck", action="store_true", help="run only the last run's survivors again")
     args = parser.parse_args()
     modules = tomllib.loads((REPO / "mutation" / "modules.toml").read_text())["modules"]
     equivalents = tomllib.loads((REPO / "mutation" / "equivalent.toml").read_text()).get("equivalent", [])
@@ -177,6 +246,9 @@ def main() -> int:
         tree = Path(scratch) / "tree"
         shutil.copytree(args.tree, tree, ignore=_IGNORED)
         for name in args.only or list(modules):
+            if args.recheck:
+                _recheck_module(name, modules[name], tree, out, equivalents)
+                continue
             row = _run_module(name, modules[name], tree, out, args.sample, args.label, equivalents)
             if row is not None:
                 rows.append(row)

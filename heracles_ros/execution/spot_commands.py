@@ -41,8 +41,11 @@ from heracles_ros.execution.driver import Pose, goto_path
 from heracles_ros.execution.spot_frames import IDENTITY, SE2Transform, check_frame, wrap_angle
 from heracles_ros.plan_types import PlanAction, Point3
 
-
 # --- walking ---------------------------------------------------------------------------
+#: Turning rate (rad/s) a walk's times assume and its speed limit allows: Spot turns about this fast walking.
+YAW_RATE_RADPS = 1.0
+
+
 @dataclass(frozen=True)
 class PathPoint:
     """One point of a walk (map frame): where, the heading to pass it with, its place symbol, when."""
@@ -57,7 +60,7 @@ class PathPoint:
 
 
 def walk_path(
-    start: Pose, action: PlanAction, *, skip_within_m: float, speed_mps: float, yaw_rate: float = 1.0
+    start: Pose, action: PlanAction, *, skip_within_m: float, speed_mps: float, yaw_rate: float = YAW_RATE_RADPS
 ) -> tuple[list[PathPoint], str]:
     """The points of a goto's one trajectory, and the symbol of the place the robot already stands at.
 
@@ -112,7 +115,7 @@ def walk_time_budget(trajectory_s: float, margin_s: float) -> float:
     return max(0.0, trajectory_s) + max(0.0, margin_s)
 
 
-def mobility_params(max_speed_mps: float = 0.0, max_yaw_rate: float = 1.0) -> spot_command_pb2.MobilityParams:
+def mobility_params(max_speed_mps: float, max_yaw_rate: float = YAW_RATE_RADPS) -> spot_command_pb2.MobilityParams:
     """Spot mobility parameters; a speed limit only when ``max_speed_mps`` > 0 (else the robot's own).
 
     The limit bounds velocity both ways, ``max_vel`` and ``min_vel`` (its negation),
@@ -138,8 +141,8 @@ def trajectory_command(
     *,
     frame: str,
     map_to_frame: SE2Transform = IDENTITY,
-    max_speed_mps: float = 0.0,
-    max_yaw_rate: float = 1.0,
+    max_speed_mps: float,
+    max_yaw_rate: float = YAW_RATE_RADPS,
 ) -> robot_command_pb2.RobotCommand:
     """One SE2 trajectory command through every point of ``path``, expressed in Spot's ``frame``.
 
@@ -208,8 +211,8 @@ def pick_request(
     *,
     frame: str,
     map_to_frame: SE2Transform = IDENTITY,
-    ray_back_m: float = 0.5,
-    ray_up_m: float = 0.6,
+    ray_back_m: float,
+    ray_up_m: float,
 ) -> manipulation_api_pb2.ManipulationApiRequest:
     """Walk to and grasp whatever a ray through the object's point hits.
 
@@ -291,11 +294,11 @@ def place_steps(
     *,
     frame: str,
     map_to_frame: SE2Transform = IDENTITY,
-    min_reach_m: float = 0.6,
-    max_reach_m: float = 1.0,
-    hand_height_m: float = 0.25,
+    min_reach_m: float,
+    max_reach_m: float,
+    hand_height_m: float,
+    release_pause_s: float,
     arm_seconds: float = 3.0,
-    release_pause_s: float = 1.0,
 ) -> list[PlaceStep]:
     """Hand over the place point pointing down, open the gripper, let go, stow, close.
 

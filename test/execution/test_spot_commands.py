@@ -1,6 +1,7 @@
 """Spot commands for plan actions, checked on the real bosdyn protos from PyPI."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -53,7 +54,7 @@ def test_a_walk_goal_put_back_by_bosdyns_own_arithmetic_is_the_map_target(transf
     # bosdyn's SE2Pose (its own implementation) takes each goal point from the command frame into the map.
     here = Pose(target[0] + 2.0, target[1] - 1.0)
     path, _ = sc.walk_path(here, goto([(target[0], target[1], 0.0)], ["P1"]), skip_within_m=0.0, speed_mps=1.0)
-    command = sc.trajectory_command(path, frame="odom", map_to_frame=transform)
+    command = sc.trajectory_command(path, frame="odom", map_to_frame=transform, max_speed_mps=0.0)
     (point,) = se2_request(command).trajectory.points
     in_map = SE2Pose(transform.x, transform.y, transform.yaw) * SE2Pose(
         point.pose.position.x, point.pose.position.y, point.pose.angle
@@ -136,15 +137,56 @@ def test_walk_to_where_the_robot_already_is_keeps_its_heading():
     assert path[0].heading == pytest.approx(0.3)
 
 
-def test_walk_path_refuses_a_speed_of_zero():
-    with pytest.raises(ConfigError, match="speed"):
-        sc.walk_path(Pose(0.0, 0.0), goto([(1.0, 0.0, 0.0)], ["P1"]), skip_within_m=0.5, speed_mps=0.0)
+@pytest.mark.parametrize(("speed", "yaw_rate"), [(0.0, 1.0), (-0.5, 1.0), (1.0, 0.0), (1.0, -1.0)])
+def test_walk_path_refuses_a_speed_or_yaw_rate_that_is_not_positive(speed, yaw_rate):
+    with pytest.raises(ConfigError, match="speed and yaw rate must be > 0"):
+        sc.walk_path(
+            Pose(0.0, 0.0), goto([(1.0, 0.0, 0.0)], ["P1"]), skip_within_m=0.5, speed_mps=speed, yaw_rate=yaw_rate
+        )
+
+
+def test_every_leading_waypoint_within_reach_of_the_start_is_skipped():
+    # The robot stands on P1 and 0.2 m from P2: it walks to P3 only, from where P2 is.
+    action = goto([(0.0, 0.0, 0.0), (0.2, 0.0, 0.0), (5.0, 0.0, 0.0)], ["P1", "P2", "P3"])
+    path, here = sc.walk_path(Pose(0.0, 0.0, 0.0, 0.0), action, skip_within_m=0.5, speed_mps=1.0)
+    assert ([p.symbol for p in path], here) == (["P3"], "P2")
+    assert path[0].distance == pytest.approx(5.0)
+
+
+def test_a_waypoint_exactly_at_the_skip_distance_counts_as_stood_on():
+    action = goto([(0.5, 0.0, 0.0), (3.0, 0.0, 0.0)], ["P1", "P2"])
+    path, here = sc.walk_path(Pose(0.0, 0.0, 0.0, 0.0), action, skip_within_m=0.5, speed_mps=1.0)
+    assert ([p.symbol for p in path], here) == (["P2"], "P1")
+
+
+def test_the_place_the_robot_stands_at_is_the_last_named_waypoint_it_skipped():
+    # The waypoint between P1 and P3 has no place symbol: the robot is known to stand at P1.
+    action = goto([(0.0, 0.0, 0.0), (0.2, 0.0, 0.0), (5.0, 0.0, 0.0)], ["P1", "", "P3"])
+    _, here = sc.walk_path(Pose(0.1, 0.0, 0.0, 0.0), action, skip_within_m=0.5, speed_mps=1.0)
+    assert here == "P1"
+
+
+def test_a_repeated_waypoint_is_walked_once_and_a_short_step_still_turns_the_robot():
+    points = [(0.0, 0.0, 0.0), (2.0, 0.0, 0.0), (2.0, 0.0, 0.0), (2.0, 0.5, 0.0), (4.0, 0.5, 0.0)]
+    action = goto(points, ["P1", "P2", "P2", "P3", "P4"])
+    path, _ = sc.walk_path(Pose(0.0, 0.0, 0.0, 0.0), action, skip_within_m=0.1, speed_mps=1.0, yaw_rate=0.5)
+    assert [p.symbol for p in path] == ["P2", "P3", "P4"]
+    assert [p.heading for p in path] == pytest.approx([0.0, math.pi / 2, 0.0])
+    assert [p.distance for p in path] == pytest.approx([2.0, 2.5, 4.5])
+    # Each quarter turn takes (pi / 2) / 0.5 s at 0.5 rad/s.
+    assert [p.time_s for p in path] == pytest.approx([2.0, 2.5 + math.pi, 4.5 + 2 * math.pi])
+
+
+def test_a_walk_assumes_spot_turns_one_radian_a_second_unless_told_otherwise():
+    action = goto([(0.0, 2.0, 0.0)], ["P1"])  # a quarter turn left, then 2 m
+    path, _ = sc.walk_path(Pose(0.0, 0.0, 0.0, 0.0), action, skip_within_m=0.1, speed_mps=1.0)
+    assert path[0].time_s == pytest.approx(2.0 + math.pi / 2)
 
 
 def test_a_walk_is_one_se2_trajectory_through_every_point_in_the_command_frame():
     action = goto([(12.0, 9.0, 0.0), (12.0, 11.0, 0.0), (14.0, 11.0, 0.0)], ["P1", "P2", "P3"])
     path, _ = sc.walk_path(Pose(12.0, 7.0, 0.0, math.pi / 2), action, skip_within_m=0.1, speed_mps=1.0)
-    command = sc.trajectory_command(path, frame="vision", map_to_frame=MAP_TO_ODOM)
+    command = sc.trajectory_command(path, frame="vision", map_to_frame=MAP_TO_ODOM, max_speed_mps=0.0)
     request = se2_request(command)
     assert request.se2_frame_name == "vision"
     points = request.trajectory.points
@@ -167,17 +209,55 @@ def test_a_speed_limit_bounds_velocity_both_ways_as_spot_ros2_sets_it():
     )
 
 
+def test_a_speed_limit_turns_at_most_one_radian_a_second_unless_told_otherwise():
+    path, _ = sc.walk_path(Pose(0.0, 0.0), goto([(3.0, 0.0, 0.0)], ["P1"]), skip_within_m=0.1, speed_mps=1.0)
+    limit = mobility_params(sc.trajectory_command(path, frame="odom", max_speed_mps=0.8)).vel_limit
+    assert (limit.max_vel.angular, limit.min_vel.angular) == (1.0, -1.0)
+
+
+@pytest.mark.parametrize("max_speed_mps", [0.0, -1.0])
+def test_no_speed_limit_is_sent_unless_one_above_zero_is_asked_for(max_speed_mps):
+    assert not sc.mobility_params(max_speed_mps).HasField("vel_limit")
+
+
+def test_trajectory_times_are_sent_to_the_nanosecond_and_never_before_the_start():
+    path = [
+        sc.PathPoint((1.0, 0.0, 0.0), 0.0, "P1", 1.0, -0.5),
+        sc.PathPoint((2.0, 0.0, 0.0), 0.0, "P2", 2.0, 0.0),
+        sc.PathPoint((3.0, 0.0, 0.0), 0.0, "P3", 3.0, 2.5),
+    ]
+    points = se2_request(sc.trajectory_command(path, frame="odom", max_speed_mps=0.0)).trajectory.points
+    sent = [(p.time_since_reference.seconds, p.time_since_reference.nanos) for p in points]
+    assert sent == [(0, 0), (0, 0), (2, 500_000_000)]
+
+
 def test_walk_goal_in_an_unknown_frame_or_without_points_is_refused():
     path, _ = sc.walk_path(Pose(0.0, 0.0), goto([(1.0, 0.0, 0.0)], ["P1"]), skip_within_m=0.1, speed_mps=1.0)
     with pytest.raises(ConfigError, match="odom, vision"):
-        sc.trajectory_command(path, frame="map")
+        sc.trajectory_command(path, frame="map", max_speed_mps=0.0)
     with pytest.raises(ExecutionError, match="at least one"):
-        sc.trajectory_command([], frame="odom")
+        sc.trajectory_command([], frame="odom", max_speed_mps=0.0)
 
 
 def test_walk_time_budget_is_the_trajectory_time_plus_margin():
     assert sc.walk_time_budget(24.0, 10.0) == pytest.approx(34.0)
     assert sc.walk_time_budget(0.0, 10.0) == pytest.approx(10.0)
+
+
+def test_a_negative_trajectory_time_or_margin_counts_as_none():
+    assert sc.walk_time_budget(-0.5, 10.0) == 10.0
+    assert sc.walk_time_budget(24.0, -3.0) == 24.0
+    assert sc.walk_time_budget(24.0, 0.0) == 24.0
+
+
+#: The largest trajectory time a goal can carry: builtin_interfaces/Duration's ``sec`` is an int32.
+INT32_MAX = 2_147_483_647
+
+
+def test_the_longest_walk_a_goal_can_carry_is_accepted_and_one_second_more_is_refused():
+    assert sc.walk_time_budget(float(INT32_MAX), 0.0) == INT32_MAX
+    with pytest.raises(ExecutionError, match="time budget cannot be set"):
+        sc.walk_time_budget(float(INT32_MAX + 1), 0.0)
 
 
 @pytest.mark.parametrize(
@@ -227,6 +307,19 @@ def test_arrival_is_judged_by_distance_and_heading():
     assert "heading" in sc.arrival_error(Pose(5.0, 5.0, 0.0, 1.0), target, 0.3, heading=0.0, yaw_tolerance_rad=0.2)
 
 
+def test_arrival_tolerances_are_inclusive():
+    target = (5.0, 5.0, 0.0)
+    assert sc.arrival_error(Pose(5.5, 5.0, 0.0, 0.0), target, 0.5) == ""
+    assert sc.arrival_error(Pose(5.0, 5.0, 0.0, 0.5), target, 0.3, heading=0.0, yaw_tolerance_rad=0.5) == ""
+
+
+def test_arrival_compares_the_heading_with_the_goal_heading_by_its_difference():
+    target = (5.0, 5.0, 0.0)
+    assert sc.arrival_error(Pose(5.0, 5.0, 0.0, 1.0), target, 0.3, heading=1.0, yaw_tolerance_rad=0.2) == ""
+    turned = sc.arrival_error(Pose(5.0, 5.0, 0.0, -1.0), target, 0.3, heading=1.0, yaw_tolerance_rad=0.2)
+    assert "2.00 rad off the goal heading" in turned
+
+
 # --- inspecting and picking -----------------------------------------------------------------------
 def test_inspect_turns_the_body_toward_the_object_and_gazes_at_it():
     here = MAP_TO_ODOM.pose_to_map(1.0, 1.0, 0.0, 0.0)  # odom (1, 1) facing odom +x
@@ -264,17 +357,34 @@ def test_pick_ray_is_expressed_in_the_command_frame():
     target_odom = (2.0, 3.0, 0.4)
     target = MAP_TO_ODOM.to_map(target_odom)
     here = MAP_TO_ODOM.pose_to_map(2.0, 0.0, 0.0, 0.0)  # odom: 3 m on the -y side of the object
-    pick = sc.pick_request(here, target, frame="odom", map_to_frame=MAP_TO_ODOM).pick_object_ray_in_world
+    pick = sc.pick_request(
+        here, target, frame="odom", map_to_frame=MAP_TO_ODOM, ray_back_m=0.5, ray_up_m=0.6
+    ).pick_object_ray_in_world
     start, end = pick.ray_start_rt_frame, pick.ray_end_rt_frame
     assert (start.x, start.y, start.z) == pytest.approx((2.0, 2.5, 1.0))
     assert (end.x, end.y, end.z) == pytest.approx((2.0, 3.5, -0.2))
 
 
+def test_pick_ray_starts_back_along_the_line_from_the_robot_to_the_object():
+    # The object is 5 m away along a 3-4-5 triangle: 0.5 m back is 0.3 m back in x and 0.4 m in y.
+    pick = sc.pick_request(
+        Pose(0.0, 0.0, 0.0, 0.0), (3.0, 4.0, 0.5), frame="odom", ray_back_m=0.5, ray_up_m=0.6
+    ).pick_object_ray_in_world
+    start = pick.ray_start_rt_frame
+    assert (start.x, start.y, start.z) == pytest.approx((2.7, 3.6, 1.1))
+
+
 # --- placing ------------------------------------------------------------------------------------
+#: Spot's arm envelope as the adapter's parameters give it.
+REACH = {"min_reach_m": 0.6, "max_reach_m": 1.0, "hand_height_m": 0.25}
+
+
 def test_place_is_hand_pose_then_open_release_stow_close():
     here = Pose(0.0, 0.0, 0.0, 0.0)
     target = (0.0, 0.8, 0.4)  # within reach, to the left
-    steps = sc.place_steps(here, target, frame="odom", hand_height_m=0.25, arm_seconds=2.5, release_pause_s=0.7)
+    steps = sc.place_steps(
+        here, target, frame="odom", arm_seconds=2.5, release_pause_s=0.7, **REACH
+    )
     kinds = [type(step).__name__ for step in steps]
     assert kinds == ["CommandStep", "TriggerStep", "PauseStep", "TriggerStep", "TriggerStep"]
     assert [step.service for step in steps if isinstance(step, sc.TriggerStep)] == [
@@ -305,4 +415,39 @@ def test_place_under_the_body_releases_ahead_of_it():
 
 def test_place_out_of_reach_is_an_execution_error():
     with pytest.raises(ExecutionError, match="beyond the arm's reach"):
-        sc.place_steps(Pose(0.0, 0.0), (3.0, 0.0, 0.0), frame="odom")
+        sc.place_steps(Pose(0.0, 0.0), (3.0, 0.0, 0.0), frame="odom", release_pause_s=1.0, **REACH)
+
+
+def test_place_at_exactly_the_arms_reach_limits_releases_over_the_target():
+    facing_away = Pose(0.0, 0.0, 0.0, math.pi / 2)  # facing +y; the targets lie along +x
+    assert sc.place_point(facing_away, (1.0, 0.0, 0.2), **REACH) == pytest.approx((1.0, 0.0, 0.45))
+    assert sc.place_point(facing_away, (0.6, 0.0, 0.2), **REACH) == pytest.approx((0.6, 0.0, 0.45))
+
+
+def test_place_under_a_turned_body_releases_ahead_along_its_heading():
+    ahead = SE2Pose(2.0, 1.0, math.pi / 3) * SE2Pose(0.6, 0.0, 0.0)  # bosdyn's own frame arithmetic
+    point = sc.place_point(Pose(2.0, 1.0, 0.0, math.pi / 3), (2.1, 1.0, 0.3), **REACH)
+    assert point == pytest.approx((ahead.x, ahead.y, 0.55))
+
+
+def test_the_arm_gets_three_seconds_to_reach_the_place_point_unless_told_otherwise():
+    steps = sc.place_steps(Pose(0.0, 0.0), (0.8, 0.0, 0.0), frame="odom", release_pause_s=1.0, **REACH)
+    arm = steps[0]
+    assert isinstance(arm, sc.CommandStep)
+    point = arm.command.synchronized_command.arm_command.arm_cartesian_command.pose_trajectory_in_task.points[0]
+    assert duration_to_seconds(point.time_since_reference) == 3.0
+
+
+@pytest.mark.parametrize(
+    "built",
+    [
+        sc.PathPoint((1.0, 0.0, 0.0), 0.0, "P1", 1.0, 1.0),
+        sc.CommandStep(robot_command_pb2.RobotCommand(), "move the hand"),
+        sc.TriggerStep("arm_stow"),
+        sc.PauseStep(1.0),
+    ],
+)
+def test_a_checked_path_point_or_place_step_cannot_be_changed_afterwards(built):
+    name = dataclasses.fields(built)[0].name
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        setattr(built, name, getattr(built, name))
