@@ -27,8 +27,10 @@ from __future__ import annotations
 import argparse
 import ast
 import hashlib
+import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -117,9 +119,33 @@ def _is_equivalent(name: str, diff: str, equivalents: list[dict]) -> bool:
     )
 
 
-def _test_command(tests: list[str]) -> str:
-    """The module's tests, stopping at the first failure (a mutant is killed by one), on FalkorDB only."""
-    return f"{shlex.quote(sys.executable)} -m pytest -x -q -p no:cacheprovider -k 'not bolt' {' '.join(tests)}"
+def _test_command(tests: list[str], tree: Path) -> str:
+    """The module's tests, stopping at the first failure (a mutant is killed by one), on FalkorDB only.
+
+    Their temporary directories go next to the mutated tree, so the servers a timed-out run leaves can be
+    found by their working directory (:func:`_stop_leftover_servers`).
+    """
+    basetemp = shlex.quote(str(tree.parent / "pytest"))
+    return (
+        f"{shlex.quote(sys.executable)} -m pytest -x -q -p no:cacheprovider --basetemp={basetemp} -k 'not bolt' "
+        + " ".join(tests)
+    )
+
+
+def _stop_leftover_servers(scratch: Path) -> int:
+    """Kill the processes working in ``scratch``: embedded servers of test runs cosmic-ray killed at its timeout
+    (a server runs in its own session, so it outlives the test process). Returns how many."""
+    if not scratch.is_dir():
+        return 0
+    stopped = 0
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if proc.joinpath("cwd").resolve().is_relative_to(scratch) and int(proc.name) != os.getpid():
+                os.kill(int(proc.name), signal.SIGKILL)
+                stopped += 1
+        except (OSError, ValueError):
+            continue  # gone meanwhile, or not ours to read
+    return stopped
 
 
 def _run_module(
@@ -129,7 +155,7 @@ def _run_module(
     if not tests:
         print(f"{name}: no tests in {tree}, skipped", flush=True)
         return None
-    command = _test_command(tests)
+    command = _test_command(tests, tree)
     started = time.monotonic()
     baseline = subprocess.run(command, shell=True, cwd=tree, capture_output=True, text=True)
     took = time.monotonic() - started
@@ -191,7 +217,7 @@ def _recheck_module(name: str, spec: dict, tree: Path, out: Path, equivalents: l
     if not recorded.is_file():
         print(f"{name}: no survivors file {recorded}; run it whole first", flush=True)
         return
-    command = _test_command(spec["tests"])
+    command = _test_command(spec["tests"], tree)
     source = (tree / spec["path"]).read_text()
     killed, equivalent, stale, survivors = 0, 0, 0, []
     for ident, diff in _survivor_diffs(recorded.read_text()):
@@ -246,10 +272,13 @@ def main() -> int:
         tree = Path(scratch) / "tree"
         shutil.copytree(args.tree, tree, ignore=_IGNORED)
         for name in args.only or list(modules):
+            row = None
             if args.recheck:
                 _recheck_module(name, modules[name], tree, out, equivalents)
-                continue
-            row = _run_module(name, modules[name], tree, out, args.sample, args.label, equivalents)
+            else:
+                row = _run_module(name, modules[name], tree, out, args.sample, args.label, equivalents)
+            if stopped := _stop_leftover_servers(tree.parent / "pytest"):
+                print(f"{name}: stopped {stopped} servers that timed-out test runs left", flush=True)
             if row is not None:
                 rows.append(row)
                 score = row["killed"] / max(1, row["killed"] + row["survived"])

@@ -60,7 +60,7 @@ from heracles_ros.formats.sldp import (
 from heracles_ros.graphdb.scene_presence import require_scene
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.additions import AdditionSettings
-from heracles_ros.mirror.corrections import Applied, Corrections
+from heracles_ros.mirror.corrections import MAX_NODES, Applied, Corrections
 from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S
 from heracles_ros.schema import ROBOT_SYMBOL
 
@@ -121,7 +121,7 @@ class Agent:
         max_goal_retries: int = 2,
         max_answer_retries: int = 1,
         max_correction_retries: int = 1,
-        correction_max_nodes: int = 10,
+        correction_max_nodes: int = MAX_NODES,
         additions: AdditionSettings | None = None,
         query_timeout_s: float = 10.0,
         snapshot_wait_s: float = DEFAULT_WAIT_S,

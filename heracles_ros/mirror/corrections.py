@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 #: Characters of the request text kept with a correction.
 _MAX_REQUEST = 500
+#: Nodes one answer may correct, unless the caller says otherwise: a model's answer touching more is more
+#: likely a misreading of the request than what the operator meant.
+MAX_NODES = 10
 
 
 @dataclass(frozen=True)
@@ -64,15 +67,15 @@ class Correction:
     value: Any
     original: Any
     created_s: float
-    status: str = "active"
-    author: str = ""
-    request: str = ""
-    updated_s: float = 0.0
+    status: str
+    author: str
+    request: str
+    updated_s: float
     #: The last retirement: the time of the snapshot that lacked the node, and why; and when the node came back.
-    retired_s: float = 0.0
-    retired_why: str = ""
-    times_retired: int = 0
-    returned_s: float = 0.0
+    retired_s: float
+    retired_why: str
+    times_retired: int
+    returned_s: float
 
     @builtins.property  # the field ``property`` shadows the builtin inside the class body
     def id(self) -> str:
@@ -130,7 +133,7 @@ class Corrections:
         self.additions = Additions(store, additions)
 
     def apply(
-        self, changes: Sequence[Any], *, max_nodes: int = 10, author: str = "operator", request: str = "",
+        self, changes: Sequence[Any], *, max_nodes: int = MAX_NODES, author: str = "operator", request: str = "",
     ) -> list[Change | Added]:
         """Validate every change (all problems reported at once), then store and apply them.
 
@@ -144,7 +147,7 @@ class Corrections:
         return [*applied.changes, *applied.added]
 
     def propose(
-        self, changes: Sequence[Any], additions: Sequence[Any], *, max_nodes: int = 10, author: str = "operator",
+        self, changes: Sequence[Any], additions: Sequence[Any], *, max_nodes: int = MAX_NODES, author: str = "operator",
         request: str = "",
     ) -> Applied:
         """Property updates and additions of one answer: all checked (every problem reported at once), then
@@ -256,7 +259,7 @@ class Corrections:
         return changes
 
     def after_reconcile(
-        self, *, touched: set[str], removed: Iterable[str], sequence: int = -1, stamp_s: float | None = None
+        self, *, touched: set[str], removed: Iterable[str], sequence: int, stamp_s: float | None = None
     ) -> tuple[int, list[str]]:
         """Retire corrections of removed nodes; re-apply those on rewritten nodes, retired ones included.
 
@@ -334,7 +337,7 @@ class Corrections:
         kinds = symbol_layers(self.store, [symbol for symbol, _, _ in changes])
         for symbol, prop, value in changes:
             layer = kinds.get(symbol)
-            if layer is not None and prop in CORRECTABLE_PROPERTIES:
+            if layer is not None:  # a node gone since it was read is left alone
                 groups[(layer, prop)].append({"s": symbol, "v": value})
         statements = [
             (q.apply_correction(layer, prop, self.store.dialect), {"rows": rows})
@@ -384,9 +387,10 @@ def _check(symbol: Any, prop: Any, value: Any) -> tuple[str, Any]:
 def _record(row: dict[str, Any]) -> Correction:
     return Correction(
         symbol=str(row["symbol"]), property=str(row["property"]), value=row["value"], original=row["original"],
-        created_s=float(row["created_s"] or 0.0), status=str(row.get("status") or "active"),
-        author=str(row.get("author") or ""), request=str(row.get("request") or ""),
-        updated_s=float(row.get("updated_s") or 0.0), retired_s=float(row.get("retired_s") or 0.0),
+        created_s=float(row["created_s"]), status=str(row["status"]), author=str(row["author"]),
+        request=str(row["request"]), updated_s=float(row["updated_s"]),
+        # Set by the first retirement only:
+        retired_s=float(row.get("retired_s") or 0.0),
         retired_why=str(row.get("retired_why") or ""), times_retired=int(row.get("times_retired") or 0),
         returned_s=float(row.get("returned_s") or 0.0),
     )

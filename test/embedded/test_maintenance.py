@@ -199,3 +199,103 @@ def test_maintenance_waits_for_a_snapshot_writer_and_stop_is_bounded(
         assert rebuild_graphs(server) == {name: "rebuilt" for name in "abcd"}  # no child now: it runs
     finally:
         server.stop()
+
+
+def _grow_tail(server: EmbeddedServer, store: Any, to_bytes: int) -> int:
+    """Write 1 KB notes until the append-only tail holds more than ``to_bytes``; how many were written."""
+    written = 0
+    while server.aof_tail_bytes() <= to_bytes:
+        store.write("CREATE (:Object {note: $note})", {"note": "x" * 1000})
+        written += 1
+    return written
+
+
+def test_compaction_leaves_a_tail_of_up_to_64_kib_and_rewrites_a_longer_one(tmp_path: Path) -> None:
+    """What a start or a stop does on its own: a small tail is replayed, not worth a rewrite."""
+    server = EmbeddedServer(tmp_path)
+    store = open_store(f"embedded:{tmp_path}", graph="g")
+    try:
+        assert compact(server, wait_s=30, min_tail_bytes=-1)  # from an empty tail
+        assert server.aof_tail_bytes() < 4 * 1024
+        written = _grow_tail(server, store, 40 * 1024)
+        assert server.aof_tail_bytes() < 60 * 1024
+        assert compact(server) is False
+        tail = server.aof_tail_bytes()
+        assert compact(server, min_tail_bytes=tail) is False  # a tail at the limit is not over it
+        written += _grow_tail(server, store, 70 * 1024)
+        assert compact(server, wait_s=30) is True
+        assert server.aof_tail_bytes() < 4 * 1024
+        assert store.query("MATCH (o:Object) RETURN count(o) AS n") == [{"n": written}]
+    finally:
+        store.close()
+        server.stop()
+    assert compact(server, min_tail_bytes=-1) is False  # nothing to compact on a stopped server
+
+
+def test_a_rebuild_holds_off_automatic_rewrites_and_replica_syncs_while_it_runs(tmp_path: Path) -> None:
+    from heracles_ros.embedded.maintenance import FORK_SETTINGS, forks_held_off
+    from heracles_ros.embedded.process import redis_client
+
+    server = EmbeddedServer(tmp_path)
+    server.ensure_started()
+    try:
+        client = redis_client(server.running())  # type: ignore[arg-type]
+        with forks_held_off(client):
+            assert client.config_get("auto-aof-rewrite-percentage") == {"auto-aof-rewrite-percentage": "0"}
+            assert int(client.config_get("repl-diskless-sync-delay")["repl-diskless-sync-delay"]) >= 3600
+        assert {name: client.config_get(name)[name] for name in FORK_SETTINGS} == FORK_SETTINGS
+    finally:
+        server.stop()
+
+
+class _WritesAfterEachCopy:
+    """A redis client whose rebuild pipelines let another client write to the graph right after each
+    GRAPH.COPY: the write a busy mirror makes between a copy and its rename, forced every time."""
+
+    def __init__(self, client: Any, writer: Any, writes: int) -> None:
+        self.client, self.writer, self.writes_left, self.copies = client, writer, writes, 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client, name)
+
+    def pipeline(self, transaction: bool = True) -> Any:
+        pipe = self.client.pipeline(transaction=transaction)
+        run = pipe.execute_command
+
+        def execute_command(*args: Any, **options: Any) -> Any:
+            result = run(*args, **options)
+            if args[0] == "GRAPH.COPY":
+                self.copies += 1
+                if self.writes_left > 0:
+                    self.writes_left -= 1
+                    self.writer.write("CREATE (:Object {k: $k})", {"k": 1000 + self.copies})
+            return result
+
+        pipe.execute_command = execute_command
+        return pipe
+
+
+@pytest.mark.parametrize(("writes", "outcome", "copies"), [
+    (1, "rebuilt", 2),
+    (5, "left as it was: written to during each of 3 attempts (the mirror was busy)", 3),
+])
+def test_a_write_between_the_copy_and_its_rename_is_never_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writes: int, outcome: str, copies: int
+) -> None:
+    import heracles_ros.embedded.maintenance as maintenance
+    from heracles_ros.embedded.process import redis_client
+
+    server = EmbeddedServer(tmp_path)
+    store = open_store(f"embedded:{tmp_path}", graph="g")
+    try:
+        store.write("UNWIND range(1, 50) AS i CREATE (:Object {k: i})")
+        forced = _WritesAfterEachCopy(redis_client(server.running()), store, writes)  # type: ignore[arg-type]
+        monkeypatch.setattr(maintenance, "redis_client", lambda info, timeout_s=10.0: forced)
+        assert rebuild_graphs(server) == {"g": outcome}
+        assert forced.copies == copies
+        written = min(writes, copies)
+        assert store.query("MATCH (o:Object) RETURN count(o) AS n") == [{"n": 50 + written}]
+        assert server.graphs() == ["g"]  # no copy left behind
+    finally:
+        store.close()
+        server.stop()

@@ -1,7 +1,10 @@
 """Operator corrections: narrow updates only, re-applied after snapshots, retired with their node."""
 from __future__ import annotations
 
+import dataclasses
+import logging
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +19,7 @@ from support.zone import local_zone
 from heracles_ros.errors import CorrectionError
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.mirror.corrections import Corrections
+from heracles_ros.mirror.corrections import Corrections, operator_name
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.outcomes import PlanStatus
 from heracles_ros.planning.planner import Planner
@@ -481,3 +484,160 @@ def test_corrections_over_snapshots_reverts_and_restarts_follow_the_oracle(store
             corrections.clear()
             oracle.records.clear()
         check_against(store, oracle, history)
+
+
+# -- the record over time: what the timeline, the list and the log say ------------------------------
+def test_the_timeline_lists_each_retirement_and_return_at_or_after_since(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph, sequence=1, stamp_s=T0)
+    corrections = Corrections(store)
+    corrections.apply([("O1", "class", "box"), ("O2", "class", "bag")])  # O2's node never leaves
+    graph.remove_node(node_id("O1"))
+    mirror.reconcile(graph, sequence=2, stamp_s=T0 + 10)
+    mirror.reconcile(tiny_scene(), sequence=3, stamp_s=T0 + 20)
+
+    assert [(e.kind, e.correction.id, e.t) for e in corrections.events(since=0.0)] == [
+        ("retired", "O1.class", T0 + 10), ("returned", "O1.class", T0 + 20)
+    ]
+    assert [e.kind for e in corrections.events(since=T0 + 10)] == ["retired", "returned"]  # at `since` counts
+    assert [e.kind for e in corrections.events(since=T0 + 10.5)] == ["returned"]
+    assert [e.kind for e in corrections.events(since=T0 + 20)] == ["returned"]
+    assert corrections.events(since=T0 + 20.5) == []
+    retired, returned = corrections.events(since=0.0)
+    why = "O1 was not in Hydra's snapshot 2 of 2027-01-15T08:00:10+00:00"
+    assert str(retired) == f"correction O1.class = 'box' retired: {why}"
+    assert str(returned) == "correction O1.class = 'box' returned with its node"
+    assert (retired.to_json()["kind"], retired.to_json()["why"]) == ("correction retired", why)
+    assert returned.to_json()["kind"] == "correction returned" and "why" not in returned.to_json()
+
+
+def test_a_fresh_record_has_no_retirement_or_return(store: GraphStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    before = time.time()
+    Corrections(store).apply([("O1", "class", "box")])
+    [record] = Corrections(store).all()
+    assert before <= record.created_s <= time.time()
+    assert (record.status, record.retired_s, record.retired_why, record.times_retired, record.returned_s) == (
+        "active", 0.0, "", 0, 0.0
+    )
+    assert (record.as_dict()["retired"], record.as_dict()["returned"]) == ("", "")
+
+
+@pytest.mark.parametrize(("sequence", "named"), [(0, "Hydra's snapshot 0 of"), (7, "Hydra's snapshot 7 of"),
+                                                 (-1, "Hydra's snapshot of")])
+def test_a_retirement_names_the_snapshot_by_its_number_when_it_has_one(
+    store: GraphStore, sequence: int, named: str
+) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph)
+    corrections = Corrections(store)
+    corrections.apply([("O1", "class", "box")])
+    graph.remove_node(node_id("O1"))
+    mirror.reconcile(graph, sequence=sequence, stamp_s=T0)
+    [record] = corrections.all()
+    assert record.retired_why == f"O1 was not in {named} 2027-01-15T08:00:00+00:00"
+
+
+def test_a_snapshot_that_rewrites_no_corrected_node_reapplies_nothing(store: GraphStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    corrections = Corrections(store)
+    corrections.apply([("O1", "class", "box")])
+    assert corrections.after_reconcile(touched=set(), removed=[], sequence=1) == (0, [])
+    assert corrections.after_reconcile(touched={"O3", "P2"}, removed=[], sequence=2) == (0, [])
+    assert corrections.after_reconcile(touched={"O1", "O3"}, removed=[], sequence=3) == (1, [])
+
+
+def test_the_log_says_what_a_clear_reverted_and_which_corrections_returned(
+    store: GraphStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph)
+    corrections = Corrections(store)
+    with caplog.at_level(logging.INFO, logger="heracles_ros.mirror.corrections"):
+        assert corrections.clear(author="ana") == []
+        mirror.reconcile(graph)
+    assert caplog.messages == []  # nothing cleared, nothing returned: nothing to say
+    corrections.apply([("O1", "class", "box")])
+    graph.remove_node(node_id("O1"))
+    mirror.reconcile(graph)
+    with caplog.at_level(logging.INFO, logger="heracles_ros.mirror.corrections"):
+        mirror.reconcile(tiny_scene())
+        corrections.clear(author="ana")
+    assert caplog.messages == [
+        "corrections returned with their nodes: O1",
+        "ana cleared the corrections, reverted: O1.class: 'box' -> 'bag'",
+    ]
+
+
+def test_the_list_holds_reverted_records_and_additions_unless_only_active_ones_are_asked_for(
+    store: GraphStore,
+) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    corrections = Corrections(store)
+    corrections.apply([("O1", "class", "box"), ("O2", "class", "bag")])
+    [added] = corrections.propose([], [{"add": "cone", "at": [0.5, -0.5, 0.0]}]).added
+    [second] = corrections.propose([], [{"add": "bucket", "at": [4.5, 0.5, 0.0]}]).added
+    corrections.revert("O1.class")
+    corrections.revert(second.symbol)
+    assert [r.id for r in corrections.records()] == ["O1.class", "O2.class", added.symbol, second.symbol]
+    assert [r.id for r in corrections.records(active_only=True)] == ["O2.class", added.symbol]
+
+
+def test_an_unknown_action_clears_nothing(store: GraphStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    corrections = Corrections(store)
+    corrections.apply([("O1", "class", "box")])
+    for action in ("apply", "all", "abort", ""):  # some sort before 'clear'
+        with pytest.raises(CorrectionError, match=f"unknown corrections action {action!r}"):
+            corrections.manage(action)
+    assert corrections.counts() == {"active": 1} and object_class(store, "O1") == "box"
+
+
+def test_every_malformed_change_is_named_by_its_position_and_the_rest_still_checked(store: GraphStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    with pytest.raises(CorrectionError) as caught:
+        Corrections(store).apply(
+            [("O1", "class", "box"), ("O2", "class", "bag"), ("O3",), ("O99", "class", "x")]  # type: ignore[list-item]
+        )
+    assert str(caught.value) == (
+        "change 3 is not a (symbol, property, value) triple: ('O3',); O99 does not exist in the scene graph"
+    ).replace("O99 does", "node O99 does")
+    with pytest.raises(CorrectionError, match="no change was proposed"):
+        Corrections(store).apply([])
+
+
+def test_by_default_one_answer_may_correct_ten_nodes_and_not_eleven(store: GraphStore) -> None:
+    Mirror(store).reconcile(tiny_scene())
+    symbols = [*(f"P{i}" for i in range(6)), *(f"O{i}" for i in range(5))]
+    with pytest.raises(CorrectionError, match="at most 10 nodes; this one touches 11"):
+        Corrections(store).apply([(symbol, "name", "seen") for symbol in symbols])
+    assert len(Corrections(store).apply([(symbol, "name", "seen") for symbol in symbols[:10]])) == 10
+
+
+def test_a_correction_names_who_made_it_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("USER", "carol")
+    monkeypatch.setenv("LOGNAME", "c-login")
+    assert operator_name() == "carol"
+    monkeypatch.delenv("USER")
+    assert operator_name() == "c-login"
+    monkeypatch.delenv("LOGNAME")
+    assert operator_name() == "unknown user"
+
+
+def test_records_and_events_cannot_be_changed_once_read(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph)
+    corrections = Corrections(store)
+    applied = corrections.propose([("O1", "class", "box")], [])
+    graph.remove_node(node_id("O1"))
+    mirror.reconcile(graph)
+    [record] = corrections.all()
+    [event] = corrections.events(since=0.0)
+    for value in (applied, applied.changes[0], record, event):
+        name = dataclasses.fields(value)[0].name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(value, name, getattr(value, name))
