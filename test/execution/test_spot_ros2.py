@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import math
+import re
 import subprocess
 import sys
 import threading
@@ -686,3 +687,54 @@ def test_grasp_gaze_and_place_run_through_the_drivers_actions_and_services(ros_d
         assert r.fake.commands[-1].synchronized_command.arm_command.arm_cartesian_command.root_frame_name == "odom"
         assert r.fake.calls[-4:] == ["arm_carry", "open_gripper", "arm_stow", "close_gripper"]
         assert r.driver.holding == ""
+
+
+def test_a_shutdown_without_sit_on_shutdown_leaves_the_robot_standing_and_returns_the_lease(ros_domain_id):
+    with rig(ros_domain_id, sit_on_shutdown=False) as r:
+        started(r)
+        r.fake.log.clear()
+        r.driver.shutdown()
+        assert r.fake.calls == ["stop", "release"]
+
+
+def test_waiting_for_the_action_server_ends_with_the_steps_own_time(ros_domain_id):
+    with rig(ros_domain_id, accept_timeout_s=3.0, actions=False) as r:
+        started(r)
+        started_at = time.monotonic()
+        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=0.5)
+        assert outcome.outcome is DriverOutcome.FAILED
+        expected = r"walk to p2: action server not available within 0\.[0-5] s"
+        assert re.fullmatch(expected, outcome.reason), outcome.reason
+        assert time.monotonic() - started_at < 2.5
+
+
+def test_a_waypoint_within_the_waypoint_tolerance_of_the_robot_is_not_walked_to(ros_domain_id):
+    # Spot stands 0.3 m from p1 (odom x is the map's north): within the 0.75 m tolerance, so it walks to p2 only.
+    with rig(ros_domain_id, start=Planar.at(0.3, 0.0)) as r:
+        started(r)
+        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]))
+        assert outcome.ok, outcome.reason
+        (goal,) = r.fake.goals_in_odom[0]
+        assert at(r.fake.map_T_odom @ goal) == pytest.approx((10.0, 8.0), abs=1e-6)
+
+
+def test_odometry_stamps_are_read_to_the_nanosecond(ros_domain_id):
+    """A message 0.2 s later across a whole second is newer: the stamp is seconds plus nanoseconds."""
+    from nav_msgs.msg import Odometry
+
+    with rig(ros_domain_id) as r:
+        publisher = r.adapter.create_publisher(Odometry, "/spot/odometry", 10)
+        later = int(time.time()) + 3600  # after every stamp the stand-in driver sends
+
+        def taken(sec: int, nanosec: int, x: float) -> bool:
+            msg = Odometry()
+            msg.header.frame_id = "odom"
+            msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
+            msg.pose.pose.position.x = x
+            msg.pose.pose.orientation.w = 1.0
+            publisher.publish(msg)
+            latest = r.driver.odometry.latest()
+            return latest is not None and latest.x == x
+
+        wait_until(lambda: taken(later, 900_000_000, 100.0), 5.0, "the first message")
+        wait_until(lambda: taken(later + 1, 100_000_000, 200.0), 5.0, "the message 0.2 s later")
