@@ -738,3 +738,20 @@ def test_odometry_stamps_are_read_to_the_nanosecond(ros_domain_id):
 
         wait_until(lambda: taken(later, 900_000_000, 100.0), 5.0, "the first message")
         wait_until(lambda: taken(later + 1, 100_000_000, 200.0), 5.0, "the message 0.2 s later")
+
+
+def test_the_gripper_holds_one_object_and_places_only_that_one(ros_domain_id):
+    with rig(ros_domain_id, inspect_dwell_s=0.0, release_pause_s=0.0) as r:
+        started(r)
+        cup, bowl = (10.0, 5.8, 0.5), (10.3, 5.8, 0.5)
+        assert r.execute(PlanAction("pick", ("o1", "p1"), "o1", cup)).ok
+        sent = len(r.fake.manipulations), len(r.fake.commands)
+
+        second = r.execute(PlanAction("pick", ("o2", "p1"), "o2", bowl))
+        assert second.outcome is DriverOutcome.FAILED
+        assert second.reason == "cannot pick o2: already holding o1"
+        other = r.execute(PlanAction("place", ("o2", "p1"), "o2", bowl))
+        assert other.outcome is DriverOutcome.FAILED
+        assert other.reason == "cannot place o2: the gripper holds o1"
+        assert (len(r.fake.manipulations), len(r.fake.commands)) == sent  # nothing was sent for either
+        assert r.driver.holding == "o1"
