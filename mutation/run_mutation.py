@@ -16,11 +16,17 @@ Those others' diffs go to ``out/mutation/<module>.txt`` for review.
     ./run.sh mutation --sample 0            every mutant (hours on 2 cores)
     ./run.sh mutation --only mirror/reconcile --tree /tmp/old-checkout
     ./run.sh mutation --recheck --only mirror/corrections
+    ./run.sh mutation --behavioural --only nodes/dispatcher
 
 ``--recheck`` runs the tests again against only the survivors the last run
 wrote to ``out/mutation/<module>.txt`` (minutes, not hours): each survivor's
 diff is applied to the current source, so one whose line has since changed
 is reported as no longer applying, not counted.
+
+``--behavioural`` runs the hand-written bugs of mutation/behavioural.toml
+instead of cosmic-ray's operators: each is one text change in a module
+(a dropped condition, a stale value, a bound ignored), applied alone; the
+module's tests should kill every one but those marked as known gaps.
 """
 from __future__ import annotations
 
@@ -252,6 +258,34 @@ def _recheck_module(name: str, spec: dict, tree: Path, out: Path, equivalents: l
           f"{stale} no longer apply", flush=True)
 
 
+def _behavioural_module(name: str, spec: dict, tree: Path, out: Path, mutants: list[dict]) -> None:
+    """Apply each hand-written bug of ``name`` alone, run the module's tests, and say which were noticed."""
+    path = tree / spec["path"]
+    source = path.read_text()
+    command = _test_command(spec["tests"], tree)
+    lines: list[str] = []
+    counts = {"killed": 0, "survived": 0, "known gap": 0, "no longer applies": 0}
+    for mutant in (m for m in mutants if m["module"] == name):
+        if source.count(mutant["old"]) != 1:
+            verdict = "no longer applies"
+        else:
+            path.write_text(source.replace(mutant["old"], mutant["new"]))
+            try:
+                killed = subprocess.run(command, shell=True, cwd=tree, capture_output=True, timeout=900).returncode != 0
+            except subprocess.TimeoutExpired:
+                killed = True
+            finally:
+                path.write_text(source)
+            verdict = "killed" if killed else "known gap" if mutant.get("gap") else "survived"
+        counts[verdict] += 1
+        lines.append(f"{verdict:>17}: {mutant['bug']}" + (f" ({mutant['gap']})" if verdict == "known gap" else ""))
+        print(f"{name}: {lines[-1]}", flush=True)
+    safe = name.replace("/", "_")
+    summary = ", ".join(f"{n} {what}" for what, n in counts.items())
+    (out / f"{safe}-behavioural.txt").write_text(f"{name} (behavioural): {summary}\n\n" + "\n".join(lines) + "\n")
+    print(f"{name} (behavioural): {summary}", flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sample", type=int, default=25, help="mutants per module (0: all)")
@@ -259,10 +293,12 @@ def main() -> int:
     parser.add_argument("--tree", type=Path, default=REPO, help="source tree to mutate (a copy is mutated)")
     parser.add_argument("--label", default="", help="added to the survivors' file names (e.g. before)")
     parser.add_argument("--recheck", action="store_true", help="run only the last run's survivors again")
+    parser.add_argument("--behavioural", action="store_true", help="run the hand-written bugs of behavioural.toml")
     args = parser.parse_args()
     modules = tomllib.loads((REPO / "mutation" / "modules.toml").read_text())["modules"]
     equivalents = tomllib.loads((REPO / "mutation" / "equivalent.toml").read_text()).get("equivalent", [])
-    unknown = set(args.only) - set(modules)
+    bugs = tomllib.loads((REPO / "mutation" / "behavioural.toml").read_text())["mutant"]
+    unknown = (set(args.only) | {bug["module"] for bug in bugs}) - set(modules)
     if unknown:
         parser.error(f"unknown module(s) {sorted(unknown)}; known: {sorted(modules)}")
     out = REPO / "out" / "mutation"
@@ -271,9 +307,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="heracles-mutation-") as scratch:
         tree = Path(scratch) / "tree"
         shutil.copytree(args.tree, tree, ignore=_IGNORED)
-        for name in args.only or list(modules):
+        with_bugs = [name for name in modules if any(bug["module"] == name for bug in bugs)]
+        for name in args.only or (with_bugs if args.behavioural else list(modules)):
             row = None
-            if args.recheck:
+            if args.behavioural:
+                _behavioural_module(name, modules[name], tree, out, bugs)
+            elif args.recheck:
                 _recheck_module(name, modules[name], tree, out, equivalents)
             else:
                 row = _run_module(name, modules[name], tree, out, args.sample, args.label, equivalents)

@@ -733,6 +733,21 @@ def test_a_command_while_the_robot_is_stopped_is_refused_at_once(rig_factory):
     assert resumed.accepted and goal_result(resumed, 60.0)[1].outcome == "succeeded"
 
 
+def test_a_stop_while_the_model_plans_ends_the_command_before_any_plan_is_sent(rig_factory):
+    from heracles_ros.msg import StopState
+
+    rig = rig_factory(lambda request: slow(2.0, say("<answer>(holding O1)</answer>")))
+    stop = rig.probe.create_publisher(StopState, f"{NS}/stop_state", latched(1))
+    goal = rig.send("Fetch O1.", command_id="stopped-while-planning")
+    assert goal.accepted
+    stop.publish(StopState(stopped=True, reason="operator pressed stop", driver="sim"))  # the model is thinking
+    _, result = goal_result(goal, 30.0)
+    assert result.outcome == "stopped"
+    assert result.reason == "the robot was stopped before the plan was sent (operator pressed stop); nothing moved"
+    time.sleep(0.3)
+    assert rig.progress.count == 0  # the dispatcher (not stopped itself here) never got the plan
+
+
 # -- confirmation and cancel timing -------------------------------------------------------------------------
 def test_a_cancel_while_waiting_for_confirmation_ends_canceled_within_a_second(rig_factory):
     rig = rig_factory(fetch_farthest_box, require_confirmation=True)
