@@ -410,3 +410,4 @@ def test_a_removal_alone_carries_the_room_it_left(store: GraphStore) -> None:
     graph.remove_node(node_id("O3"))  # on P5, room R1
     [gone] = mirror.reconcile(graph, stamp_s=T0 + 1).changes
     assert (gone.kind, gone.symbol, gone.room) == ("disappeared", "O3", "R1")
+    assert gone.from_position is None  # only a move says where from
