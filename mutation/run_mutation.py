@@ -138,6 +138,20 @@ def _test_command(tests: list[str], tree: Path) -> str:
     )
 
 
+#: Longest a mutant's test run may take in a recheck or a behavioural run (the slowest module's file takes ~3 min).
+_MUTANT_TIMEOUT_S = 900
+
+
+def _tests_fail(command: str, tree: Path) -> bool:
+    """Whether the tests fail against the mutated ``tree``; a run past the timeout counts as failing, as
+    cosmic-ray counts it (killed)."""
+    try:
+        run = subprocess.run(command, shell=True, cwd=tree, capture_output=True, timeout=_MUTANT_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return True
+    return run.returncode != 0
+
+
 def _stop_leftover_servers(scratch: Path) -> int:
     """Kill the processes working in ``scratch``: embedded servers of test runs cosmic-ray killed at its timeout
     (a server runs in its own session, so it outlives the test process). Returns how many."""
@@ -236,10 +250,7 @@ def _recheck_module(name: str, spec: dict, tree: Path, out: Path, equivalents: l
             (tree / spec["path"]).write_text(source)
             continue
         try:
-            result = subprocess.run(command, shell=True, cwd=tree, capture_output=True, timeout=600)
-            outcome = result.returncode != 0
-        except subprocess.TimeoutExpired:
-            outcome = True  # counted as cosmic-ray counts a timeout: killed
+            outcome = _tests_fail(command, tree)
         finally:
             (tree / spec["path"]).write_text(source)
         line = int(ident.split(":")[1].strip("()").split(",")[0])
@@ -271,9 +282,7 @@ def _behavioural_module(name: str, spec: dict, tree: Path, out: Path, mutants: l
         else:
             path.write_text(source.replace(mutant["old"], mutant["new"]))
             try:
-                killed = subprocess.run(command, shell=True, cwd=tree, capture_output=True, timeout=900).returncode != 0
-            except subprocess.TimeoutExpired:
-                killed = True
+                killed = _tests_fail(command, tree)
             finally:
                 path.write_text(source)
             verdict = "killed" if killed else "known gap" if mutant.get("gap") else "survived"
