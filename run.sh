@@ -242,6 +242,34 @@ ensure_ros2_tools() {
   stamp_set test_ros2_tools "$h"
 }
 
+# Test workers: HERACLES_TEST_WORKERS, else two per core (the suite mostly waits on servers, DDS and
+# timers), between 2 and 8; 0 runs everything in this one process.
+test_workers() {
+  local n; n=$((2 * $(nproc)))
+  ((n > 8)) && n=8
+  ((n < 2)) && n=2
+  echo "${HERACLES_TEST_WORKERS:-$n}"
+}
+
+# The suite in two phases: the tests in parallel (pytest-xdist, a file per worker at a time, each worker
+# with its own DDS domain, servers and temporary folders), then those marked serial alone. pytest-randomly
+# shuffles the order by HERACLES_TEST_SEED (default: a fixed shuffle, so CI runs are repeatable; 'random'
+# for a new one, printed in the header; --randomly-seed=N wins). Arguments go to both phases; a phase
+# that selects no test (status 5) is not a failure unless neither selects any.
+run_tests() {
+  local seed="${HERACLES_TEST_SEED:-20261123}" workers parallel=0 alone=0
+  workers=$(test_workers)
+  log "tests: $workers workers (HERACLES_TEST_WORKERS), then the serial tests alone"
+  python -m pytest -p randomly --randomly-seed="$seed" -n "$workers" --dist loadfile -m "not serial" \
+    --durations=25 "$@" || parallel=$?
+  python -m pytest -p randomly --randomly-seed="$seed" -p no:xdist -m serial --durations=10 "$@" || alone=$?
+  if ((parallel == 5 && alone == 5)); then return 5; fi
+  ((parallel == 5)) && parallel=0
+  ((alone == 5)) && alone=0
+  ((parallel != 0)) && return "$parallel"
+  return "$alone"
+}
+
 activate() {
   # lib/heracles_ros holds the node executables (what `ros2 run heracles_ros NODE` would start).
   export VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$VENV/lib/heracles_ros:$PATH"
@@ -257,9 +285,7 @@ case "$cmd" in
     setup; setup_tests; ensure_ros2_tools; activate; cd "$REPO"
     log "ruff"; ruff check heracles_ros test launch mutation
     log "mypy"; mypy heracles_ros
-    # pytest-randomly shuffles the test order by HERACLES_TEST_SEED (default: a fixed shuffle, so CI
-    # runs are repeatable; 'random' for a new one, printed in the header; --randomly-seed=N wins).
-    exec python -m pytest -p randomly --randomly-seed="${HERACLES_TEST_SEED:-20261123}" "$@" ;;
+    run_tests "$@" ;;
   demo) setup; activate; exec heracles demo "$@" ;;
   up) setup; activate; exec heracles up "$@" ;;
   heracles) setup; activate; exec heracles "$@" ;;

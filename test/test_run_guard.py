@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support.run_guard import LEAK_EXIT_STATUS, pick_domain
+from support.run_guard import LEAK_EXIT_STATUS, domain_slot, pick_domain
 
 TEST_DIR = Path(__file__).resolve().parent
 BOUND_S = 45.0  # start-up of a pytest process on a loaded machine, 1 s timeout, 2 s grace, clean-up
@@ -71,15 +71,18 @@ def test_case(in_flight):
 }
 
 
-def run_generated(tmp_path: Path, body: str) -> tuple[subprocess.CompletedProcess[str], float]:
+def run_generated(tmp_path: Path, body: str, *, workers: int = 0) -> tuple[subprocess.CompletedProcess[str], float]:
+    """Run ``body`` as a test file under the guard; ``workers`` > 0: in parallel, as ./run.sh test does."""
     (tmp_path / "test_generated.py").write_text(textwrap.dedent(PREAMBLE) + textwrap.dedent(body))
     env = {**os.environ, "PYTHONPATH": str(TEST_DIR), "HERACLES_TEST_GRACE_S": "2"}
-    env.pop("PYTEST_ADDOPTS", None)
+    for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_WORKER", "PYTEST_XDIST_TESTRUNUID", "PYTEST_XDIST_WORKER_COUNT"):
+        env.pop(name, None)  # this test may itself run on a worker of a parallel run
+    parallel = ["-n", str(workers)] if workers else ["-p", "no:xdist"]
     started = time.monotonic()
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "support.run_guard", "-p", "no:randomly", "-p", "no:cacheprovider",
-         "-c", os.devnull, "--rootdir", str(tmp_path), "-o", "timeout=1", "--basetemp", str(tmp_path / "base"),
-         str(tmp_path / "test_generated.py")],
+         *parallel, "-c", os.devnull, "--rootdir", str(tmp_path), "-o", "timeout=1",
+         "--basetemp", str(tmp_path / "base"), str(tmp_path / "test_generated.py")],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=BOUND_S * 3,
     )
     return result, time.monotonic() - started
@@ -104,11 +107,15 @@ def test_a_hang_ends_the_run_with_every_stack_and_no_process_left(tmp_path: Path
         "the process the hung test started is still running"
 
 
-def test_a_process_left_running_fails_the_run_and_is_ended(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workers", [0, 2], ids=["serial", "parallel"])
+def test_a_process_left_running_fails_the_run_and_is_ended(tmp_path: Path, workers: int) -> None:
     result, _ = run_generated(tmp_path, """
 def test_case(tmp_path):
     start_helper_and_child(tmp_path)
-""")
+
+def test_other():
+    pass
+""", workers=workers)
     output = result.stdout + result.stderr
     assert result.returncode == LEAK_EXIT_STATUS, output
     assert "process(es) started by the tests were still running at the end" in output, output
@@ -131,3 +138,23 @@ def test_a_test_domain_is_never_the_exported_one_nor_zero(pid: int) -> None:
     assert pick_domain(pid, str(mine)) != mine
     assert 1 <= pick_domain(pid, str(mine)) <= 200
     assert pick_domain(pid, "0") == mine
+
+
+def test_a_hang_on_a_parallel_worker_ends_that_test_with_its_stacks_and_no_process_left(tmp_path: Path) -> None:
+    result, elapsed = run_generated(tmp_path, CASES["call"], workers=2)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert elapsed < BOUND_S, f"the hung run took {elapsed:.0f} s"
+    assert "test_generated.py::test_case (call) still running after 3 s" in output, output
+    assert "helper_thread_waits_here" in output, output
+    pid = child_pid(tmp_path)
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
+def test_the_workers_of_one_parallel_run_never_share_a_domain() -> None:
+    run = {"PYTEST_XDIST_TESTRUNUID": "9f" * 16}
+    domains = [pick_domain(domain_slot(4242, {**run, "PYTEST_XDIST_WORKER": f"gw{i}"}), "17") for i in range(16)]
+    assert len(set(domains)) == 16 and "17" not in map(str, domains) and all(1 <= d <= 200 for d in domains)
+    other_run = {"PYTEST_XDIST_TESTRUNUID": "a1" * 16, "PYTEST_XDIST_WORKER": "gw0"}
+    assert domain_slot(4242, other_run) != domain_slot(4242, {**run, "PYTEST_XDIST_WORKER": "gw0"})
+    assert domain_slot(4242, {}) == 4242  # not a worker: by pid

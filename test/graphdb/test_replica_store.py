@@ -80,6 +80,7 @@ def _answers_at_once(store: GraphStore) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.serial  # eight queries at once load both cores for seconds
 def test_eight_runaway_questions_end_within_a_minute_and_free_the_replica(
     tmp_path: Path, primary: tuple[EmbeddedServer, GraphStore], eight_slots: None
 ) -> None:
@@ -122,6 +123,7 @@ def test_eight_runaway_questions_end_within_a_minute_and_free_the_replica(
     read.close()
 
 
+@pytest.mark.serial  # eight queries at once load both cores for seconds
 def test_eight_questions_at_the_real_limits_worst_case_end_at_once(
     tmp_path: Path, primary: tuple[EmbeddedServer, GraphStore], eight_slots: None
 ) -> None:
@@ -188,6 +190,7 @@ def test_a_replica_that_dies_mid_reply_is_a_tool_error_and_comes_back(
 
 
 # --- without a replica (falkordb://, or the embedded replica could not start) --------------------------
+@pytest.mark.serial  # eight queries at once load both cores for seconds
 def test_on_a_shared_server_hostile_model_queries_delay_the_mirrors_writes_at_most_their_limit(
     primary: tuple[EmbeddedServer, GraphStore], eight_slots: None
 ) -> None:
@@ -236,6 +239,7 @@ def test_on_a_shared_server_hostile_model_queries_delay_the_mirrors_writes_at_mo
 
 
 # --- the same through the agent: questions from a (scripted) model, the real tool and replica ----------
+@pytest.mark.serial  # eight queries at once load both cores for seconds
 @pytest.mark.parametrize("guard", ["real limits", "limit raised, 1 s query limit"])
 def test_eight_nested_questions_through_the_agent_end_within_a_minute(
     tmp_path: Path, primary: tuple[EmbeddedServer, GraphStore], eight_slots: None, guard: str

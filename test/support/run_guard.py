@@ -13,10 +13,15 @@
   LOCALHOST``, honoured by Kilted's and Jazzy's rmw_fastrtps: only 127.0.0.1 is sent to) for the
   run and every process it starts; static peers are dropped.
 - **Own domain.** ``ros_domain_id`` gives each test process a DDS domain of its own (see
-  :func:`pick_domain`).
+  :func:`pick_domain`): the workers of one parallel run (pytest-xdist) take consecutive domains, so no
+  two of them ever share one.
 - **No leftovers.** Every process the run starts inherits ``HERACLES_TEST_RUN``; at the end, any
   such process still alive (a node, a database server, an orphan whose parent died) is killed, listed,
-  and the run fails.
+  and the run fails. In a parallel run each worker checks its own and reports them to the controller,
+  which fails the run.
+- **Alone.** ``@pytest.mark.serial`` marks a test that loads the whole machine or times something
+  against it; ``./run.sh test`` runs those after the parallel ones, one at a time, with no other test
+  running.
 """
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ import os
 import sys
 import threading
 import uuid
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 
 import psutil
 import pytest
@@ -131,17 +136,28 @@ _watchdog = _Watchdog()
 TEST_DOMAINS = range(1, 201)  # 0, every robot's default, is never one of them
 
 
-def pick_domain(pid: int, exported: str | None) -> int:
-    """A test process's DDS domain: one of 1..200 by ``pid``, never the domain the user exported.
+def pick_domain(slot: int, exported: str | None) -> int:
+    """A test process's DDS domain: one of 1..200 by ``slot``, never the domain the user exported.
 
     Discovery is localhost-only for the whole run, so no test meets a robot over the network; the
     exported domain is skipped as well, so a run on a robot's own computer never meets the nodes
-    running there.
+    running there. Consecutive slots get different domains (the exported one skipped).
     """
-    domain = TEST_DOMAINS[pid % len(TEST_DOMAINS)]
-    if exported is not None and exported.strip() == str(domain):
-        domain = TEST_DOMAINS[(pid + 1) % len(TEST_DOMAINS)]
-    return domain
+    domains = [d for d in TEST_DOMAINS if exported is None or exported.strip() != str(d)]
+    return domains[slot % len(domains)]
+
+
+def domain_slot(pid: int, environ: Mapping[str, str]) -> int:
+    """This test process's slot: in a parallel run, its worker's index after a base drawn from the run's
+    id (so the workers of one run never share a domain); otherwise its ``pid`` (so two runs rarely do)."""
+    worker = environ.get("PYTEST_XDIST_WORKER", "")
+    if not (worker.startswith("gw") and worker[2:].isdigit()):
+        return pid
+    try:
+        base = int(environ.get("PYTEST_XDIST_TESTRUNUID", ""), 16)
+    except ValueError:
+        base = 0
+    return base + int(worker[2:])
 
 
 # The user's own domain (read before any test sets its own): never used by a test, see pick_domain.
@@ -152,7 +168,7 @@ _EXPORTED_DOMAIN = os.environ.get("ROS_DOMAIN_ID")
 def ros_domain_id() -> Iterator[int]:
     """A DDS domain of this test process's own, so parallel runs do not hear each other."""
     previous = os.environ.get("ROS_DOMAIN_ID")
-    domain = pick_domain(os.getpid(), _EXPORTED_DOMAIN)
+    domain = pick_domain(domain_slot(os.getpid(), os.environ), _EXPORTED_DOMAIN)
     os.environ["ROS_DOMAIN_ID"] = str(domain)
     yield domain
     if previous is None:
@@ -208,6 +224,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ.pop("ROS_STATIC_PEERS", None)
     os.environ.pop("ROS_LOCALHOST_ONLY", None)  # deprecated; conflicts with the range on Jazzy
+    config.addinivalue_line(
+        "markers", "serial: loads the whole machine or times against it; run alone, after the parallel tests")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -215,19 +233,33 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if leftover:  # one already on its way out (a node a test's last step stopped) is not left running
         _, leftover = psutil.wait_procs(leftover, timeout=EXITING_GRACE_S)
     lines = end_processes(leftover) if leftover else []
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # a parallel run's worker: its controller fails the run
+        workeroutput[_LEFTOVER_OUTPUT] = lines
     if lines:  # a line per process that was still there when ended
         session.config.stash[_LEFTOVER_KEY] = lines
         # Also straight to the terminal: the terminal summary may already have been written.
         with contextlib.suppress(OSError):
             report = "processes left running by the run (killed now):\n" + "\n".join(lines) + "\n"
             os.write(_stderr_fd, report.encode())
-        if session.exitstatus == 0:
-            session.exitstatus = LEAK_EXIT_STATUS
+    if session.config.stash.get(_LEFTOVER_KEY, []) and session.exitstatus == 0:
+        session.exitstatus = LEAK_EXIT_STATUS
     # Nothing may keep the process from exiting (a non-daemon thread a test left waiting).
     faulthandler.dump_traceback_later(SESSION_EXIT_LIMIT_S, exit=True, file=_stderr_fd)
 
 
 _LEFTOVER_KEY = pytest.StashKey[list[str]]()
+#: Key of a parallel run's worker output carrying the lines of the processes it found left running.
+_LEFTOVER_OUTPUT = "heracles_leftover_processes"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """Controller of a parallel run: a worker's leftover processes fail the run like the controller's own."""
+    lines = getattr(node, "workeroutput", {}).get(_LEFTOVER_OUTPUT) or []
+    if lines:
+        config: pytest.Config = node.config  # type: ignore[attr-defined]
+        config.stash[_LEFTOVER_KEY] = [*config.stash.get(_LEFTOVER_KEY, []), *lines]
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
