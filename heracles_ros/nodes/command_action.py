@@ -28,7 +28,8 @@ execution it cancels the dispatcher's goal, which stops the robot. The same
 happens, with outcome cancelled and the goal ABORTED, when the goal's
 ``client_node`` has left the ROS graph for ``client_lost_s`` (reason
 ``client_lost``) and when the node closes (reason ``shutting_down``). Every
-wait is bounded and gives up when the node closes.
+wait is bounded and gives up when the node closes. The client watch and every
+deadline here run on wall-clock (steady) time, whatever the ROS clock does.
 
 Execution goes through the dispatcher's ``execute_plan`` action, so whether a
 plan was taken is known from the dispatcher's own acceptance.
@@ -45,6 +46,7 @@ from typing import Any
 from rclpy.action import ActionClient, CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from std_msgs.msg import Header
 
@@ -181,8 +183,11 @@ class CommandAction:
             result_keep_s=RESULT_KEPT_S,
         )
         self.confirm_service = node.create_service(Confirm, "confirm", self._on_confirm, callback_group=group)
+        # On the steady clock: a ROS clock on simulated time (use_sim_time given at start) stands still
+        # without /clock, and a watchdog on it would never fire.
         self._client_watch = node.create_timer(GRAPH_READ_PERIOD_S, self._watch_client,
-                                               callback_group=MutuallyExclusiveCallbackGroup())
+                                               callback_group=MutuallyExclusiveCallbackGroup(),
+                                               clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def _watch_client(self) -> None:
         """Look at the graph for the running command's client (absence counts from the first look

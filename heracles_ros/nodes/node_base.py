@@ -15,6 +15,11 @@ runs them in that order, each once:
 - ``destroy_node`` closes first, then destroys the node's action servers and
   clients (:meth:`~HeraclesNode.destroyed_with_node`) and the node.
 
+While the node runs, only the parameters it names in ``RUNTIME_PARAMETERS``
+change; every other set (rclpy's own ``use_sim_time``, a name the node lacks)
+is refused with the reason, and no request reaches the node's parameter
+services in a form that raises (:mod:`.parameter_services`).
+
 :meth:`HeraclesNode.main` is the one rclpy bring-up: :func:`~.runner.run_node`
 with the node's executor threads.
 """
@@ -29,7 +34,8 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from heracles_ros.errors import ConfigError
-from heracles_ros.nodes.parameters import declare
+from heracles_ros.nodes.parameter_services import GuardedParameterService
+from heracles_ros.nodes.parameters import change_refusal, declare
 from heracles_ros.nodes.runner import SHUTDOWN_TIMEOUT, run_node
 from heracles_ros.settings import Setting
 
@@ -45,8 +51,8 @@ class HeraclesNode(Node):
     NODE_NAME: ClassVar[str]
     #: Every parameter the node declares; must include ``shutdown_timeout_s`` (:data:`.runner.SHUTDOWN_TIMEOUT`).
     PARAMETERS: ClassVar[tuple[Setting, ...]]
-    #: Parameters that may change while the node runs (the rest are read-only); each change is checked
-    #: against its Setting, then handed to :meth:`apply_parameter`.
+    #: Parameters that may change while the node runs; each change is checked against its Setting, then handed
+    #: to :meth:`apply_parameter`. Every other set is refused with the reason, rclpy's own use_sim_time included.
     RUNTIME_PARAMETERS: ClassVar[Collection[str]] = ()
 
     def __init__(self, **kwargs: Any):
@@ -54,13 +60,16 @@ class HeraclesNode(Node):
         self._lock = threading.Lock()
         self._closed = True  # until setup completes there is nothing to finish
         self._destroy_with_node: list[_Destroyable] = []
-        super().__init__(self.NODE_NAME, **kwargs)
+        services = kwargs.pop("start_parameter_services", True)
+        super().__init__(self.NODE_NAME, start_parameter_services=False, **kwargs)
         try:
             values = declare(self, self.PARAMETERS, runtime=self.RUNTIME_PARAMETERS)
             #: Seconds SIGINT/SIGTERM leave the node to end (the runner's bound, read by the closing steps).
             self.shutdown_timeout_s = float(values[SHUTDOWN_TIMEOUT.name])
-            if self.RUNTIME_PARAMETERS:
-                self.add_on_set_parameters_callback(self._on_set_parameters)
+            # Added after rclpy's own (use_sim_time's), so it judges first; a refusal ends the set there.
+            self.add_on_set_parameters_callback(self._on_set_parameters)
+            if services:
+                GuardedParameterService(self, self._change_refusal)
             self.setup(values)
         except BaseException:
             self.release()
@@ -116,15 +125,30 @@ class HeraclesNode(Node):
             entity.destroy()
         super().destroy_node()
 
+    def _change_refusal(self, name: str) -> str:
+        return change_refusal(self, name, self.RUNTIME_PARAMETERS)
+
     def _on_set_parameters(self, changes: list[Parameter]) -> SetParametersResult:
-        specs = {spec.name: spec for spec in self.PARAMETERS}
-        for change in changes:
-            try:
-                specs[change.name].check(change.value)
-            except ConfigError as exc:
-                return SetParametersResult(successful=False, reason=str(exc))
-        for change in changes:
-            self.apply_parameter(change.name, change.value)
+        """Judge a set, whichever way it came (``ros2 param set`` or ``load``, either set service, an in-process
+        ``set_parameters``): only :attr:`RUNTIME_PARAMETERS` change, each checked against its Setting, all or
+        none. Never raises: an exception here would end the executor, and the node with it."""
+        try:
+            specs = {spec.name: spec for spec in self.PARAMETERS}
+            checked: list[tuple[str, Any]] = []
+            for change in changes:
+                problem = self._change_refusal(change.name)
+                if problem:
+                    return SetParametersResult(successful=False, reason=problem)
+                try:
+                    checked.append((change.name, specs[change.name].check(change.value)))
+                except ConfigError as exc:
+                    return SetParametersResult(successful=False, reason=str(exc))
+            for name, value in checked:
+                self.apply_parameter(name, value)
+        except Exception as exc:  # a set must never end the node
+            names = ", ".join(change.name for change in changes)
+            self.get_logger().error(f"setting {names} failed: {exc!r}")
+            return SetParametersResult(successful=False, reason=f"setting {names} failed inside the node: {exc!r}")
         return SetParametersResult(successful=True)
 
     @classmethod

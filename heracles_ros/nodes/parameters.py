@@ -33,6 +33,9 @@ _INT64 = (-(2**63), 2**63 - 1)
 NODE_MODULES = ("heracles_ros.nodes.dsg_mirror", "heracles_ros.nodes.language_server", "heracles_ros.nodes.dispatcher")
 #: Parameters rclpy declares by itself on demand (a publisher's QoS overrides), never in a PARAMETERS table.
 _RCLPY_PREFIXES = ("qos_overrides.",)
+#: rclpy declares it on every node, writable: set while a node runs, it would put the node's ROS timers on a
+#: clock that may stand still. Given at start it is honoured (the node's safety timers run on wall-clock time).
+USE_SIM_TIME = "use_sim_time"
 
 #: Shared by the nodes that read the scene (the language server's model and planner, the dispatcher's replans).
 SNAPSHOT_WAIT = Setting(
@@ -70,6 +73,25 @@ def declare(node: Any, specs: Sequence[Setting], *, runtime: Collection[str] = (
             node.set_descriptor(spec.name, full)
     refuse_unknown_overrides(node)
     return values
+
+
+def change_refusal(node: Any, name: str, runtime: Collection[str]) -> str:
+    """Why parameter ``name`` of the running ``node`` may not change ('' when it is one of ``runtime``).
+
+    Every set is judged by this, rclpy's own ``use_sim_time`` and names the node lacks included.
+    """
+    if name in runtime:
+        return ""
+    fqn = node.get_fully_qualified_name()
+    changeable = (f"; what may change while it runs: {', '.join(sorted(runtime))}" if runtime
+                  else "; none of its parameters changes while it runs")
+    if not node.has_parameter(name):
+        close = difflib.get_close_matches(name, list(node.get_parameters_by_prefix("")), n=1)
+        return f"{fqn} has no parameter '{name}'" + (f" (did you mean '{close[0]}'?)" if close else "") + changeable
+    if name == USE_SIM_TIME:
+        return (f"use_sim_time cannot change while {fqn} runs (a ROS clock that stands still would stop its "
+                f"timers); give it at start instead (--ros-args -p use_sim_time:=true){changeable}")
+    return f"parameter {name} is read only at start: restart {fqn} to change it{changeable}"
 
 
 def refuse_unknown_overrides(node: Any, argv: Sequence[str] | None = None) -> None:
