@@ -636,9 +636,13 @@ def test_sigterm_and_sighup_cancel_like_ctrl_c(rig_factory, signal_number):
     assert rig.dispatcher.driver.pose() == stopped
 
 
-def test_a_killed_cli_loses_its_command_and_the_robot_stops(rig_factory):
+@pytest.mark.parametrize("use_sim_time", [False, True], ids=["ros-time", "sim-time-without-clock"])
+def test_a_killed_cli_loses_its_command_and_the_robot_stops(rig_factory, use_sim_time):
+    """Also with use_sim_time given at start and no /clock (a ROS clock that stands still): the watch runs on
+    wall-clock time."""
     client_lost_s = 2.0
-    rig = rig_factory(fetch_farthest_box, sim_time_scale=1.0, client_lost_s=client_lost_s)
+    rig = rig_factory(fetch_farthest_box, sim_time_scale=1.0, client_lost_s=client_lost_s, use_sim_time=use_sim_time)
+    assert rig.language.get_clock().ros_time_is_active == use_sim_time
     cli = heracles("command", "Bring me the farthest box.", "--execute", "--namespace", NS)
     rig.progress.wait(lambda p: p.state == "started", 60.0, what="the robot to start walking")
     killed = time.monotonic()
