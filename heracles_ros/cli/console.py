@@ -16,8 +16,11 @@ import sys
 
 from heracles_ros.cli.common import add_db_option
 from heracles_ros.client.system import DEFAULT_NAMESPACE
+from heracles_ros.console.protocol import CLIENT_LOST_S
 
 DEFAULT_PORT = 8765
+#: Longest --client-lost-s: a closed tab's command must not walk on for longer than an hour.
+MAX_CLIENT_LOST_S = 3600.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"robot namespace of the running nodes (default {DEFAULT_NAMESPACE})")
     add_db_option(parser)
     parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+    parser.add_argument("--client-lost-s", type=float, default=CLIENT_LOST_S, metavar="S",
+                        help="seconds a closed tab's commands run on before they are cancelled, as the language "
+                        f"server's client_lost_s does for any client (default {CLIENT_LOST_S:g}; 0: never)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,8 +56,11 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 < args.port < 65536:
         raise ConfigError(f"--port must be 1..65535, got {args.port}")
+    if not 0 <= args.client_lost_s <= MAX_CLIENT_LOST_S:  # NaN too
+        raise ConfigError(f"--client-lost-s must be 0..{MAX_CLIENT_LOST_S:g} seconds, got {args.client_lost_s}")
     config = ConsoleConfig(host=args.host, port=args.port, namespace=args.namespace, db_uri=args.db,
-                           graph_name=args.graph, secret=secret_for(args.host, os.environ))
+                           graph_name=args.graph, secret=secret_for(args.host, os.environ),
+                           client_lost_s=args.client_lost_s)
 
     def announce() -> None:
         print(f"heracles console: open {config.url}", flush=True)

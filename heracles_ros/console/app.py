@@ -30,6 +30,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from heracles_ros.console import protocol
 from heracles_ros.console.hub import ConsoleHub, Tab
+from heracles_ros.console.protocol import CLIENT_LOST_S
 from heracles_ros.console.security import (
     COOKIE,
     MAX_MESSAGE_BYTES,
@@ -65,6 +66,8 @@ class ConsoleConfig:
     #: The secret every request must carry ('' = none; only allowed on loopback, see security.secret_for).
     secret: str = ""
     static_dir: Path = STATIC_DIR
+    #: Seconds a tab that went away leaves its commands running before they are cancelled (0: never).
+    client_lost_s: float = CLIENT_LOST_S
 
     @property
     def url(self) -> str:
@@ -77,7 +80,8 @@ class ConsoleConfig:
 
 def create_app(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) -> ASGIApp:
     """The application; ``make_bridge(hub)`` builds the ROS side when the server starts (in a thread)."""
-    hub = ConsoleHub(config.namespace, bool(config.secret), lambda: _open_database(config))
+    hub = ConsoleHub(config.namespace, bool(config.secret), lambda: _open_database(config),
+                     client_lost_s=config.client_lost_s)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
@@ -94,7 +98,7 @@ def create_app(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) 
         return FileResponse(page, headers={"Cache-Control": "no-store"})
 
     async def healthz(_: Request) -> Response:
-        return JSONResponse({"ok": True})
+        return JSONResponse({"ok": True, **hub.counts()})
 
     async def tab_socket(websocket: WebSocket) -> None:
         if not same_origin(websocket.headers.get("origin"), websocket.headers.get("host")):
@@ -114,16 +118,47 @@ def create_app(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) 
 
 
 async def _serve_tab(hub: ConsoleHub, websocket: WebSocket) -> None:
-    """One tab: a writer drains its outbox while this reads its messages (rate-limited) until it closes."""
-    tab = hub.open_tab()
+    """One tab: a reader takes its messages (rate-limited), a writer drains its outbox. When the page goes away
+    the tab ends; when the server ends it (the page fell behind, the console closes) or a send fails, the socket
+    is closed with the reason (within CLOSE_S: a socket nobody reads takes no close frame, and is dropped):
+    a page never shows "connected" over a dead stream."""
+    tab = await hub.open_tab()
+    reader = asyncio.create_task(_read(hub, tab, websocket))
     writer = asyncio.create_task(_write(tab, websocket))
+    ended = asyncio.create_task(tab.wait_ended())
+    try:
+        done, _ = await asyncio.wait({reader, writer, ended}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        why = tab.ended
+        hub.close_tab(tab)
+        for task in (reader, writer, ended):
+            task.cancel()
+        await asyncio.gather(reader, writer, ended, return_exceptions=True)
+    if reader in done:
+        return  # the page went away
+    code, reason = _CLOSE.get(why, (1013, why)) if why else (1011, "the server could not send a message")
+    log.warning("closing a console tab (session %s): %s", tab.session, reason)
+    with contextlib.suppress(Exception, asyncio.TimeoutError):
+        await asyncio.wait_for(websocket.close(code=code, reason=reason[:_REASON_MAX]), CLOSE_S)
+
+
+#: Seconds the server waits to send a close frame to a page it ends (one that does not read by then gets none).
+CLOSE_S = 10.0
+#: A close frame's reason is at most 123 bytes.
+_REASON_MAX = 120
+#: Close codes by why the server ends a tab (any other reason: 1013, try again later).
+_CLOSE = {"the console is closing": (1001, "the console is closing")}
+
+
+async def _read(hub: ConsoleHub, tab: Tab, websocket: WebSocket) -> None:
+    """Until the page goes away: each message handled in a task of its own (a stop never waits behind another)."""
     limit = RateLimit()
     handling: set[asyncio.Task[None]] = set()
-    try:
+    with contextlib.suppress(WebSocketDisconnect):
         while True:
             message = await websocket.receive()
             if message["type"] == "websocket.disconnect":
-                break
+                return
             raw = message.get("text") if message.get("text") is not None else message.get("bytes")
             if raw is None:
                 continue
@@ -133,23 +168,12 @@ async def _serve_tab(hub: ConsoleHub, websocket: WebSocket) -> None:
             task = asyncio.create_task(hub.handle(tab, raw))
             handling.add(task)
             task.add_done_callback(handling.discard)
-    except WebSocketDisconnect:
-        pass
-    finally:
-        hub.close_tab(tab)
-        with contextlib.suppress(Exception):
-            await writer
 
 
 async def _write(tab: Tab, websocket: WebSocket) -> None:
-    while (message := await tab.outbox.get()) is not None:
-        try:
-            await websocket.send_json(message)
-        except Exception:  # the socket went away: the reader ends the tab
-            return
-    if tab.fell_behind:
-        with contextlib.suppress(Exception):  # 1013: try again later (the page reconnects and gets the map whole)
-            await websocket.close(code=1013, reason="this page fell behind; reconnecting gets the whole map")
+    """Until the tab ends (returns) or a send fails (raises)."""
+    while (text := await tab.next()) is not None:
+        await websocket.send_text(text)
 
 
 def _open_database(config: ConsoleConfig) -> GraphStore:

@@ -1,44 +1,74 @@
 """The console's ROS side: the running system's calls and topics, for the web server.
 
-Built on :class:`heracles_ros.client.HeraclesClient`, so every call is bounded and
-a command names its client node (the language server cancels it when the
-console dies). Three kinds of clients, so nothing waits behind anything else:
+One :class:`heracles_ros.client.HeraclesClient` for the console's whole life: one
+context (one DDS participant), one node, one executor thread, however many
+commands and tabs come and go (a client per command left a participant and a
+dozen threads behind each time: 650 MB after 38 commands). Every call on it is
+bounded. Its node holds the subscriptions (``stop_state``, latched;
+``dispatch_progress``, the robot's position; ``mirror_status``;
+``command_rejections``) and one ``execute_command`` action client that follows
+every command at once, each goal naming this node, so the language server
+cancels them all if the console dies; a tab that goes away has its own commands
+cancelled by :meth:`ConsoleBridge.cancel_session`.
 
-- one for ``stop`` alone (its own node and thread: a stop never queues behind an
-  ask, a confirm or a command);
-- one for the other services (ask, confirm, resume, changes, corrections), whose
-  node also holds the subscriptions: ``stop_state`` (latched), ``dispatch_progress``
-  (the robot's position) and ``mirror_status``;
-- one per running command (a client follows one command at a time), closed when
-  the command ends.
-
-Every method blocks: the web server calls them from threads, never on its loop.
-Topic messages and command events reach the server through callbacks, from ROS
-threads.
+The service calls block: the web server calls them from threads, never on its
+loop, the stop from a pool of its own (on the robot's side the stop has its own
+callback group; here nothing in the executor takes more than a moment, so a
+stop's answer never waits behind another). :meth:`ConsoleBridge.command` and
+:meth:`ConsoleBridge.cancel` return at once. Topic messages and command events
+reach the server through callbacks, from the executor's thread.
 """
 from __future__ import annotations
 
+import collections
+import concurrent.futures
 import itertools
 import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from heracles_ros.client import HeraclesClient
-from heracles_ros.client.system import topic_name
+from heracles_ros.client.system import ANSWER_TIMEOUT_S, topic_name
 from heracles_ros.console import ros_messages
 from heracles_ros.console.ros_messages import Locate, MirrorReport
-from heracles_ros.errors import CommandRejected, SystemUnavailable
 from heracles_ros.outcomes import CommandOutcome
 
 log = logging.getLogger(__name__)
 
 Emit = Callable[[dict[str, Any]], None]
-#: Seconds a closing console gives each running command to end after its cancel.
+#: Seconds a closing console gives its running commands to end after their cancel.
 CLOSE_WAIT_S = 3.0
-#: Seconds between looks at a running command's feedback.
-_FEEDBACK_POLL_S = 0.2
+#: Seconds a rejected command's reason may take to arrive on ``command_rejections`` after the rejection.
+REJECTION_WAIT_S = 3.0
+#: Commands being sent at once (finding the server, waiting for it to accept); more wait their turn.
+SENDERS = 4
+#: Instructions of ended commands kept for ``choose`` (a clarification's follow-up names the instruction).
+INSTRUCTIONS_KEPT = 200
+#: Rejection reasons kept while their goal responses are on the way.
+REJECTIONS_KEPT = 50
+#: Seconds between looks for the language server's action while sending a command.
+_FIND_POLL_S = 0.02
+
+
+@dataclass(eq=False)
+class ConsoleCommand:
+    """One command of one tab: what it was, where its messages go, and its goal once the server took it."""
+
+    command_id: str
+    instruction: str
+    session: str
+    execute: bool
+    emit: Emit
+    locate: Locate
+    #: The accepted goal's handle (None until then).
+    handle: Any = None
+    cancel_wanted: bool = False
+    #: The console stopped waiting for the server's answer: a goal accepted after that is cancelled at once.
+    given_up: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
 
 
 class ConsoleBridge:
@@ -46,184 +76,255 @@ class ConsoleBridge:
 
     def __init__(self, namespace: str, *, on_stop: Emit, on_robot: Emit,
                  on_mirror: Callable[[MirrorReport], None], find_timeout_s: float = 5.0):
-        from heracles_ros.msg import DispatchProgress, MirrorStatus, StopState
+        from rclpy.action import ActionClient
+
+        from heracles_ros.action import ExecuteCommand
+        from heracles_ros.msg import CommandRejection, DispatchProgress, MirrorStatus, StopState
         from heracles_ros.nodes.qos import latched, reliable
 
         self.namespace = namespace
         self.find_timeout_s = find_timeout_s
         self._closing = threading.Event()
         self._numbers = itertools.count(1)
-        self._commands: dict[str, RunningCommand] = {}
         self._lock = threading.Lock()
+        self._commands: dict[str, ConsoleCommand] = {}
+        self._instructions: collections.OrderedDict[str, str] = collections.OrderedDict()
+        self._rejections: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
+        self._rejected = threading.Condition(self._lock)
         self._place = ""
-        self._stopper = HeraclesClient(namespace, node_name="heracles_console_stop", find_timeout_s=find_timeout_s)
-        try:
-            self._services = HeraclesClient(namespace, node_name="heracles_console", find_timeout_s=find_timeout_s)
-        except BaseException:
-            self._stopper.close()
-            raise
+        self._ros = HeraclesClient(namespace, node_name="heracles_console", find_timeout_s=find_timeout_s)
+        self._senders = concurrent.futures.ThreadPoolExecutor(max_workers=SENDERS,
+                                                              thread_name_prefix="console-command")
 
         def progress(message: Any) -> None:
             self._place = ros_messages.reached_place(message) or self._place
             if (robot := ros_messages.robot_message(message, self._place)) is not None:
                 on_robot(robot)
 
-        node = self._services.node
+        node = self._ros.node
         node.create_subscription(StopState, topic_name(namespace, "stop_state"),
                                  lambda m: on_stop(ros_messages.stop_message(m)), latched())
         node.create_subscription(DispatchProgress, topic_name(namespace, "dispatch_progress"), progress, reliable(100))
         node.create_subscription(MirrorStatus, topic_name(namespace, "mirror_status"),
                                  lambda m: on_mirror(ros_messages.mirror_report(m)), 10)
+        node.create_subscription(CommandRejection, topic_name(namespace, "command_rejections"), self._on_rejection,
+                                 latched(10))
+        self._actions: Any = ActionClient(node, ExecuteCommand, topic_name(namespace, "execute_command"))
+
+    @property
+    def node_name(self) -> str:
+        """The console's one node, named by every command it sends."""
+        return self._ros.node_name
 
     def close(self) -> None:
-        """Cancel the commands still running (each waits at most CLOSE_WAIT_S), then leave the graph."""
+        """Cancel the commands still running (waiting at most CLOSE_WAIT_S for them to end), then leave the graph."""
         self._closing.set()
         with self._lock:
             running = list(self._commands.values())
         for command in running:
-            command.cancel()
-        deadline = time.monotonic() + CLOSE_WAIT_S + 1.0
+            self._cancel(command)
+        deadline = time.monotonic() + CLOSE_WAIT_S
         for command in running:
-            command.join(max(0.0, deadline - time.monotonic()))
-        self._services.close()
-        self._stopper.close()
+            command.done.wait(max(0.0, deadline - time.monotonic()))
+        self._senders.shutdown(wait=True, cancel_futures=True)  # each gives up at once: closing is set
+        self._ros.close()
 
     # -- the dispatcher --------------------------------------------------------------------------------------
     def stop(self) -> tuple[bool, str]:
-        """The latched stop, through a client used for nothing else."""
-        response = self._stopper.stop()
+        response = self._ros.stop()
         return bool(response.success), str(response.message)
 
     def resume(self, operator: str, reason: str) -> tuple[bool, str]:
-        response = self._services.resume(operator, reason)
+        response = self._ros.resume(operator, reason)
         return bool(response.success), str(response.message)
 
-    # -- the language server -----------------------------------------------------------------------------------
+    # -- the language server and the mirror ------------------------------------------------------------------
     def ask(self, question: str, session: str) -> Any:
-        return self._services.ask(question, session=session)
+        return self._ros.ask(question, session=session)
 
     def confirm(self, command_id: str, approve: bool) -> tuple[bool, str]:
-        response = self._services.confirm(approve, command_id)
+        response = self._ros.confirm(approve, command_id)
         return bool(response.success), str(response.message)
 
     def corrections(self) -> list[dict[str, Any]]:
-        return self._services.corrections()
+        return self._ros.corrections()
 
     def revert(self, correction_id: str) -> list[str]:
-        return self._services.revert_correction(correction_id)
+        return self._ros.revert_correction(correction_id)
 
     def changes(self, since_s: float) -> list[dict[str, Any]]:
         """History events of the last ``since_s`` seconds, from the mirror's service."""
-        return self._services.changes(since_s=-since_s)
+        return self._ros.changes(since_s=-since_s)
 
     # -- commands ---------------------------------------------------------------------------------------------
     def command(self, instruction: str, *, session: str, execute: bool, emit: Emit, locate: Locate) -> str:
-        """Start a command (always asking for confirmation) in a thread of its own; its id at once.
+        """Send a command (always asking for confirmation); its id at once.
 
-        Its stages and its result go to ``emit``; a rejection or a server that does not answer ends it
-        with a result message too.
+        Its stages and its result go to ``emit`` (from ROS threads); a rejection, or a server that does not
+        answer, ends it with a result message too.
         """
-        command_id = f"console-{session}-{next(self._numbers)}"
-        command = RunningCommand(self, command_id, instruction, session, execute, emit, locate)
+        command = ConsoleCommand(f"console-{session}-{next(self._numbers)}", instruction, session, execute, emit,
+                                 locate)
         with self._lock:
-            self._commands[command_id] = command
-        command.start()
-        return command_id
+            self._commands[command.command_id] = command
+            self._instructions[command.command_id] = instruction
+            while len(self._instructions) > INSTRUCTIONS_KEPT:
+                self._instructions.popitem(last=False)
+        try:
+            self._senders.submit(self._send, command)
+        except RuntimeError:  # the console is closing
+            self._end(command, ros_messages.ended_message(command.command_id, CommandOutcome.FAILED.value,
+                                                          "the console is closing"))
+        return command.command_id
 
     def instruction_of(self, command_id: str) -> str | None:
         with self._lock:
-            command = self._commands.get(command_id)
-        return command.instruction if command is not None else None
+            return self._instructions.get(command_id)
 
     def cancel(self, command_id: str) -> bool:
         """Cancel a running command (False: no such command runs)."""
         with self._lock:
             command = self._commands.get(command_id)
-        if command is None or command.done.is_set():
+        if command is None:
             return False
-        command.cancel()
+        self._cancel(command)
         return True
 
-    def _finished(self, command: RunningCommand) -> None:
+    def cancel_session(self, session: str) -> list[str]:
+        """Cancel every command a tab started (the tab went away); their ids."""
         with self._lock:
-            # Kept for ``choose`` (a clarification names the original instruction): the newest 100 at least.
-            if len(self._commands) > 200:
-                for key in [k for k, c in self._commands.items() if c.done.is_set()][:100]:
-                    del self._commands[key]
+            running = [c for c in self._commands.values() if c.session == session]
+        for command in running:
+            self._cancel(command)
+        return [c.command_id for c in running]
 
+    def running(self) -> list[str]:
+        """Ids of the commands not yet ended."""
+        with self._lock:
+            return list(self._commands)
 
-class RunningCommand:
-    """One command followed by a client of its own, in a thread of its own."""
+    def _cancel(self, command: ConsoleCommand) -> None:
+        with self._lock:
+            command.cancel_wanted = True
+            handle = command.handle
+        if handle is not None:
+            handle.cancel_goal_async()  # the result says how it ended
 
-    def __init__(self, bridge: ConsoleBridge, command_id: str, instruction: str, session: str, execute: bool,
-                 emit: Emit, locate: Locate):
-        self.bridge = bridge
-        self.command_id = command_id
-        self.instruction = instruction
-        self.session = session
-        self.execute = execute
-        self.emit = emit
-        self.locate = locate
-        self.done = threading.Event()
-        self._cancel = threading.Event()
-        self._client: HeraclesClient | None = None
-        self._thread = threading.Thread(target=self._run, name=f"console-{command_id}", daemon=True)
+    def _send(self, command: ConsoleCommand) -> None:
+        """In a sender thread: find the server, send the goal, wait (bounded) for it to be taken or refused."""
+        from heracles_ros.action import ExecuteCommand
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def join(self, timeout_s: float) -> None:
-        self._thread.join(timeout_s)
-
-    def cancel(self) -> None:
-        self._cancel.set()
-        client = self._client
-        if client is not None:
-            client.cancel_command()
-
-    def _run(self) -> None:
         try:
-            self._follow()
-        except Exception as exc:  # reported to the page, never lost in a thread
-            log.exception("command %s failed", self.command_id)
-            self.emit(ros_messages.ended_message(self.command_id, CommandOutcome.FAILED.value, str(exc)))
-        finally:
-            self.done.set()
-            self.bridge._finished(self)
-
-    def _follow(self) -> None:
-        number = self.command_id.rsplit("-", 1)[-1]
-        with HeraclesClient(self.bridge.namespace, node_name=f"heracles_console_command{number}",
-                            find_timeout_s=self.bridge.find_timeout_s) as client:
-            self._client = client
-            try:
-                client.command(self.instruction, execute=self.execute, require_confirmation=True, session=self.session,
-                               command_id=self.command_id)
-            except CommandRejected as exc:
-                self.emit(ros_messages.ended_message(self.command_id, exc.code, exc.reason))
+            failure = self._find_server()
+            if failure:
+                self._end(command, ros_messages.ended_message(command.command_id, CommandOutcome.FAILED.value,
+                                                              failure))
                 return
-            except SystemUnavailable as exc:
-                self.emit(ros_messages.ended_message(self.command_id, CommandOutcome.FAILED.value, str(exc)))
-                return
-            if self._cancel.is_set():  # cancelled while it was being sent
-                client.cancel_command()
-            while not client.is_task_complete():
-                if self.bridge._closing.is_set():
-                    client.cancel_command()
-                    if client.result(timeout_s=CLOSE_WAIT_S) is None:
-                        return  # the server cancels it anyway once this client is gone
+            goal = ExecuteCommand.Goal(instruction=command.instruction, execute=command.execute,
+                                       require_confirmation=True, session=command.session,
+                                       command_id=command.command_id, client_node=self.node_name)
+            answered = threading.Event()
+            sent = self._actions.send_goal_async(goal, feedback_callback=self._on_feedback)
+            sent.add_done_callback(lambda future: self._on_goal_response(command, future, answered))
+            deadline = time.monotonic() + ANSWER_TIMEOUT_S
+            while not answered.wait(0.1):
+                if time.monotonic() >= deadline or self._closing.is_set():
                     break
-                feedback = client.feedback(timeout_s=_FEEDBACK_POLL_S)
-                if feedback is not None:
-                    self.emit(ros_messages.stage_message(feedback))
-            while (feedback := client.feedback()) is not None:
-                self.emit(ros_messages.stage_message(feedback))
-            result = client.result()
-            if result is None:
-                code, reason = client.rejection()
-                self.emit(ros_messages.ended_message(self.command_id, code, reason))
-            else:
-                self.emit(ros_messages.result_message(result, self.locate))
+            if not answered.is_set():
+                with self._lock:
+                    command.given_up = True
+                    late = command.handle is not None  # answered in between: the goal response has it
+                if not late:
+                    self._end(command, ros_messages.ended_message(
+                        command.command_id, CommandOutcome.FAILED.value,
+                        f"the language_server did not take the command within {ANSWER_TIMEOUT_S:g} s (if it takes "
+                        "it later, it is cancelled at once)"))
+        except Exception as exc:  # reported to the page, never lost in a thread
+            log.exception("command %s could not be sent", command.command_id)
+            self._end(command, ros_messages.ended_message(command.command_id, CommandOutcome.FAILED.value,
+                                                          f"{type(exc).__name__}: {exc}"))
+
+    def _find_server(self) -> str:
+        """'' once the language server's action is on the graph; else why not (within find_timeout_s)."""
+        deadline = time.monotonic() + self.find_timeout_s
+        while not self._actions.server_is_ready():
+            if self._closing.is_set():
+                return "the console is closing"
+            if time.monotonic() >= deadline:
+                return (f"no language_server answered on {topic_name(self.namespace, 'execute_command')} within "
+                        f"{self.find_timeout_s:g} s (is the system running in namespace {self.namespace!r}?)")
+            self._closing.wait(_FIND_POLL_S)
+        return ""
+
+    def _on_goal_response(self, command: ConsoleCommand, future: Any, answered: threading.Event) -> None:
+        """From the executor: the goal taken (follow its result) or refused (its reason, from a thread)."""
+        try:
+            handle = future.result()
+        except Exception:  # the context went down under the call: the sender's wait runs out
+            return
+        if handle is None or not handle.accepted:
+            answered.set()
+            try:
+                self._senders.submit(self._rejected_with_reason, command)
+            except RuntimeError:  # the console is closing: no time to wait for the reason
+                self._end(command, ros_messages.ended_message(command.command_id, CommandOutcome.REJECTED.value,
+                                                              "the language_server refused the command"))
+            return
+        with self._lock:
+            command.handle = handle
+            cancel = command.cancel_wanted or command.given_up
+        handle.get_result_async().add_done_callback(lambda result: self._on_result(command, result))
+        if cancel:
+            handle.cancel_goal_async()
+        answered.set()
+
+    def _rejected_with_reason(self, command: ConsoleCommand) -> None:
+        """A refused command ends with the server's code and reason (they travel on command_rejections)."""
+        deadline = time.monotonic() + REJECTION_WAIT_S
+        with self._rejected:
+            while (found := self._rejections.pop(command.command_id, None)) is None:
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closing.is_set():
+                    break
+                self._rejected.wait(min(left, 0.1))
+        code, reason = found or (CommandOutcome.REJECTED.value,
+                                 "the language_server refused the command (its reason did not arrive)")
+        self._end(command, ros_messages.ended_message(command.command_id, code, reason))
+
+    def _on_rejection(self, message: Any) -> None:
+        with self._rejected:
+            self._rejections[str(message.command_id)] = (str(message.code), str(message.reason))
+            while len(self._rejections) > REJECTIONS_KEPT:
+                self._rejections.popitem(last=False)
+            self._rejected.notify_all()
+
+    def _on_feedback(self, message: Any) -> None:
+        feedback = message.feedback
+        with self._lock:
+            command = self._commands.get(str(feedback.command_id))
+        if command is not None:
+            command.emit(ros_messages.stage_message(feedback))
+
+    def _on_result(self, command: ConsoleCommand, future: Any) -> None:
+        try:
+            response = future.result()
+        except Exception as exc:  # the context went down under the call
+            response, reason = None, f"{type(exc).__name__}: {exc}"
+        else:
+            reason = "the language_server sent no result"
+        if response is None:
+            self._end(command, ros_messages.ended_message(command.command_id, CommandOutcome.FAILED.value, reason))
+        else:
+            self._end(command, ros_messages.result_message(response.result, command.locate))
+
+    def _end(self, command: ConsoleCommand, message: dict[str, Any]) -> None:
+        """The command's last message; it is no longer running."""
+        with self._lock:
+            if command.done.is_set():
+                return
+            command.done.set()
+            self._commands.pop(command.command_id, None)
+        command.emit(message)
 
 
 def bridge_factory(namespace: str, *, find_timeout_s: float = 5.0) -> Callable[[Any], ConsoleBridge]:

@@ -1,27 +1,31 @@
 """The console's state between the ROS side and the open pages: tabs, the map's feed, the latest status.
 
-Runs on the web server's asyncio loop. Every blocking call (the database, the
-bridge's services) goes to a thread; the stop goes to a thread pool of its own,
-so it never waits behind an ask or a confirm, and questions (a model's turns:
-minutes at worst) to another, so they never hold up a confirm or a map read.
-Each tab has an outbox that a writer task drains, so a slow page never holds up
-the others. ROS threads hand messages in through ``on_stop``, ``on_robot``,
-``on_mirror`` and :meth:`ConsoleHub.post`.
+Runs on the web server's asyncio loop, and keeps it free: every blocking call (the
+database, the bridge's services) goes to a thread, the stop to a pool of its own so
+it never waits behind an ask or a confirm, questions (a model's turns: minutes at
+worst) to another; the map's diff and its encoding (a tenth of a second at 16k
+places) to a thread too. Each message is encoded once, however many tabs get it.
+Each tab has a bounded outbox that its writer drains, so a slow page never holds up
+the others and a page that stops reading is cut off. A tab that goes away has its
+commands cancelled after ``client_lost_s``, as the language server does for a client
+that leaves the ROS graph. ROS threads hand messages in through ``on_stop``,
+``on_robot``, ``on_mirror`` and :meth:`ConsoleHub.post`.
 """
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import logging
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from heracles_ros.console import protocol
 from heracles_ros.console.object_details import read_object
 from heracles_ros.console.protocol import (
+    CLIENT_LOST_S,
     ApproveOp,
     AskOp,
     CancelOp,
@@ -40,6 +44,7 @@ from heracles_ros.console.ros_messages import MirrorReport
 from heracles_ros.console.scene_feed import SceneFeed
 from heracles_ros.errors import ConsoleMessageError, HeraclesError
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.mirror.scene_view import SceneView
 
 log = logging.getLogger(__name__)
 
@@ -50,42 +55,78 @@ SCENE_TIMEOUT_S = 60.0
 #: Questions in flight at once (more wait their turn; the language server answers one model query per slot).
 ASK_THREADS = 4
 
+#: Messages, and characters (bytes: messages are ASCII), waiting for one page before it counts as fallen
+#: behind: its socket is closed with the reason, and the page, reconnecting, gets the whole map again. A full
+#: map of 16k places is ~2.2 MB, a walk's progress a few dozen small messages a second.
+OUTBOX_MESSAGES = 1000
+OUTBOX_BYTES = 16 * 1024 * 1024
 
-#: Messages waiting for one page before it counts as fallen behind (a full map and a walk's progress are a
-#: few dozen): its socket is closed, and the page, reconnecting, gets the whole map again.
-OUTBOX_LIMIT = 1000
 
-
-@dataclass(eq=False)
 class Tab:
-    """One open page: its session (the conversation its commands and questions belong to) and outbox.
+    """One open page: its session (the conversation its commands and questions belong to) and its outbox.
 
-    The outbox is bounded: a page that does not read (a stalled browser, a slow link) would otherwise hold
-    every message since in the console's memory."""
+    The outbox holds encoded messages and is bounded: a page that does not read (a stalled browser, a slow
+    link, a socket nobody reads) would otherwise hold every message since in the console's memory."""
 
-    session: str
-    outbox: asyncio.Queue[dict[str, Any] | None] = field(default_factory=asyncio.Queue)
-    #: The page fell behind by OUTBOX_LIMIT messages: what waited was dropped and its socket is to be closed.
-    fell_behind: bool = False
+    def __init__(self, session: str):
+        self.session = session
+        self._outbox: collections.deque[str] = collections.deque()
+        self._waiting_bytes = 0
+        self._ready = asyncio.Event()
+        self._ended = asyncio.Event()
+        #: Why the socket is to be closed ('' while the page is served): it fell behind, or the console closes.
+        self.ended = ""
 
     def send(self, message: dict[str, Any]) -> None:
-        if self.fell_behind:
+        self.send_text(protocol.encode(message))
+
+    def send_text(self, text: str) -> None:
+        if self.ended:
             return
-        if self.outbox.qsize() >= OUTBOX_LIMIT:
-            self.fell_behind = True
-            while not self.outbox.empty():
-                self.outbox.get_nowait()
-            self.outbox.put_nowait(None)  # the writer ends here and closes the socket
+        if len(self._outbox) >= OUTBOX_MESSAGES or self._waiting_bytes + len(text) > OUTBOX_BYTES:
+            self.end(f"this page fell behind ({len(self._outbox)} messages, {self._waiting_bytes / 1e6:.1f} MB "
+                     "not read); reconnecting gets the whole map")
             return
-        self.outbox.put_nowait(message)
+        self._outbox.append(text)
+        self._waiting_bytes += len(text)
+        self._ready.set()
+
+    def end(self, reason: str) -> None:
+        """Drop what waits and send nothing more; the socket is to be closed with ``reason``."""
+        if not self.ended:
+            self.ended = reason
+            self._outbox.clear()
+            self._waiting_bytes = 0
+            self._ready.set()
+            self._ended.set()
+
+    async def wait_ended(self) -> None:
+        await self._ended.wait()
+
+    @property
+    def waiting_bytes(self) -> int:
+        return self._waiting_bytes
+
+    async def next(self) -> str | None:
+        """The next message for the page, once there is one; None once the tab has ended."""
+        while not self._outbox:
+            if self.ended:
+                return None
+            self._ready.clear()
+            await self._ready.wait()
+        text = self._outbox.popleft()
+        self._waiting_bytes -= len(text)
+        return text
 
 
 class ConsoleHub:
     """See the module's docstring. ``bridge`` is a :class:`~heracles_ros.console.bridge.ConsoleBridge`."""
 
-    def __init__(self, namespace: str, secured: bool, open_database: Callable[[], GraphStore]):
+    def __init__(self, namespace: str, secured: bool, open_database: Callable[[], GraphStore], *,
+                 client_lost_s: float = CLIENT_LOST_S):
         self.namespace = namespace
         self.secured = secured
+        self.client_lost_s = client_lost_s
         self.bridge: Any = None
         self.feed = SceneFeed()
         self._open_database = open_database
@@ -99,10 +140,14 @@ class ConsoleHub:
         self._closing = asyncio.Event()
         self._scene_due = True
         self._mirror: MirrorReport | None = None
-        self._last_stop: dict[str, Any] | None = None
+        self._last_stop: str | None = None
         self._last_robot: dict[str, Any] | None = None
         self._refresher: asyncio.Task[None] | None = None
         self._opening = asyncio.Lock()
+        #: Held from a map change's diff to its broadcast, and from a new tab's full map to its joining: a tab
+        #: gets the map as of some change and then every diff after it.
+        self._scene_lock = asyncio.Lock()
+        self._lost_timers: dict[str, asyncio.TimerHandle] = {}
 
     # -- life -------------------------------------------------------------------------------------------------
     async def start(self, make_bridge: Callable[[ConsoleHub], Any]) -> None:
@@ -113,7 +158,9 @@ class ConsoleHub:
     async def close(self) -> None:
         self._closing.set()
         for tab in list(self._tabs):
-            tab.outbox.put_nowait(None)
+            tab.end("the console is closing")
+        for timer in self._lost_timers.values():
+            timer.cancel()
         if self._refresher is not None:
             await self._refresher
         if self.bridge is not None:
@@ -125,10 +172,10 @@ class ConsoleHub:
 
     # -- from ROS threads -------------------------------------------------------------------------------------
     def on_stop(self, message: dict[str, Any]) -> None:
-        self._threadsafe(self._remember_and_broadcast, "stop", message)
+        self._threadsafe(self._stop_changed, message)
 
     def on_robot(self, message: dict[str, Any]) -> None:
-        self._threadsafe(self._remember_and_broadcast, "robot", message)
+        self._threadsafe(self._robot_moved, message)
 
     def on_mirror(self, report: MirrorReport) -> None:
         self._threadsafe(self._mirror_reported, report)
@@ -142,11 +189,12 @@ class ConsoleHub:
             with contextlib.suppress(RuntimeError):  # the loop closed in between: the console is going away
                 loop.call_soon_threadsafe(call, *args)
 
-    def _remember_and_broadcast(self, kind: str, message: dict[str, Any]) -> None:
-        if kind == "stop":
-            self._last_stop = message
-        else:
-            self._last_robot = message
+    def _stop_changed(self, message: dict[str, Any]) -> None:
+        self._last_stop = protocol.encode(message)
+        self._broadcast_text(self._last_stop)
+
+    def _robot_moved(self, message: dict[str, Any]) -> None:
+        self._last_robot = message
         self.broadcast(message)
 
     def _mirror_reported(self, report: MirrorReport) -> None:
@@ -155,24 +203,45 @@ class ConsoleHub:
         self._mirror = report
 
     # -- tabs -----------------------------------------------------------------------------------------------
-    def open_tab(self) -> Tab:
+    async def open_tab(self) -> Tab:
         """A new tab with hello, the whole map and the last stop state and robot position in its outbox."""
         tab = Tab(session=uuid.uuid4().hex[:12])
         tab.send(protocol.hello(tab.session, self.namespace, self.secured))
-        tab.send(self.feed.full().to_message())
-        for message in (self._last_stop, self._last_robot):
-            if message is not None:
-                tab.send(message)
-        self._tabs.add(tab)
+        async with self._scene_lock:
+            _, full = await asyncio.to_thread(self.feed.full_text)
+            tab.send_text(full)
+            if self._last_stop is not None:
+                tab.send_text(self._last_stop)
+            if self._last_robot is not None:
+                tab.send(self._last_robot)
+            self._tabs.add(tab)
         return tab
 
     def close_tab(self, tab: Tab) -> None:
+        """The page went away: nothing more for it, and its commands cancelled after client_lost_s."""
         self._tabs.discard(tab)
-        tab.outbox.put_nowait(None)
+        tab.end("closed")
+        if self.client_lost_s > 0 and self._loop is not None and not self._closing.is_set():
+            self._lost_timers[tab.session] = self._loop.call_later(self.client_lost_s, self._tab_lost, tab.session)
+
+    def _tab_lost(self, session: str) -> None:
+        self._lost_timers.pop(session, None)
+        if self.bridge is None or self._closing.is_set():
+            return
+        if cancelled := self.bridge.cancel_session(session):
+            log.warning("a console tab went away %g s ago: cancelled its commands %s", self.client_lost_s,
+                        ", ".join(cancelled))
+
+    def counts(self) -> dict[str, int]:
+        """Open tabs, and commands running (what ``/healthz`` reports)."""
+        return {"tabs": len(self._tabs), "commands": len(self.bridge.running()) if self.bridge is not None else 0}
 
     def broadcast(self, message: dict[str, Any]) -> None:
+        self._broadcast_text(protocol.encode(message))
+
+    def _broadcast_text(self, text: str) -> None:
         for tab in self._tabs:
-            tab.send(message)
+            tab.send_text(text)
 
     # -- the map and the health panel ------------------------------------------------------------------------
     async def _refresh(self) -> None:
@@ -198,11 +267,17 @@ class ConsoleHub:
             self._scene_due = True  # read again once it answers
             return
         self._database = {"ok": True, "error": ""}
-        diff = self.feed.update(view)
-        if not diff.empty:
-            self.broadcast(diff.to_message())
+        async with self._scene_lock:
+            text = await asyncio.to_thread(self._scene_change, view)
+            if text:
+                self._broadcast_text(text)
         if robot is not None and self._last_robot is None:
-            self._remember_and_broadcast("robot", robot)
+            self._robot_moved(robot)
+
+    def _scene_change(self, view: SceneView) -> str:
+        """In a worker thread: the diff to ``view``'s wire text ('' when nothing changed)."""
+        diff = self.feed.update(view)
+        return "" if diff.empty else diff.to_text()
 
     async def _database_store(self) -> GraphStore:
         """The store, opened on first use (one, however many reads ask for it at once)."""

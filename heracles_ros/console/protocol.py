@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,9 @@ TEXT_MAX = 1000
 NAME_MAX = 100
 #: Longest history window a page may ask for (seconds: a week).
 SINCE_MAX_S = 7 * 86400.0
+#: Seconds a tab that went away leaves its commands running before they are cancelled: the language server's
+#: own client_lost_s default, for a client that leaves the ROS graph (a tab is a client like any other).
+CLIENT_LOST_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,10 @@ OPS: dict[str, type[Any]] = {
 }
 #: Fields holding free text (the longer bound); every other string is a name.
 _TEXT_FIELDS = {"text", "reason"}
+#: What no field may hold: NUL and the other C0 control characters but tab, line feed and carriage return
+#: (a ROS string ends at a NUL: the rest of a command would be lost on the way), and lone UTF-16 surrogates
+#: (JSON can carry them, UTF-8 cannot: no ROS message and no reply could).
+_NOT_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
 
 
 def parse_op(raw: str | bytes) -> PageOp:
@@ -106,13 +114,18 @@ def parse_op(raw: str | bytes) -> PageOp:
         message = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ConsoleMessageError(f"not a JSON message: {exc}") from None
+    except RecursionError:
+        raise ConsoleMessageError("not a JSON message: nested too deeply") from None
     if not isinstance(message, dict):
         raise ConsoleMessageError("a message must be a JSON object with an \"op\"")
     name = message.get("op")
-    if not isinstance(name, str) or name not in OPS:
-        shown = name[:NAME_MAX] if isinstance(name, str) else name
+    if not isinstance(name, str):
+        raise ConsoleMessageError(f"\"op\" must be a string, one of: {', '.join(OPS)}")
+    if name not in OPS:
+        shown = name[:NAME_MAX]
+        # repr escapes what the reply could not carry; ``about`` names only an op name that is plain text.
         raise ConsoleMessageError(f"unknown op {shown!r} (ops: {', '.join(OPS)})",
-                                  about=shown if isinstance(shown, str) else "")
+                                  about="" if _NOT_TEXT.search(shown) else shown)
     kind = OPS[name]
     values: dict[str, Any] = {}
     for spec in dataclasses.fields(kind):
@@ -132,6 +145,9 @@ def _checked(op: str, field: str, kind: Any, value: Any) -> Any:
         bound = TEXT_MAX if field in _TEXT_FIELDS else NAME_MAX
         if len(value) > bound:
             raise ConsoleMessageError(f"{op}: {field} is {len(value)} characters, at most {bound}", about=op)
+        if (bad := _NOT_TEXT.search(value)) is not None:
+            raise ConsoleMessageError(f"{op}: {field} holds {bad.group()!r} at character {bad.start()}, which is not "
+                                      "text (a control character or a lone surrogate)", about=op)
         if field != "reason" and not value.strip():
             raise ConsoleMessageError(f"{op}: {field} is empty", about=op)
         if field == "symbol" and not is_scene_symbol(value):
@@ -149,6 +165,12 @@ def _checked(op: str, field: str, kind: Any, value: Any) -> Any:
 
 
 # --- server -> page ------------------------------------------------------------------------------------
+def encode(message: Any) -> str:
+    """A message's text as it goes on the wire: ASCII JSON, so any string the server holds (a lone surrogate
+    from anywhere included) reaches the page as an escape, and never stops the socket's outgoing stream."""
+    return json.dumps(message, separators=(",", ":"))
+
+
 def hello(session: str, namespace: str, secured: bool) -> dict[str, Any]:
     return {"type": "hello", "session": session, "namespace": namespace, "secured": secured}
 

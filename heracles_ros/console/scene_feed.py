@@ -8,12 +8,22 @@ removed, as pairs of place symbols: the page draws an edge between its places
 wherever they are, so a place that moves costs one upsert and no edge.
 A page that joins late gets :meth:`SceneFeed.full` and then the same diffs as
 everyone else.
+
+The work is meant for a worker thread (16k places take a tenth of a second to
+diff and encode, which the web server's loop must not wait for): a feed's state is
+replaced whole, so :meth:`SceneFeed.full` in one thread sees one state while
+:meth:`SceneFeed.update` builds the next in another, and a message's text is
+encoded in pieces (:meth:`SceneDiff.to_text`), so no single call holds the
+interpreter's lock for long.
 """
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from heracles_ros.console.protocol import encode
 from heracles_ros.mirror.scene_view import SceneView
 
 #: A place edge: its two places' symbols, the lower first.
@@ -57,6 +67,24 @@ class SceneDiff:
                 "edges": {"add": [list(edge) for edge in self.edges_added],
                           "remove": [list(edge) for edge in self.edges_removed]}}
 
+    def to_text(self) -> str:
+        """:meth:`to_message` as :func:`~heracles_ros.console.protocol.encode` writes it, encoded ENCODE_CHUNK
+        entries at a time (the whole scene in one call would hold the interpreter for ~0.1 s)."""
+        upsert = _encoded(self.upsert, SceneItem.to_json)
+        return (f'{{"type":"scene","full":{"true" if self.full else "false"},"upsert":[{upsert}],'
+                f'"remove":[{_encoded(self.remove)}],'
+                f'"edges":{{"add":[{_encoded(self.edges_added)}],"remove":[{_encoded(self.edges_removed)}]}}}}')
+
+
+#: Entries of a scene message encoded in one call (about a millisecond's work).
+ENCODE_CHUNK = 1000
+
+
+def _encoded(entries: Sequence[Any], to_json: Callable[[Any], Any] | None = None) -> str:
+    """The JSON of a list's entries (each as ``to_json`` gives it) without its brackets, a chunk at a time."""
+    chunks = (entries[start:start + ENCODE_CHUNK] for start in range(0, len(entries), ENCODE_CHUNK))
+    return ",".join(encode([to_json(e) for e in chunk] if to_json else list(chunk))[1:-1] for chunk in chunks)
+
 
 #: Decimals of metres a position is sent with: a millimetre is far below what a map shows; shorter numbers
 #: (the first scene of 16k places and 34k edges is ~2.2 MB of JSON) and no diff for sub-millimetre jitter.
@@ -74,29 +102,60 @@ def scene_items(view: SceneView) -> dict[str, SceneItem]:
     return items
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """What the feed last sent, replaced whole on each change; ``revision`` counts the changes."""
+
+    revision: int
+    items: dict[str, SceneItem]
+    edges: frozenset[Edge]
+
+
 class SceneFeed:
-    """What was last sent, and the diff to a new view (one feed serves every page, in the same order)."""
+    """What was last sent, and the diff to a new view (one feed serves every page, in the same order).
+
+    One thread at a time may :meth:`update`; :meth:`full`, :meth:`full_text` and :meth:`item` may be called
+    from any thread meanwhile."""
 
     def __init__(self) -> None:
-        self._items: dict[str, SceneItem] = {}
-        self._edges: frozenset[Edge] = frozenset()
+        self._shown = _Shown(0, {}, frozenset())
+        self._full_text: tuple[int, str] = (-1, "")
+        self._full_lock = threading.Lock()
+
+    @property
+    def revision(self) -> int:
+        """How many changes the feed has made (a diff of revision r turns revision r-1's map into r's)."""
+        return self._shown.revision
 
     def full(self) -> SceneDiff:
         """Everything, for a page that has nothing yet."""
-        return SceneDiff(True, tuple(self._items.values()), (), tuple(sorted(self._edges)))
+        shown = self._shown
+        return SceneDiff(True, tuple(shown.items.values()), (), tuple(sorted(shown.edges)))
+
+    def full_text(self) -> tuple[int, str]:
+        """:meth:`full`'s wire text and the revision it shows (encoded once per revision, for every page that
+        opens meanwhile)."""
+        with self._full_lock:
+            revision = self._shown.revision
+            if self._full_text[0] != revision:
+                self._full_text = (revision, self.full().to_text())
+            return self._full_text
 
     def update(self, view: SceneView) -> SceneDiff:
         """The diff from the last view to ``view`` (empty when nothing changed); ``view`` becomes the last."""
+        shown = self._shown
         items = scene_items(view)
-        upsert = tuple(item for symbol, item in items.items() if self._items.get(symbol) != item)
-        remove = tuple(symbol for symbol in self._items if symbol not in items)
+        upsert = tuple(item for symbol, item in items.items() if shown.items.get(symbol) != item)
+        remove = tuple(symbol for symbol in shown.items if symbol not in items)
         edges = frozenset(_edge(a, b) for a, b in view.mesh_places.connected)
-        added, removed = tuple(sorted(edges - self._edges)), tuple(sorted(self._edges - edges))
-        self._items, self._edges = items, edges
-        return SceneDiff(False, upsert, remove, added, removed)
+        added, removed = tuple(sorted(edges - shown.edges)), tuple(sorted(shown.edges - edges))
+        diff = SceneDiff(False, upsert, remove, added, removed)
+        if not diff.empty:
+            self._shown = _Shown(shown.revision + 1, items, edges)
+        return diff
 
     def item(self, symbol: str) -> SceneItem | None:
-        return self._items.get(symbol)
+        return self._shown.items.get(symbol)
 
 
 def _edge(a: str, b: str) -> Edge:

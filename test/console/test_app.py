@@ -62,7 +62,7 @@ def test_the_page_its_assets_and_the_whole_map_are_served_on_loopback(ros_domain
         assert f"ws://127.0.0.1:{served.config.port}" in policy and headers["X-Frame-Options"] == "DENY"
         assert headers["Referrer-Policy"] == "no-referrer"
         assert fetch(served.base + "/static/app.js")[:2] == (200, "console.log('hi');")
-        assert json.loads(fetch(served.base + "/healthz")[1]) == {"ok": True}
+        assert json.loads(fetch(served.base + "/healthz")[1]) == {"ok": True, "tabs": 0, "commands": 0}
         with served.socket() as ws:
             hello = json.loads(ws.recv(timeout=10))
             assert hello["type"] == "hello" and hello["namespace"] == ns and hello["secured"] is False
