@@ -3,7 +3,7 @@
 Goal: an instruction and its options (execute or plan only, confirmation,
 session). Acceptance is decided at once: a goal is rejected when another
 command runs (one robot, one task; ``busy``), the instruction is empty or a
-field is longer than its bound (``invalid``), no model can be built
+field is out of its bound (``invalid``; :mod:`.request_fields`), no model can be built
 (``no_model``), the node is closing (``shutting_down``), or, to execute, no
 dispatcher serves ``execute_plan`` (``no_dispatcher``) or the dispatcher's
 latched stop is on (``stopped``, from its ``stop_state`` topic). An action's
@@ -60,6 +60,7 @@ from heracles_ros.msg import CommandRejection, StopState
 from heracles_ros.nodes.client_presence import GRAPH_READ_PERIOD_S, ClientPresence
 from heracles_ros.nodes.plan_msgs import plan_to_msg
 from heracles_ros.nodes.qos import latched
+from heracles_ros.nodes.request_fields import MAX_ID_CHARS, MAX_TEXT_CHARS, text_problem
 from heracles_ros.nodes.single_goal import SingleGoalServer, end_goal
 from heracles_ros.outcomes import SUCCESSFUL_COMMANDS, CommandOutcome, RejectionCode
 from heracles_ros.plan_types import PlanResult
@@ -83,10 +84,6 @@ CANCEL_CONFIRM_S = 3.0
 SERVICE_DEPTH = 200
 #: A finished command's result stays available this long for a late or reconnecting client, seconds.
 RESULT_KEPT_S = 600
-#: Longest instruction taken, characters (a paragraph; a model prompt is bounded by it too).
-MAX_INSTRUCTION_CHARS = 4000
-#: Longest command id, session id and client node name taken, characters.
-MAX_ID_CHARS = 256
 #: Characters of an instruction that reach the log.
 LOGGED_CHARS = 120
 
@@ -113,16 +110,6 @@ def clip(text: str, limit: int = LOGGED_CHARS) -> str:
     """``text`` cut to ``limit`` characters (with a note of how much was cut) for logs and messages."""
     text = text.strip()
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
-
-
-def size_problem(instruction: str, **ids: str) -> str:
-    """Why a request's text is refused as too long, or ''."""
-    if len(instruction) > MAX_INSTRUCTION_CHARS:
-        return f"the instruction is {len(instruction)} characters long; at most {MAX_INSTRUCTION_CHARS} are taken"
-    for name, value in ids.items():
-        if len(value) > MAX_ID_CHARS:
-            return f"{name} is {len(value)} characters long; at most {MAX_ID_CHARS} are taken"
-    return ""
 
 
 def candidate_msgs(candidates: list[Candidate]) -> list[CandidateMsg]:
@@ -218,16 +205,16 @@ class CommandAction:
         self.node.get_logger().warning(f"command {clip(command_id)} rejected ({code.value}): {reason}")
         self._rejections.publish(CommandRejection(
             header=Header(stamp=self.node.get_clock().now().to_msg()), command_id=command_id,
-            instruction=clip(goal.instruction, MAX_INSTRUCTION_CHARS), code=code.value, reason=reason,
+            instruction=clip(goal.instruction, MAX_TEXT_CHARS), code=code.value, reason=reason,
         ))
         return False
 
     def _refusal(self, goal: ExecuteCommand.Goal) -> tuple[RejectionCode | None, str]:
         """(code, reason) why the goal cannot start, or (None, "") after reserving the one command slot."""
-        too_long = size_problem(goal.instruction, command_id=goal.command_id, session=goal.session,
-                                client_node=goal.client_node)
-        if too_long:
-            return RejectionCode.INVALID, too_long
+        malformed = text_problem(instruction=goal.instruction, command_id=goal.command_id, session=goal.session,
+                                 client_node=goal.client_node)
+        if malformed:
+            return RejectionCode.INVALID, malformed
         goal.command_id = goal.command_id.strip() or f"cmd-{uuid.uuid4().hex[:8]}"
         if not goal.instruction.strip():
             return RejectionCode.INVALID, "the instruction is empty"
@@ -277,10 +264,14 @@ class CommandAction:
     def _on_confirm(self, request: Confirm.Request, response: Confirm.Response) -> Confirm.Response:
         with self._lock:
             running = self._running
+        malformed = text_problem(command_id=request.command_id)
+        if malformed:
+            response.success, response.message = False, malformed
+            return response
         wanted = request.command_id.strip()
         if running is None or (wanted and wanted != running.command_id):
             response.success = False
-            response.message = f"no command {clip(wanted, MAX_ID_CHARS)} is running".replace("  ", " ")
+            response.message = f"no command {wanted} is running".replace("  ", " ")
             return response
         if running.decided.is_set() or not running.waiting:
             response.success = False
@@ -338,7 +329,7 @@ class CommandAction:
 
     def _announce_quietly(self, instruction: str, outcome: str) -> None:
         try:
-            self._announce("command", clip(instruction, MAX_INSTRUCTION_CHARS), outcome)
+            self._announce("command", clip(instruction, MAX_TEXT_CHARS), outcome)
         except Exception as exc:  # the node may be closing under it: the answer is a courtesy
             self.node.get_logger().debug(f"answer not announced: {exc!r}")
 

@@ -65,16 +65,12 @@ from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.additions import AdditionSettings
 from heracles_ros.mirror.corrections import Corrections
-from heracles_ros.nodes.command_action import (
-    CommandAction,
-    candidate_msgs,
-    clip,
-    size_problem,
-)
+from heracles_ros.nodes.command_action import CommandAction, candidate_msgs, clip
 from heracles_ros.nodes.markers import make_marker
 from heracles_ros.nodes.node_base import HeraclesNode
 from heracles_ros.nodes.parameters import SNAPSHOT_WAIT
 from heracles_ros.nodes.qos import latched
+from heracles_ros.nodes.request_fields import answer_type_problem, text_problem
 from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
@@ -371,7 +367,8 @@ class LanguageServerNode(HeraclesNode):
         result = self._serve(
             "ask", request.question, AskResult,
             lambda agent: agent.ask(request.question, answer_type=answer_type, session=request.session),
-            request.session,
+            text_problem(question=request.question, session=request.session)
+            or answer_type_problem(request.answer_type),
         )
         response.answer = result.answer
         response.explanation = result.explanation
@@ -384,7 +381,7 @@ class LanguageServerNode(HeraclesNode):
         result = self._serve(
             "command", request.instruction, CommandResult,
             lambda agent: self.pipeline.command(agent, request.instruction, session=request.session),
-            request.session,
+            text_problem(instruction=request.instruction, session=request.session),
         )
         response.goal = result.goal
         response.goal_text = result.goal_text
@@ -398,7 +395,7 @@ class LanguageServerNode(HeraclesNode):
         result = self._serve(
             "correct", request.instruction, CorrectResult,
             lambda agent: agent.correct(request.instruction, session=request.session),
-            request.session,
+            text_problem(instruction=request.instruction, session=request.session),
         )
         response.changes = list(result.changes)
         response.added = list(result.added)
@@ -413,6 +410,10 @@ class LanguageServerNode(HeraclesNode):
         self, request: ManageCorrections.Request, response: ManageCorrections.Response
     ) -> ManageCorrections.Response:
         """List, revert or clear corrections directly (no model involved)."""
+        malformed = text_problem(action=request.action, id=request.id)
+        if malformed:
+            response.error = f"ConfigError: {malformed}"
+            return response
         try:
             records, changes = Corrections(self.store).manage(
                 request.action, request.id, active_only=request.active_only, author="corrections service"
@@ -425,17 +426,16 @@ class LanguageServerNode(HeraclesNode):
         return response
 
     def _serve(self, kind: str, text: str, result_type: Callable[[], Any], run: Callable[[Agent], Any],
-               session: str = "") -> Any:
+               malformed: str) -> Any:
         """Run one request within a free slot; every failure becomes the result's error.
 
         Requests that ran publish their outcome as the last answer; refused ones
-        (busy, shutting down) do not, so they never hide a real answer.
+        (``malformed``: a field out of its bound, busy, shutting down) do not, so they never hide a real answer.
         """
         started = time.monotonic()
         result = result_type()
-        too_long = size_problem(text, session=session)
-        if too_long:
-            result.error = f"ConfigError: {too_long}"
+        if malformed:
+            result.error = f"ConfigError: {malformed}"
             self.get_logger().warning(f"{kind} refused: {result.error}")
             return result
         if self._closed:

@@ -687,10 +687,26 @@ def test_an_8_mb_instruction_is_refused_as_invalid_and_the_node_goes_on(rig_fact
     huge = rig.send("Fetch O1. " * 800_000, command_id="huge", execute=False)
     assert not huge.accepted
     refusal = rig.rejection("huge")
-    assert refusal.code == "invalid" and "characters long; at most 4000 are taken" in refusal.reason
+    assert refusal.code == "invalid" and "characters long; at most 4,000 are taken" in refusal.reason
     assert len(refusal.instruction) < 5000
     after = rig.send("Fetch O1.", execute=False)
     assert after.accepted and goal_result(after, 30.0)[1].outcome == "planned"
+
+
+def test_an_id_or_client_node_out_of_its_bound_is_refused_and_confirm_names_the_bound(rig_factory):
+    rig = rig_factory(lambda request: say("<answer>(holding O1)</answer>"))
+    forged = rig.send("Fetch O1.", command_id="forged", client_node="/cli\n[INFO] all clear", execute=False)
+    assert not forged.accepted
+    refusal = rig.rejection("forged")
+    assert (refusal.code, refusal.reason) == (
+        "invalid", "client_node must be one line of printable characters (it holds a control character)")
+    long_id = rig.send("Fetch O1.", command_id="c" * 257, execute=False)
+    assert not long_id.accepted
+    refusal = rig.rejections.wait(lambda r: r.reason.startswith("command_id is 257 characters long"), 5.0)
+    assert refusal.code == "invalid"
+    reply = call_service(rig.confirm, Confirm.Request(command_id="c" * 10_000, approve=True))
+    assert not reply.success and reply.message == "command_id is 10,000 characters long; at most 256 are taken"
+    assert rig.server.requests == []
 
 
 def test_two_goals_arriving_together_never_both_run(rig_factory):

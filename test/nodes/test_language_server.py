@@ -341,6 +341,37 @@ def test_corrections_service_lists_reverts_and_clears(rig_factory, small_store):
     assert rig.server.requests == []  # no model involved
 
 
+def test_every_request_field_out_of_its_bound_is_refused_naming_it_before_any_model_call(rig_factory):
+    """docs/limits.md's bounds on ask, command, correct and corrections: each field, no model turn, and the node
+    answers the next request."""
+    rig = rig_factory(lambda request: say("<answer>3</answer>"))
+    corrections = rig.probe.create_client(ManageCorrections, f"{NS}/corrections")
+    cases = [
+        (rig.ask, Ask.Request(question="q" * 4001), "question is 4,001 characters long; at most 4,000 are taken"),
+        (rig.ask, Ask.Request(question="How many?", answer_type="vector"),
+         "answer_type: unknown SLDP type 'vector': expected one of string, number, point, list, set, dict"),
+        (rig.ask, Ask.Request(question="How many?", answer_type="list[" * 13 + "string" + "]" * 13),
+         "answer_type is 84 characters long; at most 64 are taken"),
+        (rig.ask, Ask.Request(question="How many?", answer_type="set[string"),
+         "answer_type: bad SLDP type 'set[string'"),
+        (rig.ask, Ask.Request(question="How many?", session="op1\nFORGED log line"),
+         "session must be one line of printable characters"),
+        (rig.command, Command.Request(instruction="i" * 4001),
+         "instruction is 4,001 characters long; at most 4,000 are taken"),
+        (rig.correct, Correct.Request(instruction="O1 is a bag", session="s" * 257),
+         "session is 257 characters long; at most 256 are taken"),
+        (corrections, ManageCorrections.Request(action="revert", id="O1." + "c" * 254),
+         "id is 257 characters long; at most 256 are taken"),
+        (corrections, ManageCorrections.Request(action="l" * 257), "action is 257 characters long"),
+    ]
+    for client, request, says in cases:
+        reply = rig.call(client, request)
+        assert reply.error.startswith(f"ConfigError: {says}"), (request, reply.error)
+    assert rig.server.requests == []
+    reply = rig.call(rig.ask, Ask.Request(question="How many?", answer_type="number", session="op1"))
+    assert (reply.error, reply.answer) == ("", "3")
+
+
 def test_snapshot_wait_s_bounds_how_long_the_model_s_query_waits_for_a_mirror_update(rig_factory, small_store):
     small_store.write(mirror_q.BEGIN_UPDATE)  # a mirror stopped between its first and last statement
     rig = rig_factory([call(BICYCLES), say("<answer>0</answer>")], snapshot_wait_s=0.2)

@@ -1,0 +1,94 @@
+"""The bound of every field a request to our services and actions carries, and its one check.
+
+Anything on the robot's DDS domain can call them, so no field is taken on
+trust: text has a length (a paragraph for an instruction or a question, a line
+for an id or a name), names and ids are single lines (a newline would forge log
+lines), numbers are finite and in range, and a type is one the answer checker
+knows. Each check returns why a value is refused ('' when it is taken), in words
+that name the field and the bound, so a node answers with it and goes on.
+docs/limits.md lists the same bounds.
+
+Plain Python: the three nodes and their tests use it without ROS.
+"""
+from __future__ import annotations
+
+import math
+
+from heracles_ros.errors import ConfigError
+from heracles_ros.formats.sldp import parse_type
+
+#: Longest free text taken (an instruction, a question), characters: a paragraph; a model prompt is bounded by it.
+MAX_TEXT_CHARS = 4000
+#: Longest id or name taken (command_id, session, client_node, a correction's id, a room), characters.
+MAX_ID_CHARS = 256
+#: Longest operator name (resume's operator_name), characters.
+MAX_NAME_CHARS = 128
+#: Longest reason (resume's reason), characters: a sentence or two, kept in the stop state and the log.
+MAX_REASON_CHARS = 1000
+#: Longest SLDP answer type (``dict[set[string]]`` is 17), characters.
+MAX_ANSWER_TYPE_CHARS = 64
+#: Most events one ``changes`` request returns (0 asks for :data:`DEFAULT_CHANGES`); each is a JSON line
+#: of about 300 bytes, so a reply stays near 3 MB.
+MAX_CHANGES = 10_000
+DEFAULT_CHANGES = 1000
+#: Largest ``since_s`` either way, seconds: epoch seconds up to the year 2286, or that long ago.
+MAX_SINCE_S = 1e10
+
+#: Free text: may span lines.
+_TEXT = {"instruction": MAX_TEXT_CHARS, "question": MAX_TEXT_CHARS, "reason": MAX_REASON_CHARS}
+#: One line each.
+_LINES = {"command_id": MAX_ID_CHARS, "session": MAX_ID_CHARS, "client_node": MAX_ID_CHARS, "id": MAX_ID_CHARS,
+          "room": MAX_ID_CHARS, "action": MAX_ID_CHARS, "operator_name": MAX_NAME_CHARS,
+          "answer_type": MAX_ANSWER_TYPE_CHARS}
+#: The longest bound of each field, by its name in the interface files.
+LIMITS = {**_TEXT, **_LINES}
+
+
+def text_problem(**fields: str) -> str:
+    """Why one of ``fields`` (named as in the .srv/.action file) is refused, or '': its length, a control
+    character in a one-line field."""
+    for name, value in fields.items():
+        limit = LIMITS[name]
+        if len(value) > limit:
+            return f"{name} is {len(value):,} characters long; at most {limit:,} are taken"
+        if name in _LINES and any(ord(c) < 32 or ord(c) == 127 for c in value):
+            return f"{name} must be one line of printable characters (it holds a control character)"
+    return ""
+
+
+def answer_type_problem(answer_type: str) -> str:
+    """Why ``answer_type`` (Ask.srv; '' = any) is refused, or ''."""
+    problem = text_problem(answer_type=answer_type)
+    if problem or not answer_type.strip():
+        return problem
+    try:
+        parse_type(answer_type)
+    except ConfigError as exc:
+        return f"answer_type: {exc}"
+    return ""
+
+
+def since_problem(since_s: float) -> str:
+    """Why ``since_s`` (Changes.srv: epoch seconds when > 0, seconds before now when <= 0) is refused, or ''."""
+    if not math.isfinite(since_s) or abs(since_s) > MAX_SINCE_S:
+        return (f"since_s must be a finite number of seconds within ±{MAX_SINCE_S:g} (epoch seconds, or <= 0: "
+                f"seconds before now), got {since_s!r}")
+    return ""
+
+
+def changes_limit(limit: int) -> tuple[int, str]:
+    """(events to return, '') for Changes.srv's ``limit`` (0: :data:`DEFAULT_CHANGES`), or (0, why it is refused)."""
+    if limit > MAX_CHANGES:
+        return 0, (f"limit is {limit:,}; at most {MAX_CHANGES:,} events are returned at once "
+                   "(ask again from a later since_s)")
+    return (limit or DEFAULT_CHANGES), ""
+
+
+def resume_problem(operator_name: str, reason: str) -> str:
+    """Why a resume (Resume.srv) is refused, or '': the operator's name is required, both are bounded."""
+    problem = text_problem(operator_name=operator_name, reason=reason)
+    if problem:
+        return problem
+    if not operator_name.strip():
+        return "resume needs the operator's name (who resumes)"
+    return ""

@@ -1,0 +1,86 @@
+"""The bound of every request field, at its edge and one past it (the nodes' own tests send them over DDS)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from heracles_ros.nodes.request_fields import (
+    DEFAULT_CHANGES,
+    LIMITS,
+    MAX_CHANGES,
+    MAX_SINCE_S,
+    answer_type_problem,
+    changes_limit,
+    resume_problem,
+    since_problem,
+    text_problem,
+)
+
+
+@pytest.mark.parametrize("field", sorted(LIMITS))
+def test_each_text_field_is_taken_up_to_its_limit_and_refused_one_past_it_naming_both(field: str) -> None:
+    limit = LIMITS[field]
+    assert text_problem(**{field: "x" * limit}) == ""
+    assert text_problem(**{field: "x" * (limit + 1)}) == (
+        f"{field} is {limit + 1:,} characters long; at most {limit:,} are taken")
+
+
+@pytest.mark.parametrize("field", ["command_id", "session", "client_node", "id", "room", "action", "operator_name",
+                                   "answer_type"])
+@pytest.mark.parametrize("control", ["\n", "\r", "\x1b", "\x00", "\x7f"])
+def test_ids_and_names_are_one_printable_line(field: str, control: str) -> None:
+    assert text_problem(**{field: f"ana{control}x"}) == (
+        f"{field} must be one line of printable characters (it holds a control character)")
+
+
+@pytest.mark.parametrize("field", ["instruction", "question", "reason"])
+def test_free_text_may_span_lines(field: str) -> None:
+    assert text_problem(**{field: "first line\nsecond line"}) == ""
+
+
+def test_an_unknown_field_name_is_a_programming_error() -> None:
+    with pytest.raises(KeyError):
+        text_problem(operator="ana")
+
+
+@pytest.mark.parametrize(("answer_type", "problem"), [
+    ("", ""), ("number", ""), (" set[string] ", ""), ("dict[list[point]]", ""),
+    ("vector", "answer_type: unknown SLDP type 'vector': expected one of string, number, point, list, set, dict"),
+    ("number[string]", "answer_type: bad SLDP type 'number[string]': only list, set and dict take an element type"),
+    ("set[", "answer_type: bad SLDP type 'set['"),
+    ("list[" * 12 + "x" + "]" * 12, "answer_type is 73 characters long; at most 64 are taken"),
+])
+def test_answer_type_is_a_type_the_checker_knows(answer_type: str, problem: str) -> None:
+    assert answer_type_problem(answer_type).startswith(problem) and bool(answer_type_problem(answer_type)) == bool(
+        problem)
+
+
+@pytest.mark.parametrize("since_s", [0.0, -3600.0, 1_700_000_000.0, MAX_SINCE_S, -MAX_SINCE_S])
+def test_since_s_within_its_range_is_taken(since_s: float) -> None:
+    assert since_problem(since_s) == ""
+
+
+@pytest.mark.parametrize("since_s", [math.nan, math.inf, -math.inf, MAX_SINCE_S * 1.0001, -1.7e308])
+def test_since_s_not_finite_or_past_its_range_is_refused(since_s: float) -> None:
+    assert since_problem(since_s) == (
+        f"since_s must be a finite number of seconds within ±{MAX_SINCE_S:g} (epoch seconds, or <= 0: "
+        f"seconds before now), got {since_s!r}")
+
+
+def test_the_changes_limit_defaults_and_is_capped() -> None:
+    assert changes_limit(0) == (DEFAULT_CHANGES, "")
+    assert changes_limit(1) == (1, "")
+    assert changes_limit(MAX_CHANGES) == (MAX_CHANGES, "")
+    assert changes_limit(2**32 - 1) == (0, f"limit is {2**32 - 1:,}; at most {MAX_CHANGES:,} events are returned "
+                                           "at once (ask again from a later since_s)")
+
+
+def test_resume_needs_a_name_and_bounds_both_fields() -> None:
+    assert resume_problem("ana", "") == ""
+    assert resume_problem("ana", "path clear\nchecked twice") == ""
+    assert resume_problem("  ", "path clear") == "resume needs the operator's name (who resumes)"
+    assert resume_problem("a" * 129, "") == "operator_name is 129 characters long; at most 128 are taken"
+    assert resume_problem("ana", "r" * 1001) == "reason is 1,001 characters long; at most 1,000 are taken"
+    assert resume_problem("ana\n[WARN] forged", "") == (
+        "operator_name must be one line of printable characters (it holds a control character)")
