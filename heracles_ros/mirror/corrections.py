@@ -6,7 +6,8 @@ write, which re-applies corrections to nodes the snapshot rewrote (keeping the
 value Hydra gave as the one a revert gives back) and retires those whose node
 disappeared. A retired correction returns with its node: one missed detection
 must not undo what the operator said; the record keeps when and why it was
-retired. Only narrow, typed property updates of existing nodes are accepted,
+retired. Only narrow, typed property updates of existing nodes are accepted
+(a coordinate within the mapped scene's box and :data:`EXTENT_MARGIN_M`),
 and objects the operator says exist (checked and written by :mod:`.additions`,
 whose records live in this overlay too: listed, reverted and cleared here).
 Each record keeps who made it, from which request, and when; an operator can
@@ -37,11 +38,17 @@ from heracles_ros.schema import ADDITION_PROPERTY, CORRECTABLE_PROPERTIES, Layer
 
 log = logging.getLogger(__name__)
 
+#: The coordinate properties a correction may set.
+_AXES = ("x", "y", "z")
+
 #: Characters of the request text kept with a correction.
 _MAX_REQUEST = 500
 #: Nodes one answer may correct, unless the caller says otherwise: a model's answer touching more is more
 #: likely a misreading of the request than what the operator meant.
 MAX_NODES = 10
+#: A coordinate correction must stay within the box the mapped scene spans, widened by this much on every side,
+#: metres: room for an object at the edge of the map, none for a position that is no place at all (1.7e308).
+EXTENT_MARGIN_M = 10.0
 
 
 @dataclass(frozen=True)
@@ -177,12 +184,37 @@ class Corrections:
                 problems.append(problem)
             else:
                 clean.append((symbol, prop, coerced))
+        problems += self._outside_extent([(symbol, prop, value) for symbol, prop, value in clean
+                                          if prop in _AXES])
         symbols = sorted({symbol for symbol, _, _ in clean})
         if len(symbols) > max_nodes:
             problems.append(f"a correction may touch at most {max_nodes} nodes; this one touches {len(symbols)}")
         missing = set(symbols) - self._existing(symbols)
         problems += [f"node {symbol} does not exist in the scene graph" for symbol in sorted(missing)]
         return problems, clean
+
+    def _outside_extent(self, coordinates: list[tuple[str, str, float]]) -> list[str]:
+        """A problem for each coordinate beyond the mapped scene's box and :data:`EXTENT_MARGIN_M`.
+
+        The box is where Hydra put its nodes: a corrected node counts at the value Hydra gave it (the record's
+        original) on its corrected axis, additions not at all; so no chain of corrections walks it away."""
+        if not coordinates:
+            return []
+        corrected = [record for record in self.active() if record.property in _AXES]
+        rows = self.store.query(q.SCENE_EXTENT, {"corrected": sorted({record.symbol for record in corrected})})
+        problems = []
+        for symbol, prop, value in coordinates:
+            hydra = [float(r.original) for r in corrected if r.property == prop and _is_number(r.original)]
+            lows = [row[f"min_{prop}"] for row in rows if row[f"min_{prop}"] is not None] + hydra
+            highs = [row[f"max_{prop}"] for row in rows if row[f"max_{prop}"] is not None] + hydra
+            if not lows:
+                problems.append(f"{symbol}.{prop}: the scene graph has no positions yet to check {value:g} against")
+                continue
+            low, high = min(lows) - EXTENT_MARGIN_M, max(highs) + EXTENT_MARGIN_M
+            if not low <= value <= high:
+                problems.append(f"{symbol}.{prop}: {value:g} is outside the mapped scene ({prop} from {low:g} to "
+                                f"{high:g} m, its extent and a {EXTENT_MARGIN_M:g} m margin)")
+        return problems
 
     def _store(self, clean: list[tuple[str, str, Any]], *, author: str, request: str) -> list[Change]:
         now = time.time()
@@ -382,6 +414,10 @@ def _check(symbol: Any, prop: Any, value: Any) -> tuple[str, Any]:
         return "", float(value)
     problem = text_problem(value, what=f"{symbol}.{prop}")
     return (problem, None) if problem else ("", value.strip())
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _record(row: dict[str, Any]) -> Correction:

@@ -19,7 +19,7 @@ from support.zone import local_zone
 from heracles_ros.errors import CorrectionError
 from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.mirror.corrections import Corrections, operator_name
+from heracles_ros.mirror.corrections import EXTENT_MARGIN_M, Corrections, operator_name
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.outcomes import PlanStatus
 from heracles_ros.planning.planner import Planner
@@ -165,6 +165,40 @@ def test_an_infinite_or_missing_number_is_refused_by_the_checker(store: FalkorSt
     assert "O1.x: expected a finite number, got inf" in str(caught.value)
     assert "O2.y: expected a finite number, got nan" in str(caught.value)
     assert store.query("MATCH (c:Correction) RETURN count(c) AS n") == [{"n": 0}]
+
+
+def test_a_coordinate_is_taken_within_the_mapped_scene_and_its_margin_only(store: GraphStore) -> None:
+    """The tiny scene spans x 0..5, y 0..1, z 0..0.5 (places, objects, rooms, the building): with the 10 m margin,
+    x -10..15, y -10..11, z -10..10.5; the edges are taken, a hair beyond and 1.7e308 are refused."""
+    assert EXTENT_MARGIN_M == 10.0
+    Mirror(store).reconcile(tiny_scene())
+    corrections = Corrections(store)
+    with pytest.raises(CorrectionError) as caught:
+        corrections.apply([("O1", "x", 1.7e308), ("O2", "y", -10.001), ("O3", "z", 10.501)])
+    assert str(caught.value) == (
+        "O1.x: 1.7e+308 is outside the mapped scene (x from -10 to 15 m, its extent and a 10 m margin); "
+        "O2.y: -10.001 is outside the mapped scene (y from -10 to 11 m, its extent and a 10 m margin); "
+        "O3.z: 10.501 is outside the mapped scene (z from -10 to 10.5 m, its extent and a 10 m margin)")
+    assert store.query("MATCH (c:Correction) RETURN count(c) AS n") == [{"n": 0}]
+    assert position(store, "O1") == [1.0, 1.0, 0.5]
+    corrections.apply([("O1", "x", 15.0), ("O2", "y", -10.0), ("O3", "z", 10.5), ("O0", "x", -10.0)])
+    assert (position(store, "O1")[0], position(store, "O2")[1], position(store, "O3")[2]) == (15.0, -10.0, 10.5)
+
+
+def test_the_extent_spans_every_layer_where_hydra_put_it_and_corrections_do_not_widen_it(store: GraphStore) -> None:
+    """A room far from every place and object widens the box; a corrected node counts where Hydra put it, so a
+    chain of corrections (each within the margin of the last) cannot walk a node away."""
+    graph = tiny_scene()
+    graph.get_node(node_id("R1")).attributes.position = np.array([40.0, 0.0, 0.0])
+    Mirror(store).reconcile(graph)
+    corrections = Corrections(store)
+    corrections.apply([("O1", "x", 50.0)])
+    assert position(store, "O1")[0] == 50.0
+    with pytest.raises(CorrectionError, match=r"^O2.x: 55 is outside the mapped scene \(x from -10 to 50 m"):
+        corrections.apply([("O2", "x", 55.0)])
+    corrections.apply([("R1", "x", 45.0)])  # the far room itself corrected: it still counts at 40
+    with pytest.raises(CorrectionError, match=r"^O1.x: 50.5 is outside the mapped scene \(x from -10 to 50 m"):
+        corrections.apply([("O1", "x", 50.5)])
 
 
 def test_a_reverted_retired_correction_does_not_return_with_its_node(store: FalkorStore) -> None:

@@ -14,7 +14,7 @@ are computed from parameters or captured by a ``WITH`` first.
 """
 from __future__ import annotations
 
-from heracles_ros.schema import ADDITION_PROPERTY, CORRECTION_LABEL, Dialect, Layer
+from heracles_ros.schema import ADDITION_PROPERTY, CORRECTION_LABEL, OPERATOR_SOURCE, Dialect, Layer
 
 _FIELDS = (
     "c.target AS symbol, c.property AS property, c.value AS value, c.original AS original, "
@@ -59,6 +59,16 @@ MARK_REVERTED = (
 )
 DELETE_CORRECTIONS = f"MATCH (c:{CORRECTION_LABEL}) DELETE c RETURN count(c) AS n"
 COUNT_BY_STATUS = f"MATCH (c:{CORRECTION_LABEL}) RETURN c.status AS status, count(c) AS n"
+#: The box each layer's nodes span as Hydra placed them (one row per layer; nulls for a layer without
+#: coordinates): neither the operator's additions nor the nodes in ``$corrected`` (whose position a correction
+#: set) count, so corrections cannot widen it step by step. A coordinate correction must stay near it.
+SCENE_EXTENT = " UNION ALL ".join(
+    f"MATCH (n:{layer.value}) WHERE n.x IS NOT NULL AND NOT n.nodeSymbol IN $corrected "
+    f"AND coalesce(n.source, '') <> '{OPERATOR_SOURCE}' "
+    "RETURN min(n.x) AS min_x, max(n.x) AS max_x, min(n.y) AS min_y, max(n.y) AS max_y, "
+    "min(n.z) AS min_z, max(n.z) AS max_z"
+    for layer in Layer
+)
 
 
 def _center(dialect: Dialect, prop: str, value: str) -> str:
