@@ -42,8 +42,8 @@ def run(args: argparse.Namespace) -> int:
     language = choose_language_model(args.llm, args.model, args.base_url)
     if args.time_scale <= 0:
         raise ConfigError(f"--time-scale must be > 0, got {args.time_scale}")
-    if not args.verbose:  # the demo prints every step itself; library chatter would only interleave
-        logging.getLogger("heracles_ros").setLevel(logging.WARNING)
+    if not args.verbose:  # the demo prints every step itself; library chatter (ours, HTTP clients') would interleave
+        logging.getLogger().setLevel(logging.WARNING)
     options = DemoOptions(out_dir=args.out.expanduser().resolve(), db_uri=args.db, language=language,
                           time_scale=args.time_scale, verbose=args.verbose)
     # With --json the narrative goes to stderr and stdout holds one JSON document, as for every command.

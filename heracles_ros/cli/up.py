@@ -3,7 +3,9 @@
 The embedded database, the three nodes (dispatcher on the simulated Spot), the
 web console, and the scripted model when no language model is configured, run under one
 process runner (:mod:`heracles_ros.desk.runner`): every log line is prefixed by
-its process's name, and Ctrl-C (or SIGTERM) stops them all, the database last.
+its process's name, and Ctrl-C (or SIGTERM) stops them all, the database last (only
+if this ``up`` started it). Before anything is started or written, a second ``up`` for the same
+robot or graph is refused (:mod:`heracles_ros.desk.claims`).
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from pathlib import Path
 from heracles_ros.cli.common import add_db_option
 from heracles_ros.demo.goal import START_ROOM_CLASS
 from heracles_ros.demo.language import PROVIDERS, choose_language_model
-from heracles_ros.errors import ConfigError, SceneError
+from heracles_ros.errors import ConfigError, SceneError, SuspectSnapshot
 
 DEFAULT_NAMESPACE = "/spot"
 #: The nodes' shutdown_timeout_s default (config/*.yaml).
@@ -41,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="spark_dsg file the mirror starts from (default: the bundled example scene)")
     parser.add_argument("--no-scene", action="store_true",
                         help="start with an empty mirror (e.g. to fill it with heracles replay)")
+    parser.add_argument("--replace-scene", action="store_true",
+                        help="replace the scene the database holds by --scene even when that removes most of it "
+                        "(a switch to another scene; otherwise refused as a suspect snapshot)")
     parser.add_argument("--start-place", default=None, metavar="SYMBOL",
                         help=f"place the simulated robot starts at (default: the middle of the scene's "
                         f"{START_ROOM_CLASS}; with --no-scene: where the database last had it)")
@@ -68,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
     tool_library("honcho", "heracles up")  # a clear error on a robot install without the tools extra
     from heracles_ros.demo.goal import EXAMPLE_SCENE
     from heracles_ros.demo.scripted_model import LABEL
+    from heracles_ros.desk.claims import GraphLock, refuse_if_running
     from heracles_ros.desk.runner import run_processes
     from heracles_ros.desk.start_place import start_place
     from heracles_ros.desk.system import DATABASE, SystemOptions, environment, processes
@@ -90,34 +96,43 @@ def run(args: argparse.Namespace) -> int:
     embedded = (target.data_dir or default_data_dir()) if target.kind == "embedded" else None
     db_uri = f"embedded:{embedded}" if embedded is not None else args.db
     language = choose_language_model(args.llm, args.model, args.base_url)
+    owner = f"heracles up (pid {os.getpid()})"
     options = SystemOptions(
         db_uri=db_uri, embedded_dir=embedded, namespace=args.namespace, graph_name=args.graph, scene_file=scene,
         start_place=place, language=language, scripted_port=_free_port() if language is None else 0,
         time_scale=args.time_scale, shutdown_timeout_s=args.shutdown_timeout,
-        console_port=args.console_port or None,
+        console_port=args.console_port or None, database_owner=owner,
     )
+    env = environment(os.environ)
+    local_only_chosen = (env.get("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST"
+                         and "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ)
+    os.environ.update(env)  # this process's own look at the ROS graph reaches what its nodes will
+    # A running system is found before anything is started or written (desk/claims.py).
+    lock = GraphLock(embedded, args.graph) if embedded is not None else None
+    if lock is not None:
+        lock.acquire({"pid": os.getpid(), "namespace": args.namespace})
+    refuse_if_running(args.namespace)
     print(f"heracles up: nodes in {args.namespace}, database {db_uri} (graph {args.graph}), simulated Spot"
           + (f" starting at {place}" if place else "") + (f", scene {scene}" if scene else ", no scene"), flush=True)
     print(f"heracles up: language model: {language.description if language else LABEL}", flush=True)
     signal.signal(signal.SIGTERM, _interrupt)  # until the runner takes over: a stop during set-up cleans up
     try:
         if embedded is not None:
-            _start_database(embedded)  # before any node, so that no node ever starts one of its own
+            _start_database(embedded, owner)  # before any node, so that no node ever starts one of its own
         if scene is not None:
-            _write_scene(db_uri, args.graph, scene)
+            _write_scene(db_uri, args.graph, scene, replace=args.replace_scene)
     except BaseException:
         if embedded is not None:
-            _stop_leftover_database(embedded)
+            _stop_leftover_database(embedded, owner)
         raise
-    env = environment(os.environ)
-    if env.get("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST" and "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ:
+    if local_only_chosen:
         print("heracles up: ROS discovery on this host only; in other terminals: "
               "export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST", flush=True)
     print("heracles up: Ctrl-C stops everything", flush=True)
     result = run_processes(processes(options), env, sys.stdout, last={DATABASE}, grace_s=args.shutdown_timeout + 2.0,
                            last_stop_s=DATABASE_STOP_S)
     if embedded is not None:
-        _stop_leftover_database(embedded)
+        _stop_leftover_database(embedded, owner)
     with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP): the status still says it
         print(result.summary(), file=sys.stderr if result.exit_status else sys.stdout, flush=True)
     return result.exit_status
@@ -127,32 +142,41 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _start_database(data_dir: Path) -> None:
+def _start_database(data_dir: Path, owner: str) -> None:
     from heracles_ros.embedded.server import EmbeddedServer
 
-    EmbeddedServer(data_dir, progress=lambda line: print(f"heracles up: {line}", flush=True)).ensure_started()
+    server = EmbeddedServer(data_dir, progress=lambda line: print(f"heracles up: {line}", flush=True))
+    server.ensure_started(owner=owner)
 
 
-def _write_scene(db_uri: str, graph_name: str, scene: Path) -> None:
+def _write_scene(db_uri: str, graph_name: str, scene: Path, *, replace: bool) -> None:
     """The scene in the database before the dispatcher looks up its start place there (the mirror node,
-    given the same file, then finds nothing to change)."""
+    given the same file, then finds nothing to change). Another scene is replaced only when asked: in
+    one transaction, so the graph holds the old scene or the new one, never a mix."""
     from heracles_ros.graphdb import open_store
     from heracles_ros.mirror.reconcile import Mirror
     from heracles_ros.scene.io import load_scene
 
     with open_store(db_uri, graph=graph_name, timeout_s=120.0) as store:
-        report = Mirror(store).reconcile(load_scene(scene), stamp_s=scene.stat().st_mtime)
-    print(f"heracles up: {scene.name} in the database ({report.nodes} nodes, {report.edges} edges)", flush=True)
+        try:
+            report = Mirror(store).reconcile(load_scene(scene), stamp_s=scene.stat().st_mtime, force=replace)
+        except SuspectSnapshot as exc:
+            raise ConfigError(f"graph {graph_name!r} holds another scene ({exc}); to switch to {scene.name}, start "
+                              "with --replace-scene; to keep the database's scene, with --no-scene") from exc
+    replaced = f", replacing {report.nodes_removed} nodes of another scene" if replace and report.nodes_removed else ""
+    print(f"heracles up: {scene.name} in the database ({report.nodes} nodes, {report.edges} edges{replaced})",
+          flush=True)
 
 
-def _stop_leftover_database(data_dir: Path) -> None:
-    """Stop the server when nothing else did (a stop during set-up, or a database process that was killed)."""
+def _stop_leftover_database(data_dir: Path, owner: str) -> None:
+    """Stop the server this ``up`` started when nothing else did (a stop during set-up, or a database process
+    that was killed); one that another process started is left running."""
     from heracles_ros.embedded.server import EmbeddedServer
 
     server = EmbeddedServer(data_dir)
-    if server.current() is not None or server.loading():
-        print("heracles up: stopping the database server", file=sys.stderr, flush=True)
-        server.stop(timeout_s=DATABASE_STOP_S)
+    if server.owner() == owner:
+        print("heracles up: stopping the database server it started", file=sys.stderr, flush=True)
+        server.stop_if_started_by(owner, timeout_s=DATABASE_STOP_S)
 
 
 def _free_port() -> int:

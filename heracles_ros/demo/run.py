@@ -11,6 +11,7 @@ the scene with the path walked. Everything printed goes to ``out``.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ GRAPH_NAME = "heracles_demo"
 PICTURE_NAME = "heracles_demo.png"
 #: Printed before every scripted line of the output.
 SCRIPTED_TAG = "scripted"
+#: Seconds the demo waits, after the plan's end, for the language server's result of the command.
+COMMAND_RESULT_S = 10.0
 _NO_MODEL_HINT = (" (to run the demo without a language model, unset OPENAI_API_KEY and OLLAMA_HOST and leave out "
                   "--llm / --base-url)")
 
@@ -104,9 +107,12 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> DemoReport:
     db_uri = options.db_uri or f"embedded:{options.out_dir / 'db'}"
     target = parse_db_uri(db_uri)
     server = EmbeddedServer(target.data_dir) if target.kind == "embedded" and target.data_dir else None
+    owner = f"heracles demo (pid {os.getpid()})"
     started_server = server is not None and server.running() is None
 
     printer.step("database")
+    if server is not None and started_server:
+        server.ensure_started(owner=owner)  # the demo's own database: started again on every run
     store = open_store(db_uri, graph=GRAPH_NAME, timeout_s=30.0)
     try:
         store.ping()
@@ -143,6 +149,7 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> DemoReport:
 
             printer.step("execute")
             _follow(session, plan_msg, options.execution_timeout_s, printer, report, start)
+            session.command_result(timeout_s=COMMAND_RESULT_S)
 
         printer.step("what the database recorded")
         robot = states.read()
@@ -166,7 +173,7 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> DemoReport:
     finally:
         store.close()
         if started_server and server is not None:
-            server.stop()
+            server.stop_if_started_by(owner)
 
     if report.scripted:
         printer.blank()

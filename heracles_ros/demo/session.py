@@ -78,6 +78,7 @@ class DemoSession:
         self._nodes: list[Any] = []
         self.events: queue.Queue[Event] = queue.Queue()
         self._console: Any = None
+        self._command_result: Any = None  # the last command's result future
 
     # -- lifecycle ---------------------------------------------------------------------
     def open(self) -> DemoSession:
@@ -214,10 +215,16 @@ class DemoSession:
             raise ExecutionError(f"the language server rejected the command: {reason}")
         result = handle.get_result_async()
         result.add_done_callback(lambda future: plans.put(future.result().result))
+        self._command_result = result
         try:
             return plans.get(timeout=timeout_s)
         except queue.Empty:
             raise ExecutionError(f"the command produced no plan within {timeout_s:g} s") from None
+
+    def command_result(self, *, timeout_s: float) -> Any:
+        """The last command's result, once the language server sent it: the session stays open until then, so
+        the server never sends its result to a client that has gone."""
+        return self._console.wait(self._command_result, timeout_s, "the command's result")
 
 
 class _Console:

