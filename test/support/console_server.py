@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import psutil
 import uvicorn
 from websockets.sync.client import ClientConnection, connect
 
@@ -20,6 +21,13 @@ from heracles_ros.console.bridge import bridge_factory
 @dataclass(frozen=True)
 class Served:
     config: ConsoleConfig
+    #: The native id of the thread that runs the server's event loop.
+    loop_thread_id: int = 0
+
+    def loop_cpu_s(self) -> float:
+        """CPU seconds the server's event loop thread has used so far."""
+        (times,) = [t for t in psutil.Process().threads() if t.id == self.loop_thread_id]
+        return float(times.user_time + times.system_time)
 
     @property
     def base(self) -> str:
@@ -57,7 +65,7 @@ def console_server(namespace: str, db_uri: str, graph: str, *, secret: str = "",
             assert thread.is_alive(), "the console's server ended while starting"
             assert time.monotonic() < deadline, "the console's server did not start within 30 s"
             time.sleep(0.02)
-        yield Served(config)
+        yield Served(config, thread.native_id or 0)
     finally:
         server.should_exit = True
         thread.join(15.0)
