@@ -18,12 +18,16 @@ and with ``PICK_AUTO_WALK_AND_GAZE`` it walks within reach and looks before
 grasping. ``PickObject`` would need the robot already in reach, and the
 image-based requests need a pixel we do not have.
 
-Timing: a walk is one SE2 trajectory whose points carry the times they are
-reached (``time_since_reference``; the trajectory's reference time is left
-unset, i.e. when the robot receives the command). How long a walk may take is
-a client-side budget (:func:`walk_time_budget`) the adapter enforces by
-cancelling and calling ``stop``: spot_ros2's ``robot_command`` action has no
-timeout of its own.
+Timing: a walk is a path of points that carry the times they are reached
+(``time_since_reference``; the trajectory's reference time is left unset, i.e.
+when the robot receives the command). It is never sent whole for the robot to
+follow on its own: each command is valid for :data:`COMMAND_HORIZON_S` only
+(the mobility command's end time) and carries the path still ahead
+(:func:`path_ahead`, re-timed from where the robot stands), and the adapter
+sends the next one while the robot walks. So a controller that dies, hangs or
+loses the network leaves Spot standing within the horizon, as Spot's own
+e-stop heartbeat would. How long a walk may take is a client-side budget
+(:func:`walk_time_budget`) the adapter enforces by calling ``stop``.
 """
 from __future__ import annotations
 
@@ -57,6 +61,15 @@ class PathPoint:
     distance: float
     #: When the trajectory reaches it, seconds after the command starts.
     time_s: float
+
+
+#: Seconds a walk command keeps the robot moving after it arrives (its mobility end time): Spot stands still
+#: when no newer command came by then (bosdyn SE2TrajectoryCommand.Request.end_time, "used to prevent runaway
+#: commands").
+COMMAND_HORIZON_S = 1.0
+#: Most trajectory points one command carries: spot_ros2 splits longer trajectories into batches of 100 because
+#: Spot refuses them whole, and a command renewed every fraction of a second needs only the next few.
+MAX_COMMAND_POINTS = 50
 
 
 def walk_path(
@@ -93,6 +106,58 @@ def walk_path(
         path.append(PathPoint(point, heading, symbols[i], distance, time_s))
         previous = point
     return path, here
+
+
+def path_ahead(
+    start: Pose, points: Sequence[PathPoint], *, speed_mps: float, yaw_rate: float = YAW_RATE_RADPS
+) -> list[PathPoint]:
+    """The points still ahead, at most :data:`MAX_COMMAND_POINTS`, re-timed from the robot at ``start``.
+
+    Each keeps its place and heading on the plan's path; only distances and times
+    start again from where the robot stands, so a renewed command neither sends
+    it back to a point it passed nor hurries it to catch up with the old timing.
+    """
+    if speed_mps <= 0 or yaw_rate <= 0:
+        raise ConfigError(f"walking speed and yaw rate must be > 0, got {speed_mps} and {yaw_rate}")
+    ahead: list[PathPoint] = []
+    previous, heading, distance, time_s = start.position, start.yaw, 0.0, 0.0
+    for point in points[:MAX_COMMAND_POINTS]:
+        step = math.hypot(point.target[0] - previous[0], point.target[1] - previous[1])
+        distance += step
+        time_s += step / speed_mps + abs(wrap_angle(point.heading - heading)) / yaw_rate
+        ahead.append(PathPoint(point.target, point.heading, point.symbol, distance, time_s))
+        previous, heading = point.target, point.heading
+    return ahead
+
+
+def heading_for(here: Point3, start: Point3, path: Sequence[PathPoint], index: int) -> int:
+    """Index of the path point a robot at ``here`` walks toward, never one before ``index``.
+
+    The robot is on the segment that ends at the point it heads for (the first one
+    starts at ``start``, where the walk began). It has passed that point once it is
+    at or beyond the segment's end, or nearer the next segment and along it: then
+    the next point is its target. A renewed command therefore starts at the corner
+    ahead and never cuts it.
+    """
+    while index < len(path) - 1:
+        begin = path[index - 1].target if index > 0 else start
+        reach, off = _along(here, begin, path[index].target)
+        next_reach, next_off = _along(here, path[index].target, path[index + 1].target)
+        if reach < 1.0 and not (next_off < off and next_reach > 0.0):
+            break
+        index += 1
+    return index
+
+
+def _along(point: Point3, a: Point3, b: Point3) -> tuple[float, float]:
+    """How far along segment a-b ``point`` projects (0 at a, 1 at b, unclamped) and its planar distance to it."""
+    dx, dy = b[0] - a[0], b[1] - a[1]
+    length2 = dx * dx + dy * dy
+    if length2 <= 1e-12:
+        return 1.0, math.hypot(point[0] - a[0], point[1] - a[1])
+    t = ((point[0] - a[0]) * dx + (point[1] - a[1]) * dy) / length2
+    u = min(max(t, 0.0), 1.0)
+    return t, math.hypot(point[0] - (a[0] + u * dx), point[1] - (a[1] + u * dy))
 
 
 #: Longest trajectory time a goal can carry: spot_ros2's goal holds it in a ROS Duration (int32 seconds).
@@ -146,10 +211,10 @@ def trajectory_command(
 ) -> robot_command_pb2.RobotCommand:
     """One SE2 trajectory command through every point of ``path``, expressed in Spot's ``frame``.
 
-    One command walks the whole path without stopping between points (a new
-    goal would pre-empt the running one, and spot_ros2 stops the robot on every
-    pre-emption: docs/known-issues.md#spot-ros2-preemption); spot_ros2 itself splits a trajectory longer than its
-    ``trajectory_batch_size`` into overlapping batches.
+    The robot passes the points without stopping between them; a newer command
+    replaces this one where the robot is, without a stop (sent through spot_ros2's
+    ``robot_command`` service, never its action, which stops the robot at every
+    pre-emption: docs/known-issues.md#spot-ros2-preemption).
     """
     if not path:
         raise ExecutionError("a walk needs at least one path point")

@@ -2,26 +2,31 @@
 
 The driver node (namespaced by ``spot_name``) offers std_srvs/Trigger services
 (claim, power_on, stand, stop, sit, release, arm_stow, arm_carry,
-open_gripper, close_gripper), the ``robot_command`` and ``manipulation``
-actions (goals are bosdyn protos converted with ``bosdyn_msgs.conversions``)
+open_gripper, close_gripper), the ``robot_command`` service and action and the
+``manipulation`` action (bosdyn protos converted with ``bosdyn_msgs.conversions``)
 and ``<spot_name>/odometry`` (nav_msgs/Odometry in its odom or vision frame).
 What each action asks of Spot is built in :mod:`spot_commands`; this module
 sends it and watches, with every wait bounded on the client side, because the
 driver's actions have no timeout of their own.
 
-A goto is one motion: the whole waypoint path goes as ONE multi-point SE2
-trajectory goal (spot_ros2 treats a new goal as a pre-emption, cancels the
-running one and stops the robot, so one goal per waypoint would halt at every
-waypoint;
-docs/known-issues.md#spot-ros2-preemption). Goals are given in Spot's odom (or vision) frame, converted from the
+A goto never hands the robot more than a second of walking: it is a stream of
+SE2 trajectory commands through the ``robot_command`` SERVICE, each valid for
+:data:`~.spot_commands.COMMAND_HORIZON_S` (its ``duration`` becomes the mobility
+command's end time) and carrying the path still ahead, renewed every
+:data:`RENEW_EVERY_S` while the robot walks (:class:`_Walk`). A newer command
+replaces the running one where the robot is; the ``robot_command`` action is not
+used for walks, because spot_ros2 stops the robot on every pre-emption of it and
+runs its goals for 1e5 s (docs/known-issues.md#spot-ros2-preemption). So a
+dispatcher that dies, hangs or loses the network leaves Spot standing within the
+horizon. Commands are given in Spot's odom (or vision) frame, converted from the
 scene graph's map frame with the latest map->odom (:mod:`map_frame`: TF from
 Hydra, or a fixed transform when configured); a missing or stale transform
-fails the step. Arrival is checked, not assumed: after the driver reports a
-walk done, a fresh odometry pose must lie within tolerance of the goal (a
-blocked Spot can report success near, not at, its goal). Cancel, a step timeout
-or a walk overrunning its time budget cancel the goal *and* call ``stop``;
-:meth:`SpotRos2Driver.stop` (from any thread) ends the running step the same way,
-whether or not the driver ever answers the cancelled goal.
+fails the step. Arrival is checked, not assumed: the latest odometry pose must
+lie within tolerance of the goal. Cancel, a step timeout, a walk overrunning its
+time budget, a refused or unanswered command and odometry that stops end the
+walk *and* call ``stop``; :meth:`SpotRos2Driver.stop` (from any thread) ends the
+running step the same way. Gazes, arm poses and grasps (turns on the spot and
+arm motions that end at their targets) still go as action goals.
 
 Power and lease: :meth:`start` claims the lease, powers on and stands (the
 dispatcher calls it when the first plan starts, or at launch if configured);
@@ -74,6 +79,7 @@ REQUIRED_MODULES: tuple[tuple[str, str], ...] = (
     ("std_srvs.srv", "install ros-$ROS_DISTRO-std-srvs (wheel: ros-std-srvs)"),
     ("nav_msgs.msg", "install ros-$ROS_DISTRO-nav-msgs (wheel: ros-nav-msgs)"),
     ("spot_msgs.action", SPOT_ROS2_HINT),
+    ("spot_msgs.srv", SPOT_ROS2_HINT),
 )
 #: Converts bosdyn protos into the driver's ROS goal messages (spot_ros2's proto2ros conversions).
 CONVERSIONS_MODULE = ("bosdyn_msgs.conversions", SPOT_ROS2_HINT)
@@ -196,6 +202,7 @@ class PoseTracker:
         self._recent: deque[tuple[int, Pose]] = deque(maxlen=self.RECENT)
         self._stamp_s = -math.inf
         self._count = 0
+        self._received_at = -math.inf
         self.frame_error = ""
 
     def update(self, frame_id: str, x: float, y: float, z: float, yaw: float, stamp_s: float) -> None:
@@ -210,6 +217,7 @@ class PoseTracker:
             if stamp_s <= self._stamp_s:
                 return
             self._pose, self._stamp_s = Pose(x, y, z, yaw), stamp_s
+            self._received_at = time.monotonic()
             self._count += 1
             self._recent.append((self._count, self._pose))
             self._changed.notify_all()
@@ -222,6 +230,12 @@ class PoseTracker:
     def latest(self) -> Pose | None:
         with self._changed:
             return self._pose
+
+    @property
+    def received_at(self) -> float:
+        """``time.monotonic()`` when the latest pose arrived (-inf before the first)."""
+        with self._changed:
+            return self._received_at
 
     def since(self, count: int) -> tuple[list[Pose], int]:
         """Every pose received after the first ``count`` (the last :attr:`RECENT` at most), and the new count."""
@@ -279,6 +293,10 @@ class SpotRos2Driver(RobotDriver):
             node, self._RobotCommand, self._topic("robot_command"), callback_group=group
         )
         self._manipulation = action_client(node, self._Manipulation, self._topic("manipulation"), callback_group=group)
+        self._RobotCommandService = ros["spot_msgs.srv"].RobotCommand
+        self._walk_commands = node.create_client(
+            self._RobotCommandService, self._topic("robot_command"), callback_group=group
+        )
         self.odometry = PoseTracker(self.config.frame)
         self._subscription = node.create_subscription(
             ros["nav_msgs.msg"].Odometry,
@@ -546,7 +564,6 @@ class _Step:
         goal: Any,
         what: str,
         budget_s: float,
-        on_tick: Callable[[], None] | None = None,
     ) -> StepOutcome | None:
         """Send one action goal and see it through: None on success, else the outcome ending the step."""
         if (ended := self._interrupt()) is not None:
@@ -570,8 +587,6 @@ class _Step:
         budget_end = time.monotonic() + budget_s
         while not result.done():
             self._report()
-            if on_tick is not None:
-                on_tick()
             if (ended := self._interrupt(handle)) is not None:
                 return ended
             if time.monotonic() > budget_end:
@@ -580,8 +595,6 @@ class _Step:
                     f"{what} did not finish within {budget_s:.1f} s (blocked?){self._stop(handle)}",
                 )
             done.wait(self.cfg.tick_s)
-        if on_tick is not None:
-            on_tick()  # what happened between the last tick and the result
         response = result.result()
         reply = response.result
         if response.status == self.d._goal_status.STATUS_SUCCEEDED and reply.success:
@@ -606,67 +619,28 @@ class _Step:
 
     # -- actions ---------------------------------------------------------------------------
     def walk(self, action: PlanAction) -> StepOutcome:
-        """The whole path as one trajectory goal; waypoints passed on the way are reported as reached."""
+        """The path as a stream of short-horizon commands (:class:`_Walk`) until the robot stands at its end."""
         cfg = self.cfg
-        where = action.target_symbol or "the goal"
-        transform = self._map_frame(f"walk to {where}")
+        what = f"walk to {action.target_symbol or 'the goal'}"
+        transform = self._map_frame(what)
         if isinstance(transform, StepOutcome):
             return transform
+        start = self.d.pose()
         path, self.reached = sc.walk_path(
-            self.d.pose(), action, skip_within_m=cfg.waypoint_tolerance_m, speed_mps=cfg.expected_speed_mps
+            start, action, skip_within_m=cfg.waypoint_tolerance_m, speed_mps=cfg.expected_speed_mps
         )
         try:
             budget_s = sc.walk_time_budget(path[-1].time_s, cfg.walk_margin_s)
         except ExecutionError as exc:
-            return self.end(DriverOutcome.FAILED, f"walk to {where}: {exc}")
-        command = sc.trajectory_command(
-            path, frame=cfg.frame, map_to_frame=transform, max_speed_mps=cfg.max_speed_mps
-        )
-        passed = iter(path)
-        ahead = next(passed, None)
-        seen = self.d.odometry.count
-
-        def track_waypoints() -> None:
-            """Mark the waypoints passed, from every odometry pose since the last look (none is skipped)."""
-            nonlocal ahead, seen
-            poses, seen = self.d.odometry.since(seen)
-            try:
-                map_to_frame = self.d.map_frame.current()
-            except ExecutionError:
-                return  # no map->odom now: the arrival check says so if it lasts
-            for odom in poses:
-                pose = map_to_frame.pose_to_map(odom.x, odom.y, odom.z, odom.yaw)
-                while ahead is not None and pose.distance_to(ahead.target) <= cfg.waypoint_tolerance_m:
-                    self.reached = ahead.symbol or self.reached
-                    ahead = next(passed, None)
-
-        failed = self.run_goal(
-            self.d._robot_command,
-            self.d._command_goal(command),
-            f"walk to {where}",
-            budget_s,
-            track_waypoints,
-        )
-        if failed is not None:
-            return failed
-        final = path[-1]
-        problem = self._arrival_problem(final)
-        if problem:
-            return self.end(DriverOutcome.FAILED, f"walk to {where} reported done, but {problem}")
-        self.reached = final.symbol or self.reached
-        return self.end(DriverOutcome.SUCCEEDED)
-
-    def _arrival_problem(self, final: sc.PathPoint) -> str:
-        """Check a finished walk against a pose that arrived after the driver said it was done."""
-        cfg = self.cfg
-        odom = self.d.odometry.wait_newer(self.d.odometry.count, cfg.pose_timeout_s)
-        if odom is None:
-            return f"no fresh odometry within {cfg.pose_timeout_s:g} s to verify the arrival"
-        try:
-            pose = self.d.to_map(odom)
-        except ExecutionError as exc:
-            return f"the arrival cannot be checked: {exc}"
-        return sc.arrival_error(pose, final.target, cfg.arrival_tolerance_m, final.heading, cfg.yaw_tolerance_rad)
+            return self.end(DriverOutcome.FAILED, f"{what}: {exc}")
+        if (ended := self._interrupt()) is not None:
+            return ended
+        client = self.d._walk_commands
+        wait_s = min(cfg.accept_timeout_s, self._remaining())
+        if not client.service_is_ready() and not client.wait_for_service(timeout_sec=wait_s):
+            unavailable = f"the driver's robot_command service is not available within {wait_s:.1f} s"
+            return self.end(DriverOutcome.FAILED, f"{what}: {unavailable}")
+        return _Walk(self, start, path, what).run(budget_s)
 
     def inspect(self, action: PlanAction) -> StepOutcome:
         cfg = self.cfg
@@ -752,6 +726,145 @@ class _Step:
             if isinstance(step, sc.TriggerStep) and step.service == "open_gripper":
                 self.d._holding = ""
         return self.end(DriverOutcome.SUCCEEDED)
+
+
+#: Seconds between walk commands; each keeps the robot moving for sc.COMMAND_HORIZON_S, so a few may be late or
+#: lost before the robot stands, and a controller that stops sending leaves it standing within the horizon.
+RENEW_EVERY_S = 0.25
+
+
+class _Walk:
+    """One goto: commands valid for :data:`~.spot_commands.COMMAND_HORIZON_S`, renewed until the robot arrives.
+
+    Sent through spot_ros2's ``robot_command`` service, whose ``duration`` becomes
+    the mobility command's end time: a newer command replaces the running one where
+    the robot is (no stop, unlike the action's pre-emption), and when none comes
+    the robot stands still at the end time. One command is in flight at a time;
+    each carries the path still ahead from where odometry puts the robot. Arrival
+    is judged on odometry, never assumed: the robot's latest pose within tolerance
+    of the last point and its heading.
+    """
+
+    def __init__(self, step: _Step, start: Pose, path: list[sc.PathPoint], what: str):
+        self.step, self.start, self.path, self.what = step, start, path, what
+        self.cfg = step.cfg
+        self.driver = step.d
+        #: Index of the first point not passed within the waypoint tolerance (the place reached so far).
+        self.passed = 0
+        #: Index of the point the robot walks toward (each command starts there); the odometry count looked at.
+        self.toward = 0
+        self.seen = self.driver.odometry.count
+        self.pending: Any = None
+        #: When the last command was sent, and when its trajectory reaches the walk's end.
+        self.sent_at = self.finish_at = -math.inf
+
+    def run(self, budget_s: float) -> StepOutcome:
+        step, cfg = self.step, self.cfg
+        budget_end = time.monotonic() + budget_s
+        while True:
+            step._report()
+            self._track()
+            if (ended := step._interrupted()) is not None:
+                return self._stopped(ended.outcome, ended.reason)
+            if problem := self._reply_problem():
+                return self._stopped(DriverOutcome.FAILED, f"{self.what}: {problem}")
+            here = self._pose()
+            if here is not None and not self._off_goal(here):
+                return self._arrived()
+            now = time.monotonic()
+            silent_s = now - self.driver.odometry.received_at
+            if silent_s > cfg.pose_timeout_s:
+                silent = f"no odometry for {silent_s:.1f} s while walking"
+                return self._stopped(DriverOutcome.FAILED, f"{self.what}: {silent}")
+            if now > budget_end:
+                off = self._off_goal(here) if here is not None else "its pose is not known in the map frame"
+                return self._stopped(
+                    DriverOutcome.FAILED, f"{self.what} did not arrive within {budget_s:.1f} s (blocked?): {off}"
+                )
+            if self.pending is None and now - self.sent_at >= RENEW_EVERY_S and (problem := self._send()):
+                return self._stopped(DriverOutcome.FAILED, f"{self.what}: {problem}")
+            step.cancel.wait(cfg.tick_s)
+
+    def _arrived(self) -> StepOutcome:
+        """Within tolerance of the end: no more commands; the last one brings the robot onto the end point
+        (within its horizon), and the step ends once it has, so the next step starts from a robot standing."""
+        step = self.step
+        step.reached = self.path[-1].symbol or step.reached
+        settled = min(self.finish_at, self.sent_at + sc.COMMAND_HORIZON_S)
+        if step.cancel.wait(settled - time.monotonic()):
+            return self._stopped(DriverOutcome.CANCELLED, step.cancel.reason or "cancelled")
+        return step.end(DriverOutcome.SUCCEEDED)
+
+    def _stopped(self, outcome: DriverOutcome, reason: str) -> StepOutcome:
+        """End the walk: no more commands, and spot_ros2's ``stop`` so the robot stands now, not at the end time."""
+        if self.pending is not None:
+            self.driver._walk_commands.remove_pending_request(self.pending)
+        return self.step.end(outcome, reason + self.step._stop())
+
+    def _track(self) -> None:
+        """Mark the waypoints passed, from every odometry pose since the last look (none is skipped)."""
+        poses, self.seen = self.driver.odometry.since(self.seen)
+        try:
+            map_to_frame = self.driver.map_frame.current()
+        except ExecutionError:
+            return  # no map->odom now: the next command or the arrival check says so if it lasts
+        for odom in poses:
+            pose = map_to_frame.pose_to_map(odom.x, odom.y, odom.z, odom.yaw)
+            while self.passed < len(self.path) and (
+                pose.distance_to(self.path[self.passed].target) <= self.cfg.waypoint_tolerance_m
+            ):
+                self.step.reached = self.path[self.passed].symbol or self.step.reached
+                self.passed += 1
+            self.toward = sc.heading_for(pose.position, self.start.position, self.path, self.toward)
+
+    def _pose(self) -> Pose | None:
+        odom = self.driver.odometry.latest()
+        if odom is None:
+            return None
+        try:
+            return self.driver.to_map(odom)
+        except ExecutionError:
+            return None
+
+    def _off_goal(self, pose: Pose) -> str:
+        """Why ``pose`` has not arrived at the walk's end ("" when it has)."""
+        final, cfg = self.path[-1], self.cfg
+        return sc.arrival_error(pose, final.target, cfg.arrival_tolerance_m, final.heading, cfg.yaw_tolerance_rad)
+
+    def _send(self) -> str:
+        """The next command, from where the robot is now; "" or why it cannot be sent."""
+        odom = self.driver.odometry.latest()
+        try:
+            map_to_frame = self.driver.map_frame.current()
+        except ExecutionError as exc:
+            return str(exc)
+        if odom is None:
+            return "no odometry to start the walk from"
+        here = map_to_frame.pose_to_map(odom.x, odom.y, odom.z, odom.yaw)
+        ahead = sc.path_ahead(here, self.path[self.toward:], speed_mps=self.cfg.expected_speed_mps)
+        command = sc.trajectory_command(
+            ahead, frame=self.cfg.frame, map_to_frame=map_to_frame, max_speed_mps=self.cfg.max_speed_mps
+        )
+        request = self.driver._RobotCommandService.Request()
+        self.driver._convert(command, request.command)
+        request.duration.sec, request.duration.nanosec = divmod(round(sc.COMMAND_HORIZON_S * 1e9), 10**9)
+        self.pending = self.driver._walk_commands.call_async(request)
+        self.sent_at = time.monotonic()
+        self.finish_at = self.sent_at + ahead[-1].time_s
+        return ""
+
+    def _reply_problem(self) -> str:
+        """"" while the driver takes the commands; why not once it refuses one or leaves it unanswered too long."""
+        pending = self.pending
+        if pending is None:
+            return ""
+        if pending.done():
+            self.pending = None
+            reply = pending.result()
+            return "" if reply.success else f"the driver refused the walk command: {reply.message}"
+        if time.monotonic() - self.sent_at > self.cfg.accept_timeout_s:
+            return f"the driver did not answer a walk command within {self.cfg.accept_timeout_s:g} s"
+        return ""
 
 
 def _status_name(goal_status: Any, status: int) -> str:

@@ -9,7 +9,7 @@ from bosdyn.api import manipulation_api_pb2, robot_command_pb2
 from bosdyn.api.spot import robot_command_pb2 as spot_command_pb2
 from bosdyn.client.math_helpers import Quat, SE2Pose
 from bosdyn.util import duration_to_seconds
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from heracles_ros.errors import ConfigError, ExecutionError
@@ -451,3 +451,85 @@ def test_a_checked_path_point_or_place_step_cannot_be_changed_afterwards(built):
     name = dataclasses.fields(built)[0].name
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(built, name, getattr(built, name))
+
+
+# --- renewing a walk: the path still ahead, from where the robot is ---------------------------------
+def square() -> list[sc.PathPoint]:
+    """A walk from (0, 0) facing east: 4 m east, a left turn, 3 m north, a left turn, 4 m west."""
+    action = goto([(4.0, 0.0, 0.0), (4.0, 3.0, 0.0), (0.0, 3.0, 0.0)], ["P1", "P2", "P3"])
+    path, _ = sc.walk_path(Pose(0.0, 0.0, 0.0, 0.0), action, skip_within_m=0.1, speed_mps=1.0)
+    return path
+
+
+def test_the_path_ahead_keeps_each_points_place_and_heading_and_times_it_from_the_robot():
+    path = square()
+    ahead = sc.path_ahead(Pose(4.0, 1.0, 0.0, math.pi / 2), path[1:], speed_mps=0.5, yaw_rate=1.0)
+    assert [(p.target, p.heading, p.symbol) for p in ahead] == [(p.target, p.heading, p.symbol) for p in path[1:]]
+    # 2 m at 0.5 m/s facing north already; then a quarter turn at 1 rad/s and 4 m more.
+    assert [p.distance for p in ahead] == pytest.approx([2.0, 6.0])
+    assert [p.time_s for p in ahead] == pytest.approx([4.0, 4.0 + math.pi / 2 + 8.0])
+
+
+def test_the_path_ahead_turns_the_robot_to_the_first_points_heading():
+    (point,) = sc.path_ahead(Pose(4.0, 2.0, 0.0, 0.0), square()[1:2], speed_mps=1.0, yaw_rate=0.5)
+    assert point.time_s == pytest.approx(1.0 + (math.pi / 2) / 0.5)
+
+
+def test_a_command_carries_at_most_max_command_points_of_a_long_path():
+    action = goto([(float(i), 0.0, 0.0) for i in range(1, 200)], [f"P{i}" for i in range(1, 200)])
+    path, _ = sc.walk_path(Pose(0.0, 0.0), action, skip_within_m=0.1, speed_mps=1.0)
+    ahead = sc.path_ahead(Pose(0.0, 0.0), path, speed_mps=1.0)
+    assert len(ahead) == sc.MAX_COMMAND_POINTS == 50
+    assert ahead[-1].symbol == "P50"
+
+
+@pytest.mark.parametrize(("speed", "yaw_rate"), [(0.0, 1.0), (1.0, -1.0)])
+def test_the_path_ahead_refuses_a_speed_or_yaw_rate_that_is_not_positive(speed, yaw_rate):
+    with pytest.raises(ConfigError, match="speed and yaw rate must be > 0"):
+        sc.path_ahead(Pose(0.0, 0.0), square(), speed_mps=speed, yaw_rate=yaw_rate)
+
+
+@pytest.mark.parametrize(
+    ("here", "since", "expected"),
+    [
+        ((0.0, 0.0, 0.0), 0, 0),  # where the walk began: toward P1
+        ((3.5, 0.0, 0.0), 0, 0),  # half a metre before the corner: still toward it, the corner is not cut
+        ((4.0, 0.0, 0.0), 0, 1),  # at the corner: toward P2
+        ((4.1, 0.3, 0.0), 0, 1),  # just round it, a little wide: along the second side
+        ((4.6, -0.4, 0.0), 0, 1),  # overshot the corner: the second side is next
+        ((2.0, 3.0, 0.0), 1, 2),  # on the last side
+        ((-1.0, 3.0, 0.0), 2, 2),  # past the end: still the last point
+    ],
+)
+def test_a_renewed_command_starts_at_the_corner_the_robot_walks_toward(here, since, expected):
+    assert sc.heading_for(here, (0.0, 0.0, 0.0), square(), since) == expected
+
+
+def test_the_point_walked_toward_never_goes_back():
+    assert sc.heading_for((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), square(), 2) == 2
+
+
+def test_a_path_that_turns_back_on_itself_is_walked_to_its_far_end_first():
+    action = goto([(4.0, 0.0, 0.0), (0.0, 0.0, 0.0)], ["P1", "P2"])
+    path, _ = sc.walk_path(Pose(0.0, 0.0, 0.0, 0.0), action, skip_within_m=0.1, speed_mps=1.0)
+    assert sc.heading_for((3.0, 0.0, 0.0), (0.0, 0.0, 0.0), path, 0) == 0
+    assert sc.heading_for((4.0, 0.0, 0.0), (0.0, 0.0, 0.0), path, 0) == 1
+
+
+@settings(deadline=None)
+@given(corners=st.lists(st.tuples(st.integers(-20, 20), st.integers(-20, 20)), min_size=1, max_size=8, unique=True))
+def test_a_robot_following_any_path_heads_for_the_end_of_the_segment_it_is_on(corners):
+    """However the path folds or crosses itself, odometry along it moves the target point on only at each corner."""
+    start = (0.0, 0.0, 0.0)
+    points = [(float(x), float(y), 0.0) for x, y in corners if (x, y) != (0, 0)]
+    assume(points)
+    path, _ = sc.walk_path(Pose(0.0, 0.0), goto(points, [f"P{i}" for i in range(len(points))]),
+                           skip_within_m=0.0, speed_mps=1.0)
+    toward = 0
+    for index in range(len(path)):
+        a = path[index - 1].target if index else start
+        b = path[index].target
+        for share in (0.0, 0.3, 0.6, 0.99):
+            here = (a[0] + share * (b[0] - a[0]), a[1] + share * (b[1] - a[1]), 0.0)
+            toward = sc.heading_for(here, start, path, toward)
+            assert toward == index, (here, index, toward)

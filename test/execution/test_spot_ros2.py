@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import itertools
 import math
 import re
 import subprocess
@@ -25,9 +26,10 @@ from support.spot_driver import (
     IDENTITY,
     TRANSFORM_TOPIC,
     FakeSpotDriver,
+    GoalMode,
     Planar,
     TopicMapFrame,
-    Walk,
+    Wall,
     proto_to_ros,
     trajectory_points,
 )
@@ -330,12 +332,23 @@ def test_a_walk_reports_the_robots_pose_along_it(ros_domain_id):
         outcome = r.driver.execute(goto(["p1", "p2", "p3", "p4"], path), cancel=CancelToken(), timeout_s=10.0,
                                    feedback=poses.append)
         assert outcome.ok, outcome.reason
-        for point in path[1:]:  # every point the walk passes, as it passes it
-            assert any(math.dist((p.x, p.y), point) < 1e-6 for p in poses), (point, poses)
+        assert len(poses) >= 20  # 6 m at 2 m/s, odometry at 20 Hz: reported all along
+        for point in path[1:]:  # every point the walk passes, as it passes it (one odometry period at 2 m/s)
+            assert min(math.dist((p.x, p.y), point) for p in poses) <= 0.11, point
+        assert math.dist((poses[-1].x, poses[-1].y), path[-1]) <= 0.11  # the step ends with the robot there
+
+
+def walk_commands(r: Rig, since: int = 0) -> list[tuple[float, Any, list[Planar]]]:
+    """(time received, command, its points in the map frame) of every command since the ``since``-th."""
+    return [(at, command, [r.fake.map_T_odom @ goal for goal in goals])
+            for (at, _), command, goals in zip(r.fake.received[since:], r.fake.commands[since:],
+                                               r.fake.goals_in_odom[since:], strict=True)]
 
 
 @pytest.mark.parametrize("odom_frame", ["odom", "vision"])
-def test_a_goto_is_one_trajectory_goal_that_brings_the_robot_to_the_plans_map_targets(ros_domain_id, odom_frame):
+def test_a_goto_is_a_stream_of_one_second_commands_that_brings_the_robot_to_the_plans_map_targets(
+    ros_domain_id, odom_frame
+):
     # Spot starts at odom's origin facing odom's x: in the map at (10, 5) facing north.
     with rig(ros_domain_id, odom_frame=odom_frame, frame=odom_frame, max_speed_mps=0.8) as r:
         started(r)
@@ -344,30 +357,68 @@ def test_a_goto_is_one_trajectory_goal_that_brings_the_robot_to_the_plans_map_ta
         outcome = r.execute(goto(["p1", "p2", "p3", "p4"], path))
         assert outcome.ok, outcome.reason
         assert outcome.reached_symbol == "p4"
-        assert len(r.fake.commands) == 1  # one motion: no goal per waypoint
-        command = r.fake.commands[0]
-        request = command.synchronized_command.mobility_command.se2_trajectory_request
-        assert request.se2_frame_name == odom_frame
-        # Each point of the goal, read as Spot reads it, lies on the plan's map path.
-        passed = [r.fake.map_T_odom @ goal for goal in r.fake.goals_in_odom[0]]
-        assert [at(p) for p in passed] == [pytest.approx(p, abs=1e-6) for p in path[1:]]
-        assert at(r.fake.map_pose()) == pytest.approx((12.0, 9.0), abs=1e-6)
-        assert r.fake.map_pose().yaw == pytest.approx(math.pi / 2, abs=1e-6)  # facing along the last segment
-        times = [p[3] for p in trajectory_points(command)]
-        assert times == sorted(times) and times[0] > 0
-        params = spot_command_pb2.MobilityParams()
-        assert command.synchronized_command.mobility_command.params.Unpack(params)
-        assert params.vel_limit.max_vel.linear.x == pytest.approx(0.8)
-        assert params.vel_limit.min_vel.linear.x == pytest.approx(-0.8)
-        assert (outcome.pose.x, outcome.pose.y) == pytest.approx((12.0, 9.0), abs=1e-6)
+        # Every command went through the service with a one-second horizon (none as an action goal), renewed
+        # while the robot walked, each replacing the last without a stop and none running out on the way.
+        assert {duration for _, duration in r.fake.received} == {sc.COMMAND_HORIZON_S}
+        assert r.fake.calls == ["claim", "power_on", "stand"] and r.fake.expired == 0
+        commands = walk_commands(r)
+        assert len(commands) >= 6  # 6 m at 2 m/s, a command every quarter second
+        gaps = [b[0] - a[0] for a, b in itertools.pairwise(commands)]
+        assert max(gaps) < sc.COMMAND_HORIZON_S, gaps
+        # The first command is the whole path; each later one the part still ahead, always ending at the target.
+        assert [at(p) for p in commands[0][2]] == [pytest.approx(p, abs=1e-6) for p in path[1:]]
+        for _, command, points in commands:
+            request = command.synchronized_command.mobility_command.se2_trajectory_request
+            assert request.se2_frame_name == odom_frame
+            walked = [at(p) for p in points]
+            assert walked == [pytest.approx(p, abs=1e-6) for p in path[len(path) - len(walked):]]
+            times = [p[3] for p in trajectory_points(command)]
+            assert times == sorted(times) and times[-1] > 0
+            params = spot_command_pb2.MobilityParams()
+            assert command.synchronized_command.mobility_command.params.Unpack(params)
+            assert params.vel_limit.max_vel.linear.x == pytest.approx(0.8)
+            assert params.vel_limit.min_vel.linear.x == pytest.approx(-0.8)
+        assert math.dist((outcome.pose.x, outcome.pose.y), (12.0, 9.0)) <= 0.11  # arrived and settled
+        end = r.fake.wait_still()
+        assert at(end) == pytest.approx((12.0, 9.0), abs=1e-6)
+        assert end.yaw == pytest.approx(math.pi / 2, abs=1e-6)  # facing along the last segment
 
         # A loop closure moves map->odom: the next walk still ends at the plan's map target.
         r.loop_closure(CORRECTED)
         here = r.driver.pose()
+        sent = len(r.fake.commands)
         outcome = r.execute(goto(["p4", "p5", "p6"], [(here.x, here.y), (14.0, 9.0), (14.0, 11.0)]))
         assert outcome.ok, outcome.reason
-        assert at(r.fake.map_pose()) == pytest.approx((14.0, 11.0), abs=1e-6)
-        assert (outcome.pose.x, outcome.pose.y) == pytest.approx((14.0, 11.0), abs=1e-6)
+        assert all(at(points[-1]) == pytest.approx((14.0, 11.0), abs=1e-6) for *_, points in walk_commands(r, sent))
+        assert at(r.fake.wait_still()) == pytest.approx((14.0, 11.0), abs=1e-6)
+
+
+def test_the_stand_in_runs_a_command_until_its_end_time_as_spot_ros2_and_bosdyn_do(ros_domain_id):
+    """The oracle itself: a service command with a duration stops the robot then; without one it runs on."""
+    from spot_msgs.srv import RobotCommand as RobotCommandService
+
+    with rig(ros_domain_id) as r:
+        client = r.adapter.create_client(RobotCommandService, "/spot/robot_command")
+        assert client.wait_for_service(timeout_sec=5.0)
+        far = Pose(0.0, 0.0)
+        path, _ = sc.walk_path(far, goto(["a", "b"], [(20.0, 0.0)]), skip_within_m=0.0, speed_mps=2.0)
+
+        def send(duration_s: float) -> None:
+            request = RobotCommandService.Request()
+            proto_to_ros(sc.trajectory_command(path, frame="odom", max_speed_mps=0.0), request.command)
+            request.duration.sec = int(duration_s)
+            future = client.call_async(request)
+            wait_until(future.done, 5.0, "the command's reply")
+            assert future.result().success
+
+        sent_at = time.monotonic()
+        send(1.0)
+        still = r.fake.wait_still(5.0)
+        assert r.fake.expired == 1 and r.fake.moved_at - sent_at <= 1.0 + 0.05
+        assert 1.5 <= math.dist(at(still), at(r.fake.map_T_odom)) <= 2.1  # 2 m/s for one second
+        send(0)  # no duration: spot_wrapper's 1e5 s
+        time.sleep(2.0)
+        assert r.fake.moving() and r.fake.expired == 1
 
 
 #: Loop closures Hydra may make: anywhere, any heading, but never (nearly) the identity.
@@ -381,8 +432,8 @@ transforms = st.builds(
 offsets = st.tuples(st.floats(-8.0, 8.0), st.floats(-8.0, 8.0)).filter(lambda d: math.hypot(*d) > 0.5)
 
 
-def test_every_goal_is_the_map_target_under_the_current_map_to_odom_for_any_transform(ros_domain_id):
-    with rig(ros_domain_id) as r:
+def test_every_command_is_the_map_target_under_the_current_map_to_odom_for_any_transform(ros_domain_id):
+    with rig(ros_domain_id, expected_speed_mps=4.0) as r:
         started(r)
 
         @settings(deadline=None, max_examples=12, derandomize=True,
@@ -390,16 +441,16 @@ def test_every_goal_is_the_map_target_under_the_current_map_to_odom_for_any_tran
         @given(transform=transforms, offset=offsets)
         def walk_after_a_loop_closure(transform: Planar, offset: tuple[float, float]) -> None:
             r.loop_closure(transform)  # changes between walks, as Hydra's loop closures do
-            here = r.fake.map_pose()
+            here = r.fake.wait_still()
             target = (here.x + offset[0], here.y + offset[1])
-            goals = len(r.fake.goals_in_odom)
+            sent = len(r.fake.commands)
             outcome = r.execute(goto(["here", "there"], [target]))
             assert outcome.ok, outcome.reason
-            # The goal Spot got is the map target taken into odom by the CURRENT map->odom...
-            (goal,) = r.fake.goals_in_odom[goals]
-            assert at(goal) == pytest.approx(at(transform.inverse() @ Planar.at(*target)), abs=1e-6)
+            # Every command Spot got is the map target taken into odom by the CURRENT map->odom...
+            for goals in r.fake.goals_in_odom[sent:]:
+                assert at(goals[-1]) == pytest.approx(at(transform.inverse() @ Planar.at(*target)), abs=1e-6)
             # ...so the robot ends at the target in the map frame.
-            assert at(r.fake.map_pose()) == pytest.approx(target, abs=1e-6)
+            assert at(r.fake.wait_still()) == pytest.approx(target, abs=1e-6)
 
         walk_after_a_loop_closure()
 
@@ -431,6 +482,17 @@ def test_a_missing_or_stale_map_to_odom_fails_the_step_and_sends_nothing(ros_dom
         assert r.fake.commands == []
 
 
+def test_map_to_odom_going_stale_while_walking_fails_the_walk_and_stops_the_robot(ros_domain_id):
+    with rig(ros_domain_id, max_age_s=0.5) as r:
+        started(r)
+        threading.Timer(0.5, setattr, args=(r.fake, "broadcast_map", False)).start()
+        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 25.0)]))
+        assert outcome.outcome is DriverOutcome.FAILED
+        assert outcome.reason.startswith("walk to p2: the map->odom transform is stale"), outcome.reason
+        assert r.fake.called("stop") == 1
+        assert r.fake.map_pose().y < 10.0  # stopped early on a 20 m walk
+
+
 def test_odometry_in_another_frame_than_the_goals_refuses_to_start(ros_domain_id):
     # spot_ros2's preferred_odom_frame is vision, the adapter would send goals in odom.
     with rig(ros_domain_id, odom_frame="vision", frame="odom") as r:
@@ -440,98 +502,88 @@ def test_odometry_in_another_frame_than_the_goals_refuses_to_start(ros_domain_id
         assert r.fake.calls == ["claim", "power_on", "stand", "sit", "release"]
 
 
-def test_a_walk_reported_done_short_of_its_goal_fails_the_arrival_check(ros_domain_id):
-    with rig(ros_domain_id) as r:
+def test_a_blocked_walk_fails_once_its_time_is_up_and_stops_the_robot(ros_domain_id):
+    with rig(ros_domain_id, walk_margin_s=1.0) as r:
         started(r)
-        r.fake.walks.append(Walk.SHORT)
+        r.fake.wall = Wall(10.0, 10.0, math.pi / 2)  # nothing passes north of y = 10 in the map
+        started_at = time.monotonic()
         outcome = r.execute(goto(["p1", "p2", "p3"], [(10.0, 5.0), (10.0, 8.0), (10.0, 12.0)]))
+        took = time.monotonic() - started_at
         assert outcome.outcome is DriverOutcome.FAILED
-        assert "walk to p3 reported done, but robot is 2.00 m from the goal" in outcome.reason
+        # 7 m at 2 m/s, plus the 1 s margin.
+        assert re.fullmatch(r"walk to p3 did not arrive within 4\.5 s \(blocked\?\): robot is 2\.0\d m from the goal "
+                            r"\(tolerance 0\.35 m\)", outcome.reason), outcome.reason
+        assert 4.5 <= took < 7.0
         assert outcome.reached_symbol == "p2"  # passed on the way
-        assert r.fake.map_pose().y == pytest.approx(10.0, abs=1e-6)
-        assert outcome.pose.y == pytest.approx(10.0, abs=1e-6)
+        assert r.fake.called("stop") == 1
+        assert r.fake.map_pose().y == pytest.approx(10.0, abs=0.05)
 
 
-@pytest.mark.parametrize("replay_stale", [False, True], ids=["fresh", "stale-replayed-first"])
-def test_arrival_is_judged_on_odometry_newer_than_the_drivers_done(ros_domain_id, monkeypatch, replay_stale):
-    # The robot reaches the goal (odometry says so), slips 1 m, and the driver reports done before any
-    # odometry shows the slip. The pose at the goal is stale: only a message stamped after it may count.
+def test_odometry_that_stops_while_walking_fails_the_walk_and_stops_the_robot(ros_domain_id):
+    """A robot nobody can see is not driven on: no odometry for pose_timeout_s ends the walk."""
+    with rig(ros_domain_id, pose_timeout_s=0.5) as r:
+        started(r)
+        threading.Timer(0.5, r.fake.odometry_on.clear).start()
+        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 25.0)]))
+        assert outcome.outcome is DriverOutcome.FAILED
+        assert re.fullmatch(r"walk to p2: no odometry for 0\.\d s while walking", outcome.reason), outcome.reason
+        assert r.fake.called("stop") == 1
+        assert not r.fake.moving() and r.fake.map_pose().y < 10.0
+
+
+def test_a_refused_walk_fails_with_the_drivers_message_and_stops_the_robot(ros_domain_id):
     with rig(ros_domain_id) as r:
         started(r)
-        waiting = r.driver.odometry.wait_newer
-
-        def resume_when_the_adapter_waits(count: int, timeout_s: float) -> Pose | None:
-            r.fake.resume_odometry(replay_stale=replay_stale)
-            return waiting(count, timeout_s)
-
-        monkeypatch.setattr(r.driver.odometry, "wait_newer", resume_when_the_adapter_waits)
-        r.fake.walks.append(Walk.SLIP)
+        r.fake.refusing = "robot fell over"
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]))
         assert outcome.outcome is DriverOutcome.FAILED
-        assert "walk to p2 reported done, but robot is 1.00 m from the goal" in outcome.reason
-        assert at(r.fake.map_pose()) == pytest.approx((10.0, 9.0), abs=1e-6)
-
-
-def test_an_aborted_walk_fails_with_the_drivers_message(ros_domain_id):
-    with rig(ros_domain_id) as r:
-        started(r)
-        r.fake.walks.append(Walk.ABORT)
-        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]))
-        assert outcome.outcome is DriverOutcome.FAILED
-        assert outcome.reason == "walk to p2 failed: robot fell over"
+        assert outcome.reason == "walk to p2: the driver refused the walk command: robot fell over"
+        assert r.fake.called("stop") == 1
 
 
 def test_cancel_stops_the_robot(ros_domain_id):
     with rig(ros_domain_id) as r:
         started(r)
-        r.fake.walks.append(Walk.HANG)
         cancel = CancelToken()
         threading.Timer(0.5, cancel.cancel, args=("operator stop",)).start()
-        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), cancel=cancel)
+        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 25.0)]), cancel=cancel)
         assert outcome.outcome is DriverOutcome.CANCELLED and outcome.reason == "operator stop"
         assert r.fake.called("stop") == 1
-        wait_until(lambda: r.fake.cancelled == 1, 5.0, "the driver to see the goal cancelled")
+        assert not r.fake.moving()
+        here = r.fake.map_pose()
+        time.sleep(0.3)
+        assert r.fake.map_pose() == here and here.y < 8.0
 
 
-def test_a_step_timeout_and_a_walk_whose_result_never_comes_stop_the_robot(ros_domain_id):
+def test_a_step_timeout_and_a_driver_that_never_answers_stop_the_robot(ros_domain_id):
     with rig(ros_domain_id, walk_margin_s=0.5) as r:
         started(r)
-        r.fake.walks.extend([Walk.HANG, Walk.DEAF])
-        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=0.8)
+        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 30.0)]), timeout_s=0.8)
         assert outcome.outcome is DriverOutcome.TIMEOUT
         assert r.fake.called("stop") == 1
-        # The action has no timeout of its own and this driver never ends the goal, not even on cancel:
-        # 3 m at 2 m/s plus a 0.5 s margin, and the walk gives up long before the step's limit.
+        # The driver takes the commands and never answers: the walk gives up at accept_timeout_s.
+        r.fake.answering.clear()
         started_at = time.monotonic()
-        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=30.0)
+        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 30.0)]), timeout_s=30.0)
         assert outcome.outcome is DriverOutcome.FAILED
-        assert "walk to p2 did not finish within 2.0 s (blocked?)" in outcome.reason
-        assert time.monotonic() - started_at < 10.0
+        assert outcome.reason == "walk to p2: the driver did not answer a walk command within 3 s"
+        assert time.monotonic() - started_at < 6.0
         assert r.fake.called("stop") == 2
+        # Answered after all, later: that command moves the robot one horizon at most, then it stands.
+        here = r.fake.map_pose()
+        r.fake.answering.set()
+        wait_until(lambda: r.fake.expired == 1, 5.0, "the late command to run out")
+        assert math.dist(at(r.fake.map_pose()), at(here)) <= 2.0 * sc.COMMAND_HORIZON_S + 0.05
 
 
-def test_a_driver_without_its_action_server_fails_the_step(ros_domain_id):
+def test_a_driver_without_its_robot_command_service_fails_the_step(ros_domain_id):
     with rig(ros_domain_id, accept_timeout_s=0.5, actions=False) as r:
         started(r)
         started_at = time.monotonic()
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]))
         assert outcome.outcome is DriverOutcome.FAILED
-        assert outcome.reason == "walk to p2: action server not available within 0.5 s"
+        assert outcome.reason == "walk to p2: the driver's robot_command service is not available within 0.5 s"
         assert time.monotonic() - started_at < 5.0
-
-
-def test_a_driver_that_never_answers_a_goal_fails_the_step_and_stops_the_robot(ros_domain_id):
-    with rig(ros_domain_id, accept_timeout_s=0.5) as r:
-        started(r)
-        r.fake.answering.clear()
-        r.fake.walks.append(Walk.HANG)
-        outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]))
-        assert outcome.outcome is DriverOutcome.FAILED
-        assert outcome.reason == "walk to p2: goal not accepted within 0.5 s"
-        assert r.fake.called("stop") == 1
-        # Accepted after all, later: the adapter cancels it at once.
-        r.fake.answering.set()
-        wait_until(lambda: r.fake.cancelled == 1, 10.0, "the late goal cancelled at the driver")
 
 
 def test_a_walk_whose_time_is_not_finite_is_refused_before_anything_moves(ros_domain_id):
@@ -593,17 +645,17 @@ def test_a_shutdown_with_a_dead_driver_is_bounded_and_still_returns_the_lease(ro
 
 @pytest.mark.parametrize("hard", [False, True], ids=["stop", "hard-stop"])
 def test_stop_during_a_walk_ends_it_promptly_whatever_the_driver_does(ros_domain_id, hard):
-    # The driver never ends this goal, not even when cancelled; the walk's own budget is a minute.
-    with rig(ros_domain_id, walk_margin_s=60.0) as r:
+    # The driver takes the walk's command and never answers; the walk's own budget is a minute.
+    with rig(ros_domain_id, walk_margin_s=60.0, accept_timeout_s=30.0) as r:
         started(r)
         r.fake.log.clear()
-        r.fake.walks.append(Walk.DEAF)
+        r.fake.answering.clear()
         ended: list[Any] = []
         walking = threading.Thread(
             target=lambda: ended.append(r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=120.0))
         )
         walking.start()
-        wait_until(lambda: r.fake.commands, 5.0, "the walk goal at the driver")
+        wait_until(lambda: r.fake.commands, 5.0, "the walk command at the driver")
         stopped_at = time.monotonic()
         r.driver.stop(hard=hard)
         walking.join(5.0)
@@ -616,16 +668,16 @@ def test_stop_during_a_walk_ends_it_promptly_whatever_the_driver_does(ros_domain
 
 
 def test_shutdown_during_a_walk_ends_it_and_returns_the_lease(ros_domain_id):
-    with rig(ros_domain_id, walk_margin_s=60.0) as r:
+    with rig(ros_domain_id, walk_margin_s=60.0, accept_timeout_s=30.0) as r:
         started(r)
         r.fake.log.clear()
-        r.fake.walks.append(Walk.DEAF)
+        r.fake.answering.clear()
         ended: list[Any] = []
         walking = threading.Thread(
             target=lambda: ended.append(r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=120.0))
         )
         walking.start()
-        wait_until(lambda: r.fake.commands, 5.0, "the walk goal at the driver")
+        wait_until(lambda: r.fake.commands, 5.0, "the walk command at the driver")
         r.driver.shutdown()
         walking.join(5.0)
         assert not walking.is_alive(), "the walk went on after shutdown()"
@@ -697,13 +749,13 @@ def test_a_shutdown_without_sit_on_shutdown_leaves_the_robot_standing_and_return
         assert r.fake.calls == ["stop", "release"]
 
 
-def test_waiting_for_the_action_server_ends_with_the_steps_own_time(ros_domain_id):
+def test_waiting_for_the_robot_command_service_ends_with_the_steps_own_time(ros_domain_id):
     with rig(ros_domain_id, accept_timeout_s=3.0, actions=False) as r:
         started(r)
         started_at = time.monotonic()
         outcome = r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=0.5)
         assert outcome.outcome is DriverOutcome.FAILED
-        expected = r"walk to p2: action server not available within 0\.[0-5] s"
+        expected = r"walk to p2: the driver's robot_command service is not available within 0\.[0-5] s"
         assert re.fullmatch(expected, outcome.reason), outcome.reason
         assert time.monotonic() - started_at < 2.5
 
@@ -755,3 +807,44 @@ def test_the_gripper_holds_one_object_and_places_only_that_one(ros_domain_id):
         assert other.reason == "cannot place o2: the gripper holds o1"
         assert (len(r.fake.manipulations), len(r.fake.commands)) == sent  # nothing was sent for either
         assert r.driver.holding == "o1"
+
+
+# --- action goals (gaze, arm): what runs to its own end is still watched ---------------------------------
+CUP = (10.0, 5.8, 0.5)  # 0.8 m ahead of the robot, which faces +y in the map
+
+
+def test_a_cancelled_gaze_cancels_its_goal_and_stops_the_robot(ros_domain_id):
+    with rig(ros_domain_id, inspect_dwell_s=0.0) as r:
+        started(r)
+        r.fake.goal_modes.append(GoalMode.HANG)
+        cancel = CancelToken()
+        threading.Timer(0.5, cancel.cancel, args=("operator stop",)).start()
+        outcome = r.execute(PlanAction("inspect", ("o1",), "o1", CUP), cancel=cancel)
+        assert (outcome.outcome, outcome.reason) == (DriverOutcome.CANCELLED, "operator stop")
+        assert r.fake.called("stop") == 1
+        wait_until(lambda: r.fake.cancelled == 1, 5.0, "the driver to see the goal cancelled")
+
+
+def test_a_gaze_whose_result_never_comes_gives_up_at_the_arm_timeout_and_stops_the_robot(ros_domain_id):
+    with rig(ros_domain_id, arm_timeout_s=0.5) as r:
+        started(r)
+        r.fake.goal_modes.append(GoalMode.DEAF)  # never ends, not even when cancelled
+        started_at = time.monotonic()
+        outcome = r.execute(PlanAction("inspect", ("o1",), "o1", CUP), timeout_s=30.0)
+        assert outcome.outcome is DriverOutcome.FAILED
+        assert outcome.reason == "gaze at o1 did not finish within 0.5 s (blocked?)"
+        assert time.monotonic() - started_at < 5.0
+        assert r.fake.called("stop") == 1
+
+
+def test_a_gaze_goal_accepted_late_is_cancelled_at_once(ros_domain_id):
+    with rig(ros_domain_id, accept_timeout_s=0.5) as r:
+        started(r)
+        r.fake.answering.clear()
+        r.fake.goal_modes.append(GoalMode.HANG)
+        outcome = r.execute(PlanAction("inspect", ("o1",), "o1", CUP))
+        assert outcome.outcome is DriverOutcome.FAILED
+        assert outcome.reason == "gaze at o1: goal not accepted within 0.5 s"
+        assert r.fake.called("stop") == 1
+        r.fake.answering.set()  # accepted after all, later: the adapter cancels it at once
+        wait_until(lambda: r.fake.cancelled == 1, 10.0, "the late goal cancelled at the driver")

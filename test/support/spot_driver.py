@@ -3,22 +3,47 @@
 It offers what the adapter uses of spot_ros2, under the same names and types
 (the test-only ``spot_msgs`` / ``bosdyn_api_msgs`` built by run.sh): std_srvs/Trigger
 services (``stop``, ``estop/gentle``, ``claim``, ``release``, ...), the
-``robot_command`` and ``manipulation`` actions and ``odometry`` (nav_msgs/Odometry
-in ``<spot_name>/<preferred frame>``). Each received goal is converted back into
-its bosdyn proto, as spot_ros2 does, and recorded; every service call is logged
-with its time.
+``robot_command`` service, the ``robot_command`` and ``manipulation`` actions and
+``odometry`` (nav_msgs/Odometry in ``<spot_name>/<preferred frame>``). Each received
+command is converted back into its bosdyn proto, as spot_ros2 does, and recorded;
+every service call is logged with its time.
+
+How Spot moves, as modelled here (sources: bdaiinstitute/spot_ros2 @bdee4a4,
+spot_driver/spot_driver/spot_ros2.py; bdaiinstitute/spot_wrapper @8e6ff4e,
+spot_wrapper/wrapper.py; bosdyn-client 5.2.0, bosdyn/client/robot_command.py):
+
+- A mobility command runs until its end time, then the robot stands still
+  (bosdyn's SE2TrajectoryCommand.Request.end_time: "used to prevent runaway
+  commands"). The ``robot_command`` SERVICE sets it from the request's ``duration``
+  (``handle_robot_command_service``, spot_ros2.py 2248-2261, passes it to
+  ``spot_wrapper.robot_command``, wrapper.py 1445-1452: ``end_time = now + duration``,
+  written into ``se2_trajectory_request.end_time`` by bosdyn's
+  ``_update_command_timestamps``, robot_command.py 473-502); a zero duration
+  means ``MAX_COMMAND_DURATION`` (1e5 s, wrapper.py 79).
+- A newer command replaces the running one where the robot is, without a stop
+  (bosdyn's feedback status STATUS_COMMAND_OVERRIDDEN); the service path never
+  cancels anything nor calls stop.
+- The ``robot_command`` ACTION sends its command without a duration, so it runs
+  for 1e5 s, and a cancelled goal ends with ``spot_wrapper.stop()``
+  (``handle_robot_command_action``, spot_ros2.py 2263-2357, the stop at 2335-2341).
+- ``stop``, ``sit`` and the e-stops override whatever command runs (``stop`` sends
+  ``RobotCommandBuilder.stop_command()``, wrapper.py 1116-1125).
+- A trajectory's points carry the times they are reached after the command
+  arrives (its reference time unset); the body moves between them linearly in
+  time, position and heading, and holds the last point's pose.
 
 The oracle: the stand-in keeps the world as Spot and Hydra would see it, with
 its OWN planar arithmetic (:class:`Planar`, complex numbers; nothing from the
 adapter's spot_frames or map_frame): where the odom frame lies in Hydra's map
 (``map_T_odom``, broadcast like Hydra's map->odom), where Spot's vision frame
-lies in odom, and the body's pose in odom. A trajectory goal is read the way
+lies in odom, and the body's pose in odom. A trajectory command is read the way
 Spot reads it (bosdyn's SE2TrajectoryCommand): its points are body poses in the
-goal's ``se2_frame_name``, which must be a gravity-aligned world frame (``odom``,
+command's ``se2_frame_name``, which must be a gravity-aligned world frame (``odom``,
 ``vision``) or ``flat_body`` (the body at the moment the command arrives); any
 other frame is rejected and nothing moves. Point times must grow. So a test can
 ask where the robot really stands in the MAP frame (:meth:`FakeSpotDriver.map_pose`)
-and compare with the plan, whatever the adapter believed it sent.
+and when it last moved (:attr:`FakeSpotDriver.moved_at`), whatever the adapter
+believed it sent.
 
 Also here: :func:`proto_to_ros` / :func:`ros_to_proto`, the field-by-name
 conversion between bosdyn protos and the test-only messages (spot_ros2's real
@@ -26,6 +51,7 @@ conversion between bosdyn protos and the test-only messages (spot_ros2's real
 here), and :class:`TopicMapFrame`, the adapter's map->odom source in these tests
 (tf2_ros is not installed here), fed by the stand-in's real TransformStamped messages.
 """
+
 from __future__ import annotations
 
 import array
@@ -47,6 +73,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from spot_msgs.action import Manipulation, RobotCommand
+from spot_msgs.srv import RobotCommand as RobotCommandService
 from std_srvs.srv import Trigger
 
 from heracles_ros.errors import ExecutionError
@@ -203,15 +230,58 @@ def _set_yaw(orientation: Any, yaw: float) -> None:
 
 
 # --- the stand-in driver -------------------------------------------------------------------------
-class Walk(enum.Enum):
-    """What the robot does with the next robot_command goal."""
+#: What a command without a duration runs for (spot_wrapper's MAX_COMMAND_DURATION, wrapper.py 79), seconds.
+MAX_COMMAND_DURATION_S = 1e5
+#: How often the body is moved along the running command, seconds.
+MOTION_PERIOD_S = 0.01
 
-    FOLLOW = "walks the trajectory to its end and succeeds"
-    SHORT = "stops half-way along the last segment and still reports success"
-    SLIP = "reaches the goal, slips 1 m on ahead unseen, reports success; odometry waits for resume_odometry()"
+
+class GoalMode(enum.Enum):
+    """What the robot does with the next robot_command ACTION goal (gaze, arm and turn commands)."""
+
+    FOLLOW = "carries the command out and succeeds"
     ABORT = "aborts at once"
     HANG = "never finishes until cancelled"
     DEAF = "never finishes, even when cancelled (a driver that stopped answering)"
+
+
+@dataclass(frozen=True)
+class Wall:
+    """Something in the robot's way, in Hydra's map frame: the body never crosses the line through ``(x, y)``
+    facing ``normal`` (radians), as a blocked Spot stops short of its goal."""
+
+    x: float
+    y: float
+    normal: float
+
+    def blocks(self, x: float, y: float) -> bool:
+        return (x - self.x) * math.cos(self.normal) + (y - self.y) * math.sin(self.normal) > 1e-9
+
+
+@dataclass(frozen=True)
+class Motion:
+    """A running mobility command: body poses in odom with the seconds after ``began`` they are reached."""
+
+    began: float
+    ends: float
+    origin: Planar
+    points: tuple[tuple[Planar, float], ...]
+
+    def pose_at(self, elapsed: float) -> Planar:
+        """Where the trajectory puts the body ``elapsed`` seconds after it arrived (linear in time)."""
+        before, since = self.origin, 0.0
+        for pose, at in self.points:
+            if elapsed < at:
+                share = (elapsed - since) / (at - since)
+                turn = cmath.phase(pose.heading / before.heading)
+                return Planar(before.origin + share * (pose.origin - before.origin),
+                              before.heading * cmath.exp(1j * share * turn))
+            before, since = pose, at
+        return before
+
+    @property
+    def duration(self) -> float:
+        return self.points[-1][1] if self.points else 0.0
 
 
 class FakeSpotDriver(Node):
@@ -234,22 +304,32 @@ class FakeSpotDriver(Node):
         self.failing: dict[str, str] = {}
         #: Seconds a service takes to answer (a driver that hangs).
         self.delay_s: dict[str, float] = {}
-        self.walks: list[Walk] = []
+        self.goal_modes: list[GoalMode] = []
+        #: Every robot command received, by service or action, in order.
         self.commands: list[robot_command_pb2.RobotCommand] = []
-        #: The odom-frame pose each received trajectory point asks for (the oracle's reading of the goal).
+        #: (time.monotonic(), duration in seconds or None for an action goal) of each command in ``commands``.
+        self.received: list[tuple[float, float | None]] = []
+        #: The odom-frame pose each received trajectory point asks for (the oracle's reading of the command).
         self.goals_in_odom: list[list[Planar]] = []
         self.manipulations: list[manipulation_api_pb2.ManipulationApiRequest] = []
         self.cancelled = 0
-        self.step_s = 0.05
-        self._halt = threading.Event()
+        #: Commands that ran out (their end time passed) while the body was still short of their last point.
+        self.expired = 0
+        #: time.monotonic() when the body last moved.
+        self.moved_at = time.monotonic()
+        #: Refuses every robot command with this message (a fallen or faulted robot); None: takes them.
+        self.refusing: str | None = None
+        #: The body never crosses this (None: nothing in the way).
+        self.wall: Wall | None = None
+        self._motion: Motion | None = None
         self.estopped = False
-        #: Cleared: goals are neither accepted nor rejected (for up to 10 s), like a driver that hangs.
+        #: Cleared: robot commands (goals and service calls) are neither taken nor answered, like a driver
+        #: that hangs; set again, the waiting ones are answered.
         self.answering = threading.Event()
         self.answering.set()
-        #: Cleared: no odometry is published (see Walk.SLIP).
-        self._odometry_on = threading.Event()
-        self._odometry_on.set()
-        self._held: Odometry | None = None
+        #: Cleared: no odometry is published.
+        self.odometry_on = threading.Event()
+        self.odometry_on.set()
         self.published = 0
         #: Hydra's side: False stops broadcasting map->odom.
         self.broadcast_map = broadcast_map
@@ -266,9 +346,22 @@ class FakeSpotDriver(Node):
             ActionServer(self, RobotCommand, "robot_command", self._robot_command, **common),
             ActionServer(self, Manipulation, "manipulation", self._manipulation, **common),
         ] if actions else []
+        if actions:
+            self.create_service(RobotCommandService, "robot_command", self._robot_command_service,
+                                callback_group=group)
+        # The body moves on its own thread, as Spot does whatever its clients' executors are busy with.
+        self._mover = threading.Thread(target=self._move, name="fake-spot-body", daemon=True)
+        self._mover.start()
+
+    def _answering(self) -> bool:
+        """Wait while commands are not answered; False when the driver closes meanwhile."""
+        while not self.answering.wait(0.02):
+            if self._closing.is_set():
+                return False
+        return not self._closing.is_set()
 
     def _on_goal(self, _request: Any) -> GoalResponse:
-        self.answering.wait(10.0)
+        self._answering()
         return GoalResponse.ACCEPT
 
     # -- the world, in the oracle's arithmetic
@@ -286,6 +379,19 @@ class FakeSpotDriver(Node):
         with self._lock:
             self.map_T_odom = transform
 
+    def moving(self) -> bool:
+        """Whether a command still drives the body (it has not reached its last point nor run out)."""
+        with self._lock:
+            return self._motion is not None
+
+    def wait_still(self, timeout_s: float = 5.0) -> Planar:
+        """The body's map pose once no command drives it (AssertionError past ``timeout_s``)."""
+        deadline = time.monotonic() + timeout_s
+        while self.moving():
+            assert time.monotonic() < deadline, f"the body still moves after {timeout_s:g} s"
+            time.sleep(0.01)
+        return self.map_pose()
+
     # -- services
     def _trigger(self, service: str) -> Callable[[Any, Any], Any]:
         def handle(request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
@@ -295,7 +401,7 @@ class FakeSpotDriver(Node):
                 delay = self.delay_s.get(service, 0.0)
             self._closing.wait(delay)
             if service in ("stop", "estop/gentle", "estop/hard", "sit"):
-                self._halt.set()  # the running command is overridden: the robot stands still
+                self._override()  # the running command is overridden: the robot stands still
             if service.startswith("estop/") and service != "estop/release":
                 self.estopped = True
             response.success = message is None
@@ -324,7 +430,7 @@ class FakeSpotDriver(Node):
             transform.transform.translation.x, transform.transform.translation.y = map_T_frame.x, map_T_frame.y
             _set_yaw(transform.transform.rotation, map_T_frame.yaw)
             self._transform.publish(transform)
-        if not self._odometry_on.is_set():
+        if not self.odometry_on.is_set():
             return
         msg = Odometry()
         msg.header.stamp.sec, msg.header.stamp.nanosec = _stamp(self)
@@ -334,28 +440,64 @@ class FakeSpotDriver(Node):
         _set_yaw(msg.pose.pose.orientation, frame_T_body.yaw)
         self._odometry.publish(msg)
         with self._lock:
-            self._held = msg
             self.published += 1
-
-    def resume_odometry(self, *, replay_stale: bool = False) -> None:
-        """Publish odometry again; ``replay_stale``: first the last message held back, with its old stamp."""
-        with self._lock:
-            held = self._held
-        if replay_stale and held is not None:
-            self._odometry.publish(held)
-        self._odometry_on.set()
-
-    def _wait_published(self, messages: int) -> None:
-        with self._lock:
-            until = self.published + messages
-        while self.published < until and not self._closing.wait(0.01):
-            pass
 
     def move_to(self, pose: Planar) -> None:
         with self._lock:
             self.odom_T_body = pose
+            self.moved_at = time.monotonic()
 
-    # -- actions
+    # -- motion
+    def _record(self, command: robot_command_pb2.RobotCommand, duration_s: float | None) -> list[Planar] | str:
+        """Record a command as it arrives; the odom poses its mobility part asks for, or why Spot rejects it."""
+        has_mobility = command.synchronized_command.mobility_command.HasField("se2_trajectory_request")
+        goal = self._goal_in_odom(command) if has_mobility else []
+        with self._lock:
+            self.commands.append(command)
+            self.received.append((time.monotonic(), duration_s))
+            self.goals_in_odom.append(goal if isinstance(goal, list) else [])
+        return goal
+
+    def _take(self, command: robot_command_pb2.RobotCommand, goal: list[Planar] | str,
+              duration_s: float | None) -> str:
+        """Carry a recorded command out: "" once its mobility part (if any) runs, else why it is refused."""
+        if isinstance(goal, str):
+            return goal
+        if self.estopped:
+            return "robot is estopped"
+        if self.refusing is not None:
+            return self.refusing
+        if goal:
+            now = time.monotonic()
+            times = [t for *_, t in trajectory_points(command)]
+            ends = now + (duration_s or MAX_COMMAND_DURATION_S)
+            with self._lock:
+                # A newer command replaces the running one where the body is: no stop in between.
+                self._motion = Motion(now, ends, self.odom_T_body, tuple(zip(goal, times, strict=True)))
+        return ""
+
+    def _override(self) -> None:
+        with self._lock:
+            self._motion = None
+
+    def _move(self) -> None:
+        while not self._closing.wait(MOTION_PERIOD_S):
+            now = time.monotonic()
+            with self._lock:
+                motion = self._motion
+                if motion is None:
+                    continue
+                pose = motion.pose_at(min(now, motion.ends) - motion.began)
+                in_map = self.map_T_odom @ pose
+                blocked = self.wall is not None and self.wall.blocks(in_map.x, in_map.y)
+                if not blocked and pose != self.odom_T_body:
+                    self.odom_T_body, self.moved_at = pose, now
+                if now - motion.began >= motion.duration:
+                    self._motion = None  # at the last point: standing
+                elif now >= motion.ends:
+                    self._motion = None  # ran out: Spot stands still where it is
+                    self.expired += 1
+
     def _goal_in_odom(self, command: robot_command_pb2.RobotCommand) -> list[Planar] | str:
         """The trajectory's points as body poses in odom, or why Spot would reject the command."""
         request = command.synchronized_command.mobility_command.se2_trajectory_request
@@ -372,58 +514,41 @@ class FakeSpotDriver(Node):
             return f"trajectory point times must not go back, got {times}"
         return [base @ Planar.at(x, y, angle) for x, y, angle, _ in trajectory_points(command)]
 
+    def _robot_command_service(self, request: Any, response: Any) -> Any:
+        command = ros_to_proto(request.command, robot_command_pb2.RobotCommand())
+        duration = request.duration.sec + request.duration.nanosec * 1e-9
+        goal = self._record(command, duration)
+        if not self._answering():
+            response.success, response.message = False, "shutting down"
+            return response
+        refused = self._take(command, goal, duration)
+        response.success, response.message = not refused, refused or "Success"
+        response.robot_command_id = len(self.commands)
+        return response
+
     def _robot_command(self, goal_handle: Any) -> Any:
         command = ros_to_proto(goal_handle.request.command, robot_command_pb2.RobotCommand())
         result = RobotCommand.Result()
-        has_mobility = command.synchronized_command.mobility_command.HasField("se2_trajectory_request")
-        goal = self._goal_in_odom(command) if has_mobility else []
         with self._lock:
-            self.commands.append(command)
-            self.goals_in_odom.append(goal if isinstance(goal, list) else [])
-            walk = self.walks.pop(0) if self.walks else Walk.FOLLOW
-        self._halt.clear()
-        if isinstance(goal, str) or walk is Walk.ABORT or self.estopped:
+            mode = self.goal_modes.pop(0) if self.goal_modes else GoalMode.FOLLOW
+        refused = self._take(command, self._record(command, None), None)
+        if refused or mode is GoalMode.ABORT:
             goal_handle.abort()
-            result.success = False
-            result.message = goal if isinstance(goal, str) else "robot is estopped" if self.estopped else (
-                "robot fell over")
+            result.success, result.message = False, refused or "robot fell over"
             return result
-        if walk in (Walk.HANG, Walk.DEAF):
-            while not self._closing.wait(0.02):
-                if walk is Walk.HANG and goal_handle.is_cancel_requested:
-                    return self._cancelled(goal_handle, result)
-            goal_handle.abort()
-            return result
-        targets = list(goal)
-        if walk is Walk.SHORT and targets:
-            with self._lock:
-                here = self.odom_T_body
-            before = targets[-2] if len(targets) > 1 else here
-            last = targets[-1]
-            targets[-1] = Planar((before.origin + last.origin) / 2, last.heading)
-        for target in targets:
-            if goal_handle.is_cancel_requested:
-                return self._cancelled(goal_handle, result)
-            if self._halt.is_set():
-                goal_handle.abort()  # overridden by stop: what spot_ros2 reports as a failed command
-                result.success, result.message = False, "Failed to complete command"
+        while not self._closing.wait(0.02):
+            if mode is not GoalMode.DEAF and goal_handle.is_cancel_requested:
+                self._override()  # spot_ros2 stops the robot on a cancelled goal
+                with self._lock:
+                    self.cancelled += 1
+                goal_handle.canceled()
+                result.success, result.message = False, "Cancelled"
                 return result
-            self.move_to(target)
-            self._wait_published(2)  # every point passed shows in odometry (the 2nd message began after the move)
-            time.sleep(self.step_s)
-        if walk is Walk.SLIP and targets:
-            self._wait_published(3)  # the pose at the goal is out
-            self._odometry_on.clear()
-            self.move_to(targets[-1] @ Planar.at(1.0, 0.0))
-        goal_handle.succeed()
-        result.success, result.message = True, "Successfully completed command"
-        return result
-
-    def _cancelled(self, goal_handle: Any, result: Any) -> Any:
-        with self._lock:
-            self.cancelled += 1
-        goal_handle.canceled()
-        result.success, result.message = False, "Cancelled"
+            if mode is GoalMode.FOLLOW and not self.moving():
+                goal_handle.succeed()
+                result.success, result.message = True, "Successfully completed command"
+                return result
+        goal_handle.abort()
         return result
 
     def _manipulation(self, goal_handle: Any) -> Any:
@@ -438,7 +563,8 @@ class FakeSpotDriver(Node):
     def close(self) -> None:
         """End every goal and service call still running (before the executor stops)."""
         self._closing.set()
-        self._odometry_on.set()
+        self.odometry_on.set()
+        self._mover.join(1.0)
 
     def destroy_node(self) -> None:
         self.close()
