@@ -16,6 +16,7 @@ Sources, behind one interface:
 from __future__ import annotations
 
 import importlib
+import time
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -66,9 +67,13 @@ def stamp_seconds(stamp: Any) -> float:
     return float(stamp.sec) + float(stamp.nanosec) * 1e-9
 
 
-def check_fresh(stamp: Any, node: Any, max_age_s: float, what: str) -> None:
-    """:func:`check_age` of a message stamped ``stamp`` (builtin_interfaces/Time) against ``node``'s clock now."""
-    check_age(stamp_seconds(stamp), node.get_clock().now().nanoseconds * 1e-9, max_age_s, what)
+def check_fresh(stamp: Any, max_age_s: float, what: str) -> None:
+    """:func:`check_age` of a message stamped ``stamp`` (builtin_interfaces/Time) against the wall clock now.
+
+    Never the node's ROS clock: ``use_sim_time`` can be set from outside, and a
+    simulated clock that stands still would make any transform look fresh.
+    """
+    check_age(stamp_seconds(stamp), time.time(), max_age_s, what)
 
 
 class Tf2MapFrame(MapFrameSource):
@@ -97,5 +102,5 @@ class Tf2MapFrame(MapFrameSource):
             stamped = self._buffer.lookup_transform(self.map_frame, self.odom_frame, Time())
         except self._tf2.TransformException as exc:
             raise ExecutionError(f"no {what} transform on TF ({exc}); is Hydra's backend publishing TF?") from exc
-        check_fresh(stamped.header.stamp, self._node, self.max_age_s, what)
+        check_fresh(stamped.header.stamp, self.max_age_s, what)
         return transform_from_msg(stamped.transform)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 import rclpy
@@ -10,6 +11,7 @@ from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Transform
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rclpy.parameter import Parameter
 from support.ros import ros_session
 
 from heracles_ros.errors import ExecutionError
@@ -73,14 +75,16 @@ def test_stamp_seconds():
     assert stamp_seconds(Stamp()) == pytest.approx(12.5)
 
 
-def test_a_stamp_is_judged_fresh_or_stale_on_the_nodes_own_clock(ros_domain_id):
+def test_a_stamp_is_judged_on_the_wall_clock_whatever_the_nodes_clock_says(ros_domain_id):
+    """use_sim_time can be switched on from outside; a simulated clock that stands still must not make an old
+    transform look fresh (nor a fresh one stale)."""
     with ros_session(ros_domain_id):
-        node = rclpy.create_node("freshness_probe")
+        node = rclpy.create_node("freshness_probe", parameter_overrides=[Parameter("use_sim_time", value=True)])
         try:
-            now = node.get_clock().now()
-            sec, nanosec = divmod(now.nanoseconds, 1_000_000_000)
-            check_fresh(Time(sec=sec, nanosec=nanosec), node, 1.0, "map->odom")
+            assert node.get_clock().now().nanoseconds == 0  # no /clock: simulated time stands at zero
+            sec, nanosec = divmod(time.time_ns(), 1_000_000_000)
+            check_fresh(Time(sec=sec, nanosec=nanosec), 1.0, "map->odom")
             with pytest.raises(ExecutionError, match=r"map->odom transform is stale: last one is (2\.\d|3\.0) s old"):
-                check_fresh(Time(sec=sec - 2, nanosec=nanosec), node, 1.0, "map->odom")
+                check_fresh(Time(sec=sec - 2, nanosec=nanosec), 1.0, "map->odom")
         finally:
             node.destroy_node()

@@ -217,7 +217,7 @@ class TopicMapFrame(MapFrameSource):
         latest = self.latest()
         if latest is None:
             raise ExecutionError(f"no map->odom transform received ({self.description})")
-        check_fresh(latest.header.stamp, self._node, self.max_age_s, "map->odom")
+        check_fresh(latest.header.stamp, self.max_age_s, "map->odom")
         return transform_from_msg(latest.transform)
 
 
