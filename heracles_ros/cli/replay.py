@@ -4,8 +4,9 @@ At the desk this stands in for Hydra: the files are published in order as
 ``hydra_msgs/msg/DsgUpdate`` full snapshots, with Hydra's QoS, at ``--rate``, so
 the mirror, its history (``heracles changes``) and the console react as they do
 on the robot. A bad input (a missing file, a file that is neither a scene nor an
-MCAP recording, a recording without the topic) is named before anything is
-published, exit status 2; no mirror listening within ``--wait`` is exit status 1.
+MCAP recording, a recording without the topic, cut short or damaged anywhere) is
+named before anything is published, exit status 2; no mirror listening within
+``--wait`` is exit status 1.
 """
 from __future__ import annotations
 

@@ -6,13 +6,17 @@ recording, the header fields Hydra sent. Recordings are MCAP files as
 ``hydra_msgs/msg/DsgUpdate`` in ``ros2msg``, messages in ``cdr``), read with the
 ``mcap`` libraries, so no ROS installation is needed to read one. Everything is
 checked before the first frame is published: a bad input fails whole, with a
-message naming the file and what is wrong with it.
+message naming the file and what is wrong with it. A recording is read through
+once up front, its chunks' checksums checked and every message on the topic
+decoded, so a damaged chunk is found before anything goes out; the snapshots'
+spark_dsg payloads are passed on as recorded (the mirror judges those).
 """
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from heracles_ros.errors import ReplayInputError, SceneError
 
@@ -75,18 +79,22 @@ def scene_frame(path: Path) -> Frame:
 
 
 def check_recording(path: Path, topic: str) -> None:
-    """An MCAP file whose summary lists ``topic`` with the DsgUpdate schema (a file cut short has no
-    summary: its messages are checked as they are read)."""
-    from mcap.exceptions import McapError
+    """An MCAP file whose summary (when it has one: a file cut short has none) lists ``topic`` with the
+    DsgUpdate schema, and whose every message on ``topic`` reads and decodes."""
     from mcap.reader import make_reader
 
     try:
         with path.open("rb") as stream:
             summary = make_reader(stream).get_summary()
-    except (McapError, OSError, ValueError) as exc:
-        raise ReplayInputError(f"{path}: not a readable MCAP recording ({exc})") from exc
-    if summary is None:
-        return
+    except Exception as exc:  # whatever a damaged file makes the library raise (see recording_frames)
+        raise ReplayInputError(f"{path}: not a readable MCAP recording ({_named(exc)})") from exc
+    if summary is not None:
+        _check_channel(path, topic, summary)
+    for _ in recording_frames(path, topic):
+        pass
+
+
+def _check_channel(path: Path, topic: str, summary: Any) -> None:
     channels = {c.topic: summary.schemas.get(c.schema_id) for c in summary.channels.values()}
     if topic not in channels:
         found = ", ".join(f"{name} ({s.name if s else 'no schema'})" for name, s in sorted(channels.items()))
@@ -100,21 +108,28 @@ def check_recording(path: Path, topic: str) -> None:
 
 def recording_frames(path: Path, topic: str) -> Iterator[Frame]:
     """The DsgUpdate messages on ``topic`` in ``path``, in log-time order, decoded as they are read."""
-    from mcap.exceptions import McapError
     from mcap.reader import make_reader
     from mcap_ros2.decoder import DecoderFactory
 
     count = 0
     try:
         with path.open("rb") as stream:
-            reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+            reader = make_reader(stream, validate_crcs=True, decoder_factories=[DecoderFactory()])
             for _schema, _channel, _message, msg in reader.iter_decoded_messages(topics=[topic]):
                 count += 1
                 stamp = msg.header.stamp
                 yield Frame(payload=bytes(msg.layer_contents), source=f"{path.name} message {count}",
                             full_update=bool(msg.full_update), sequence=int(msg.sequence_number),
                             stamp_s=float(stamp.sec) + float(stamp.nanosec) * 1e-9)
-    except (McapError, OSError, ValueError) as exc:
-        raise ReplayInputError(f"{path}: not a readable MCAP recording ({exc})") from exc
+    # A damaged file makes the mcap libraries raise whatever their parsing meets: McapError (a checksum),
+    # zstandard's and lz4's errors (a compressed chunk), struct.error, KeyError, OverflowError, MemoryError (a
+    # length field), the message-definition parser's own errors (a schema). All of them say the file is bad.
+    except Exception as exc:
+        where = f"after message {count}" if count else "before its first message"
+        raise ReplayInputError(f"{path}: not a readable MCAP recording, damaged {where} ({_named(exc)})") from exc
     if count == 0:
         raise ReplayInputError(f"{path}: no messages on {topic}")
+
+
+def _named(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

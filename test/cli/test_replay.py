@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import rclpy
 from heracles_ros.srv import Changes
+from mcap.reader import make_reader
 from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
 from support.mcap_recording import dsg_update, write_recording
 from support.ros import call_service, ros_session, spinning, wait_until
@@ -124,6 +125,12 @@ def test_bad_input_is_named_and_nothing_is_published(tmp_path, capsys, monkeypat
     other = write_recording(tmp_path / "other.mcap", [("/chatter", dsg_update(tiny_scene(), 1, T0))])
     truncated = tmp_path / "cut.mcap"
     truncated.write_bytes(other.read_bytes()[:40])
+    damaged = write_recording(tmp_path / "damaged.mcap", [(TOPIC, dsg_update(tiny_scene(), 1, T0))])
+    with damaged.open("rb") as stream:
+        [chunk] = make_reader(stream).get_summary().chunk_indexes  # type: ignore[union-attr]
+    data = bytearray(damaged.read_bytes())
+    data[chunk.chunk_start_offset + chunk.chunk_length // 2] ^= 0xFF  # a corrupt chunk, summary intact
+    damaged.write_bytes(bytes(data))
 
     cases = [
         ([str(scene), str(tmp_path / "missing.json")], f"{tmp_path / 'missing.json'}: no such file"),
@@ -131,6 +138,8 @@ def test_bad_input_is_named_and_nothing_is_published(tmp_path, capsys, monkeypat
         ([str(other), "--topic", TOPIC], f"{other}: no topic {TOPIC} in the recording (it has: /chatter "
                                          "(hydra_msgs/msg/DsgUpdate))"),
         ([str(truncated)], f"{truncated}: not a readable MCAP recording"),
+        ([str(scene), str(damaged), "--topic", TOPIC],
+         f"{damaged}: not a readable MCAP recording, damaged before its first message ("),
     ]
     for argv, message in cases:
         code = cli.main(["replay", *argv, "--wait", "0"])
