@@ -7,8 +7,10 @@ docs/known-issues.md#falkordb-parser-backtracking). For each construct the query
 sent as ``GRAPH.RO_QUERY`` to a throwaway embedded server at growing depths,
 each with a client-side cap; a curve stops at the first query that passes the
 cap, fails to answer, or takes the server down (which is then killed and
-started again). Then the deepest query of each construct that the query guard
-lets through is timed: the worst case the limits admit.
+started again). Then the worst cases the query guard lets through are timed:
+the deepest query of each construct, and its expressions side by side (as
+many as the guard admits, at the depth that admits the most nesting work),
+since their parse times add up.
 """
 from __future__ import annotations
 
@@ -17,12 +19,13 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from heracles_ros.errors import ConfigError, QueryRefused
 from heracles_ros.graphdb.falkordb_stream import run_capped
-from heracles_ros.graphdb.query_guard import check_model_query
+from heracles_ros.graphdb.query_guard import check_model_query, measure_query
 
 #: Construct -> the query nesting it ``depth`` times.
 CONSTRUCTS: dict[str, Callable[[int], str]] = {
@@ -89,6 +92,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 timing = server.time(CONSTRUCTS[name](worst), worst) if worst else None
                 figures[f"{name}_admitted"] = (f"{timing.brief()} ({len(CONSTRUCTS[name](worst))} chars)"
                                                if timing else "none")
+                beside = _worst_side_by_side(CONSTRUCTS[name], worst) if worst else None
+                if beside is not None:
+                    depth, copies, query = beside
+                    timing = server.time(query, depth)
+                    figures[f"{name}_side_by_side"] = (f"{copies} x depth {timing.brief()} (work "
+                                                       f"{measure_query(query).work:,}, {len(query)} chars)")
         finally:
             server.stop()
     return figures
@@ -109,15 +118,47 @@ def _depths(name: str) -> tuple[int, ...]:
     return PAREN_DEPTHS if name in ("parentheses", "calls", "mixed") or "-" in name else GROWING_DEPTHS
 
 
-def _deepest_admitted(build: Callable[[int], str], ceiling: int = 1 << 22) -> int:
-    """The largest depth whose query the guard lets through (0 if none): a binary search."""
-    def admitted(depth: int) -> bool:
-        try:
-            check_model_query(build(depth))
-        except QueryRefused:
-            return False
-        return True
+def _deepest_admitted(build: Callable[[int], str]) -> int:
+    """The largest depth whose query the guard lets through (0 if none)."""
+    return _largest(lambda depth: _admitted(build(depth)))
 
+
+def side_by_side(build: Callable[[int], str], depth: int, copies: int) -> str:
+    """The construct's expression at ``depth``, ``copies`` times as the items of one RETURN."""
+    head, _, expression = build(depth).rpartition("RETURN ")
+    expression = expression.removesuffix(" AS x")
+    return f"{head}RETURN " + ", ".join(f"{expression} AS x{i}" for i in range(copies))
+
+
+def _worst_side_by_side(build: Callable[[int], str], deepest: int) -> tuple[int, int, str] | None:
+    """(depth, copies, query): of the construct's expressions at the deepest few depths, each repeated as often as
+    the guard admits, the query with the most nesting work; None when no two copies are admitted."""
+    candidates = []
+    for depth in range(max(1, deepest - 4), deepest + 1):
+        copies = _largest(partial(_copies_admitted, build, depth))
+        if copies > 1:
+            query = side_by_side(build, depth, copies)
+            candidates.append((measure_query(query).work, depth, copies, query))
+    if not candidates:
+        return None
+    _, depth, copies, query = max(candidates)
+    return depth, copies, query
+
+
+def _copies_admitted(build: Callable[[int], str], depth: int, copies: int) -> bool:
+    return _admitted(side_by_side(build, depth, copies))
+
+
+def _admitted(query: str) -> bool:
+    try:
+        check_model_query(query)
+    except QueryRefused:
+        return False
+    return True
+
+
+def _largest(admitted: Callable[[int], bool], ceiling: int = 1 << 22) -> int:
+    """The largest n >= 1 for which ``admitted(n)`` holds (0 if none), for a test that holds up to a point."""
     low, high = 0, 1
     while high < ceiling and admitted(high):
         low, high = high, high * 2

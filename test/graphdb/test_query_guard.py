@@ -6,7 +6,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from heracles_ros.errors import QueryError, QueryRefused
-from heracles_ros.graphdb.query_guard import QueryLimits, check_model_query, sanitize_read_query
+from heracles_ros.graphdb.query_guard import (
+    MODEL_QUERY_LIMITS,
+    QueryLimits,
+    check_model_query,
+    measure_query,
+    sanitize_read_query,
+)
 
 
 @pytest.mark.parametrize(
@@ -199,3 +205,32 @@ def test_a_closing_bracket_of_another_kind_closes_nothing() -> None:
     text = "RETURN " + "(]" * 5 + "1" + ")" * 5 + " AS x"
     with pytest.raises(QueryRefused, match="nesting depth 5 exceeds the limit of 4"):
         check_model_query(text, QueryLimits(max_depth=4))
+
+
+@pytest.mark.parametrize("depth", range(1, 14))
+def test_nesting_work_doubles_per_level(depth: int) -> None:
+    """Each token weighs 2 to the levels open at it: ``RETURN (((1))) AS x`` is 1 + 2 + 4 + 8 + 4 + 2 + 1 + 1 + 1."""
+    assert measure_query(_nested(depth)).work == 3 * 2**depth
+
+
+def _side_by_side(copies: int, depth: int = 12) -> str:
+    return "RETURN " + ", ".join(f"{'(' * depth}1{')' * depth} AS x{i}" for i in range(copies))
+
+
+def test_deep_expressions_side_by_side_add_up_to_the_work_limit() -> None:
+    """71 expressions 12 levels deep fit the token limit (76 joined by +: 0.5 s to parse on an idle machine, 1.0-1.7 s
+    on a busy one); the work limit admits 10 (0.1 s at most)."""
+    limit = MODEL_QUERY_LIMITS.max_work
+    assert limit == 2**17
+    assert measure_query(_side_by_side(71)).tokens <= MODEL_QUERY_LIMITS.max_tokens
+    check_model_query(_side_by_side(10))
+    work = measure_query(_side_by_side(11)).work
+    assert 11 * 3 * 2**12 - 11 <= work <= 11 * 3 * 2**12 + 11 * 3  # the copies, their commas and names
+    with pytest.raises(QueryRefused, match=rf"^nesting work {work:,} exceeds the limit of {limit:,} \(each token"):
+        check_model_query(_side_by_side(11))
+
+
+def test_work_is_checked_with_the_caller_s_limit() -> None:
+    check_model_query(_nested(4), QueryLimits(max_work=48))
+    with pytest.raises(QueryRefused, match="nesting work 48 exceeds the limit of 47"):
+        check_model_query(_nested(4), QueryLimits(max_work=47))
