@@ -65,7 +65,7 @@ def _start(args: argparse.Namespace) -> int:
 
     server = _embedded_server(args.db, "start")
     reused = server.running() is not None or server.loading()
-    info = server.ensure_started()
+    info = server.ensure_started(owner="heracles db start")
     if (server.data_dir / REPLICA_DIR).is_dir():
         ensure_read_replica(server)
     report: dict[str, Any] = {"running": True, "reused": reused, "data_dir": str(server.data_dir), "host": info.host,

@@ -39,8 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                           help="symbol prefix of the mesh places (default: P, as Hydra's dataset configs; "
                           "Hydra's code default is Q)")
     generate.add_argument("--out", type=Path, required=True, metavar="FILE",
-                          help="output file: .json for JSON, any other name (x.bin, x.sparkdsg, ...) for "
-                          "spark_dsg binary")
+                          help="output file: .json for JSON, .sparkdsg for spark_dsg's binary file, any other name "
+                          "(x.bin, ...) for the bare binary payload of a DsgUpdate")
     generate.set_defaults(func=_generate)
 
 
@@ -104,15 +104,16 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def _generate(args: argparse.Namespace) -> int:
+    from heracles_ros.scene.io import SPARK_DSG_SUFFIXES
     from heracles_ros.scene.synthetic import generate_scene
 
     graph = generate_scene(args.kind, args.seed, scale=args.scale, mesh_prefix=args.mesh_prefix)
     out: Path = args.out
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        if out.suffix.lower() == ".json":
+        if out.suffix.lower() in SPARK_DSG_SUFFIXES:  # spark_dsg's own files (.sparkdsg: a header, then the bytes)
             graph.save(str(out), include_mesh=False)
-        else:  # spark_dsg's save refuses suffixes other than its own; the bytes are the same
+        else:  # spark_dsg's save refuses other suffixes: the bare bytes, as in a DsgUpdate (what load_scene reads)
             out.write_bytes(graph.to_binary(include_mesh=False))
     except Exception as exc:  # spark_dsg raises RuntimeError / ValueError on unwritable paths
         raise ConfigError(f"cannot write scene file {out}: {exc}") from exc

@@ -523,8 +523,9 @@ class EmbeddedServer:
 
 
 def _this_process() -> str:
-    """``heracles (pid 42)``: who started a server when the caller does not say."""
-    return f"{Path(sys.argv[0]).name or 'python'} (pid {os.getpid()})"
+    """``python -m heracles_ros.cli summary (pid 42)``: who started a server when the caller does not say."""
+    words = [Path(sys.orig_argv[0]).name, *sys.orig_argv[1:4]] if sys.orig_argv else ["python"]
+    return f"{' '.join(words)} (pid {os.getpid()})"
 
 
 def _start_timeout() -> float:

@@ -39,6 +39,7 @@ from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.mirror.scene_view import read_scene_view
 from heracles_ros.mirror.timeline import read_timeline
 from heracles_ros.msg import MirrorStatus
+from heracles_ros.nodes.instances import refuse_a_second_instance
 from heracles_ros.nodes.markers import (
     NS_ADDED,
     NS_MOVED,
@@ -93,6 +94,8 @@ PARAMETERS: tuple[Setting, ...] = (
               minimum=0.0, maximum=3600.0),
     Setting("scene_markers_max", 10_000, "at most this many scene_markers per namespace (two per room or object; "
               "the rest are left out, with a warning)", minimum=2, maximum=1_000_000),
+    Setting("instance_check_s", 2.0, "at start, how long to look for another dsg_mirror in this namespace before "
+              "writing anything (one mirror per robot); 0: no check", minimum=0.0, maximum=60.0),
     SHUTDOWN_TIMEOUT,
     Setting("status_period_s", 5.0, "republish the last status this often even without snapshots; 0: only on "
               "change", minimum=0.0, maximum=3600.0),
@@ -151,6 +154,7 @@ class DsgMirrorNode(HeraclesNode):
         super().__init__(**kwargs)
 
     def setup(self, params: dict[str, Any]) -> None:
+        refuse_a_second_instance(self, params["instance_check_s"])  # before anything is opened or written
         self._log_handler = _RosLogHandler(self)
         for name in _LIBRARY_LOGGERS:  # the node's ROS logger is their one output while it runs
             library = logging.getLogger(name)

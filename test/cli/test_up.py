@@ -25,9 +25,13 @@ import pytest
 import rclpy
 from heracles_ros.srv import Ask
 from support.console_server import free_port
+from support.mirror_checks import assert_mirrors
 from support.ros import call_service, ros_session, spinning
 
 from heracles_ros.demo.scripted_model import QUESTION, command_for
+from heracles_ros.embedded.server import EmbeddedServer
+from heracles_ros.graphdb import open_store
+from heracles_ros.scene.io import load_scene
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -109,12 +113,14 @@ def env_for(domain: int) -> dict[str, str]:
     return {**env, "ROS_DOMAIN_ID": str(domain), "PYTHONPATH": str(ROOT)}
 
 
+def up_argv(db: Path, *extra: str, namespace: str = "/desk") -> list[str]:
+    return [sys.executable, "-m", "heracles_ros.cli", "up", "--db", f"embedded:{db}", "--namespace", namespace,
+            "--time-scale", "20", "--shutdown-timeout", str(SHUTDOWN_S), "--console-port", str(free_port()), *extra]
+
+
 @pytest.fixture
 def up(tmp_path, ros_domain_id) -> Iterator[System]:
-    argv = [sys.executable, "-m", "heracles_ros.cli", "up", "--db", f"embedded:{tmp_path / 'db'}",
-            "--namespace", "/desk", "--time-scale", "20", "--shutdown-timeout", str(SHUTDOWN_S),
-            "--console-port", str(free_port())]
-    system = System(argv, env_for(ros_domain_id))
+    system = System(up_argv(tmp_path / "db"), env_for(ros_domain_id))
     try:
         yield system
     finally:
@@ -153,7 +159,7 @@ def test_up_runs_a_question_and_a_command_and_ctrl_c_stops_every_process_cleanly
                          "falkordb"}, pids
     console = up.wait_line(r"console .*heracles console: open (http://127\.0\.0\.1:\d+/)", 10.0)
     with urllib.request.urlopen(console[1] + "healthz", timeout=10) as health:
-        assert json.loads(health.read()) == {"ok": True}
+        assert json.loads(health.read())["ok"] is True
     assert all(alive(pid) for pid in pids.values()), pids
     up.process.send_signal(signal.SIGINT)
     started = time.monotonic()
@@ -247,3 +253,133 @@ def test_sigterm_and_a_closed_terminal_stop_every_process_cleanly_too(up, signum
     assert f"heracles up: stopped on {signal.Signals(signum).name}; every process exited cleanly" in up.text
     left = {name: pid for name, pid in pids.items() if alive(pid)}
     assert left == {}, left
+
+
+def _generate_other_scene(path: Path, env: dict[str, str]) -> None:
+    """A scene the example's is not: other symbols for its mesh places (Q, Hydra's code default)."""
+    subprocess.run([sys.executable, "-m", "heracles_ros.cli", "generate-scene", "--kind", "small", "--seed", "3",
+                    "--mesh-prefix", "Q", "--out", str(path)], env=env, check=True, capture_output=True, timeout=120)
+
+
+def _summary(db: Path, env: dict[str, str]) -> dict[str, object]:
+    done = subprocess.run([sys.executable, "-m", "heracles_ros.cli", "summary", "--json", "--db", f"embedded:{db}"],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return dict(json.loads(done.stdout))
+
+
+def _stop(system: System) -> None:
+    system.process.send_signal(signal.SIGINT)
+    assert system.process.wait(SHUTDOWN_S + MARGIN_S) == 0, system.text
+    system._reader.join(5.0)
+
+
+def test_a_second_up_for_a_running_robot_or_graph_is_refused_and_changes_nothing(up, tmp_path, ros_domain_id):
+    """Issue 33 F7 and item 2: refused before anything is started or written; the first system keeps its
+    database (same server, never stopped), its scene and its nodes."""
+    wait_for_nodes(up)
+    env = env_for(ros_domain_id)
+    pids = up.pids()
+    before = _summary(tmp_path / "db", env)
+    other_scene = tmp_path / "other.json"
+    _generate_other_scene(other_scene, env)
+    cases = {
+        "the same robot and graph": (tmp_path / "db", "/desk", "another heracles up runs on graph 'heracles'"),
+        "the same robot, another database": (tmp_path / "db2", "/desk", "a system already runs for this robot: /desk/"),
+        "another robot, the same graph": (tmp_path / "db", "/other", "another heracles up runs on graph 'heracles'"),
+    }
+    for case, (db, namespace, message) in cases.items():
+        second = subprocess.run(up_argv(db, "--scene", str(other_scene), "--replace-scene", namespace=namespace),
+                                env=env, capture_output=True, text=True, timeout=60)
+        assert second.returncode == 1, (case, second.stdout, second.stderr)
+        assert message in second.stderr, (case, second.stderr)
+        assert "started (pid=" not in second.stdout, case
+    assert not (tmp_path / "db2").exists() or not (tmp_path / "db2" / "server.json").exists()
+    assert all(alive(pid) for pid in pids.values()), pids
+    assert _summary(tmp_path / "db", env) == before  # the first system's scene, untouched
+    assert not (tmp_path / "db" / "stopped").exists()
+    assert up.process.poll() is None and "the database was stopped" not in up.text
+
+
+def test_up_starts_again_after_a_stop_and_switches_scenes_only_when_asked(tmp_path, ros_domain_id):
+    """Issue 33 items 1 and 3, F5: up, Ctrl-C, up again on the same database; another scene is refused with the
+    way to switch, and --replace-scene switches to exactly that scene."""
+    env = env_for(ros_domain_id)
+    db = tmp_path / "db"
+    other_scene = tmp_path / "other.json"
+    _generate_other_scene(other_scene, env)
+    for run in range(2):
+        system = System(up_argv(db), env)
+        try:
+            wait_for_nodes(system)
+            system.wait_line(r"db +\| embedded FalkorDB at .* started by heracles up", 10.0)
+            _stop(system)
+        finally:
+            system.end()
+        assert "database stopped" in system.text, (run, system.text)
+        assert EmbeddedServer(db).running() is None and EmbeddedServer(db).stopped_by() is not None
+        assert not EmbeddedServer(db).stopped_by_operator()
+    example = _summary(db, env)
+
+    refused = subprocess.run(up_argv(db, "--scene", str(other_scene)), env=env, capture_output=True, text=True,
+                             timeout=120)
+    assert refused.returncode == 1, refused.stdout
+    assert "holds another scene" in refused.stderr and "--replace-scene" in refused.stderr, refused.stderr
+    assert _summary(db, env) == example
+
+    system = System(up_argv(db, "--scene", str(other_scene), "--replace-scene"), env)
+    try:
+        system.wait_line(r"heracles up: other\.json in the database \(\d+ nodes, \d+ edges, replacing \d+ nodes", 60.0)
+        system.wait_line(r"dispatcher .*dispatching with the sim driver", START_WAIT_S)
+        _stop(system)
+        # The summary above started the database (a command that opens it may): this up left it running.
+        assert "database left running" in system.text
+        with open_store(f"embedded:{db}", graph="heracles") as store:
+            assert_mirrors(store, load_scene(other_scene))  # exactly the other scene, nothing of the example's
+    finally:
+        system.end()
+        EmbeddedServer(db).stop()
+
+
+def test_a_switch_from_the_kilometre_scale_scene_back_to_the_papers_graph_twice_leaves_exactly_it(
+    tmp_path, ros_domain_id
+):
+    """Issue 33 F4: with the system's nodes and the read replica attached, ``heracles load --force`` from the
+    kilometre-scale scene back to the paper's graph (twice) crashed the embedded server and left a mix."""
+    from heracles_ros.demo.goal import EXAMPLE_SCENE
+    from heracles_ros.embedded.replica import ReadReplica
+    from heracles_ros.scene.tables import extract_tables, symbol_of
+    from heracles_ros.schema import Layer
+
+    env = env_for(ros_domain_id)
+    large = tmp_path / "large.sparkdsg"
+    subprocess.run([sys.executable, "-m", "heracles_ros.cli", "generate-scene", "--kind", "large", "--out", str(large)],
+                   env=env, check=True, capture_output=True, timeout=180)
+    rows = extract_tables(load_scene(large)).nodes
+    start = next(symbol_of(node) for node, row in rows.items() if row[0] == Layer.MESH_PLACE)
+    db = tmp_path / "db"
+    system = System(up_argv(db, "--scene", str(large), "--start-place", start), env)
+    try:
+        system.wait_line(r"dispatcher .*dispatching with the sim driver", START_WAIT_S)
+        system.wait_line(r"language_server .*answering with openai:scripted", START_WAIT_S)
+        with ros_session(ros_domain_id):  # a question: the language server's read replica is attached
+            probe = rclpy.create_node("up_probe")
+            ask = probe.create_client(Ask, "/desk/ask")
+            with spinning(probe):
+                assert ask.wait_for_service(timeout_sec=30.0), "no ask service"
+                assert call_service(ask, Ask.Request(question=QUESTION), timeout_s=60.0).error == ""
+        server = EmbeddedServer(db)
+        primary, replica = server.running(), ReadReplica(server).running()
+        assert primary is not None and replica is not None
+        for scene in (EXAMPLE_SCENE, large, EXAMPLE_SCENE):
+            load = subprocess.run([sys.executable, "-m", "heracles_ros.cli", "load", "--json", "--force", str(scene),
+                                   "--db", f"embedded:{db}"], env=env, capture_output=True, text=True, timeout=300)
+            assert load.returncode == 0, load.stderr
+            assert server.running() == primary, f"the database server went away: {db / 'falkordb.log'}"
+            with open_store(f"embedded:{db}", graph="heracles") as store:
+                assert_mirrors(store, load_scene(scene))  # the new scene exactly: nothing of the other one
+        assert ReadReplica(server).running() == replica
+        assert system.process.poll() is None and all(alive(pid) for pid in system.pids().values())
+        _stop(system)
+    finally:
+        system.end()

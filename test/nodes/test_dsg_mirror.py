@@ -242,6 +242,29 @@ def test_scene_file_at_start_and_a_bad_one_is_reported(
         assert status.nodes_changed == 1
 
 
+def test_a_second_mirror_for_the_robot_refuses_before_it_writes_anything(
+    ros_domain_id: int, db_params: dict[str, Any], store: GraphStore, tmp_path: Path
+) -> None:
+    """Issue 33 F7: a second system's mirror re-mirrored its scene file into the running system's graph before
+    anything refused it. A second dsg_mirror in the namespace now refuses first, and the graph keeps the first's
+    scene."""
+    graph = tiny_scene()
+    other = tmp_path / "other.json"
+    other_graph = tiny_scene()
+    move(other_graph, "O4", (9.0, 9.0, 0.5))
+    other_graph.save(str(other))
+    with mirror_node(ros_domain_id, **db_params) as mirror:
+        mirror.send(graph, 1)
+        second = [Parameter("scene_file", value=str(other)), Parameter("instance_check_s", value=2.0),
+                  *(Parameter(k, value=v) for k, v in db_params.items())]
+        with pytest.raises(ConfigError, match="another /dsg_mirror is running .*one dsg_mirror per robot"):
+            DsgMirrorNode(parameter_overrides=second)
+        assert_mirrors(store, graph)  # the scene file was never read into the graph
+        move(graph, "O4", (2.0, 2.0, 0.5))
+        assert mirror.send(graph, 2).nodes_changed == 1  # and the first mirror goes on as before
+        assert_mirrors(store, graph)
+
+
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [

@@ -51,7 +51,8 @@ class MirrorHarness:
 @contextlib.contextmanager
 def mirror_node(domain: int, *, topic: str = TOPIC, **params: Any) -> Iterator[MirrorHarness]:
     """A mirror node on ``topic`` (no periodic status unless asked), spinning with its probe until the block ends."""
-    values = {"dsg_topic": topic, "status_period_s": 0.0, "retry_period_s": 0.2, **params}
+    # No look for another mirror at start (2 s each) unless a test asks: every test's node is alone in its domain.
+    values = {"dsg_topic": topic, "status_period_s": 0.0, "retry_period_s": 0.2, "instance_check_s": 0.0, **params}
     with ros_session(domain):
         node = DsgMirrorNode(parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
         probe = rclpy.create_node("probe")
