@@ -135,6 +135,23 @@ def test_demo_without_a_language_model_runs_scripted_turns_through_the_real_loop
         assert path_pixels > 2000, "the robot's path is not drawn"
 
 
+def test_the_demo_runs_again_in_the_same_folder_and_prints_only_its_own_lines(
+    tmp_path, ros_domain_id, no_language_model, heracles, capfd
+):
+    """Issue 33 F1: the second run failed on the first's stopped database (its hint named a database the
+    demo does not use); HTTP clients' log lines and a ROS warning after the result were mixed in."""
+    out_dir = tmp_path / "demo"
+    for run in range(2):
+        code = heracles(["demo", "--out", str(out_dir), "--time-scale", "30"])
+        printed = capfd.readouterr()  # the process's own file descriptors: ROS's C logging too
+        text = printed.out + printed.err
+        assert code == 0 and "demo finished: succeeded" in text, (run, text)
+        assert "(started for this demo)" in text, (run, text)
+        noise = re.findall(r"^(?:INFO|WARNING|\[WARN\]|\[INFO\]|\[ERROR\]).*$", text, flags=re.M)
+        assert noise == [], (run, noise)
+        assert EmbeddedServer(out_dir / "db").running() is None  # each run stops the server it started
+
+
 def test_demo_with_a_bad_database_uri_fails_clearly(tmp_path, no_language_model, heracles, capsys):
     code = heracles(["demo", "--out", str(tmp_path), "--db", "bogus://somewhere"])
     captured = capsys.readouterr()
