@@ -114,8 +114,12 @@ def measure(server: _Server, build: Callable[[int], str], depths: tuple[int, ...
     return curve
 
 
+#: Constructs whose time doubles per level, tried level by level (the others at doubling depths).
+_EXPONENTIAL = ("parentheses", "calls", "mixed", "not-parentheses", "not-calls", "sign-calls")
+
+
 def _depths(name: str) -> tuple[int, ...]:
-    return PAREN_DEPTHS if name in ("parentheses", "calls", "mixed") or "-" in name else GROWING_DEPTHS
+    return PAREN_DEPTHS if name in _EXPONENTIAL else GROWING_DEPTHS
 
 
 def _deepest_admitted(build: Callable[[int], str]) -> int:

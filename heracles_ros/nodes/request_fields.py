@@ -13,8 +13,10 @@ Plain Python: the three nodes and their tests use it without ROS.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from heracles_ros.errors import ConfigError
+from heracles_ros.formats.pddl_goal import MAX_GOAL_CHARS
 from heracles_ros.formats.sldp import parse_type
 
 #: Longest free text taken (an instruction, a question), characters: a paragraph; a model prompt is bounded by it.
@@ -33,13 +35,20 @@ MAX_CHANGES = 10_000
 DEFAULT_CHANGES = 1000
 #: Largest ``since_s`` either way, seconds: epoch seconds up to the year 2286, or that long ago.
 MAX_SINCE_S = 1e10
+#: Most waypoints one plan (ExecutePlan.action) carries, all steps together: the longest walk a plan may ask for
+#: (``max_plan_path_m``, 5 km) through places about a metre apart, four times over.
+MAX_PLAN_WAYPOINTS = 20_000
+#: Most arguments of one plan step (the domain's actions take two or three).
+MAX_STEP_ARGS = 16
 
-#: Free text: may span lines.
-_TEXT = {"instruction": MAX_TEXT_CHARS, "question": MAX_TEXT_CHARS, "reason": MAX_REASON_CHARS}
+#: Free text: may span lines (a plan's goal is PDDL, bounded as every goal is).
+_TEXT = {"instruction": MAX_TEXT_CHARS, "question": MAX_TEXT_CHARS, "reason": MAX_REASON_CHARS,
+         "goal": MAX_GOAL_CHARS}
 #: One line each.
 _LINES = {"command_id": MAX_ID_CHARS, "session": MAX_ID_CHARS, "client_node": MAX_ID_CHARS, "id": MAX_ID_CHARS,
           "room": MAX_ID_CHARS, "action": MAX_ID_CHARS, "operator_name": MAX_NAME_CHARS,
-          "answer_type": MAX_ANSWER_TYPE_CHARS}
+          "answer_type": MAX_ANSWER_TYPE_CHARS, "plan_id": MAX_ID_CHARS, "start_symbol": MAX_ID_CHARS,
+          "symbol": MAX_ID_CHARS}
 #: The longest bound of each field, by its name in the interface files.
 LIMITS = {**_TEXT, **_LINES}
 
@@ -91,4 +100,37 @@ def resume_problem(operator_name: str, reason: str) -> str:
         return problem
     if not operator_name.strip():
         return "resume needs the operator's name (who resumes)"
+    return ""
+
+
+def plan_problem(plan: Any) -> str:
+    """Why a plan sent to ``execute_plan`` (heracles_ros/msg/Plan) is refused before it is read, or '': its id,
+    goal and symbols bounded, at most :data:`MAX_PLAN_WAYPOINTS` waypoints, each named by a symbol, every number
+    finite. Whether the plan fits the world (steps, path length, places) is the dispatcher's plan check."""
+    problem = text_problem(plan_id=plan.plan_id, goal=plan.goal, start_symbol=plan.start_symbol)
+    if problem:
+        return f"plan: {problem}"
+    if not math.isfinite(plan.total_cost):
+        return f"plan: total_cost must be finite, got {plan.total_cost!r}"
+    waypoints = 0
+    for index, step in enumerate(plan.steps, start=1):
+        where = f"plan step {index}"
+        if len(step.args) > MAX_STEP_ARGS:
+            return f"{where}: {len(step.args)} arguments; at most {MAX_STEP_ARGS} are taken"
+        for symbol in (step.target_symbol, *step.args, *step.waypoint_symbols):
+            problem = text_problem(symbol=symbol)
+            if problem:
+                return f"{where}: {problem}"
+        problem = text_problem(action=step.action)
+        if problem:
+            return f"{where}: {problem}"
+        waypoints += len(step.waypoints)
+        if waypoints > MAX_PLAN_WAYPOINTS:
+            return f"plan: more than {MAX_PLAN_WAYPOINTS:,} waypoints; a plan that long is not one the planner makes"
+        if len(step.waypoint_symbols) != len(step.waypoints):
+            return (f"{where}: {len(step.waypoints)} waypoints but {len(step.waypoint_symbols)} waypoint_symbols; "
+                    "each waypoint names its place")
+        points = (step.target, *step.waypoints)
+        if not all(math.isfinite(v) for p in points for v in (p.x, p.y, p.z)) or not math.isfinite(step.cost):
+            return f"{where}: its target, waypoints and cost must be finite numbers"
     return ""

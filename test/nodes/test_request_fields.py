@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -9,9 +10,11 @@ from heracles_ros.nodes.request_fields import (
     DEFAULT_CHANGES,
     LIMITS,
     MAX_CHANGES,
+    MAX_PLAN_WAYPOINTS,
     MAX_SINCE_S,
     answer_type_problem,
     changes_limit,
+    plan_problem,
     resume_problem,
     since_problem,
     text_problem,
@@ -84,3 +87,45 @@ def test_resume_needs_a_name_and_bounds_both_fields() -> None:
     assert resume_problem("ana", "r" * 1001) == "reason is 1,001 characters long; at most 1,000 are taken"
     assert resume_problem("ana\n[WARN] forged", "") == (
         "operator_name must be one line of printable characters (it holds a control character)")
+
+
+def _plan(steps: int = 2, waypoints: int = 3) -> Any:
+    from geometry_msgs.msg import Point
+    from heracles_ros.msg import Plan, PlanStep
+
+    return Plan(plan_id="cmd-1-plan", goal="(holding O3)", start_symbol="P0", total_cost=4.0, steps=[
+        PlanStep(action="goto", args=["P0", f"P{i + 1}"], target_symbol=f"P{i + 1}", target=Point(x=1.0 * i),
+                 waypoints=[Point(x=0.1 * w) for w in range(waypoints)],
+                 waypoint_symbols=[f"P{w}" for w in range(waypoints)], cost=1.0)
+        for i in range(steps)])
+
+
+def test_a_plan_the_planner_makes_is_taken() -> None:
+    assert plan_problem(_plan()) == ""
+    assert plan_problem(_plan(steps=0)) == ""  # an empty plan is the plan check's to judge
+
+
+@pytest.mark.parametrize(("damage", "problem"), [
+    (lambda p: setattr(p, "plan_id", "x" * 257), "plan: plan_id is 257 characters long; at most 256 are taken"),
+    (lambda p: setattr(p, "plan_id", "p\nq"), "plan: plan_id must be one line of printable characters"),
+    (lambda p: setattr(p, "goal", "(" * 200_001), "plan: goal is 200,001 characters long; at most 200,000"),
+    (lambda p: setattr(p, "start_symbol", "P0\x1b[2J"), "plan: start_symbol must be one line"),
+    (lambda p: setattr(p, "total_cost", math.nan), "plan: total_cost must be finite, got nan"),
+    (lambda p: setattr(p.steps[1], "args", ["P1"] * 17), "plan step 2: 17 arguments; at most 16 are taken"),
+    (lambda p: setattr(p.steps[0], "target_symbol", "P" * 300), "plan step 1: symbol is 300 characters long"),
+    (lambda p: setattr(p.steps[0], "action", "goto\n"), "plan step 1: action must be one line"),
+    (lambda p: p.steps[1].waypoint_symbols.pop(), "plan step 2: 3 waypoints but 2 waypoint_symbols"),
+    (lambda p: setattr(p.steps[1].waypoints[2], "y", math.inf), "plan step 2: its target, waypoints and cost must"),
+    (lambda p: setattr(p.steps[0].target, "z", -math.inf), "plan step 1: its target, waypoints and cost must"),
+    (lambda p: setattr(p.steps[0], "cost", math.nan), "plan step 1: its target, waypoints and cost must"),
+])
+def test_a_plan_with_a_field_out_of_bounds_is_refused_naming_it(damage: Any, problem: str) -> None:
+    plan = _plan()
+    damage(plan)
+    assert plan_problem(plan).startswith(problem), plan_problem(plan)
+
+
+def test_a_plan_carries_at_most_its_waypoint_budget() -> None:
+    assert plan_problem(_plan(steps=2, waypoints=MAX_PLAN_WAYPOINTS // 2)) == ""
+    assert plan_problem(_plan(steps=3, waypoints=MAX_PLAN_WAYPOINTS // 2)) == (
+        f"plan: more than {MAX_PLAN_WAYPOINTS:,} waypoints; a plan that long is not one the planner makes")
