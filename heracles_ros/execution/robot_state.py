@@ -35,6 +35,21 @@ class RobotState:
     #: Object symbol in the gripper ("" when empty-handed).
     holding: str = ""
 
+    def words(self) -> str:
+        """"at P3 holding O14", "at (1.0, 2.0) holding nothing"."""
+        where = self.place or f"({self.position[0]:.1f}, {self.position[1]:.1f})"
+        return f"at {where} holding {self.holding or 'nothing'}"
+
+
+@dataclass(frozen=True)
+class StartingState:
+    """The state a dispatcher starts from, and whether it is the robot's record restored or a reset."""
+
+    state: RobotState
+    restored: bool
+    #: For the log: what was restored, or where the robot was reset to and why.
+    account: str
+
 
 def check_symbol(symbol: str) -> str:
     """``symbol`` if it is shaped like a scene symbol, else ExecutionError naming it (its kind is the database's)."""
@@ -121,6 +136,17 @@ class RobotStateStore:
             statements.append((cypher.link_object_container(place_layer), params))
         self.store.write_many(statements)
 
+    def unknown_in(self, state: RobotState) -> list[str]:
+        """What ``state`` names that the database lacks ("place P3", "object O14"): a record from another scene."""
+        named = [symbol for symbol in (state.place, state.holding) if symbol and is_scene_symbol(symbol)]
+        kinds = symbol_layers(self.store, named)
+        unknown = []
+        if state.place and kinds.get(state.place) not in (Layer.MESH_PLACE, Layer.PLACE):
+            unknown.append(f"place {state.place}")
+        if state.holding and kinds.get(state.holding) is not Layer.OBJECT:
+            unknown.append(f"object {state.holding}")
+        return unknown
+
     def place_position(self, symbol: str) -> Point3 | None:
         """Position of a place by symbol; None when there is no such node, ExecutionError when it is no place."""
         if _place_layer(check_symbol(symbol), self._kinds(symbol)) is None:
@@ -144,3 +170,33 @@ class RobotStateStore:
     def forget(self) -> None:
         """Remove the robot node and its links (tests, or a robot taken out of service)."""
         self.store.write(cypher.DELETE_ROBOT, {"symbol": self.symbol})
+
+
+def starting_state(states: RobotStateStore, start_place: str) -> StartingState:
+    """Pose and held object restored together from the robot's record, or reset together, never one alone.
+
+    - ``start_place`` given: reset there, holding nothing (whoever puts the robot at a
+      place says where it is; nothing says it still holds what it held);
+    - no record: reset at the map origin, holding nothing;
+    - a record naming a place or an object the database lacks (another scene was
+      loaded since): reset at the map origin, holding nothing;
+    - else the record, whole.
+
+    ExecutionError when ``start_place`` is not a place of the database.
+    """
+    recorded = states.read()
+    had = f" (its record had it {recorded.words()})" if recorded is not None else ""
+    if start_place:
+        position = states.place_position(start_place)
+        if position is None:
+            raise ExecutionError(f"no place {start_place!r} in the database")
+        return StartingState(RobotState(position, place=start_place), False,
+                             f"reset at start_place {start_place}, holding nothing{had}")
+    origin, reset = RobotState((0.0, 0.0, 0.0)), "reset at the map origin, holding nothing"
+    if recorded is None:
+        return StartingState(origin, False, f"{reset}: the database has no record of it")
+    unknown = states.unknown_in(recorded)
+    if unknown:
+        lacks = f"its record names {' and '.join(unknown)}, which the scene lacks (another scene was loaded)"
+        return StartingState(origin, False, f"{reset}: {lacks}")
+    return StartingState(recorded, True, f"restored from its record: {recorded.words()}")

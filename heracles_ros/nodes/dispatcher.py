@@ -10,8 +10,10 @@ Interface (names relative, so a robot namespace applies):
 - publishes ``dispatch_progress`` (heracles_ros/msg/DispatchProgress, in order),
   ``dispatch_result`` (heracles_ros/msg/DispatchResult, one per plan sent, the
   rejected ones included, with the reason and the driver), ``plan_markers``
-  (visualization_msgs/msg/MarkerArray, see :mod:`.markers`) and ``stop_state``
-  (heracles_ros/msg/StopState, latched: on start and on every change);
+  (visualization_msgs/msg/MarkerArray, see :mod:`.markers`), ``stop_state``
+  (heracles_ros/msg/StopState, latched: on start and on every change) and
+  ``robot_pose`` (geometry_msgs/PoseStamped, latched: the pose it starts from, at
+  once, then every change);
 - serves ``cancel`` (std_srvs/srv/Trigger): stops the running plan, whoever sent
   it; its result then says ``cancelled``;
 - serves the latched stop: ``stop`` and ``hard_stop`` (std_srvs/srv/Trigger)
@@ -19,7 +21,10 @@ Interface (names relative, so a robot namespace applies):
   e-stop) and refuse every plan with status ``stopped`` until ``resume``
   (heracles_ros/srv/Resume, naming the operator, who is logged and published).
   These and ``cancel`` have their own callback group and the executor has
-  threads to spare, so they are never queued behind a plan or a query.
+  threads to spare, so they are never queued behind a plan or a query; the
+  stop reaches the driver before anything else is done, touches no database,
+  and is then kept on disk (:mod:`~heracles_ros.execution.stop_record`), so a
+  restarted dispatcher is still stopped until someone resumes.
 
 A goal naming its sender (``client_node``) is given up once that node has been
 gone from the ROS graph for ``client_lost_s``: the plan is cancelled, the robot
@@ -31,9 +36,11 @@ the robot and releases the driver (the lease) within ``shutdown_timeout_s``.
 
 Parameters: :data:`PARAMETERS`. The driver's settings come straight from the
 driver factory's tables, as ``sim_<setting>`` and ``spot_<setting>``; what the
-robot holds and where it starts come from its record in the database (or
-``start_place``), never from parameters, and at start the record takes the
-robot's real pose from its driver. The robot is claimed, powered on and stood
+robot holds and where it starts come from its record in the database, restored
+together, or are reset together (at ``start_place``, or when there is no record
+or it names what the scene lacks), never from parameters; the log says which
+(:func:`~heracles_ros.execution.robot_state.starting_state`). At start the record
+takes the robot's real pose from its driver. The robot is claimed, powered on and stood
 up when the first plan starts (``start_robot_at_launch``: when the node starts).
 
 One plan at a time (decision): a goal that arrives while another plan runs is
@@ -53,6 +60,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import os
 import queue
 import signal
@@ -65,9 +73,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from geometry_msgs.msg import PoseStamped
 from rclpy.action import CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -77,7 +87,7 @@ from visualization_msgs.msg import MarkerArray
 
 from heracles_ros.action import ExecutePlan
 from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
-from heracles_ros.execution.driver import CancelToken, RobotDriver
+from heracles_ros.execution.driver import CancelToken, Pose, RobotDriver
 from heracles_ros.execution.driver_factory import DRIVER_KINDS, checked_settings, make_driver
 from heracles_ros.execution.driver_factory import SETTINGS as DRIVER_SETTINGS
 from heracles_ros.execution.plan_check import PlanLimits
@@ -88,7 +98,8 @@ from heracles_ros.execution.plan_runner import (
     ProgressEvent,
     Replanner,
 )
-from heracles_ros.execution.robot_state import RobotState, RobotStateStore, check_symbol
+from heracles_ros.execution.robot_state import RobotState, RobotStateStore, check_symbol, starting_state
+from heracles_ros.execution.stop_record import LatchedStop, StopRecord, default_path
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.scene_presence import misspelt_graph_suspected, wait_for_graph
 from heracles_ros.graphdb.store import GraphStore
@@ -258,20 +269,6 @@ def _driver_settings(v: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return checked
 
 
-def initial_state(states: RobotStateStore, start_place: str) -> RobotState:
-    """Where the robot starts: at ``start_place`` if given (keeping what it holds), else as recorded."""
-    recorded = states.read()
-    if not start_place:
-        return recorded or RobotState((0.0, 0.0, 0.0))
-    try:
-        position = states.place_position(start_place)
-    except ExecutionError as exc:
-        raise ConfigError(f"parameter start_place: {exc}") from exc
-    if position is None:
-        raise ConfigError(f"parameter start_place: no place {start_place!r} in the database")
-    return RobotState(position, place=start_place, holding=recorded.holding if recorded else "")
-
-
 @dataclass
 class _Job:
     plan_id: str
@@ -283,16 +280,6 @@ class _Job:
     outcome: DispatchOutcome | None = None
     #: Cut short by the latched stop (its result says stopped, not cancelled).
     stopped: bool = False
-
-
-@dataclass(frozen=True)
-class _Stop:
-    """The latched stop as StopState publishes it."""
-
-    stopped: bool = False
-    hard: bool = False
-    reason: str = ""
-    operator: str = ""
 
 
 def _claim_order(claim: str) -> tuple[float, str]:
@@ -329,7 +316,11 @@ class DispatcherNode(HeraclesNode):
             wait_for_graph(self.store, GRAPH_WAIT_S, reader=f"no graph after {GRAPH_WAIT_S:g} s",
                            stopping=lambda: not self.context.ok())
         self.states = RobotStateStore(self.store, symbol=self.settings.robot_symbol)
-        initial = initial_state(self.states, self.settings.start_place)
+        try:
+            start = starting_state(self.states, self.settings.start_place)
+        except ExecutionError as exc:
+            raise ConfigError(f"parameter start_place: {exc}") from exc
+        initial = start.state
         self.driver = self._make_driver(initial)
         self.states.write(initial)
         replan = self._make_replanner()
@@ -342,7 +333,9 @@ class DispatcherNode(HeraclesNode):
             initial=initial,
         )
         self._active: _Job | None = None
-        self._stop = _Stop()
+        self._stop_record = StopRecord(default_path(self.get_namespace(), self.settings.robot_symbol,
+                                                    self.store.description))
+        self._stop = self._kept_stop()
         self._ids = itertools.count(1)
         self._book = MarkerBook()
         self._view: tuple[PlanResult | None, int] = (None, 0)
@@ -356,6 +349,8 @@ class DispatcherNode(HeraclesNode):
         self._result_pub = self.create_publisher(DispatchResult, "dispatch_result", reliable(10))
         self._markers_pub = self.create_publisher(MarkerArray, "plan_markers", reliable(10))
         self._stop_pub = self.create_publisher(StopState, "stop_state", latched())
+        self._pose_pub = self.create_publisher(PoseStamped, "robot_pose", latched())
+        self._pose_sent: Pose | None = None
         self._action = self.destroyed_with_node(SingleGoalServer(
             self, ExecutePlan, "execute_plan", judge=self._on_goal, start=self._on_accepted,
             cancel=self._on_cancel_goal, callback_group=ReentrantCallbackGroup(), queue_depth=ACTION_QUEUE_DEPTH,
@@ -368,17 +363,19 @@ class DispatcherNode(HeraclesNode):
         self.create_service(Trigger, "hard_stop", lambda rq, rs: self._on_stop(rs, hard=True),
                             callback_group=controls)  # fmt: skip
         self.create_service(Resume, "resume", self._on_resume, callback_group=controls)
-        self.create_timer(MARKER_PERIOD_S, self._publish_markers, callback_group=MutuallyExclusiveCallbackGroup())
+        # On the steady clock: a ROS clock switched to simulated time (use_sim_time) must not freeze the robot's view.
+        self.create_timer(MARKER_PERIOD_S, self._publish_markers, callback_group=MutuallyExclusiveCallbackGroup(),
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
 
         self._driver_error = ""
         self._worker = threading.Thread(target=self._work, name="dispatcher-worker", daemon=True)
+        self._publish_pose()
         self._worker.start()
         self._publish_stop_state()
-        self.get_logger().info(
-            f"dispatching with the {self.driver.name} driver on {self.store.description}; "
-            f"robot {self.settings.robot_symbol!r} at {initial.place or initial.position}"
-            + (f" holding {initial.holding}" if initial.holding else "")
-        )
+        self.get_logger().info(f"dispatching with the {self.driver.name} driver on {self.store.description}; "
+                               f"robot {self.settings.robot_symbol!r} {start.account}")
+        if self._stop.stopped:
+            self.get_logger().warning(f"{self._stop.reason}: plans are refused until resume")
 
     # -- construction ------------------------------------------------------------
     def _claim_robot(self) -> None:
@@ -577,7 +574,8 @@ class DispatcherNode(HeraclesNode):
             before = self._stop
             changed = not before.stopped or (hard and not before.hard)
             if changed:
-                self._stop = _Stop(stopped=True, hard=hard or before.hard, reason=reason)
+                self._stop = LatchedStop(stopped=True, hard=hard or before.hard, reason=reason)
+            stop = self._stop
             job = self._active
             if job is not None:
                 job.stopped = True
@@ -586,6 +584,7 @@ class DispatcherNode(HeraclesNode):
         if job is not None:
             job.cancel.cancel(reason)  # first, so the plan's result carries this reason
         error = self._stop_driver(hard=hard)
+        unkept = self._keep_stop(stop) if changed else ""
         if not changed:
             text = "already stopped" + (" (hard)" if before.hard else "")
         else:
@@ -595,7 +594,7 @@ class DispatcherNode(HeraclesNode):
         response.success = not error
         response.message = f"{text}; plans are refused until resume" + (
             f"; but the {self.driver.name} driver's stop failed: {error}" if error else ""
-        )
+        ) + (f"; a restarted dispatcher would not know of this stop: {unkept}" if unkept else "")
         return response
 
     def _on_resume(self, request: Resume.Request, response: Resume.Response) -> Resume.Response:
@@ -607,14 +606,36 @@ class DispatcherNode(HeraclesNode):
         with self._lock:
             before = self._stop
             if before.stopped:
-                self._stop = _Stop(stopped=False, hard=False, reason=said, operator=operator)
+                self._stop = LatchedStop(stopped=False, hard=False, reason=said, operator=operator)
         if not before.stopped:
             response.success, response.message = False, "not stopped: nothing to resume"
             return response
         self.get_logger().warning(f"{said} (was {before.reason})")
         self._publish_stop_state()
-        response.success, response.message = True, f"{said}; plans are accepted again"
+        kept = ""
+        try:
+            self._stop_record.clear()
+        except OSError as exc:
+            self.get_logger().error(f"the kept stop {self._stop_record.path} could not be removed: {exc}")
+            kept = f"; but a restarted dispatcher would still be stopped ({exc})"
+        response.success, response.message = True, f"{said}; plans are accepted again{kept}"
         return response
+
+    def _kept_stop(self) -> LatchedStop:
+        """The stop kept from before this dispatcher started (or not stopped)."""
+        kept = self._stop_record.read()
+        if not kept.stopped:
+            return kept
+        return replace(kept, reason=f"{kept.reason}; kept from before this dispatcher started")
+
+    def _keep_stop(self, stop: LatchedStop) -> str:
+        """Keep the latched stop on disk for a restarted dispatcher (after the robot was stopped); "" or why not."""
+        try:
+            self._stop_record.keep(stop)
+        except OSError as exc:
+            self.get_logger().error(f"the stop could not be kept in {self._stop_record.path}: {exc}")
+            return str(exc)
+        return ""
 
     def _stop_driver(self, *, hard: bool) -> str:
         """Stop the robot now; "" or why the driver could not."""
@@ -655,6 +676,7 @@ class DispatcherNode(HeraclesNode):
         on service calls the executor must serve; :meth:`close` shuts it down.
         """
         self.dispatcher.adopt_real_pose(REAL_POSE_WAIT_S)
+        self._publish_pose()
         if self.settings.start_robot_at_launch:
             self._start_driver()
         while (job := self._jobs.get()) is not None:
@@ -727,7 +749,21 @@ class DispatcherNode(HeraclesNode):
             self._view = (plan, step_index)
         self._publish_markers()
 
+    def _publish_pose(self) -> None:
+        """The robot's pose on the latched ``robot_pose``, whenever it changed: from the first moment a
+        console or RViz looks, the robot the dispatcher works with (the state it started from, then its moves)."""
+        pose = self.dispatcher.pose()
+        with self._lock:
+            if pose == self._pose_sent:
+                return
+            self._pose_sent = pose
+            msg = PoseStamped(header=Header(frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg()))
+            msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = pose.position
+            msg.pose.orientation.z, msg.pose.orientation.w = math.sin(pose.yaw / 2), math.cos(pose.yaw / 2)
+            self._pose_pub.publish(msg)
+
     def _publish_markers(self) -> None:
+        self._publish_pose()
         robot, pose = self.dispatcher.robot, self.dispatcher.pose()
         label = self.settings.robot_symbol + (f" holding {robot.holding}" if robot.holding else "")
         frame, stamp = self.settings.map_frame, self.get_clock().now().to_msg()

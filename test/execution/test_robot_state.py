@@ -5,7 +5,7 @@ import pytest
 from support.tiny_scene import tiny_scene
 
 from heracles_ros.errors import ExecutionError
-from heracles_ros.execution.robot_state import RobotState, RobotStateStore
+from heracles_ros.execution.robot_state import RobotState, RobotStateStore, starting_state
 from heracles_ros.mirror.reconcile import Mirror
 
 
@@ -89,3 +89,52 @@ def test_kinds_come_from_the_database_not_the_letter(store):
     assert states.place_position("Q5") == (5.0, 0.0, 0.0) and states.place_position("Q99") is None
     with pytest.raises(ExecutionError, match="'O1' is not a place symbol: the database holds it as Object"):
         states.place_position("O1")
+
+
+# --- where a dispatcher starts: pose and held object restored together or reset together ---------------
+def test_with_no_record_the_robot_starts_at_the_origin_holding_nothing(tiny_store):
+    start = starting_state(RobotStateStore(tiny_store), "")
+    assert (start.state, start.restored) == (RobotState((0.0, 0.0, 0.0)), False)
+    assert start.account == "reset at the map origin, holding nothing: the database has no record of it"
+
+
+def test_a_record_whose_place_and_object_the_scene_holds_is_restored_whole(tiny_store):
+    states = RobotStateStore(tiny_store)
+    states.write(RobotState((4.0, 0.2, 0.0), place="P4", holding="O2"))
+    start = starting_state(states, "")
+    assert (start.state, start.restored) == (RobotState((4.0, 0.2, 0.0), place="P4", holding="O2"), True)
+    assert start.account == "restored from its record: at P4 holding O2"
+
+
+def test_a_start_place_resets_the_pose_and_empties_the_hand_together(tiny_store):
+    """A robot put at a place again (heracles up's start) never keeps holding the last run's object."""
+    states = RobotStateStore(tiny_store)
+    states.write(RobotState((4.0, 0.2, 0.0), place="P4", holding="O2"))
+    start = starting_state(states, "P1")
+    assert (start.state, start.restored) == (RobotState((1.0, 0.0, 0.0), place="P1"), False)
+    assert start.account == "reset at start_place P1, holding nothing (its record had it at P4 holding O2)"
+
+
+@pytest.mark.parametrize(
+    ("recorded", "lacking"),
+    [
+        (RobotState((40.0, 2.0, 0.0), place="P40", holding="O2"), "place P40"),
+        (RobotState((4.0, 0.2, 0.0), place="P4", holding="O77"), "object O77"),
+        (RobotState((40.0, 2.0, 0.0), place="P40", holding="O77"), "place P40 and object O77"),
+    ],
+)
+def test_a_record_from_another_scene_is_reset_whole_never_half(tiny_store, recorded, lacking):
+    states = RobotStateStore(tiny_store)
+    states.write(recorded)
+    start = starting_state(states, "")
+    assert (start.state, start.restored) == (RobotState((0.0, 0.0, 0.0)), False)
+    assert start.account == (f"reset at the map origin, holding nothing: its record names {lacking}, which the scene "
+                             "lacks (another scene was loaded)")
+
+
+def test_a_start_place_the_database_lacks_or_that_is_no_place_is_refused(tiny_store):
+    states = RobotStateStore(tiny_store)
+    with pytest.raises(ExecutionError, match="no place 'P99' in the database"):
+        starting_state(states, "P99")
+    with pytest.raises(ExecutionError, match="'O1' is not a place symbol"):
+        starting_state(states, "O1")
