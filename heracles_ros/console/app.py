@@ -98,7 +98,7 @@ def create_app(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) 
         return FileResponse(page, headers={"Cache-Control": "no-store"})
 
     async def healthz(_: Request) -> Response:
-        return JSONResponse({"ok": True, **hub.counts()})
+        return JSONResponse({"ok": True, **hub.health()})
 
     async def tab_socket(websocket: WebSocket) -> None:
         if not same_origin(websocket.headers.get("origin"), websocket.headers.get("host")):

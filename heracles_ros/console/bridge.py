@@ -26,6 +26,7 @@ import itertools
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,7 +93,10 @@ class ConsoleBridge:
         self._rejections: collections.OrderedDict[str, tuple[str, str]] = collections.OrderedDict()
         self._rejected = threading.Condition(self._lock)
         self._place = ""
-        self._ros = HeraclesClient(namespace, node_name="heracles_console", find_timeout_s=find_timeout_s)
+        # Named apart from any other console in the process (the client adds the process id): the language
+        # server watches this name to cancel the console's commands once it is gone.
+        self._ros = HeraclesClient(namespace, node_name=f"heracles_console_{uuid.uuid4().hex[:6]}",
+                                   find_timeout_s=find_timeout_s)
         self._senders = concurrent.futures.ThreadPoolExecutor(max_workers=SENDERS,
                                                               thread_name_prefix="console-command")
 
@@ -127,6 +131,9 @@ class ConsoleBridge:
         for command in running:
             command.done.wait(max(0.0, deadline - time.monotonic()))
         self._senders.shutdown(wait=True, cancel_futures=True)  # each gives up at once: closing is set
+        # rclpy's destroy_node leaves an action client alone, and the client keeps the node (and the DDS
+        # participant) alive: destroyed first, or the console would stay on the ROS graph after closing.
+        self._actions.destroy()
         self._ros.close()
 
     # -- the dispatcher --------------------------------------------------------------------------------------

@@ -232,9 +232,11 @@ class ConsoleHub:
             log.warning("a console tab went away %g s ago: cancelled its commands %s", self.client_lost_s,
                         ", ".join(cancelled))
 
-    def counts(self) -> dict[str, int]:
-        """Open tabs, and commands running (what ``/healthz`` reports)."""
-        return {"tabs": len(self._tabs), "commands": len(self.bridge.running()) if self.bridge is not None else 0}
+    def health(self) -> dict[str, Any]:
+        """What ``/healthz`` reports: the console's node on the ROS graph, open tabs and commands running."""
+        bridge = self.bridge
+        return {"node": bridge.node_name if bridge is not None else "", "tabs": len(self._tabs),
+                "commands": len(bridge.running()) if bridge is not None else 0}
 
     def broadcast(self, message: dict[str, Any]) -> None:
         self._broadcast_text(protocol.encode(message))

@@ -6,6 +6,8 @@ what the server serves and whom it lets in.
 from __future__ import annotations
 
 import json
+import os
+import re
 import socket
 import urllib.error
 import urllib.request
@@ -62,7 +64,9 @@ def test_the_page_its_assets_and_the_whole_map_are_served_on_loopback(ros_domain
         assert f"ws://127.0.0.1:{served.config.port}" in policy and headers["X-Frame-Options"] == "DENY"
         assert headers["Referrer-Policy"] == "no-referrer"
         assert fetch(served.base + "/static/app.js")[:2] == (200, "console.log('hi');")
-        assert json.loads(fetch(served.base + "/healthz")[1]) == {"ok": True, "tabs": 0, "commands": 0}
+        health = json.loads(fetch(served.base + "/healthz")[1])
+        assert re.fullmatch(rf"/heracles_console_[0-9a-f]{{6}}_{os.getpid()}", health.pop("node")), health
+        assert health == {"ok": True, "tabs": 0, "commands": 0}
         with served.socket() as ws:
             hello = json.loads(ws.recv(timeout=10))
             assert hello["type"] == "hello" and hello["namespace"] == ns and hello["secured"] is False

@@ -7,26 +7,31 @@ would, over its WebSocket.
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import json
+import math
 import re
 import threading
 import time
+import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import Any
 
+import psutil
 import pytest
 import rclpy
 from heracles_ros.msg import MirrorStatus
 from hydra_msgs.msg import DsgUpdate
 from rclpy.parameter import Parameter
-from support.console_server import Served, console_server, receive_until
+from support.console_server import Served, console_process, console_server, receive_until
 from support.history_scene import MOVED_TO, NUDGED_TO, changed_scene
 from support.ros import ros_session, spinning, wait_for_subscribers, wait_until
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
 from support.tiny_scene import tiny_scene
 
+from heracles_ros.console.protocol import CLIENT_LOST_S
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.dispatcher import DispatcherNode
@@ -76,13 +81,14 @@ def model(request: RecordedRequest) -> Turn:
     return say(f"<answer>(holding {json.loads(results[-1])[0]['box']})</answer>")
 
 
-@pytest.fixture
-def system(ros_domain_id, falkordb_uri, graph_name, small_store, tmp_path) -> Iterator[dict[str, Any]]:
-    """Language server, dispatcher and the console in a namespace of their own, over the small real graph."""
+@contextlib.contextmanager
+def running_nodes(ros_domain_id: int, falkordb_uri: str, graph_name: str, store: Any, *,
+                  sim_time_scale: float = 4.0) -> Iterator[dict[str, Any]]:
+    """Language server (scripted model) and dispatcher (simulated Spot, 1 m/s at ``sim_time_scale`` times real
+    time) in a namespace of their own."""
     ns = f"/cons_{uuid.uuid4().hex[:6]}"
-    states = RobotStateStore(small_store)
+    states = RobotStateStore(store)
     states.write(RobotState(states.position_of(START), place=START))
-    (tmp_path / "index.html").write_text("<!doctype html>")
     with ExitStack() as stack:
         server = ScriptedLLMServer(model).start()
         stack.callback(server.stop)
@@ -93,13 +99,21 @@ def system(ros_domain_id, falkordb_uri, graph_name, small_store, tmp_path) -> It
                                                "base_url": server.openai_base_url, "instance_check_s": 0.0,
                                                "require_confirmation": False}.items()])
         robot = DispatcherNode(namespace=ns, parameter_overrides=[
-            Parameter(k, value=v) for k, v in {**db, "start_place": START, "sim_time_scale": 4.0,
+            Parameter(k, value=v) for k, v in {**db, "start_place": START, "sim_time_scale": sim_time_scale,
                                                "sim_speed_mps": 1.0}.items()])
         stack.enter_context(spinning(language, robot, num_threads=8))
         wait_until(lambda: language.commands.plans.server_is_ready(), 20.0, "the dispatcher's execute_plan")
-        served = stack.enter_context(console_server(ns, falkordb_uri, graph_name, static_dir=tmp_path,
-                                                    find_timeout_s=20.0))
-        yield {"language": language, "robot": robot, "store": small_store, "console": served, "model": server}
+        yield {"namespace": ns, "language": language, "robot": robot, "store": store, "model": server}
+
+
+@pytest.fixture
+def system(ros_domain_id, falkordb_uri, graph_name, small_store, tmp_path) -> Iterator[dict[str, Any]]:
+    """Language server, dispatcher and the console in a namespace of their own, over the small real graph."""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    with running_nodes(ros_domain_id, falkordb_uri, graph_name, small_store) as nodes, \
+            console_server(nodes["namespace"], falkordb_uri, graph_name, static_dir=tmp_path,
+                           find_timeout_s=20.0) as served:
+        yield {**nodes, "console": served}
 
 
 @contextlib.contextmanager
@@ -322,11 +336,98 @@ def test_cancel_stops_a_walking_robot_and_a_closing_console_cancels_what_it_star
         assert robot.driver.pose() == here
 
     config = system["console"].config
-    with console_server(config.namespace, config.db_uri, config.graph_name, static_dir=tmp_path,
-                        find_timeout_s=20.0) as second, opened(second) as ws:
-        ws.send(json.dumps({"op": "command", "text": INSTRUCTION}))
-        receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "confirm", 90.0)
-        assert language.commands._running is not None
-    # The second console is gone: what it started was cancelled, and the robot never moved.
-    wait_until(lambda: language.commands._running is None, 15.0, "the closed console's command to end")
-    assert robot.driver.pose() == here
+    with ros_graph() as nodes:
+        with console_server(config.namespace, config.db_uri, config.graph_name, static_dir=tmp_path,
+                            find_timeout_s=20.0) as second, opened(second) as ws:
+            node = health(second)["node"]
+            assert node != health(system["console"])["node"]
+            wait_until(lambda: nodes(node.lstrip("/")) == [node], 10.0, "the second console on the graph")
+            ws.send(json.dumps({"op": "command", "text": INSTRUCTION}))
+            receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "confirm", 90.0)
+            assert language.commands._running is not None
+        # The second console is gone: what it started was cancelled, the robot never moved, it left the graph.
+        wait_until(lambda: language.commands._running is None, 15.0, "the closed console's command to end")
+        assert robot.driver.pose() == here
+        wait_until(lambda: not nodes(node.lstrip("/")), 5.0, "the closed console to leave the ROS graph")
+
+
+def test_a_closed_tab_s_walking_command_is_cancelled_after_client_lost_s(ros_domain_id, falkordb_uri, graph_name,
+                                                                          small_store, tmp_path):
+    """The robot walks in real time (a walk of many seconds); the tab that approved it closes while the console
+    lives on: the command ends, and the robot stands short of its goal, client_lost_s later."""
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    with running_nodes(ros_domain_id, falkordb_uri, graph_name, small_store, sim_time_scale=1.0) as nodes, \
+            console_server(nodes["namespace"], falkordb_uri, graph_name, static_dir=tmp_path,
+                           find_timeout_s=20.0) as served:
+        robot, language = nodes["robot"], nodes["language"]
+        with opened(served) as ws:
+            ws.send(json.dumps({"op": "command", "text": INSTRUCTION}))
+            confirm = receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "confirm", 90.0)
+            goal = confirm["plan"]["steps"][0]["waypoints"][-1]
+            ws.send(json.dumps({"op": "approve", "command_id": confirm["command_id"]}))
+            receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "step"
+                          and m["step"]["state"] == "walking", 60.0)
+        closed = time.monotonic()  # the tab is gone; the console, and so the command's client node, lives on
+        wait_until(lambda: language.commands._running is None, CLIENT_LOST_S + 5.0, "the closed tab's command to end")
+        ended_after = time.monotonic() - closed
+        assert CLIENT_LOST_S - 0.5 <= ended_after <= CLIENT_LOST_S + 2.0, ended_after
+        here = robot.driver.pose()
+        time.sleep(1.0)
+        assert robot.driver.pose() == here  # the robot stands
+        assert math.dist((here.x, here.y), goal) > 1.0, (here, goal)  # short of where it was going
+
+
+#: Commands over which the console's process must not grow, after WARM_UP commands.
+COMMANDS, WARM_UP = 100, 10
+
+
+@pytest.mark.timeout(600)
+def test_the_console_s_memory_threads_and_ros_nodes_stay_flat_over_100_commands(ros_domain_id, falkordb_uri,
+                                                                                  graph_name, small_store):
+    """``heracles console`` in its own process, against the running nodes: commands (each a clarification:
+    goal, feedback, result) from one long-lived tab and from a new tab every fourth; its resident memory and
+    its threads after COMMANDS more are where they were after WARM_UP, and it is one node on the ROS graph."""
+    with running_nodes(ros_domain_id, falkordb_uri, graph_name, small_store) as nodes, \
+            console_process(nodes["namespace"], falkordb_uri, graph_name) as (process, served), \
+            opened(served) as long_lived:
+        console = psutil.Process(process.pid)
+
+        def one_command(index: int) -> None:
+            with contextlib.ExitStack() as tab:
+                ws = long_lived if index % 4 else tab.enter_context(opened(served))
+                ws.send(json.dumps({"op": "command", "text": AMBIGUOUS}))
+                result = receive_until(ws, lambda m: m["type"] == "result", 60.0)
+                assert result["outcome"] == "clarify", result
+
+        for index in range(WARM_UP):
+            one_command(index)
+        time.sleep(1.0)
+        rss, threads = console.memory_info().rss, console.num_threads()
+        for index in range(COMMANDS):
+            one_command(index)
+        time.sleep(1.0)
+        grown_mb = (console.memory_info().rss - rss) / 2**20
+        assert console.num_threads() <= threads + 2, (threads, console.num_threads())
+        assert grown_mb < 20.0, grown_mb
+        with ros_graph() as nodes:
+            node = health(served)["node"]
+            wait_until(lambda: node in nodes("heracles_console_*"), 10.0, "the console's node on the graph")
+            assert nodes(f"heracles_console_*_{process.pid}") == [node]
+
+
+@contextlib.contextmanager
+def ros_graph() -> Iterator[Callable[[str], list[str]]]:
+    """For the ``with`` block: the fully qualified names of the nodes on the ROS graph whose name matches a
+    pattern (fnmatch), as a node of this test sees them (discovery takes a moment: wait for a change)."""
+    probe = rclpy.create_node(f"graph_probe_{uuid.uuid4().hex[:6]}")
+    try:
+        yield lambda pattern: [f"{ns.rstrip('/')}/{name}" for name, ns in probe.get_node_names_and_namespaces()
+                               if fnmatch.fnmatch(name, pattern)]
+    finally:
+        probe.destroy_node()
+
+
+def health(served: Served) -> dict[str, Any]:
+    with urllib.request.urlopen(served.base + "/healthz", timeout=10) as response:
+        answer: dict[str, Any] = json.loads(response.read())
+    return answer

@@ -1,13 +1,17 @@
-"""The console's real server under uvicorn on a free port, in a thread, for as long as a ``with`` block."""
+"""The console's real server: under uvicorn on a free port in a thread, or as ``heracles console`` in a process."""
 from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -16,6 +20,8 @@ from websockets.sync.client import ClientConnection, connect
 
 from heracles_ros.console.app import ConsoleConfig, uvicorn_config
 from heracles_ros.console.bridge import bridge_factory
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,43 @@ def console_server(namespace: str, db_uri: str, graph: str, *, secret: str = "",
         server.should_exit = True
         thread.join(15.0)
         assert not thread.is_alive(), "the console's server did not end within 15 s"
+
+
+@contextlib.contextmanager
+def console_process(namespace: str, db_uri: str, graph: str, *extra: str) -> Iterator[tuple[subprocess.Popen[str],
+                                                                                           Served]]:
+    """``heracles console`` as the operator starts it, in a process of its own (its address printed once it
+    listens, within 60 s); SIGINT after the block, which it must obey within 15 s."""
+    config = ConsoleConfig(port=free_port(), namespace=namespace, db_uri=db_uri, graph_name=graph)
+    command = [sys.executable, "-m", "heracles_ros.cli", "console", "--port", str(config.port), "--namespace",
+               namespace, "--db", db_uri, "--graph", graph, *extra]
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: list[str] = []
+    listening = threading.Event()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if "heracles console: open http" in line:
+                listening.set()
+
+    reader = threading.Thread(target=read, name="console-output", daemon=True)
+    reader.start()
+    try:
+        assert listening.wait(60.0), f"heracles console did not listen within 60 s: {''.join(lines)[-2000:]}"
+        yield process, Served(config, 0)
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            code = process.wait(timeout=15.0)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5.0)
+            output = "".join(lines)[-2000:]
+            raise AssertionError(f"heracles console did not end within 15 s of SIGINT: {output}") from None
+        reader.join(5.0)
+        assert code == 0, f"heracles console ended with {code}: {''.join(lines)[-2000:]}"
 
 
 def receive_until(ws: ClientConnection, accept: Callable[[dict[str, Any]], bool], timeout_s: float,
