@@ -9,6 +9,7 @@ import json
 import os
 import re
 import socket
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -150,6 +151,59 @@ def test_bad_messages_get_an_error_and_an_oversized_one_closes_the_socket(ros_do
             while True:
                 ws.recv(timeout=10)
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 1009
+
+
+#: Every kind of malformed message a page (or anyone who can open the socket) can send, as sent on the wire,
+#: with words of the error it gets and the op that error is about.
+MALFORMED: list[tuple[str | bytes, str, str]] = [
+    ('{"op": "command", "text": "go to the \\ud800 kitchen"}', "command: text holds '\\ud800' at character 10",
+     "command"),  # a lone surrogate: JSON carries it, UTF-8 (and so every reply and ROS message) cannot
+    ('{"op": "ask", "text": "how many?", "request_id": "\\udfff"}', "ask: request_id holds '\\udfff'", "ask"),
+    ('{"op": "resume", "operator": "ana", "reason": "x\\ud83d"}', "resume: reason holds '\\ud83d'", "resume"),
+    ('{"op": "\\ud800stop"}', "unknown op '\\ud800stop'", ""),
+    ('{"op": "command", "text": "go\\u0000 and jump"}', "command: text holds '\\x00' at character 2", "command"),
+    ('{"op": "command", "text": "bell\\u0007"}', "command: text holds '\\x07'", "command"),
+    ("[" * 8000 + "]" * 8000, "not a JSON message: nested too deeply", ""),
+    ('{"op": "changes", "since_s": NaN}', "changes: since_s must be seconds", "changes"),
+    ('{"op": "changes", "since_s": Infinity}', "changes: since_s must be seconds", "changes"),
+    ('{"op": "changes", "since_s": 1e999}', "changes: since_s must be seconds", "changes"),
+    ('{"op": "changes", "since_s": ' + "9" * 5000 + "}", "not a JSON message", ""),
+    ('{"op": "changes", "since_s": 2592000}', "changes: since_s must be seconds in (0, 604800]", "changes"),
+    ('{"op": "changes", "since_s": true}', "changes: since_s must be seconds", "changes"),
+    ("null", "a message must be a JSON object", ""),
+    ('["stop"]', "a message must be a JSON object", ""),
+    ('"stop"', "a message must be a JSON object", ""),
+    ("17", "a message must be a JSON object", ""),
+    ("", "not a JSON message", ""),
+    ("{}", '"op" must be a string', ""),
+    ('{"op": null}', '"op" must be a string', ""),
+    ('{"op": ["stop"]}', '"op" must be a string', ""),
+    ('{"op": "' + "f" * 5000 + '"}', "unknown op '" + "f" * 100 + "'", "f" * 100),
+    ('{"op": "command", "text": "x", "execute": "yes"}', "command: execute must be true or false", "command"),
+    ('{"op": "command", "text": " \\n\\t "}', "command: text is empty", "command"),
+    ('{"op": "object", "symbol": {"O1": 1}}', "object: symbol must be a string", "object"),
+    ('{"op": "cancel", "command_id": null}', "cancel: command_id must be a string", "cancel"),
+    ('{"op": "resume", "operator": "' + "n" * 101 + '"}', "resume: operator is 101 characters, at most 100",
+     "resume"),
+    (b"\xff\xfe{", "not a JSON message", ""),  # a binary frame that is not UTF-8
+    (b'{"op": "fly"}', "unknown op 'fly'", "fly"),  # a binary frame is read like a text one
+]
+
+
+def test_every_kind_of_malformed_message_gets_its_error_and_the_tab_stays_alive(ros_domain_id, falkordb_uri,
+                                                                                graph_name, small_store, static_dir):
+    symbol = small_store.query("MATCH (o:Object) RETURN o.nodeSymbol AS s ORDER BY s LIMIT 1")[0]["s"]
+    with console_server(namespace(), falkordb_uri, graph_name, static_dir=static_dir) as served, \
+            served.socket() as ws, served.socket() as other:
+        for bad, words, about in MALFORMED:
+            ws.send(bad)
+            error = receive_until(ws, lambda m: m["type"] == "error", 10.0)
+            assert words in error["message"] and error["about"] == about, (bad[:80], error)
+            time.sleep(0.06)  # under the rate limit: every one is answered, none dropped
+        for tab in (ws, other):  # both tabs still answer, the one that sent all that included
+            tab.send(json.dumps({"op": "object", "symbol": symbol}))
+            assert receive_until(tab, lambda m: m["type"] == "object", 10.0)["symbol"] == symbol
+        assert json.loads(fetch(served.base + "/healthz")[1])["tabs"] == 2
 
 
 def test_a_console_off_loopback_refuses_to_start_without_its_secret(capsys, monkeypatch):
