@@ -6,8 +6,12 @@ demo's question (:data:`QUESTION`) and command (:func:`command_for`): it asks
 the database through the agent's real Cypher tool, then answers from the rows
 that came back. Everything else (the agent loop, the queries, the goal checker,
 the planner, the dispatcher) is the real system; only the model's words are
-scripted, and whoever uses it says so (:data:`LABEL`). Any other request gets
-an answer saying the scripted model knows only these two.
+scripted, and whoever uses it says so (:data:`LABEL`). It also answers the README's
+examples ("Which room is the bicycle in?", "Bring the box nearest the bicycle to the
+lounge"), asking back which one is meant when the scene holds several, and takes
+the operator's reply (a symbol, or "the one nearest you"). Any other request is
+asked back with the sentences it knows (:data:`KNOWN_SENTENCES`), so the operator
+reads them where the answer would be.
 
 ``python -m heracles_ros.demo.scripted_model --port N`` serves it until SIGINT/SIGTERM (``heracles up``).
 """
@@ -34,10 +38,19 @@ MODEL_NAME = "scripted-demo-turns"
 LABEL = "SCRIPTED model turns (no language model configured; not a language model's answers)"
 QUESTION = "How many boxes are there in the lounge?"
 _INSTRUCTION = re.compile(r"^Bring a box from the (?P<room_class>[\w ]+?) to the lounge\.?$", re.IGNORECASE)
-_REQUEST_LINE = re.compile(r"^(Question|Instruction): (?P<text>.+)$", re.MULTILINE)
-UNKNOWN_REPLY = (f"<answer>The scripted model only knows the question '{QUESTION}' and the command "
-                 "'Bring a box from the <room> to the lounge.'; configure a language model for anything else "
-                 "(docs/desk.md).</answer>")
+_WHICH_ROOM = re.compile(r"^Which room is the (?P<cls>[\w -]+?) in\??$", re.IGNORECASE)
+_BRING_NEAREST = re.compile(
+    r"^Bring the (?P<cls>[\w -]+?) (?:nearest|closest to) the (?P<near>[\w -]+?) to the (?P<room_class>[\w -]+?)\.?$",
+    re.IGNORECASE)
+#: An operator's reply to a question back: a candidate's symbol, or the one nearest the robot.
+_CHOICE = re.compile(r"^(?:the one nearest you|(?P<symbol>[A-Za-z]\d+))\.?$", re.IGNORECASE)
+_REQUEST_LINE = re.compile(r"^(Question|Instruction|Correction): (?P<text>.+)$", re.MULTILINE)
+#: The sentences the scripted turns answer, as the operator is told when asking anything else.
+KNOWN_SENTENCES = (QUESTION, "Which room is the <object class> in?", "Bring a box from the <room class> to the lounge.",
+                   "Bring the <object class> nearest the <object class> to the <room class>.")
+UNKNOWN_REPLY = ("<answer>CLARIFY(\"This is the scripted model (no language model is configured): it knows only "
+                 + "; ".join(f"'{s}'" for s in KNOWN_SENTENCES)
+                 + ". Ask one of those, or configure a language model (docs/desk.md).\", <>)</answer>")
 
 
 def command_for(room_class: str) -> str:
@@ -54,10 +67,14 @@ class ScriptedTurn:
 
 
 def next_turn(messages: list[dict[str, Any]]) -> ScriptedTurn:
-    """The scripted reply to a conversation (the agent's system and user messages, then its tool results)."""
-    user = next((str(m.get("content") or "") for m in reversed(messages) if m.get("role") == "user"), "")
-    request = _REQUEST_LINE.search(user)
-    text = request["text"].strip() if request else ""
+    """The scripted reply to a conversation (the agent's system and user messages, earlier exchanges of the
+    session, then this request's tool results)."""
+    requests = [m["text"].strip() for message in messages if message.get("role") == "user"
+                for m in _REQUEST_LINE.finditer(str(message.get("content") or ""))]
+    text = requests[-1] if requests else ""
+    choice = _CHOICE.match(text)
+    if choice and len(requests) > 1:  # the operator answered a question back: the earlier request, resolved
+        text = requests[-2]
     results = [_rows(str(m.get("content") or "")) for m in messages if m.get("role") == "tool"]
     if text.lower() == QUESTION.lower():
         if not results:
@@ -66,11 +83,68 @@ def next_turn(messages: list[dict[str, Any]]) -> ScriptedTurn:
         return ScriptedTurn(f"<answer>{int(count)}</answer>")
     instruction = _INSTRUCTION.match(text)
     if instruction:
-        queries = (cypher.SCRIPTED_BOXES_OUTSIDE_LOUNGE, cypher.SCRIPTED_LOUNGE_PLACES, cypher.SCRIPTED_ROBOT)
+        queries: tuple[str, ...] = (cypher.SCRIPTED_BOXES_OUTSIDE_LOUNGE, cypher.SCRIPTED_LOUNGE_PLACES,
+                                    cypher.SCRIPTED_ROBOT)
         if len(results) < len(queries):
             return ScriptedTurn("I look up the boxes, the lounge's places and the robot.", queries)
         return ScriptedTurn(_goal(instruction["room_class"], *results[-3:]))
+    which = _WHICH_ROOM.match(text)
+    if which:
+        queries = (cypher.scripted_objects_of_class(which["cls"].lower()), cypher.SCRIPTED_ROBOT)
+        if len(results) < len(queries):
+            return ScriptedTurn(f"I look up every {which['cls']} and where it is.", queries)
+        found = _one(which["cls"], results[-2], results[-1], choice)
+        if isinstance(found, str):
+            return ScriptedTurn(found)
+        return ScriptedTurn(f"<answer>{json.dumps(str(found['room_class']))}</answer>")
+    bring = _BRING_NEAREST.match(text)
+    if bring:
+        queries = (cypher.scripted_objects_of_class(bring["cls"].lower()),
+                   cypher.scripted_objects_of_class(bring["near"].lower()),
+                   cypher.scripted_places_of_room_class(bring["room_class"].lower()), cypher.SCRIPTED_ROBOT)
+        if len(results) < len(queries):
+            return ScriptedTurn(f"I look up the {bring['cls']}s, the {bring['near']}s, the {bring['room_class']}'s "
+                                "places and the robot.", queries)
+        objects, near, places, robots = results[-4:]
+        anchor = _one(bring["near"], near, robots, choice)
+        if isinstance(anchor, str):
+            return ScriptedTurn(anchor)
+        if not objects:
+            return ScriptedTurn(_no_such(bring["cls"]))
+        if not places:
+            return ScriptedTurn(_no_such(bring["room_class"], "room"))
+        nearest = min(objects, key=lambda o: math.dist((o["x"], o["y"]), (anchor["x"], anchor["y"])))
+        return ScriptedTurn(f"<answer>(object-in-place {nearest['object']} {_middle_place(places)})</answer>")
     return ScriptedTurn(UNKNOWN_REPLY)
+
+
+def _one(cls: str, rows: list[dict[str, Any]], robots: list[dict[str, Any]],
+         choice: re.Match[str] | None) -> dict[str, Any] | str:
+    """The one object of ``cls`` the operator means, or a question back (the reply text) when that is not clear:
+    none, or several and no choice among them (a symbol, or "the one nearest you")."""
+    if choice is not None and choice["symbol"]:
+        rows = [r for r in rows if str(r["object"]).lower() == choice["symbol"].lower()]
+    elif choice is not None and rows and robots and robots[0].get("x") is not None:
+        robot = robots[0]
+        rows = [min(rows, key=lambda r: math.dist((r["x"], r["y"]), (robot["x"], robot["y"])))]
+    if not rows:
+        return _no_such(cls)
+    if len(rows) > 1:
+        symbols = ", ".join(str(r["object"]) for r in rows)
+        return f'<answer>CLARIFY("Which {cls} do you mean? There are {len(rows)}.", <{symbols}>)</answer>'
+    return rows[0]
+
+
+def _no_such(name: str, kind: str = "object") -> str:
+    return f'<answer>CLARIFY("I find no {kind} of class {name} in the scene graph. What do you mean?", <>)</answer>'
+
+
+def _middle_place(places: list[dict[str, Any]]) -> str:
+    """The place of the first room (of the rows' order) nearest that room's middle."""
+    room = [p for p in places if p["room"] == places[0]["room"]]
+    cx = sum(p["x"] for p in room) / len(room)
+    cy = sum(p["y"] for p in room) / len(room)
+    return str(min(room, key=lambda p: math.dist((p["x"], p["y"]), (cx, cy)))["place"])
 
 
 def _goal(room_class: str, boxes: list[dict[str, Any]], places: list[dict[str, Any]],
@@ -82,11 +156,7 @@ def _goal(room_class: str, boxes: list[dict[str, Any]], places: list[dict[str, A
     robot = robots[0] if robots and robots[0].get("x") is not None else None
     if robot is not None:
         candidates.sort(key=lambda b: math.dist((b["x"], b["y"]), (robot["x"], robot["y"])))
-    lounge = [p for p in places if p["room"] == places[0]["room"]]
-    cx = sum(p["x"] for p in lounge) / len(lounge)
-    cy = sum(p["y"] for p in lounge) / len(lounge)
-    target = min(lounge, key=lambda p: math.dist((p["x"], p["y"]), (cx, cy)))
-    return f"<answer>(object-in-place {candidates[0]['box']} {target['place']})</answer>"
+    return f"<answer>(object-in-place {candidates[0]['box']} {_middle_place(places)})</answer>"
 
 
 def _rows(text: str) -> list[dict[str, Any]]:

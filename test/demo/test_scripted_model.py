@@ -6,16 +6,26 @@ test/cli/test_demo.py and test/cli/test_up.py.
 from __future__ import annotations
 
 import json
+import math
 import urllib.request
+from collections.abc import Iterator
 
+import pytest
+
+from heracles_ros.agent.loop import Agent, extract_answer
 from heracles_ros.demo.scripted_model import (
+    KNOWN_SENTENCES,
+    MODEL_NAME,
     QUESTION,
     UNKNOWN_REPLY,
     ScriptedModelServer,
     command_for,
     next_turn,
 )
+from heracles_ros.formats.sldp import parse_clarification
 from heracles_ros.graphdb.cypher import demo as cypher
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.scene.io import load_scene
 
 
 def conversation(request: str, *results: object) -> list[dict[str, object]]:
@@ -58,6 +68,62 @@ def test_a_failed_query_or_any_other_request_gets_an_answer_that_says_so():
     assert "no box in a office" in failed.text
     assert next_turn(conversation("Question: How many chairs are there?")).text == UNKNOWN_REPLY
     assert next_turn(conversation("Correction: that box is a crate")).text == UNKNOWN_REPLY
+    clarification = parse_clarification(extract_answer(UNKNOWN_REPLY) or "")
+    assert clarification is not None and clarification.candidates == ()
+    assert all(sentence in clarification.question for sentence in KNOWN_SENTENCES)
+
+
+# --- the README's examples through the real agent, tool and database (issue 33 F3) ----------------------
+@pytest.fixture
+def example_agent(store: GraphStore) -> Iterator[Agent]:
+    from heracles_ros.agent.factory import make_llm
+    from heracles_ros.agent.llm import LLMSettings
+    from heracles_ros.demo.goal import EXAMPLE_SCENE
+    from heracles_ros.mirror.reconcile import Mirror
+    from heracles_ros.planning.planner import Planner
+
+    Mirror(store).reconcile(load_scene(EXAMPLE_SCENE))
+    with ScriptedModelServer() as server:
+        llm = make_llm(LLMSettings(provider="openai", model=MODEL_NAME, base_url=server.base_url))
+        yield Agent(store, llm, checker=Planner(store))
+
+
+def test_the_readmes_question_is_asked_back_and_the_operators_choice_answered(example_agent, store):
+    bicycles = {r["s"]: r["room"] for r in store.query(
+        "MATCH (r:Room)-[:CONTAINS]->(:MeshPlace)-[:CONTAINS]->(o:Object {class: 'bicycle'}) "
+        "RETURN o.nodeSymbol AS s, r.class AS room")}
+    assert len(bicycles) > 1  # the example scene has several: the question cannot name one
+    asked = example_agent.ask("Which room is the bicycle in?", answer_type="string", session="op1")
+    assert asked.ok, asked.error
+    assert asked.clarification.startswith("Which bicycle do you mean?")
+    assert {c.symbol for c in asked.candidates} == set(bicycles)
+    chosen = sorted(bicycles)[1]
+    answered = example_agent.ask(chosen, answer_type="string", session="op1")
+    assert answered.ok and not answered.clarification, answered
+    assert answered.answer.strip('"') == bicycles[chosen]
+
+
+def test_the_readmes_command_is_asked_back_then_becomes_a_checked_goal(example_agent, store):
+    from heracles_ros.execution.robot_state import RobotState, RobotStateStore
+
+    def where(cls: str) -> dict[str, tuple[float, float]]:
+        rows = store.query(f"MATCH (:MeshPlace)-[:CONTAINS]->(o:Object {{class: '{cls}'}}) "
+                           "RETURN o.nodeSymbol AS s, o.x AS x, o.y AS y")
+        return {r["s"]: (r["x"], r["y"]) for r in rows}
+
+    bicycles, boxes = where("bicycle"), where("box")
+    robot = (30.0, -20.0)  # somewhere: "the one nearest you" is the bicycle nearest this
+    RobotStateStore(store).write(RobotState(position=(*robot, 0.0)))
+    asked = example_agent.command("Bring the box nearest the bicycle to the lounge", session="op1")
+    assert asked.clarification.startswith("Which bicycle do you mean?"), asked
+    nearest = example_agent.command("The one nearest you.", session="op1")
+    assert nearest.goal.startswith("(object-in-place O"), nearest
+    obj = nearest.goal.split()[1]
+    bicycle = min(bicycles, key=lambda s: math.dist(bicycles[s], robot))
+    assert obj == min(boxes, key=lambda s: math.dist(boxes[s], bicycles[bicycle]))
+    place = nearest.goal.split()[2].rstrip(")")
+    rooms = store.query(f"MATCH (r:Room)-[:CONTAINS]->(:MeshPlace {{nodeSymbol: '{place}'}}) RETURN r.class AS c")
+    assert rooms == [{"c": "lounge"}]
 
 
 def test_the_server_speaks_the_openai_chat_completions_protocol():

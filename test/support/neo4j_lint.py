@@ -66,6 +66,8 @@ STRING_DOMAINS: dict[str, tuple[str, ...]] = {
     "relation": _RELATIONS,
     "rel_type": _RELATIONS,
     "prop": ("nodeSymbol", *CORRECTABLE_PROPERTIES),
+    "cls": ("bicycle", "trash can"),  # the scripted model's classes (graphdb/cypher/demo.py)
+    "room_class": ("lounge",),
 }
 
 

@@ -37,3 +37,27 @@ SCRIPTED_LOUNGE_PLACES = (
 )
 #: Where the robot stands.
 SCRIPTED_ROBOT = f"MATCH (r:{ROBOT_LABEL}) RETURN r.x AS x, r.y AS y"
+
+
+def _literal(text: str) -> str:
+    """A class name as a Cypher string literal; only words, spaces and hyphens (the scripted model's patterns)."""
+    if not text or not all(c.isalnum() or c in " -_" for c in text):
+        raise ValueError(f"not a class name the scripted model writes into a query: {text!r}")
+    return f"'{text}'"
+
+
+def scripted_objects_of_class(cls: str) -> str:
+    """The objects of one class, where they are and the class of their room."""
+    return (
+        f"MATCH (r:{Layer.ROOM.value})-[:{CONTAINS}]->(p:{Layer.MESH_PLACE.value})-[:{CONTAINS}]->"
+        f"(o:{Layer.OBJECT.value} {{class: {_literal(cls)}}}) "
+        "RETURN o.nodeSymbol AS object, o.x AS x, o.y AS y, r.class AS room_class ORDER BY object"
+    )
+
+
+def scripted_places_of_room_class(room_class: str) -> str:
+    """The mesh places of the rooms of one class, to put something down near the middle of the first."""
+    return (
+        f"MATCH (r:{Layer.ROOM.value} {{class: {_literal(room_class)}}})-[:{CONTAINS}]->(p:{Layer.MESH_PLACE.value}) "
+        "RETURN r.nodeSymbol AS room, p.nodeSymbol AS place, p.x AS x, p.y AS y ORDER BY room, place"
+    )
