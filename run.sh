@@ -169,7 +169,7 @@ setup() {
   build_interfaces interfaces "$REPO" msg srv action CMakeLists.txt package.xml
   build_interfaces test_hydra_msgs "$REPO/test/interfaces/hydra_msgs" test/interfaces/hydra_msgs
   ensure_package
-  log "set-up done"
+  log "set-up done (in another terminal, 'source ${VENV#"$PWD"/}/bin/activate' puts heracles on the PATH)"
 }
 
 # Debian's Chromium and its driver for the console's browser tests (test/console/test_page.py, Selenium).

@@ -31,6 +31,7 @@ NOT_RUN: dict[str, str] = {
     "./run.sh demo": "the demo itself; heracles demo is run by test/cli/test_demo.py",
     "./run.sh test": "the test suite itself",
     "./run.sh up": "starts the local system until Ctrl-C (a long-running supervisor); its own test starts and stops it",
+    "source .venv/bin/activate": "puts the environment's commands on a terminal's PATH; the tests run inside it",
     "cd ~/ws": "robot workspace set-up: needs a ROS 2 install with colcon and rosdep "
                "(test/test_colcon_build.py builds the package)",
     "pip install -r heracles_ros/requirements.txt": "robot workspace set-up: the environment here is built by ./run.sh",
