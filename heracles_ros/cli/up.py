@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     tool_library("honcho", "heracles up")  # a clear error on a robot install without the tools extra
     from heracles_ros.demo.goal import EXAMPLE_SCENE
     from heracles_ros.demo.scripted_model import LABEL
-    from heracles_ros.desk.claims import GraphLock, refuse_if_running
+    from heracles_ros.desk.claims import GraphLock, refuse_if_port_taken, refuse_if_running
     from heracles_ros.desk.runner import run_processes
     from heracles_ros.desk.start_place import start_place
     from heracles_ros.desk.system import DATABASE, SystemOptions, environment, processes
@@ -112,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
     if lock is not None:
         lock.acquire({"pid": os.getpid(), "namespace": args.namespace})
     refuse_if_running(args.namespace)
+    if options.console_port is not None:
+        refuse_if_port_taken(options.console_port)
     print(f"heracles up: nodes in {args.namespace}, database {db_uri} (graph {args.graph}), simulated Spot"
           + (f" starting at {place}" if place else "") + (f", scene {scene}" if scene else ", no scene"), flush=True)
     print(f"heracles up: language model: {language.description if language else LABEL}", flush=True)

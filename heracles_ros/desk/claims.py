@@ -15,6 +15,7 @@ import fcntl
 import json
 import os
 import re
+import socket
 import time
 from pathlib import Path
 from typing import IO
@@ -110,3 +111,17 @@ def refuse_if_running(namespace: str, look_s: float = LOOK_S) -> None:
             f"a system already runs for this robot: {', '.join(found)} (ROS_DOMAIN_ID {domain}); one per robot. "
             "Stop it first, or start this one with another --namespace; nothing was started or written"
         )
+
+
+def refuse_if_port_taken(port: int, host: str = "127.0.0.1") -> None:
+    """ConfigError when ``port`` on ``host`` is taken (another system's console, or another program): the
+    console could not start, and with it the whole system would stop."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the console's server binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(
+                f"port {port} on {host} is in use ({exc.strerror}; another heracles console?): give the console "
+                "another --console-port, or 0 for none; nothing was started or written"
+            ) from None

@@ -294,7 +294,12 @@ def test_a_second_up_for_a_running_robot_or_graph_is_refused_and_changes_nothing
         assert second.returncode == 1, (case, second.stdout, second.stderr)
         assert message in second.stderr, (case, second.stderr)
         assert "started (pid=" not in second.stdout, case
+    console = up.wait_line(r"console .*heracles console: open http://127\.0\.0\.1:(\d+)/", 30.0)
+    taken = subprocess.run(up_argv(tmp_path / "db3", "--console-port", console[1], namespace="/third"),
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert taken.returncode == 1 and f"port {console[1]} on 127.0.0.1 is in use" in taken.stderr, taken.stderr
     assert not (tmp_path / "db2").exists() or not (tmp_path / "db2" / "server.json").exists()
+    assert not (tmp_path / "db3" / "server.json").exists()
     assert all(alive(pid) for pid in pids.values()), pids
     assert _summary(tmp_path / "db", env) == before  # the first system's scene, untouched
     assert not (tmp_path / "db" / "stopped").exists()
