@@ -13,11 +13,13 @@ Plain Python: the three nodes and their tests use it without ROS.
 from __future__ import annotations
 
 import math
+import unicodedata
 from typing import Any
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.formats.pddl_goal import MAX_GOAL_CHARS
 from heracles_ros.formats.sldp import parse_type
+from heracles_ros.mirror.text_values import has_control
 
 #: Longest free text taken (an instruction, a question), characters: a paragraph; a model prompt is bounded by it.
 MAX_TEXT_CHARS = 4000
@@ -60,9 +62,14 @@ def text_problem(**fields: str) -> str:
         limit = LIMITS[name]
         if len(value) > limit:
             return f"{name} is {len(value):,} characters long; at most {limit:,} are taken"
-        if name in _LINES and any(ord(c) < 32 or ord(c) == 127 for c in value):
+        if name in _LINES and not _one_line(value):
             return f"{name} must be one line of printable characters (it holds a control character)"
     return ""
+
+
+def _one_line(text: str) -> bool:
+    """No control, format, surrogate or unassigned character, and no line or paragraph separator."""
+    return not has_control(text) and not any(unicodedata.category(c) in ("Zl", "Zp") for c in text)
 
 
 def answer_type_problem(answer_type: str) -> str:

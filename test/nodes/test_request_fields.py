@@ -31,7 +31,8 @@ def test_each_text_field_is_taken_up_to_its_limit_and_refused_one_past_it_naming
 
 @pytest.mark.parametrize("field", ["command_id", "session", "client_node", "id", "room", "action", "operator_name",
                                    "answer_type"])
-@pytest.mark.parametrize("control", ["\n", "\r", "\x1b", "\x00", "\x7f"])
+@pytest.mark.parametrize("control", ["\n", "\r", "\x1b", "\x00", "\x7f", "\x85", "\u2028", "\u2029", "\u202e",
+                                     "\ud800"])
 def test_ids_and_names_are_one_printable_line(field: str, control: str) -> None:
     assert text_problem(**{field: f"ana{control}x"}) == (
         f"{field} must be one line of printable characters (it holds a control character)")
