@@ -173,3 +173,5 @@ def test_a_node_whose_apply_raises_refuses_the_set_and_keeps_serving(ros_domain_
             get = caller.create_client(GetParameters, "/node_base_faulty/get_parameters")
             (value,) = call_service(get, GetParameters.Request(names=["speed"])).values
             assert value.double_value == 1.0
+            in_process = node.set_parameters([Parameter("speed", value=3.0)])[0]  # the callback itself never raises
+            assert not in_process.successful and "RuntimeError('cannot apply speed')" in in_process.reason
