@@ -126,15 +126,18 @@ def _is_equivalent(name: str, diff: str, equivalents: list[dict]) -> bool:
 
 
 def _test_command(tests: list[str], tree: Path) -> str:
-    """The module's tests, stopping at the first failure (a mutant is killed by one), on FalkorDB only.
+    """The module's tests, stopping at the first failure (a mutant is killed by one), on FalkorDB only, on
+    the suite's parallel workers (HERACLES_TEST_WORKERS, default 2; tests spread one by one, since a
+    module's tests are a file or two).
 
     Their temporary directories go next to the mutated tree, so the servers a timed-out run leaves can be
     found by their working directory (:func:`_stop_leftover_servers`).
     """
     basetemp = shlex.quote(str(tree.parent / "pytest"))
+    workers = int(os.environ.get("HERACLES_TEST_WORKERS", "2"))
     return (
         f"{shlex.quote(sys.executable)} -m pytest -x -q -p no:cacheprovider --basetemp={basetemp} -k 'not bolt' "
-        + " ".join(tests)
+        f"-n {workers} --dist load " + " ".join(tests)
     )
 
 
