@@ -5,10 +5,13 @@ what the server serves and whom it lets in.
 """
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import os
 import re
 import socket
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -17,9 +20,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import rclpy
+from geometry_msgs.msg import Point
+from heracles_ros.msg import DispatchProgress
 from support.cli import heracles
 from support.console_server import console_server, receive_until
+from support.ros import ros_session, wait_for_subscribers, wait_until
 from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from heracles_ros.nodes.qos import reliable
 
 pytestmark = pytest.mark.backends("falkordb")
 
@@ -204,6 +213,73 @@ def test_every_kind_of_malformed_message_gets_its_error_and_the_tab_stays_alive(
             tab.send(json.dumps({"op": "object", "symbol": symbol}))
             assert receive_until(tab, lambda m: m["type"] == "object", 10.0)["symbol"] == symbol
         assert json.loads(fetch(served.base + "/healthz")[1])["tabs"] == 2
+
+
+def silent_socket(served: Any) -> socket.socket:
+    """A WebSocket opened by hand that never reads again after the handshake (a receive window of 4 KiB, so what
+    the server sends piles up on the server's side)."""
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.settimeout(10)
+    raw.connect(("127.0.0.1", served.config.port))
+    raw.sendall((f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{served.config.port}\r\nUpgrade: websocket\r\n"
+                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {base64.b64encode(os.urandom(16)).decode()}\r\n"
+                 f"Sec-WebSocket-Version: 13\r\nOrigin: {served.origin}\r\n\r\n").encode())
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += raw.recv(1)
+    assert answer.startswith(b"HTTP/1.1 101"), answer
+    return raw
+
+
+def test_pages_that_do_not_read_are_dropped_the_slow_one_told_why(ros_domain_id, falkordb_uri, graph_name,
+                                                                   small_store, static_dir):
+    """The robot's progress floods every page (published as fast as this test can); a socket nobody reads and a
+    page that stops reading fall behind past the outbox's bound and are dropped, while a page that reads keeps
+    getting every kind of message. The slow page, reading again, gets the close frame with the reason."""
+    ns = namespace()
+    with ros_session(ros_domain_id), \
+            console_server(ns, falkordb_uri, graph_name, static_dir=static_dir, send_buffer=8192) as served, \
+            served.socket() as reading, served.socket(receive_buffer=4096) as slow:
+        node = rclpy.create_node("progress_probe")
+        publisher = node.create_publisher(DispatchProgress, f"{ns}/dispatch_progress", reliable(100))
+        silent = silent_socket(served)
+        robots = [0]
+        stop_draining = threading.Event()
+
+        def drain() -> None:
+            while not stop_draining.is_set():
+                with contextlib.suppress(TimeoutError):
+                    robots[0] += json.loads(reading.recv(timeout=0.2))["type"] == "robot"
+
+        drainer = threading.Thread(target=drain, name="reading-page", daemon=True)
+        drainer.start()
+        try:
+            wait_for_subscribers(publisher)
+            assert health(served)["tabs"] == 3
+            deadline = time.monotonic() + 60.0
+            while health(served)["tabs"] > 1:
+                assert time.monotonic() < deadline, f"no page dropped within 60 s: {health(served)}"
+                for index in range(2000):
+                    publisher.publish(DispatchProgress(state="walking", robot_position=Point(x=float(index), y=1.0)))
+            before = robots[0]
+            publisher.publish(DispatchProgress(state="walking", robot_position=Point(x=-1.0, y=-1.0)))
+            wait_until(lambda: robots[0] > before, 10.0, "the reading page to get the robot's next position")
+            with pytest.raises(ConnectionClosed) as closed:
+                while True:
+                    slow.recv(timeout=10)
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1013, closed.value
+            assert "this page fell behind" in closed.value.rcvd.reason, closed.value.rcvd
+        finally:
+            stop_draining.set()
+            drainer.join(5.0)
+            silent.close()
+            node.destroy_node()
+
+
+def health(served: Any) -> dict[str, Any]:
+    answer: dict[str, Any] = json.loads(fetch(served.base + "/healthz")[1])
+    return answer
 
 
 def test_a_console_off_loopback_refuses_to_start_without_its_secret(capsys, monkeypatch):

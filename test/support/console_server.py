@@ -43,10 +43,18 @@ class Served:
     def origin(self) -> str:
         return self.base
 
-    def socket(self, *, origin: str | None = None, headers: dict[str, str] | None = None,
-               query: str = "") -> ClientConnection:
+    def socket(self, *, origin: str | None = None, headers: dict[str, str] | None = None, query: str = "",
+               receive_buffer: int = 0) -> ClientConnection:
+        """A page's WebSocket. ``receive_buffer``: a page that stops reading, with that many bytes of receive
+        window and no keepalive of its own (what the server sends then piles up on the server's side)."""
+        slow: dict[str, Any] = {}
+        if receive_buffer:
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+            sock.connect(("127.0.0.1", self.config.port))
+            slow = {"sock": sock, "ping_interval": None, "max_queue": 1}
         return connect(f"ws://127.0.0.1:{self.config.port}/ws{query}", origin=origin or self.origin,
-                       additional_headers=headers, open_timeout=10, max_size=None)
+                       additional_headers=headers, open_timeout=10, max_size=None, **slow)
 
 
 def free_port() -> int:
@@ -57,13 +65,22 @@ def free_port() -> int:
 
 @contextlib.contextmanager
 def console_server(namespace: str, db_uri: str, graph: str, *, secret: str = "", static_dir: Any = None,
-                   find_timeout_s: float = 5.0) -> Iterator[Served]:
-    """Started (its lifespan done: the bridge is up) within 30 s; stopped, its thread joined, after the block."""
+                   find_timeout_s: float = 5.0, send_buffer: int = 0) -> Iterator[Served]:
+    """Started (its lifespan done: the bridge is up) within 30 s; stopped, its thread joined, after the block.
+
+    ``send_buffer``: the kernel's send buffer of every accepted socket, in bytes (0: the kernel's own, which
+    grows to megabytes), so a test fills it with a few messages rather than thousands."""
     fields: dict[str, Any] = {"static_dir": static_dir} if static_dir is not None else {}
-    config = ConsoleConfig(port=free_port(), namespace=namespace, db_uri=db_uri, graph_name=graph, secret=secret,
-                           **fields)
+    listening = socket.socket()
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if send_buffer:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)  # accepted sockets inherit it
+    listening.bind(("127.0.0.1", 0))
+    config = ConsoleConfig(port=int(listening.getsockname()[1]), namespace=namespace, db_uri=db_uri,
+                           graph_name=graph, secret=secret, **fields)
     server = uvicorn.Server(uvicorn_config(config, bridge_factory(namespace, find_timeout_s=find_timeout_s)))
-    thread = threading.Thread(target=server.run, name="console-uvicorn", daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, name="console-uvicorn",
+                              daemon=True)
     thread.start()
     try:
         deadline = time.monotonic() + 30.0
@@ -75,6 +92,7 @@ def console_server(namespace: str, db_uri: str, graph: str, *, secret: str = "",
     finally:
         server.should_exit = True
         thread.join(15.0)
+        listening.close()
         assert not thread.is_alive(), "the console's server did not end within 15 s"
 
 
