@@ -175,3 +175,16 @@ def test_a_node_whose_apply_raises_refuses_the_set_and_keeps_serving(ros_domain_
             assert value.double_value == 1.0
             in_process = node.set_parameters([Parameter("speed", value=3.0)])[0]  # the callback itself never raises
             assert not in_process.successful and "RuntimeError('cannot apply speed')" in in_process.reason
+
+
+def test_with_undeclared_parameters_allowed_a_new_name_is_still_refused(ros_domain_id: int) -> None:
+    """rclpy lets such a node take any name; ours judge it like every set (nothing is declared by a set)."""
+    with ros_session(ros_domain_id):
+        node = _Probe([], allow_undeclared_parameters=True)
+        try:
+            (refused,) = node.set_parameters([Parameter("ghost", value=1)])
+            assert not refused.successful
+            assert refused.reason.startswith("/node_base_probe has no parameter 'ghost'"), refused.reason
+            assert not node.has_parameter("ghost")
+        finally:
+            node.destroy_node()
