@@ -172,7 +172,9 @@ def encode(message: Any) -> str:
 
 
 def hello(session: str, namespace: str, secured: bool) -> dict[str, Any]:
-    return {"type": "hello", "session": session, "namespace": namespace, "secured": secured}
+    """The first message of a tab; ``history_max_s`` is the longest ``changes`` window the page may offer."""
+    return {"type": "hello", "session": session, "namespace": namespace, "secured": secured,
+            "history_max_s": SINCE_MAX_S}
 
 
 def error(message: str, about: str = "") -> dict[str, Any]:

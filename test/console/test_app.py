@@ -80,6 +80,7 @@ def test_the_page_its_assets_and_the_whole_map_are_served_on_loopback(ros_domain
         with served.socket() as ws:
             hello = json.loads(ws.recv(timeout=10))
             assert hello["type"] == "hello" and hello["namespace"] == ns and hello["secured"] is False
+            assert hello["history_max_s"] == 7 * 86400  # the page offers no longer history window
             scene = receive_until(ws, lambda m: m["type"] == "scene" and m["upsert"], 30.0)
             drawn = {item["symbol"]: item["layer"] for item in scene["upsert"]}
             assert drawn == scene_symbols(small_store)

@@ -437,6 +437,35 @@ def test_a_move_reaches_the_map_the_history_panel_and_the_health_panel(console, 
         assert "3.0 m" in moved.text, moved.text
         assert int(page.stats()["moves"]) == 1
         page.shot("1-moved-in-history")
+        # Every window the History panel offers is one the server answers: each lists the move, none an error.
+        choices = page.driver.find_elements(By.CSS_SELECTOR, "#history-range option")
+        assert [c.get_attribute("value") for c in choices] == ["300", "3600", "86400", "604800"]
+        assert not [c.text for c in choices if not c.is_enabled()]
+        for choice in choices:
+            page.driver.execute_script("document.getElementById('history-list').replaceChildren()")
+            choice.click()
+            page.find("#history-load").click()
+            page.visible(f'#history-list li[data-kind="moved"][data-symbol="{bag["s"]}"]', f"the move ({choice.text})")
+            assert not page.driver.find_elements(By.CSS_SELECTOR, "#history-list li.error"), choice.text
+    assert page.script_errors() == []
+
+
+def test_text_the_server_cannot_take_is_refused_and_the_page_stays_connected(console, browser):
+    """A lone surrogate (pasted from a broken clipboard, say) in a command: the page sends it escaped, the server
+    refuses it naming why, and the page's socket keeps working both ways."""
+    page = browser
+    page.open(console["url"])
+    page.until(lambda _: int(page.stats().get("objects", 0)) > 0, "the map")
+    page.driver.execute_script("document.getElementById('instruction').value = 'bring the \\ud800 box';"
+                               "document.getElementById('send-command').click();")
+    refused = page.command_entry(0)
+    page.until(lambda _: refused.get_attribute("data-outcome") == "rejected", "the command's refusal")
+    reason = refused.find_element(By.CSS_SELECTOR, ".result").text  # the entry's own text holds the surrogate
+    assert "command: text holds '\\ud800' at character 10" in reason, reason
+    assert page.find("body").get_attribute("data-state") == "ready" and page.find("#connection").text == "connected"
+    page.shot("1-refused-text")
+    page.type("How many boxes are there?", "#send-ask")
+    page.until(lambda d: d.find_elements(By.CSS_SELECTOR, '#log li.ask[data-state="answered"]'), "the answer after it")
     assert page.script_errors() == []
 
 

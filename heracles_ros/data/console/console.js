@@ -783,6 +783,11 @@
       setText($("namespace"), message.namespace);
       body.dataset.session = message.session;
       body.dataset.secured = message.secured ? "true" : "false";
+      // Offer only the history windows the server answers (a longer one would always be an error).
+      const range = $("history-range");
+      for (const option of range.options) option.disabled = Number(option.value) > message.history_max_s;
+      const offered = [...range.options].filter((option) => !option.disabled);
+      if (range.selectedOptions[0].disabled && offered.length) range.value = offered[offered.length - 1].value;
     },
     scene(message) {
       const outlines = (item) => item && (item.layer === "room" || item.layer === "place");
