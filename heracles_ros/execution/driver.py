@@ -21,6 +21,9 @@ from heracles_ros.plan_types import PlanAction, Point3
 
 #: Actions a driver must carry out (the PDDL domain's action names).
 ACTIONS: tuple[str, ...] = ("goto", "inspect", "pick", "place")
+#: Wall-clock seconds of walking a driver hands the robot at a time, renewed while the step runs: a controller
+#: that dies, hangs or loses the robot leaves it standing within this (as Spot's own e-stop heartbeat would).
+COMMAND_HORIZON_S = 1.0
 
 
 @dataclass(frozen=True)

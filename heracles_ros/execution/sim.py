@@ -6,6 +6,12 @@ real driver does. Everything is in *simulated* seconds: ``time_scale`` says how
 many simulated seconds pass per wall-clock second, so tests run a 60 m walk in
 a fraction of a second while durations and timeouts keep their meaning.
 
+Like the Spot behind spot_ros2, the simulated robot walks only as far as its
+controller's last command reaches: each tick of the walk loop renews it for
+:data:`~.driver.COMMAND_HORIZON_S` of wall-clock time, so a loop held up (a
+frozen process, a callback that hangs) finds the robot at most that much
+further on, never where the clock alone would have put it.
+
 Failures can be injected to exercise recovery: by step count (the n-th call of
 :meth:`SimSpotDriver.execute` since :meth:`~SimSpotDriver.start`, so a retried
 step after a replan is a new count and fails only if asked to) or by a seeded
@@ -24,7 +30,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from heracles_ros.errors import ConfigError, DriverError
-from heracles_ros.execution.driver import CancelToken, FeedbackCallback, Pose, RobotDriver, StepOutcome, goto_path
+from heracles_ros.execution.driver import (
+    COMMAND_HORIZON_S,
+    CancelToken,
+    FeedbackCallback,
+    Pose,
+    RobotDriver,
+    StepOutcome,
+    goto_path,
+)
 from heracles_ros.outcomes import DriverOutcome
 from heracles_ros.plan_types import PlanAction, Point3
 
@@ -271,10 +285,16 @@ class _Run:
         path = _Path.build([here.position, *targets], ["", *symbols])
         stop_at = path.length * self.sim.config.fail_fraction if self.inject else math.inf
         yaw = here.yaw
+        horizon_s = COMMAND_HORIZON_S * self.sim.config.time_scale  # in simulated seconds
+        s, commanded = 0.0, 0.0
         while True:
             if (ended := self._tick()) is not None:
                 return ended
-            s = min(self._now() * self.sim.config.speed_mps, path.length, stop_at)
+            now = self._now()
+            # The robot walked on only within the horizon of the last tick's command.
+            walked = min(now - commanded, horizon_s)
+            commanded = now
+            s = min(s + walked * self.sim.config.speed_mps, path.length, stop_at)
             point, heading, passed = path.at(s)
             yaw = yaw if math.isnan(heading) else heading
             for i in range(1, passed + 1):

@@ -41,6 +41,7 @@ from bosdyn.client.math_helpers import Quat
 from bosdyn.client.robot_command import RobotCommandBuilder
 
 from heracles_ros.errors import ConfigError, ExecutionError
+from heracles_ros.execution import driver
 from heracles_ros.execution.driver import Pose, goto_path
 from heracles_ros.execution.spot_frames import IDENTITY, SE2Transform, check_frame, wrap_angle
 from heracles_ros.plan_types import PlanAction, Point3
@@ -66,7 +67,7 @@ class PathPoint:
 #: Seconds a walk command keeps the robot moving after it arrives (its mobility end time): Spot stands still
 #: when no newer command came by then (bosdyn SE2TrajectoryCommand.Request.end_time, "used to prevent runaway
 #: commands").
-COMMAND_HORIZON_S = 1.0
+COMMAND_HORIZON_S = driver.COMMAND_HORIZON_S
 #: Most trajectory points one command carries: spot_ros2 splits longer trajectories into batches of 100 because
 #: Spot refuses them whole, and a command renewed every fraction of a second needs only the next few.
 MAX_COMMAND_POINTS = 50

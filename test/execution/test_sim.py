@@ -8,7 +8,7 @@ import time
 import pytest
 
 from heracles_ros.errors import ConfigError, DriverError
-from heracles_ros.execution.driver import CancelToken, Pose
+from heracles_ros.execution.driver import COMMAND_HORIZON_S, CancelToken, Pose
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
 from heracles_ros.outcomes import DriverOutcome
 from heracles_ros.plan_types import PlanAction
@@ -175,3 +175,23 @@ def test_bad_configuration_names_the_parameter(field, value):
 def test_the_nominal_walking_speed_is_in_wall_clock_time():
     """2 simulated metres per simulated second, 4 simulated seconds per second: 8 m per second."""
     assert SimSpotDriver(SimConfig(speed_mps=2.0, time_scale=4.0)).nominal_speed_mps() == 8.0
+
+
+def test_a_walk_loop_held_up_finds_the_robot_at_most_one_horizon_further_on():
+    """The controller's loop stalls 2.5 s (a frozen process, a callback that hangs): the robot walked on for
+    its last command's second only, not for the whole stall as the clock alone would have it."""
+    driver = started(SimConfig(speed_mps=2.0, time_scale=1.0, tick_s=0.02))
+    poses: list[Pose] = []
+    stalled: list[int] = []
+
+    def feedback(pose: Pose) -> None:
+        poses.append(pose)
+        if pose.x > 1.0 and not stalled:
+            stalled.append(len(poses))
+            time.sleep(2.5)
+
+    out = driver.execute(goto([(0.0, 0.0, 0.0), (6.0, 0.0, 0.0)], ["P1", "P2"]), cancel=CancelToken(),
+                         timeout_s=20.0, feedback=feedback)  # fmt: skip
+    assert out.ok, out.reason
+    before, after = poses[stalled[0] - 1], poses[stalled[0]]
+    assert 1.0 < after.x - before.x <= 2.0 * COMMAND_HORIZON_S + 0.05  # one second at 2 m/s (and a tick)

@@ -1243,3 +1243,57 @@ def test_every_start_restores_pose_and_held_object_together_or_resets_both_and_s
             assert said.startswith("reset at the map origin, holding nothing: its record names "), said
             assert pose == pytest.approx((0.0, 0.0))
             assert states.read() == RobotState((0.0, 0.0, 0.0))
+
+
+#: A Fast DDS profile with its default 20 s lease, for a dispatcher paused longer than the 1 s one: its subscribers
+#: keep it through the pause instead of dropping it and having to discover it again.
+LONG_LEASE_PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
+<dds xmlns="http://www.eprosima.com"><profiles>
+  <participant profile_name="long_lease" is_default_profile="true"><rtps><builtin><discovery_config>
+    <leaseDuration><sec>20</sec></leaseDuration>
+  </discovery_config></builtin></rtps></participant>
+</profiles></dds>
+"""
+
+
+def test_a_frozen_dispatcher_finds_its_simulated_robot_at_most_one_horizon_further_on(
+    ros_domain_id, falkordb_uri, graph_name, small_store, tmp_path, monkeypatch
+):
+    """The simulator runs in the dispatcher's process: frozen with it, it must not jump the whole pause ahead
+    when the process runs again (the robot walks only within its last command's horizon, as the Spot does)."""
+    from heracles_ros.execution.driver import COMMAND_HORIZON_S
+
+    profile = tmp_path / "long_lease.xml"
+    profile.write_text(LONG_LEASE_PROFILE)
+    for variable in ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE"):
+        if os.environ.get(variable):
+            monkeypatch.setenv(variable, str(profile))
+    obj, _ = far_object(small_store)
+    plan = solved(small_store, f"(holding {obj})", START)
+    with ros_session(ros_domain_id):
+        probe = rclpy.create_node("probe")
+        progress = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
+        markers = Collector(probe, MarkerArray, f"{NS}/plan_markers", 100)
+        actions = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
+        process = run_dispatcher(ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}",
+                                 f"start_place:={START}", "sim_speed_mps:=1.0")  # fmt: skip
+        try:
+            with spinning(probe):
+                goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="paused")), timeout_s=30.0)
+                assert goal.accepted
+                progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
+                time.sleep(0.5)
+                os.kill(process.pid, signal.SIGSTOP)
+                time.sleep(3.0)
+                os.kill(process.pid, signal.SIGCONT)
+                assert goal_result(goal, 40.0)[1].result.status == "succeeded"
+        finally:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+            process.communicate(timeout=15.0)
+    drawn = [(m.pose.position.x, m.pose.position.y) for a in markers.messages for m in a.markers
+             if (m.ns, m.id, m.action) == (NS_ROBOT, 0, Marker.ADD)]  # fmt: skip
+    jumps = [math.dist(a, b) for a, b in itertools.pairwise(drawn)]
+    # 1 m/s, a marker every 0.2 s: 0.2 m apart; across the pause the horizon's metre, and a marker period on
+    # either side of it (the clock alone would put the robot 3 m on).
+    assert max(jumps) <= 1.0 * COMMAND_HORIZON_S + 2 * 0.2 + 0.1, sorted(jumps)[-3:]
