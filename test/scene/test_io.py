@@ -1,13 +1,23 @@
-"""Scene files and snapshot payloads: decoded, or refused with an error that says why."""
+"""Scene files and snapshot payloads: decoded, or refused with an error that says why, at a bounded cost."""
 from __future__ import annotations
 
+import json
+import os
+import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from support.decode_fuzz import SLACK_BYTES
 from support.tiny_scene import node_id, tiny_scene
 
-from heracles_ros.errors import SceneDecodeError
+from heracles_ros.errors import ConfigError, SceneDecodeError
 from heracles_ros.scene.io import SnapshotDecoder, load_scene
+
+ROOT = Path(__file__).resolve().parents[2]
+#: The most a malformed snapshot may cost the decoder, in times its size (issue 39: under 10).
+MEMORY_FACTOR = 10
 
 
 @pytest.mark.parametrize("name", ["scene.json", "scene.sparkdsg"])
@@ -41,3 +51,61 @@ def test_decoder_reuses_its_graph_and_recovers_after_bad_payloads() -> None:
             decoder.decode(bad)
     again = decoder.decode(memoryview(data))
     assert again.num_nodes() == 14
+
+
+def test_a_refused_payload_never_reaches_spark_dsg_and_the_graph_is_kept() -> None:
+    decoder = SnapshotDecoder()
+    graph = decoder.decode(tiny_scene().to_binary(include_mesh=False))
+    data = tiny_scene().to_binary(include_mesh=False)
+    hostile = data[:1] + struct.pack("<I", 0x7FFFFFF0) + data[5:]  # the layer keys' count: 2 G keys
+    with pytest.raises(SceneDecodeError, match="refused before decoding: layer keys at byte 0: declares 2147483632"):
+        decoder.decode(hostile)
+    smaller = tiny_scene()
+    smaller.remove_node(node_id("O3"))
+    assert decoder.decode(smaller.to_binary(include_mesh=False)) is graph  # still the cheaper update in place
+
+
+def test_a_payload_over_the_cap_is_refused_unread() -> None:
+    data = tiny_scene().to_binary(include_mesh=False)
+    assert SnapshotDecoder(max_bytes=len(data)).decode(data).num_nodes() == 14
+    with pytest.raises(SceneDecodeError, match=f"payload of {len(data)} bytes is larger than max_snapshot_bytes"):
+        SnapshotDecoder(max_bytes=len(data) - 1).decode(data)
+    with pytest.raises(ConfigError, match="max_snapshot_bytes must be >= 1"):
+        SnapshotDecoder(max_bytes=0)
+
+
+def test_a_binary_scene_file_is_checked_like_a_snapshot(tmp_path: Path) -> None:
+    data = tiny_scene().to_binary(include_mesh=False)
+    (tmp_path / "good.bin").write_bytes(data)
+    assert load_scene(tmp_path / "good.bin").num_nodes() == 14
+    (tmp_path / "hostile.bin").write_bytes(data[:1] + struct.pack("<I", 0x7FFFFFF0) + data[5:])
+    with pytest.raises(SceneDecodeError, match=r"hostile\.bin is not a spark_dsg graph: .* layer keys"):
+        load_scene(tmp_path / "hostile.bin")
+    with pytest.raises(SceneDecodeError, match=rf"good\.bin has {len(data)} bytes, more than the 100 allowed"):
+        load_scene(tmp_path / "good.bin", max_bytes=100)
+
+
+def test_fuzzed_snapshots_are_refused_clearly_and_cost_under_ten_times_their_size() -> None:
+    """The report's case: one length in a 76 KB snapshot made the mirror take 3.15 GB for 10 s.
+
+    A process of its own decodes real payloads (the 75 KB synthetic scene; every attribute type
+    and a mesh) with each possible length made huge or just too long, cut at 200 points each, and
+    300 random mutations, measuring its peak resident size around each decode.
+    """
+    child = subprocess.run(
+        [sys.executable, "-m", "support.decode_fuzz", "300", str(MEMORY_FACTOR)],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'test'}"},
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert child.returncode == 0, child.stderr[-3000:]  # an exception other than SceneError: a crash
+    report = json.loads(child.stdout)
+    assert {outcome for kind in report.values() for outcome in kind["outcomes"]} <= {
+        "refused before decoding", "refused by spark_dsg", "decoded"
+    }  # fmt: skip
+    for kind, tally in report.items():
+        assert tally["over"] == [], (kind, tally)
+    for kind in ("small: length huge", "small: length one too many", "rich: length huge", "small: truncated"):
+        outcomes = report[kind]["outcomes"]
+        # A length field changed: refused before spark_dsg reads it; the few "decoded" are a 0xdd byte inside a number.
+        assert outcomes["refused before decoding"] >= 0.99 * sum(outcomes.values()), (kind, outcomes)
+        assert report[kind]["most_bytes"]["refused before decoding"] <= SLACK_BYTES, (kind, report[kind])
