@@ -122,7 +122,9 @@ class _Walk:
         self.refuse(f"{' '.join(str(part) for part in where)} at byte {self.pos}: {problem}")
 
     def refuse(self, problem: str) -> NoReturn:
-        raise SceneDecodeError(f"payload of {self.end} bytes refused before decoding: {problem}")
+        raise SceneDecodeError(
+            f"payload of {self.end} bytes is not a spark_dsg graph (refused before decoding): {problem}"
+        )
 
     def fixed(self, pattern: re.Pattern[bytes], where: Where) -> re.Match[bytes]:
         found = pattern.match(self.data, self.pos)
