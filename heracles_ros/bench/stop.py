@@ -3,9 +3,13 @@
 A dispatcher with the simulator walks the small synthetic scene (embedded FalkorDB
 in a throwaway directory) from one corner towards the other, a plan from the real
 planner; after a few seconds of walking, ``heracles stop`` starts as a new process,
-as an operator would start it. The robot stopped at the last pose of its marker
-that differs from the final one. Then ``resume`` and the next walk. The figure
-includes the CLI's own start-up and discovery, which is what the operator waits for.
+as an operator would start it (on this machine it takes the dispatcher's local
+socket). The robot stopped at the last pose of its marker that differs from the
+final one; markers come every 0.2 s, so 0.00 means still by the first marker
+after the command started, and ``cli_returned`` (the command's answer: the
+dispatcher answers once it has stopped the robot) is the finer bound. Then
+``resume`` and the next walk. Both figures include the CLI's own start-up, which
+is what the operator waits for.
 
 Discovery is localhost-only for the bench and its dispatcher (a bench never reaches
 a robot on the lab network); the domain is ``--domain`` or ROS_DOMAIN_ID.

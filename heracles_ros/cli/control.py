@@ -9,8 +9,11 @@ the service, then its answer, each within ``--server-timeout`` seconds; when
 nothing answers the command says which service in which namespace it looked
 for. They are on the operator's fast path: ``heracles`` builds only this
 module's parsers for them, and only the client is imported with it (no
-database, model or planner), so the robot is stopped within about a second of
-the command starting (``heracles bench stop`` measures it).
+database, model or planner). ``stop`` goes further: on the dispatcher's machine
+it takes the dispatcher's local socket (:mod:`heracles_ros.nodes.stop_socket`),
+with no rclpy start-up and no DDS discovery, so the robot is stopped well within
+half a second of the command starting (``heracles bench stop`` measures it);
+elsewhere it calls the ROS service.
 
 Exit codes: 0 done; 1 the server answered but refused (nothing to cancel,
 not stopped, nothing waiting, or the driver's stop failed: the message says
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -59,6 +63,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _stop(args: argparse.Namespace) -> int:
+    """Through the dispatcher's local socket when it runs on this machine (no rclpy start-up, no discovery:
+    :mod:`heracles_ros.nodes.stop_socket`), else its ROS service."""
+    from heracles_ros.nodes.stop_socket import send_stop
+
+    domain = os.environ.get("ROS_DOMAIN_ID", "0").strip() or "0"
+    if domain.isdigit():
+        answer = send_stop(args.namespace, int(domain), hard=args.hard, timeout_s=args.server_timeout)
+        if answer is not None:
+            return _print(args, *answer)
     return _answer(args, lambda client: client.stop(hard=args.hard))
 
 
@@ -84,9 +97,13 @@ def _answer(args: argparse.Namespace, call: Any) -> int:
     with HeraclesClient(args.namespace, node_name="heracles_control", find_timeout_s=args.server_timeout,
                         answer_timeout_s=args.server_timeout, short_lease=False) as client:
         response = call(client)
+    return _print(args, bool(response.success), str(response.message))
+
+
+def _print(args: argparse.Namespace, success: bool, message: str) -> int:
     if args.json:
-        json.dump({"success": bool(response.success), "message": response.message}, sys.stdout)
+        json.dump({"success": success, "message": message}, sys.stdout)
         sys.stdout.write("\n")
     else:
-        print(response.message)
-    return EXIT_OK if response.success else EXIT_REFUSED
+        print(message)
+    return EXIT_OK if success else EXIT_REFUSED

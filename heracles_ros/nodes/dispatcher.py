@@ -112,6 +112,7 @@ from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress
 from heracles_ros.nodes.qos import latched, reliable
 from heracles_ros.nodes.runner import SHUTDOWN_TIMEOUT
 from heracles_ros.nodes.single_goal import SingleGoalServer, end_goal, request_queue, wait_until_done
+from heracles_ros.nodes.stop_socket import StopSocket
 from heracles_ros.outcomes import DispatchStatus, StepState
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.settings import Setting
@@ -363,6 +364,10 @@ class DispatcherNode(HeraclesNode):
         self.create_service(Trigger, "hard_stop", lambda rq, rs: self._on_stop(rs, hard=True),
                             callback_group=controls)  # fmt: skip
         self.create_service(Resume, "resume", self._on_resume, callback_group=controls)
+        try:  # the same stop without ROS, for heracles stop on this machine (no rclpy start-up, no discovery)
+            self.destroyed_with_node(StopSocket(self.get_namespace(), self.context.get_domain_id(), self._stop_now))
+        except OSError as exc:
+            self.get_logger().warning(f"no local fast path for the stop ({exc}): heracles stop goes through ROS")
         # On the steady clock: a ROS clock switched to simulated time (use_sim_time) must not freeze the robot's view.
         self.create_timer(MARKER_PERIOD_S, self._publish_markers, callback_group=MutuallyExclusiveCallbackGroup(),
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
@@ -566,10 +571,15 @@ class DispatcherNode(HeraclesNode):
         response.message = f"cancelling plan {job.plan_id}; its dispatch_result will say cancelled"
         return response
 
-    def _on_stop(self, response: Trigger.Response, *, hard: bool) -> Trigger.Response:
+    def _stop_now(self, hard: bool) -> tuple[bool, str]:
+        """The stop from the local socket (:mod:`.stop_socket`), answered as the service answers."""
+        response = self._on_stop(Trigger.Response(), hard=hard, via="on the local socket")
+        return bool(response.success), str(response.message)
+
+    def _on_stop(self, response: Trigger.Response, *, hard: bool, via: str = "service") -> Trigger.Response:
         """Latch the stop, cancel the plan, stop the robot; stopping twice is fine (and may harden it)."""
         service = "hard_stop" if hard else "stop"
-        reason = f"stopped by the operator ({service} service)"
+        reason = f"stopped by the operator ({service} {via})"
         with self._lock:
             before = self._stop
             changed = not before.stopped or (hard and not before.hard)

@@ -30,6 +30,12 @@ from heracles_ros.planning.planner import Planner
 
 pytestmark = pytest.mark.backends("falkordb")
 
+
+@pytest.fixture(autouse=True)
+def _stops_kept_in_the_tests_own_folder(tmp_path, monkeypatch):
+    """Where a stopped dispatcher keeps its stop (XDG_STATE_HOME), this test's alone: stops never outlive it."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+
 NS = "/spot7"
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,8 +95,11 @@ def test_stop_resume_and_cancel_reach_the_dispatcher_directly(ros_domain_id, dis
             assert goal.accepted
             progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
 
-            code, out, err, _ = heracles(ros_domain_id, "stop", "--namespace", NS)
+            code, out, err, took = heracles(ros_domain_id, "stop", "--namespace", NS)
             assert code == 0 and out.startswith("stopped; plan walk cancelled"), (out, err)
+            # On the dispatcher's machine the stop takes its local socket: no rclpy start-up, no discovery.
+            assert took < 0.5, took
+            assert goal_result(goal, 10.0)[1].result.reason == "stopped by the operator (stop on the local socket)"
             assert goal_result(goal, 10.0)[1].result.status == "stopped"
             time.sleep(0.3)  # markers published before the stop may still be on their way
             here = robot_xy(markers)
@@ -139,5 +148,6 @@ def test_stop_imports_nothing_of_the_package_it_does_not_need(ros_domain_id):
     imported = set(done.stdout.split())
     ours = sorted(m for m in imported if m.startswith("heracles_ros."))
     assert ours == ["heracles_ros.cli", "heracles_ros.cli.control", "heracles_ros.client", "heracles_ros.client.system",
-                    "heracles_ros.errors", "heracles_ros.outcomes"], ours
+                    "heracles_ros.errors", "heracles_ros.nodes", "heracles_ros.nodes.stop_socket",
+                    "heracles_ros.outcomes"], ours
     assert not {"falkordb", "redis", "neo4j", "spark_dsg", "openai", "httpx"} & imported
