@@ -209,6 +209,17 @@ def _periodic_status(live: MirrorLive) -> None:
                "five periodic statuses")
 
 
+def _no_instance_look(live: MirrorLive) -> None:
+    """instance_check_s 0: a mirror (in a namespace of its own, reading no scene file) starts without looking for
+    another one; the default looks for 2 s before it starts."""
+    started = time.monotonic()
+    other = DsgMirrorNode(namespace="/elsewhere", parameter_overrides=overrides(
+        MIRROR_A, db_uri=live.node._params["db_uri"], graph_name=live.node._params["graph_name"], scene_file=""))
+    took = time.monotonic() - started
+    other.destroy_node()
+    assert took < 2.0, took
+
+
 def _no_history(live: MirrorLive) -> None:
     live.publish(_moved(), 5)
     assert live.store.query("MATCH (c:Change) RETURN count(c) AS n")[0]["n"] == 0
@@ -237,6 +248,7 @@ MIRROR_A: Table = {
     "moved_markers_window_s": Row(0.0, lambda live: _eq(live.node.count_publishers("/history_markers"), 0)),
     "scene_markers_period_s": Row(0.0, lambda live: _eq(live.node.count_publishers("/scene_markers"), 0)),
     "status_period_s": Row(0.1, _periodic_status),
+    "instance_check_s": Row(0.0, _no_instance_look),
     "shutdown_timeout_s": Row(0.6, _closing_is_bounded),
 }
 
