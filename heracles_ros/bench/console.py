@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
+import queue
+import signal
 import socket
 import statistics
 import threading
@@ -49,6 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="scene seed (default: 0)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measure; medians are reported")
     parser.add_argument("--no-browser", action="store_true", help="leave out the page's figures (no Chromium)")
+    parser.add_argument("--no-stop", action="store_true",
+                        help="leave out the STOP's figures (no dispatcher, mirror and console processes)")
     parser.add_argument("--db", default=None, metavar="URI",
                         help="database to measure on (default: a throwaway embedded FalkorDB); a graph named "
                         "bench_console_* is created and dropped")
@@ -85,6 +90,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "full_message_mb": round(len(text.encode()) / 1e6, 2),
         })
         figures.update(_one_object_moved(store, scene, feed, args.repeat))
+        if args.no_stop:
+            figures["stop"] = "left out (--no-stop)"
+        else:
+            figures.update(_stop_while_map_changes(uri, graph, scene, args.repeat))
         if args.no_browser:
             figures["page"] = "left out (--no-browser)"
         elif not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
@@ -95,8 +104,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _wire(message: dict[str, Any]) -> str:
-    """The message's JSON as starlette's ``send_json`` writes it."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"))
+    """The message's text as the console sends it."""
+    from heracles_ros.console.protocol import encode
+
+    return encode(message)
 
 
 def _one_object_moved(store: Any, scene: dsg.DynamicSceneGraph, feed: Any, repeat: int) -> dict[str, Any]:
@@ -213,3 +224,213 @@ def _browser(webdriver: Any) -> Iterator[Any]:
             yield driver
         finally:
             driver.quit()
+
+
+#: Stops measured with the map still, and per --repeat while it changes; seconds between snapshots meanwhile.
+_IDLE_STOPS, _BUSY_STOPS, _SNAPSHOT_PERIOD_S = 5, 10, 1.0
+#: Seconds the processes are left to settle (their first reads) before the stops with the map still.
+_SETTLE_S = 3.0
+#: Seconds between a page's probes of the console's loop while the map changes.
+_PROBE_S = 0.1
+#: Seconds a process may take to start, and a STOP or a resume to come back.
+_ANSWER_S = 20.0
+
+
+def _stop_while_map_changes(uri: str, graph: str, scene: dsg.DynamicSceneGraph, repeat: int) -> dict[str, Any]:
+    """A page's STOP through the real processes, with the map still and while every place keeps moving."""
+    import random
+
+    import rclpy
+    from hydra_msgs.msg import DsgUpdate
+
+    from heracles_ros.nodes.qos import reliable
+
+    places = list(scene.get_layer(3, 1).nodes)  # Hydra's mesh places: the planner's layer, the map's places
+    snapshots = []
+    for shift in (0.01, -0.01):
+        for node in places:
+            node.attributes.position = node.attributes.position + np.array([shift, 0.0, 0.0])
+        snapshots.append(DsgUpdate(layer_contents=scene.to_binary(include_mesh=False), full_update=True))
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    namespace = f"/bench_console_stop_{os.getpid()}"
+    with _processes(uri, graph, namespace, places[0].id.str()) as port:
+        context = rclpy.Context()
+        rclpy.init(context=context)
+        try:
+            node = rclpy.create_node(f"bench_console_{os.getpid()}", context=context)
+            publisher = node.create_publisher(DsgUpdate, f"{namespace}/dsg_update", reliable(1))
+            with _Page.opened(port) as connection, _Page(connection) as page:
+                idle = [page.stop_ms() for _ in range(_IDLE_STOPS)]
+                updates_before = page.scene_messages
+                busy: list[float] = []
+
+                still = threading.Event()
+
+                def change_the_map() -> None:
+                    for snapshot in itertools.cycle(snapshots):
+                        publisher.publish(snapshot)
+                        if still.wait(_SNAPSHOT_PERIOD_S):
+                            return
+
+                changer = threading.Thread(target=change_the_map, name="bench-map-changes", daemon=True)
+                changer.start()
+                try:
+                    page.wait_for_scene_messages(updates_before + 2)  # the mirror is taking snapshots
+                    with page.probing():
+                        for _ in range(_BUSY_STOPS * repeat):
+                            time.sleep(random.uniform(0.2, 1.0))
+                            busy.append(page.stop_ms())
+                finally:
+                    still.set()
+                    changer.join(10.0)
+                updates = page.scene_messages - updates_before
+            node.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=context)
+    return {"stop_places": len(places), "stop_idle_ms": round(statistics.median(idle), 1),
+            "stop_busy_ms": round(statistics.median(busy), 1), "stop_busy_max_ms": round(max(busy), 1),
+            "stop_map_updates": updates, "reply_busy_max_ms": round(max(page.replies_ms), 1)}
+
+
+@contextlib.contextmanager
+def _processes(uri: str, graph: str, namespace: str, start_place: str) -> Iterator[int]:
+    """A dispatcher (simulator), a dsg_mirror and ``heracles console`` in ``namespace``, each a process of its
+    own; the console's port once it listens. Each is sent SIGINT afterwards (killed if it lingers)."""
+    import subprocess
+    import sys
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    database = ["-p", f"db_uri:={uri}", "-p", f"graph_name:={graph}"]
+    commands = {
+        "dispatcher": ["-m", "heracles_ros.nodes.dispatcher", "--ros-args", "-r", f"__ns:={namespace}", *database,
+                       "-p", f"start_place:={start_place}"],
+        "mirror": ["-m", "heracles_ros.nodes.dsg_mirror", "--ros-args", "-r", f"__ns:={namespace}", *database,
+                   "-p", f"dsg_topic:={namespace}/dsg_update"],
+        "console": ["-m", "heracles_ros.cli", "console", "--port", str(port), "--namespace", namespace, "--db", uri,
+                    "--graph", graph],
+    }
+    started: list[subprocess.Popen[bytes]] = []
+    try:
+        for name, command in commands.items():
+            output = subprocess.PIPE if name == "console" else subprocess.DEVNULL
+            started.append(subprocess.Popen([sys.executable, *command], stdout=output, stderr=subprocess.DEVNULL))
+        console = started[-1]
+        assert console.stdout is not None
+        listening = threading.Event()
+
+        def announced() -> None:
+            for line in console.stdout:  # type: ignore[union-attr]
+                if b"heracles console: open http" in line:
+                    listening.set()
+
+        threading.Thread(target=announced, name="bench-console-output", daemon=True).start()
+        if not listening.wait(START_WAIT_S):
+            raise HeraclesError(f"heracles console did not listen within {START_WAIT_S:g} s")
+        yield port
+    finally:
+        for process in started:
+            process.send_signal(signal.SIGINT)
+        for process in started:
+            try:
+                process.wait(timeout=15.0)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5.0)
+
+
+class _Page:
+    """A page's socket to the console: its STOPs timed; its scene messages counted (not parsed)."""
+
+    def __init__(self, connection: Any):
+        self._socket = connection
+        self.scene_messages = 0
+        self._stops: queue.Queue[tuple[float, bool]] = queue.Queue()
+        self._mirror_up = threading.Event()
+        self._replies: queue.Queue[float] = queue.Queue()
+        self.replies_ms: list[float] = []
+        self._reader = threading.Thread(target=self._read, name="bench-page", daemon=True)
+        self._reader.start()
+
+    def __enter__(self) -> _Page:
+        self._next_stop(lambda stopped: not stopped)  # the dispatcher's latched state: it is up
+        if not self._mirror_up.wait(PAGE_WAIT_S):
+            raise HeraclesError(f"the mirror's status did not reach the page within {PAGE_WAIT_S:g} s")
+        time.sleep(_SETTLE_S)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._socket.close()
+        self._reader.join(5.0)
+
+    @staticmethod
+    def opened(port: int) -> Any:
+        """The console's socket as a page opens it (its own Origin)."""
+        from websockets.sync.client import connect
+        from websockets.typing import Origin
+
+        return connect(f"ws://127.0.0.1:{port}/ws", origin=Origin(f"http://127.0.0.1:{port}"), max_size=None,
+                       open_timeout=_ANSWER_S)
+
+    @contextlib.contextmanager
+    def probing(self) -> Iterator[None]:
+        """For the block: every PROBE_S, a message only the console's loop answers (a cancel of no command);
+        how long each answer took goes to ``replies_ms``."""
+        done = threading.Event()
+
+        def probe() -> None:
+            while not done.wait(_PROBE_S):
+                started = time.perf_counter()
+                self._socket.send('{"op":"cancel","command_id":"bench-probe"}')
+                with contextlib.suppress(queue.Empty):
+                    self.replies_ms.append(1000 * (self._replies.get(timeout=_ANSWER_S) - started))
+
+        prober = threading.Thread(target=probe, name="bench-page-probe", daemon=True)
+        prober.start()
+        try:
+            yield
+        finally:
+            done.set()
+            prober.join(_ANSWER_S)
+
+    def stop_ms(self) -> float:
+        """Milliseconds from sending STOP to the page holding ``stopped``; then resumed."""
+        started = time.perf_counter()
+        self._socket.send('{"op":"stop"}')
+        stopped_at = self._next_stop(lambda stopped: stopped)
+        self._socket.send('{"op":"resume","operator":"bench","reason":"heracles bench console"}')
+        self._next_stop(lambda stopped: not stopped)
+        return 1000 * (stopped_at - started)
+
+    def wait_for_scene_messages(self, count: int) -> None:
+        deadline = time.monotonic() + PAGE_WAIT_S
+        while self.scene_messages < count:
+            if time.monotonic() > deadline:
+                raise HeraclesError(f"the map did not change on the page within {PAGE_WAIT_S:g} s")
+            time.sleep(0.05)
+
+    def _next_stop(self, wanted: Any) -> float:
+        deadline = time.monotonic() + _ANSWER_S
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                when, stopped = self._stops.get(timeout=left)
+            except queue.Empty:
+                break
+            if wanted(stopped):
+                return when
+        raise HeraclesError(f"the dispatcher's stop state did not reach the page within {_ANSWER_S:g} s")
+
+    def _read(self) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        with contextlib.suppress(ConnectionClosed):
+            for text in self._socket:
+                if isinstance(text, str) and text.startswith('{"type":"scene"'):
+                    self.scene_messages += 1
+                elif (message := json.loads(text)).get("type") == "stop":
+                    self._stops.put((time.perf_counter(), bool(message["stopped"])))
+                elif message.get("type") == "status" and message.get("mirror") is not None:
+                    self._mirror_up.set()
+                elif message.get("type") == "error" and message.get("about") == "cancel":
+                    self._replies.put(time.perf_counter())

@@ -24,9 +24,13 @@ def test_the_small_scene_is_measured_from_the_database_to_the_page(ros_domain_id
     assert figures["full_message_mb"] > 0 and figures["full_build_ms"] > 0
     assert figures["update_items"] == 1 and 0 < figures["update_message_bytes"] < 1000  # the moved object alone
     assert figures["page_first_scene_ms"] > 0 and figures["page_frame_ms"] > 0
+    # A STOP through the console, dispatcher and mirror processes, with the map still and while it changes.
+    assert figures["stop_places"] == layers.count(Layer.MESH_PLACE) and figures["stop_map_updates"] >= 2
+    assert 0 < figures["stop_idle_ms"] < 1000 and 0 < figures["stop_busy_ms"] <= figures["stop_busy_max_ms"] < 2000
 
 
-def test_without_a_browser_the_page_is_left_out_saying_so(capsys) -> None:
-    assert main(["bench", "console", "--kind", "small", "--repeat", "1", "--no-browser", "--json"]) == 0
+def test_without_a_browser_or_the_stop_they_are_left_out_saying_so(capsys) -> None:
+    assert main(["bench", "console", "--kind", "small", "--repeat", "1", "--no-browser", "--no-stop", "--json"]) == 0
     figures = json.loads(capsys.readouterr().out)
     assert figures["page"] == "left out (--no-browser)" and "page_first_scene_ms" not in figures
+    assert figures["stop"] == "left out (--no-stop)" and "stop_idle_ms" not in figures
