@@ -113,6 +113,19 @@ def three_nodes(ros_domain_id: int, falkordb_uri: str, graph_name: str, small_st
         stop_daemon(ros_domain_id)
 
 
+def first_answer(domain: int, node: NodeProcess, fqn: str, name: str, value: str) -> subprocess.CompletedProcess[str]:
+    """``ros2 param set`` until the node answers it (a starting node is not found at first, or its services not
+    yet there); AssertionError if the node dies or has not answered within 60 s."""
+    deadline = time.monotonic() + 60.0
+    while True:
+        result = ros2_run(domain, "param", "set", fqn, name, value)
+        if "Setting parameter failed" in result.stderr or "Set parameter successful" in result.stdout:
+            return result
+        assert node.alive(), node.output
+        assert time.monotonic() < deadline, (result.stdout, result.stderr)
+        time.sleep(0.5)
+
+
 def refusal(result: subprocess.CompletedProcess[str]) -> str:
     """What ``ros2 param set`` said of a refused set (it prints the reason on stderr)."""
     assert "Setting parameter failed: " in result.stderr, (result.stdout, result.stderr)
@@ -124,10 +137,7 @@ def test_ros2_param_set_of_use_sim_time_and_unknown_names_is_refused_and_the_cli
 ) -> None:
     for name, node in three_nodes.items():
         fqn = f"{NS}/{name}"
-        deadline = time.monotonic() + 60.0
-        while (set_sim := ros2_run(ros_domain_id, "param", "set", fqn, "use_sim_time", "true")).stderr.startswith(
-                "Node not found") and time.monotonic() < deadline:
-            assert node.alive(), node.output
+        set_sim = first_answer(ros_domain_id, node, fqn, "use_sim_time", "true")
         assert refusal(set_sim).startswith(f"use_sim_time cannot change while {fqn} runs"), set_sim.stderr
         unknown = refusal(ros2_run(ros_domain_id, "param", "set", fqn, "client_lost", "0.0"))
         assert unknown.startswith(f"{fqn} has no parameter 'client_lost'"), unknown
