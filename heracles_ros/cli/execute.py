@@ -17,7 +17,10 @@ fields; null when no step ran).
 Stopping: Ctrl-C, SIGTERM and SIGHUP (the terminal closing) cancel the command
 at any moment (a goal whose response has not arrived yet is cancelled as soon
 as it does), the CLI says what it cancelled and where the robot stopped, and
-exits 130; a second one leaves at once, the cancel already sent. The goal
+exits 130; a second one leaves at once, the cancel already sent. A server that
+has not answered the goal within 10 s gets it cancelled should it take it in
+the next 30 s (the CLI waits for that, then exits 1), so a goal accepted late
+never walks the robot until the server notices the CLI is gone. The goal
 names this CLI's node (``client_node``), so a CLI killed outright is noticed
 by the server, which cancels the command. Every wait is bounded, and a server
 that disappears is reported within seconds.
@@ -47,6 +50,9 @@ if TYPE_CHECKING:
 EXIT_OK, EXIT_FAILED, EXIT_CLARIFY, EXIT_INTERRUPTED = 0, 1, 3, 130
 #: Seconds to wait for the server to accept or reject the goal.
 GOAL_RESPONSE_TIMEOUT_S = 10.0
+#: Then seconds more, the goal's cancel already wanted, for an answer that comes late: a goal the server takes
+#: meanwhile is cancelled at once, not left to walk until the server notices this CLI is gone.
+LATE_ANSWER_WAIT_S = 30.0
 #: After a cancel, seconds to wait for the command's result (it says where the robot stopped).
 CANCEL_RESULT_WAIT_S = 10.0
 #: The language server's action gone from the graph this long: the server is reported dead.
@@ -138,19 +144,13 @@ class _Follower:
         #: The last step event (heracles_ros/DispatchProgress), for --json.
         self.progress: Any = None
         self.cancel_sent = False
+        #: The goal's answer did not come within GOAL_RESPONSE_TIMEOUT_S: its cancel was sent for a late one.
+        self.gave_up = False
 
     def run(self, command_id: str, instruction: str, *, as_json: bool) -> int:
         client = self.client
-        deadline = time.monotonic() + GOAL_RESPONSE_TIMEOUT_S
-        while client.accepted() is None:
-            self._leave_if_asked_again()
-            if time.monotonic() > deadline:
-                _err(f"the language_server did not answer the goal within {GOAL_RESPONSE_TIMEOUT_S:g} s; if it "
-                     "takes it later, it cancels it once this CLI is gone")
-                return EXIT_INTERRUPTED if self.interrupts.first.is_set() else EXIT_FAILED
-            if self.interrupts.first.is_set() and not self.cancel_sent:
-                self._cancel(command_id)  # sent as soon as the goal is accepted
-            time.sleep(_TICK_S)
+        if not self._answered(command_id):
+            return EXIT_INTERRUPTED if self.interrupts.first.is_set() else EXIT_FAILED
         if not client.accepted():
             code = self._rejected(command_id, as_json)
             return EXIT_INTERRUPTED if self.interrupts.first.is_set() else code
@@ -190,7 +190,43 @@ class _Follower:
             return code
         _err(f"cancelled {command_id} ({instruction.strip()[:80]!r}) while {self.stage}: "
              f"{result.outcome}; the robot stopped at {where_robot_is(result.robot_place, self.position)}")
-        return EXIT_INTERRUPTED
+        return EXIT_INTERRUPTED if self.interrupts.first.is_set() or not self.gave_up else EXIT_FAILED
+
+    def _answered(self, command_id: str) -> bool:
+        """Wait for the server to accept or reject the goal; False when no answer came (or the operator left).
+
+        Past :data:`GOAL_RESPONSE_TIMEOUT_S` the goal's cancel is wanted and the wait goes on for
+        :data:`LATE_ANSWER_WAIT_S`, so a goal the server takes late is cancelled at once (a signal
+        after that point, or a second one, leaves at once: the server cancels it once this CLI is gone).
+        """
+        client = self.client
+        deadline = time.monotonic() + GOAL_RESPONSE_TIMEOUT_S
+        signalled = False
+        while client.accepted() is None:
+            self._leave_if_asked_again()
+            if self.gave_up and self.interrupts.first.is_set() and not signalled:
+                _err(f"{self.interrupts.name}: leaving; the server cancels {command_id} once this CLI is gone")
+                return False
+            if self.interrupts.first.is_set() and not self.cancel_sent:
+                self._cancel(command_id)  # sent as soon as the goal is accepted
+            now = time.monotonic()
+            if now > deadline and self.gave_up:
+                _err(f"no answer to the goal within {GOAL_RESPONSE_TIMEOUT_S + LATE_ANSWER_WAIT_S:g} s; leaving: if "
+                     "the server takes it later, it cancels it once this CLI is gone")
+                return False
+            if now > deadline:
+                self.gave_up, signalled = True, self.interrupts.first.is_set()
+                if not self.cancel_sent:
+                    client.cancel_command()
+                    self.cancel_sent = True
+                deadline = now + LATE_ANSWER_WAIT_S
+                _err(f"the language_server did not answer the goal within {GOAL_RESPONSE_TIMEOUT_S:g} s: it is "
+                     f"cancelled should the server take it in the next {LATE_ANSWER_WAIT_S:g} s (Ctrl-C to leave "
+                     "now; the server then cancels it once this CLI is gone)")
+            time.sleep(_TICK_S)
+        if self.gave_up and client.accepted():
+            _err(stamped(f"accepted as {command_id} after all, and cancelled at once"))
+        return True
 
     def _cancel(self, command_id: str) -> None:
         self.client.cancel_command()  # sent at once (the reply is not needed: the result says)

@@ -229,10 +229,11 @@ class HeraclesClient:
         sent.add_done_callback(self._on_goal_response)
         if wait:
             if not self._wait(self._answered, self.answer_timeout_s):
+                self.cancel_command()  # should the server take it later while this client lives, it is cancelled
                 raise SystemUnavailable(
                     f"the language_server did not answer the goal on {self.action_name} within "
-                    f"{self.answer_timeout_s:g} s (if it takes it later, it cancels it once this client is gone)",
-                    name=self.action_name)
+                    f"{self.answer_timeout_s:g} s (if it takes it later, this client cancels it, or the server "
+                    "does once this client is gone)", name=self.action_name)
             if not self._accepted:
                 raise CommandRejected(*self.rejection())
         return str(goal.command_id)

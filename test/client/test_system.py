@@ -302,3 +302,57 @@ def test_a_command_cancelled_before_the_server_accepted_it_is_cancelled_once_it_
         result = client.result(timeout_s=30.0)
         assert result is not None and result.outcome == "cancelled", result
         assert result.steps_completed == 0 and len(system["server"].requests) <= 1  # within the model's first turn
+
+
+def hold_goal_answers(language: Any) -> tuple[threading.Event, threading.Event]:
+    """The language server takes the next goals only when released (a server busy for a while): (held, release)."""
+    held, release = threading.Event(), threading.Event()
+    decide = language.commands._refusal
+
+    def late(goal: Any) -> tuple[str, str]:
+        held.set()
+        release.wait(30.0)
+        return decide(goal)
+
+    language.commands._refusal = late
+    return held, release
+
+
+def test_a_client_that_gave_up_waiting_for_acceptance_cancels_the_goal_the_server_takes_later(system):
+    held, release = hold_goal_answers(system["language"])
+    with HeraclesClient(NS, find_timeout_s=20.0, answer_timeout_s=1.0) as client:
+        with pytest.raises(SystemUnavailable, match="did not answer the goal on /spotc/execute_command within 1 s"):
+            client.command("Bring me the farthest box.", command_id="late")
+        assert held.is_set()
+        release.set()  # the server takes it after all, the client still alive
+        result = client.result(timeout_s=30.0)
+        assert result is not None and result.outcome == "cancelled", result
+        assert result.steps_completed == 0 and system["robot"].driver.steps_executed == 0
+
+
+def test_the_cli_that_gave_up_waiting_for_acceptance_cancels_the_goal_taken_late_and_nothing_moves(
+    system, capsys, monkeypatch
+):
+    """The issue's case: the server took a goal 11.7 s after the CLI gave up on it, and the robot walked
+    until the server noticed the CLI was gone. Now the CLI waits on a while, and cancels it at once."""
+    from heracles_ros.cli import execute
+
+    monkeypatch.setattr(execute, "GOAL_RESPONSE_TIMEOUT_S", 1.0)
+    held, release = hold_goal_answers(system["language"])
+
+    def answer_late() -> None:  # two seconds after the goal reached the server: a second after the CLI gave up
+        if held.wait(30.0):
+            time.sleep(2.0)
+        release.set()
+
+    threading.Thread(target=answer_late, daemon=True).start()
+    started = time.monotonic()
+    code, out, err = heracles(capsys, "command", "Bring me the farthest box.", "--execute", "--live",
+                              "--namespace", NS)  # fmt: skip
+    assert held.is_set()
+    assert code == 1, (out, err)
+    assert "the language_server did not answer the goal within 1 s: it is cancelled should the server take it" in err
+    assert "after all, and cancelled at once" in err
+    assert re.search(r"cancelled cli-\w+ \('Bring me the farthest box\.'\) while .*: cancelled", err), err
+    assert time.monotonic() - started < 30.0
+    assert system["robot"].driver.steps_executed == 0  # the robot never took a step
