@@ -4,8 +4,9 @@ One :class:`heracles_ros.client.HeraclesClient` for the console's whole life: on
 context (one DDS participant), one node, one executor thread, however many
 commands and tabs come and go (a client per command left a participant and a
 dozen threads behind each time: 650 MB after 38 commands). Every call on it is
-bounded. Its node holds the subscriptions (``stop_state``, latched;
-``dispatch_progress``, the robot's position; ``mirror_status``;
+bounded. Its node holds the subscriptions (``stop_state`` and ``robot_pose``,
+latched: the robot the dispatcher works with, from the console's first moment;
+``dispatch_progress``, the robot's steps; ``mirror_status``;
 ``command_rejections``) and one ``execute_command`` action client that follows
 every command at once, each goal naming this node, so the language server
 cancels them all if the console dies; a tab that goes away has its own commands
@@ -77,6 +78,7 @@ class ConsoleBridge:
 
     def __init__(self, namespace: str, *, on_stop: Emit, on_robot: Emit,
                  on_mirror: Callable[[MirrorReport], None], find_timeout_s: float = 5.0):
+        from geometry_msgs.msg import PoseStamped
         from rclpy.action import ActionClient
 
         from heracles_ros.action import ExecuteCommand
@@ -108,6 +110,8 @@ class ConsoleBridge:
         node = self._ros.node
         node.create_subscription(StopState, topic_name(namespace, "stop_state"),
                                  lambda m: on_stop(ros_messages.stop_message(m)), latched())
+        node.create_subscription(PoseStamped, topic_name(namespace, "robot_pose"),
+                                 lambda m: on_robot(ros_messages.pose_message(m, self._place)), latched())
         node.create_subscription(DispatchProgress, topic_name(namespace, "dispatch_progress"), progress, reliable(100))
         node.create_subscription(MirrorStatus, topic_name(namespace, "mirror_status"),
                                  lambda m: on_mirror(ros_messages.mirror_report(m)), 10)

@@ -263,7 +263,6 @@ class ConsoleHub:
         try:
             store = await self._database_store()
             view = await asyncio.to_thread(read_scene_view, store, timeout_s=SCENE_TIMEOUT_S)
-            robot = await asyncio.to_thread(_robot_position, store) if self._last_robot is None else None
         except HeraclesError as exc:
             self._database = {"ok": False, "error": str(exc)}
             self._scene_due = True  # read again once it answers
@@ -273,8 +272,6 @@ class ConsoleHub:
             text = await asyncio.to_thread(self._scene_change, view)
             if text:
                 self._broadcast_text(text)
-        if robot is not None and self._last_robot is None:
-            self._robot_moved(robot)
 
     def _scene_change(self, view: SceneView) -> str:
         """In a worker thread: the diff to ``view``'s wire text ('' when nothing changed)."""
@@ -362,13 +359,3 @@ class ConsoleHub:
 
 def _op_name(op: PageOp) -> str:
     return next(name for name, kind in protocol.OPS.items() if isinstance(op, kind))
-
-
-def _robot_position(store: GraphStore) -> dict[str, Any] | None:
-    """Where the database last recorded the robot (before any dispatch event arrives)."""
-    from heracles_ros.execution.robot_state import RobotStateStore
-
-    state = RobotStateStore(store).read()
-    if state is None:
-        return None
-    return protocol.robot(state.position[0], state.position[1], state.place)

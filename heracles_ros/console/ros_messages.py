@@ -56,6 +56,12 @@ def robot_message(progress: Any, place: str) -> dict[str, Any] | None:
     return protocol.robot(float(point.x), float(point.y), place)
 
 
+def pose_message(pose: Any, place: str) -> dict[str, Any]:
+    """Where the dispatcher's latched ``robot_pose`` (a PoseStamped) puts the robot."""
+    point = pose.pose.position
+    return protocol.robot(float(point.x), float(point.y), place)
+
+
 def reached_place(progress: Any) -> str:
     """The place a finished goto step reached ('' for any other event)."""
     return str(progress.target_symbol) if progress.action == "goto" and progress.state == "succeeded" else ""

@@ -431,3 +431,34 @@ def health(served: Served) -> dict[str, Any]:
     with urllib.request.urlopen(served.base + "/healthz", timeout=10) as response:
         answer: dict[str, Any] = json.loads(response.read())
     return answer
+
+
+def test_the_robot_is_where_the_dispatcher_says_from_the_first_message_never_where_the_database_had_it(
+        ros_domain_id, falkordb_uri, graph_name, small_store, tmp_path):
+    """The database still holds the last run's robot (at START) when the console starts; the dispatcher then
+    starts the robot elsewhere. The page never shows the database's robot, and shows the dispatcher's at once."""
+    states = RobotStateStore(small_store)
+    states.write(RobotState(states.position_of(START), place=START))
+    elsewhere = small_store.query("MATCH (p:MeshPlace) WHERE p.nodeSymbol <> $s RETURN p.nodeSymbol AS s "
+                                  "ORDER BY p.x DESC, s LIMIT 1", {"s": START})[0]["s"]
+    where = states.position_of(elsewhere)[:2]
+    assert math.dist(where, states.position_of(START)[:2]) > 1.0
+    (tmp_path / "index.html").write_text("<!doctype html>")
+    ns = f"/consr_{uuid.uuid4().hex[:6]}"
+    with ros_session(ros_domain_id), console_server(ns, falkordb_uri, graph_name, static_dir=tmp_path) as served, \
+            opened(served) as ws:
+        seen: list[dict[str, Any]] = []
+        receive_until(ws, lambda m: m["type"] == "status" and m["database"]["ok"], 20.0, seen)  # map read
+        assert not [m for m in seen if m["type"] == "robot"], seen  # no dispatcher: no robot at all
+        robot = DispatcherNode(namespace=ns, parameter_overrides=[
+            Parameter(k, value=v) for k, v in {"db_uri": falkordb_uri, "graph_name": graph_name,
+                                               "start_place": elsewhere}.items()])
+        with spinning(robot):
+            seen.clear()
+            first = receive_until(ws, lambda m: m["type"] == "robot", 20.0, seen)
+            assert [first["x"], first["y"]] == pytest.approx(where, abs=1e-6), first
+            with opened(served) as late:  # a page opened now gets it among its first messages
+                early: list[dict[str, Any]] = []
+                again = receive_until(late, lambda m: m["type"] == "robot", 5.0, early)
+                assert [again["x"], again["y"]] == pytest.approx(where, abs=1e-6)
+                assert [m["type"] for m in early] == ["scene", "stop"], early
