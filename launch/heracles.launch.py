@@ -30,7 +30,14 @@ import shutil
 
 from ament_index_python.packages import PackageNotFoundError, get_package_prefix
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription, LogInfo, OpaqueFunction
+from launch.actions import (
+    DeclareLaunchArgument,
+    GroupAction,
+    IncludeLaunchDescription,
+    LogInfo,
+    OpaqueFunction,
+    SetLaunchConfiguration,
+)
 from launch.conditions import IfCondition
 from launch.launch_description_sources import AnyLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution, PythonExpression
@@ -66,9 +73,10 @@ def _if_installed(package, part, actions):
     return OpaqueFunction(function=choose)
 
 
-# Our nodes get SIGTERM when the launch process dies however it dies: launch forwards SIGINT to its
-# processes, but on SIGTERM, SIGQUIT or SIGHUP (a closed terminal) it exits at once and leaves them
-# running, and a robot's nodes must never outlive their launch.
+# Every process this file starts (our nodes, the web console, RViz, Hydra's visualizer) gets SIGTERM when the
+# launch process dies however it dies: launch forwards SIGINT to its processes, but on SIGTERM, SIGQUIT or
+# SIGHUP (a closed terminal) it exits at once and leaves them running, and on SIGKILL it can do nothing; a
+# robot's processes must never outlive their launch.
 _SETPRIV = shutil.which("setpriv")
 NODE_PREFIX = f"{_SETPRIV} --pdeathsig TERM" if _SETPRIV else None
 
@@ -186,6 +194,7 @@ def generate_launch_description():
             executable="console",
             exec_name="console",
             output="screen",
+            prefix=NODE_PREFIX,
             arguments=["--host", LaunchConfiguration("console_host"), "--port", LaunchConfiguration("console_port"),
                        "--db", LaunchConfiguration("db_uri")],
             condition=IfCondition(LaunchConfiguration("start_console")),
@@ -196,6 +205,7 @@ def generate_launch_description():
                 package="rviz2",
                 executable="rviz2",
                 name="heracles_rviz",
+                prefix=NODE_PREFIX,
                 arguments=["-d", os.path.join(config, "heracles.rviz")],
             )])],
             condition=IfCondition(LaunchConfiguration("start_rviz")),
@@ -205,6 +215,8 @@ def generate_launch_description():
     hydra_visualizer = GroupAction(
         [_if_installed("hydra_visualizer", "Hydra's visualizer (start_hydra_visualizer)", [
             SetRemap(src="hydra_visualizer/dsg", dst=LaunchConfiguration("dsg_topic")),
+            # Hydra's own launch file names no prefix: its processes take the launch-wide one, in this group only.
+            *([SetLaunchConfiguration("launch-prefix", NODE_PREFIX)] if NODE_PREFIX else []),
             IncludeLaunchDescription(
                 AnyLaunchDescriptionSource(
                     PathJoinSubstitution(

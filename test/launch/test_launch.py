@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -143,14 +144,17 @@ def _heracles_nodes(processes: list[psutil.Process]) -> list[psutil.Process]:
     return nodes
 
 
-def test_the_robot_launch_defaults_to_spot_ros2_and_confirmation(domain: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
+def test_the_robot_launch_defaults_to_spot_ros2_and_confirmation(domain: int, tmp_path: Path, ending: int) -> None:
     """Forgetting driver:= never runs the simulator on a robot: here, without spot_ros2, it says so.
 
-    It also ends with SIGTERM to ``ros2 launch`` (a service stop, a closed terminal): no node survives it.
+    It also ends with SIGTERM (a service stop, a closed terminal) or SIGKILL to ``ros2 launch``: no process it
+    started survives it, the web console included.
     """
+    console_port = free_port()
     with launched(REPO / "launch" / "heracles.launch.py",
                   [f"robot_name:={NAMESPACE}_robot", f"db_uri:=embedded:{tmp_path / 'db'}", "llm:=ollama",
-                   "base_url:=http://127.0.0.1:9"],
+                   "base_url:=http://127.0.0.1:9", "start_console:=true", f"console_port:={console_port}"],
                   domain, tmp_path / "launch.log") as launch:
         ns = f"/{NAMESPACE}_robot"
         retry_ros2(["node", "list"], domain, UP_S, expect=f"{ns}/language_server")
@@ -159,20 +163,22 @@ def test_the_robot_launch_defaults_to_spot_ros2_and_confirmation(domain: int, tm
         while "dispatcher cannot start" not in launch.output() and time.monotonic() < deadline:
             time.sleep(0.5)
         assert "the spot_ros2 driver cannot be used" in launch.output(), launch.output()[-3000:]
+        assert _console_answers(console_port, UP_S), launch.output()[-3000:]
         # SIGTERM (or SIGHUP, a closed terminal): launch exits at once without stopping its processes;
-        # the nodes must end all the same.
+        # SIGKILL: it can do nothing at all. Every process must end all the same.
         # The dispatcher logs that it cannot start a moment before its process ends: wait for the end.
         while True:
             started = launch.processes()
             nodes = _heracles_nodes(started)
-            if len(nodes) == 2 or time.monotonic() > deadline:
+            if len(nodes) == 3 or time.monotonic() > deadline:
                 break
             time.sleep(0.2)
-        assert len(nodes) == 2, _command_lines(started)  # the dispatcher has exited
-        launch.process.terminate()
+        # The mirror, the language server and the web console; the dispatcher has exited.
+        assert len(nodes) == 3, _command_lines(started)
+        launch.process.send_signal(ending)
         launch.process.wait(STOP_S)
         _, alive = psutil.wait_procs(nodes, timeout=STOP_S)
-        assert not alive, f"left running after SIGTERM to ros2 launch: {_command_lines(alive)}"
+        assert not alive, f"left running after {signal.Signals(ending).name} to ros2 launch: {_command_lines(alive)}"
         stop_database(tmp_path / "db")
         _, alive = psutil.wait_procs(started, timeout=STOP_S)
         assert not alive, f"left running after `heracles db stop`: {_command_lines(alive)}"
