@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from support.cli import heracles
 from support.console_server import free_port
 from websockets.sync.client import connect
 
@@ -38,7 +39,7 @@ def test_the_console_executable_prints_its_address_takes_the_launch_namespace_an
         while True:
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz?token=pass%20word", timeout=2) as r:
-                    assert json.loads(r.read()) == {"ok": True}
+                    assert json.loads(r.read())["ok"] is True
                     break
             except OSError:
                 assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
@@ -72,3 +73,9 @@ def test_a_port_in_use_ends_the_console_at_once_saying_so(ros_domain_id, falkord
     assert done.returncode == 1 and "address already in use" in done.stderr, done.stderr
     assert f"error: the console did not start on 127.0.0.1:{port}" in done.stderr
     assert "heracles console: open" not in done.stdout  # nothing announced that does not answer
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "3601"])
+def test_a_client_lost_time_out_of_bounds_is_refused_before_starting(capsys, value):
+    code, out, err = heracles(capsys, "console", "--port", str(free_port()), "--client-lost-s", value)
+    assert code == 1 and f"--client-lost-s must be 0..3600 seconds, got {float(value)}" in err and out == "", err
