@@ -20,6 +20,7 @@ from heracles_ros.cli.live import add_live_options
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.mirror.timeline import read_timeline
+from heracles_ros.nodes.request_fields import MAX_CHANGES
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
@@ -36,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="how far back: 30s, 10m, 2h, 1d, or an ISO time (2026-11-23T10:05:00, UTC unless it "
                         "names a zone), or seconds since the epoch (default: 1h)")
     parser.add_argument("--room", default=None, metavar="SYMBOL", help="only changes in this room, e.g. R2")
-    parser.add_argument("--limit", type=int, default=1000, metavar="N", help="at most N events (default: 1000)")
+    parser.add_argument("--limit", type=int, default=1000, metavar="N",
+                        help=f"at most N events (default: 1000; at most {MAX_CHANGES:,})")
     parser.add_argument("--json", action="store_true", help="print the events as a JSON list")
     add_db_option(parser)
     parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
@@ -73,8 +75,8 @@ def parse_since(text: str, *, now: float | None = None) -> float:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.limit < 1:
-        raise ConfigError(f"--limit must be 1 or more, got {args.limit}")
+    if not 1 <= args.limit <= MAX_CHANGES:  # the changes service returns no more at once
+        raise ConfigError(f"--limit must be 1 to {MAX_CHANGES:,}, got {args.limit} (ask again from a later --since)")
     since = parse_since(args.since)
     if args.live:
         from heracles_ros.cli import live

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import fields
 from typing import Any
 
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from visualization_msgs.msg import MarkerArray
@@ -51,6 +52,7 @@ from heracles_ros.nodes.markers import (
 )
 from heracles_ros.nodes.node_base import HeraclesNode
 from heracles_ros.nodes.qos import latched, reliable
+from heracles_ros.nodes.request_fields import changes_limit, since_problem, text_problem
 from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Changes
@@ -195,19 +197,22 @@ class DsgMirrorNode(HeraclesNode):
             self.loop.submit_file(params["scene_file"])
         self.create_subscription(dsg_update, params["dsg_topic"], self._on_update, dsg_qos())
         self.create_service(Changes, "changes", self._on_changes)
+        # Timers on the steady clock: a ROS clock on simulated time (use_sim_time given at start) with no /clock
+        # stands still, and the status (the console's health) must not.
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
         if params["moved_markers_window_s"] > 0:
             self._markers = self.create_publisher(MarkerArray, "history_markers", 1)
             self._marker_book = MarkerBook()
-            self.create_timer(_MARKER_PERIOD_S, self._refresh_markers)
+            self.create_timer(_MARKER_PERIOD_S, self._refresh_markers, clock=steady)
         if params["scene_markers_period_s"] > 0:
             self._scene_pub = self.create_publisher(MarkerArray, "scene_markers", latched())
             self._scene_book = MarkerBook()
             self._scene_drawn_after = -1  # snapshots_applied when the scene was last drawn
             self._scene_shown: list[Any] | None = None
             self._scene_left_out: dict[str, int] = {}
-            self.create_timer(params["scene_markers_period_s"], self._refresh_scene_markers)
+            self.create_timer(params["scene_markers_period_s"], self._refresh_scene_markers, clock=steady)
         if params["status_period_s"] > 0:
-            self.create_timer(params["status_period_s"], lambda: self._publish(self._current_state()))
+            self.create_timer(params["status_period_s"], lambda: self._publish(self._current_state()), clock=steady)
 
     def apply_parameter(self, name: str, value: Any) -> None:
         """Suspect-snapshot policy and retry period may change at run time (the rest is read-only)."""
@@ -234,6 +239,11 @@ class DsgMirrorNode(HeraclesNode):
     def _on_changes(self, request: Any, response: Any) -> Any:
         """History events since a time; a bad request or an unreachable database is answered in ``error``."""
         since = float(request.since_s)
+        limit, problem = changes_limit(int(request.limit))
+        problem = since_problem(since) or text_problem(room=request.room) or problem
+        if problem:
+            response.error = problem
+            return response
         if since <= 0:
             since = time.time() - (-since if since < 0 else 3600.0)
         try:
@@ -241,8 +251,7 @@ class DsgMirrorNode(HeraclesNode):
                 if not free:
                     raise DatabaseBusy(f"the mirror has been writing a snapshot for {_CHANGES_WAIT_S:g} s; "
                                        "ask again")
-                events = read_timeline(self.store, since=since, room=request.room or None,
-                                       limit=int(request.limit) or 1000)
+                events = read_timeline(self.store, since=since, room=request.room or None, limit=limit)
         except HeraclesError as exc:
             response.error = str(exc)
             return response

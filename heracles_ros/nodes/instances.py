@@ -18,7 +18,10 @@ POLL_S = 0.1
 
 
 def refuse_a_second_instance(node: Node, look_s: float) -> None:
-    """ConfigError when another node of ``node``'s name runs in its namespace, looked for during ``look_s``."""
+    """ConfigError when another node of ``node``'s name runs in its namespace, looked for during ``look_s``
+    (0: not looked for)."""
+    if look_s <= 0:
+        return
     me = (node.get_name(), node.get_namespace())
     deadline = time.monotonic() + look_s
     while True:

@@ -73,3 +73,24 @@ def test_the_operators_additions_are_drawn_in_their_own_namespace_until_percepti
         markers.wait(lambda m: any(x.ns == NS_ADDED for x in m.markers)
                      and all(x.action == Marker.DELETE for x in m.markers if x.ns == NS_ADDED),
                      10.0, what="the addition's markers deleted")
+
+
+def test_a_changes_request_out_of_bounds_is_answered_with_its_reason_and_the_node_goes_on(
+    ros_domain_id: int, db_uri: str, graph_name: str, store: GraphStore
+) -> None:
+    """Issue 39 item 7: since_s NaN or beyond ±1e10, a limit over 10,000 and a room that is not one line are
+    refused by name; a good request afterwards is answered."""
+    with mirror_node(ros_domain_id, topic=TOPIC, db_uri=db_uri, graph_name=graph_name) as mirror:
+        mirror.send(tiny_scene(), 1, stamp_s=T0)
+        client = mirror.probe.create_client(Changes, "/changes")
+        assert client.wait_for_service(timeout_sec=10.0)
+        for request, reason in (
+            (Changes.Request(since_s=float("nan")), "since_s must be a finite number"),
+            (Changes.Request(since_s=-1e12), "since_s must be a finite number"),
+            (Changes.Request(since_s=float(T0 - 1), limit=10_001), "at most 10,000 events"),
+            (Changes.Request(since_s=float(T0 - 1), room="R1\nforged log line"), "room must be one line"),
+        ):
+            reply = call_service(client, request)
+            assert reason in reply.error and reply.changes == [], (request, reply.error)
+        good = call_service(client, Changes.Request(since_s=float(T0 - 1), limit=10_000))
+    assert good.error == "" and [json.loads(t)["kind"] for t in good.changes] == ["appeared"] * len(good.changes)
