@@ -50,7 +50,7 @@ class StopRecord:
         try:
             data = json.loads(self.path.read_text())
             return LatchedStop(stopped=True, hard=bool(data["hard"]), reason=str(data["reason"]))
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # no record, or none can be where it would be
             return LatchedStop()
         except (OSError, ValueError, KeyError, TypeError) as exc:
             return LatchedStop(stopped=True, reason=f"the kept stop record {self.path} cannot be read ({exc})")

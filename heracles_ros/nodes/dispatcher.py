@@ -141,6 +141,8 @@ GOAL_POLL_S = 0.1
 #: Seconds between marker refreshes (robot pose, remaining path); well within the robot marker's lifetime.
 MARKER_PERIOD_S = 0.2
 
+#: Seconds the stop service waits, after the driver's stop, for the latched stop to be kept on disk.
+KEEP_STOP_WAIT_S = 2.0
 #: How long the node waits for the robot's real pose at start before keeping the recorded one.
 REAL_POSE_WAIT_S = 5.0
 #: Seconds a shutting-down node waits for its last dispatch_result to be acknowledged.
@@ -593,8 +595,18 @@ class DispatcherNode(HeraclesNode):
                 self._restart = True  # the e-stop cut power: the next plan starts the robot again
         if job is not None:
             job.cancel.cancel(reason)  # first, so the plan's result carries this reason
+        # Kept on disk beside the driver's stop, never before it: a slow disk must not delay the robot, nor a
+        # driver slow to answer its stop leave the latch unkept meanwhile.
+        keeping: list[str] = []
+        keeper = threading.Thread(target=lambda: keeping.append(self._keep_stop(stop)), name="keep-stop",
+                                  daemon=True) if changed else None  # fmt: skip
+        if keeper is not None:
+            keeper.start()
         error = self._stop_driver(hard=hard)
-        unkept = self._keep_stop(stop) if changed else ""
+        unkept = ""
+        if keeper is not None:
+            keeper.join(KEEP_STOP_WAIT_S)
+            unkept = keeping[0] if keeping else f"the disk did not take it within {KEEP_STOP_WAIT_S:g} s"
         if not changed:
             text = "already stopped" + (" (hard)" if before.hard else "")
         else:

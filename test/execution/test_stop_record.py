@@ -46,3 +46,10 @@ def test_each_robot_and_database_has_its_own_record_under_the_state_folder(tmp_p
     monkeypatch.delenv("XDG_STATE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert default_path("/", "robot", "db").parent == tmp_path / "home" / ".local" / "state" / "heracles_ros" / "stops"
+
+
+def test_a_record_where_none_can_be_is_no_stop_but_one_that_cannot_be_opened_is(tmp_path):
+    (tmp_path / "file").write_text("")
+    assert StopRecord(tmp_path / "file" / "spot.json").read() == LatchedStop()  # nothing can be kept there
+    (tmp_path / "spot.json").mkdir()  # something is there, unreadable as a record: stopped
+    assert StopRecord(tmp_path / "spot.json").read().stopped

@@ -1297,3 +1297,21 @@ def test_a_frozen_dispatcher_finds_its_simulated_robot_at_most_one_horizon_furth
     # 1 m/s, a marker every 0.2 s: 0.2 m apart; across the pause the horizon's metre, and a marker period on
     # either side of it (the clock alone would put the robot 3 m on).
     assert max(jumps) <= 1.0 * COMMAND_HORIZON_S + 2 * 0.2 + 0.1, sorted(jumps)[-3:]
+
+
+def test_a_stop_the_disk_cannot_keep_still_stops_the_robot_and_says_a_restart_would_forget_it(
+    rig_factory, small_store, tmp_path, monkeypatch
+):
+    (tmp_path / "not_a_folder").write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "not_a_folder"))
+    obj, _ = far_object(small_store)
+    rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
+    goal = rig.send(solved(small_store, f"(holding {obj})", START), "unkept")
+    rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
+    reply = call_service(rig.stop, Trigger.Request())
+    assert reply.success and reply.message.startswith("stopped; plan unkept cancelled; plans are refused until resume")
+    assert "; a restarted dispatcher would not know of this stop: " in reply.message
+    assert goal_result(goal, 5.0)[1].result.status == "stopped"
+    stopped = rig.node.driver.pose()
+    time.sleep(0.3)
+    assert rig.node.driver.pose() == stopped
