@@ -4,17 +4,21 @@
 carries its own geometry: a driver walks to the coordinates it is given. So the
 dispatcher trusts none of it: every plan and every replan must have finite
 numbers, a bounded number of steps and path length, every goto target and
-waypoint within a tolerance of where the database says its symbol is, and a
-pick or place only where the robot will stand at the place it names (or within
-the tolerance of the object). The database is read once per plan
-(:func:`read_world`); :func:`check_plan` is pure, so each rule is tested
+waypoint within a tolerance of where the database says its symbol is, every
+walk along the place graph (each hop between consecutive places an edge of the
+database, or a short step that no edge can join: onto the graph from where the
+robot stands, or between a 3D place and its mesh place), and a pick or place
+only where the robot will stand at the place it names (or within the tolerance
+of the object). The database is read once per plan (:func:`read_world`), and
+again before each step (:func:`check_step`: an object removed or reverted since
+the plan was made fails its step); the checks are pure, so each rule is tested
 without a server.
 """
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from heracles_ros.errors import ConfigError
@@ -36,6 +40,10 @@ class PlanLimits:
     max_path_length_m: float = 5000.0
     #: Farthest a target or waypoint may be from where the database has its symbol, metres.
     tolerance_m: float = 1.0
+    #: Farthest a walk may go between two points no edge of the place graph joins, metres (planar): from
+    #: where the robot stands onto the graph, or between a 3D place and the mesh place it hangs off (the
+    #: planner joins each to its nearest: at most 2.1 m in the example scene).
+    max_hop_m: float = 3.0
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:
@@ -44,6 +52,8 @@ class PlanLimits:
             raise ConfigError(f"max_plan_path_m must be > 0, got {self.max_path_length_m}")
         if not self.tolerance_m > 0:
             raise ConfigError(f"plan_tolerance_m must be > 0, got {self.tolerance_m}")
+        if not self.max_hop_m > 0:
+            raise ConfigError(f"plan_max_hop_m must be > 0, got {self.max_hop_m}")
 
 
 @dataclass(frozen=True)
@@ -57,6 +67,15 @@ class Located:
     containers: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class World:
+    """What the database says about a plan: where each of its symbols is, and which of its hops an edge joins."""
+
+    located: Mapping[str, Located]
+    #: (a, b) for each hop of the plan that a ``<LAYER>_CONNECTED`` edge joins, in the hop's order.
+    joined: frozenset[tuple[str, str]] = frozenset()
+
+
 def plan_symbols(plan: PlanResult) -> list[str]:
     """Every scene symbol a plan names (targets, waypoints, arguments), once each."""
     names = itertools.chain.from_iterable(
@@ -65,23 +84,42 @@ def plan_symbols(plan: PlanResult) -> list[str]:
     return [s for s in dict.fromkeys(names) if is_scene_symbol(s)]
 
 
-def read_world(store: GraphStore, symbols: Iterable[str]) -> dict[str, Located]:
-    """Label, position and containers of each symbol the database holds (absent ones left out)."""
-    wanted = [s for s in dict.fromkeys(symbols) if is_scene_symbol(s)]
+def walk_places(action: PlanAction) -> tuple[str, ...]:
+    """The places a goto walks through, in order: its waypoints' symbols, else its target alone."""
+    return action.waypoint_symbols or (action.target_symbol,)
+
+
+def plan_hops(plan: PlanResult, robot: RobotState) -> list[tuple[str, str]]:
+    """Each move between two different places the plan's walks make, from the place the robot is at."""
+    hops: list[tuple[str, str]] = []
+    at = robot.place
+    for action in plan.actions:
+        if action.name != "goto":
+            continue
+        places = walk_places(action)
+        hops += [(a, b) for a, b in itertools.pairwise((at, *places) if at else places) if a != b]
+        at = action.target_symbol
+    return hops
+
+
+def read_world(store: GraphStore, plan: PlanResult, robot: RobotState) -> World:
+    """Label, position and containers of each symbol of ``plan`` the database holds (absent ones left
+    out), and which of its hops an edge joins: two round trips."""
+    wanted = [s for s in dict.fromkeys([*plan_symbols(plan), robot.place]) if is_scene_symbol(s)]
     if not wanted:
-        return {}
-    world: dict[str, Located] = {}
+        return World({})
+    located: dict[str, Located] = {}
     for row in store.query(cypher.SYMBOL_POSITIONS, {"symbols": wanted}):
         coords = (row["x"], row["y"], row["z"] if row["z"] is not None else 0.0)
         position = None if row["x"] is None or row["y"] is None else tuple(float(c) for c in coords)
         containers = tuple(str(c) for c in row["containers"] or () if c)
-        world.setdefault(str(row["symbol"]), Located(Layer(row["label"]), position, containers))  # type: ignore[arg-type]
-    return world
+        located.setdefault(str(row["symbol"]), Located(Layer(row["label"]), position, containers))  # type: ignore[arg-type]
+    hops = [list(hop) for hop in dict.fromkeys(plan_hops(plan, robot)) if all(is_scene_symbol(s) for s in hop)]
+    joined = {(str(r["a"]), str(r["b"])) for r in store.query(cypher.JOINED_PLACES, {"pairs": hops})} if hops else set()
+    return World(located, frozenset(joined))
 
 
-def check_plan(
-    plan: PlanResult, robot: RobotState, world: Mapping[str, Located] | None, limits: PlanLimits
-) -> list[str]:
+def check_plan(plan: PlanResult, robot: RobotState, world: World | None, limits: PlanLimits) -> list[str]:
     """Everything that makes ``plan`` unsafe to start from ``robot``, each naming the step; [] when none.
 
     ``world`` None (no database) checks numbers, steps and path length only.
@@ -92,14 +130,8 @@ def check_plan(
     here, at = robot.position, robot.place
     walked = 0.0
     for index, action in enumerate(plan.actions):
-        where = f"step {index} ({action.name} {action.target_symbol})"
-        numbers = _not_finite(action)
-        if numbers:
-            problems.append(f"{where}: {numbers}")
-            continue
-        if world is not None:
-            problems += [f"{where}: {p}" for p in _world_problems(action, here, at, world, limits.tolerance_m)]
-        if action.name == "goto":
+        problems += check_step(action, index, RobotState(here, place=at), world, limits)
+        if action.name == "goto" and not _not_finite(action):
             points = list(action.waypoints) or [action.target]
             walked += sum(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in itertools.pairwise([here, *points]))
             here, at = action.target, action.target_symbol
@@ -108,6 +140,22 @@ def check_plan(
     if len(problems) > MAX_LISTED:
         problems = [*problems[:MAX_LISTED], f"and {len(problems) - MAX_LISTED} more problems"]
     return problems
+
+
+def check_step(
+    action: PlanAction, index: int, robot: RobotState, world: World | None, limits: PlanLimits
+) -> list[str]:
+    """What makes step ``index`` unsafe to start with the robot at ``robot`` (its position and place)."""
+    where = f"step {index} ({action.name} {action.target_symbol})"
+    numbers = _not_finite(action)
+    if numbers:
+        return [f"{where}: {numbers}"]
+    if world is None:
+        return []
+    problems = _world_problems(action, robot.position, robot.place, world.located, limits.tolerance_m)
+    if action.name == "goto":
+        problems += _off_graph(action, robot, world, limits.max_hop_m)
+    return [f"{where}: {p}" for p in problems]
 
 
 def _not_finite(action: PlanAction) -> str:
@@ -132,6 +180,8 @@ def _world_problems(
         else:
             for i, (point, symbol) in enumerate(zip(action.waypoints, action.waypoint_symbols, strict=True)):
                 problems += _near(point, symbol, f"waypoint {i}", world, tolerance_m)
+            if action.waypoint_symbols and action.waypoint_symbols[-1] != action.target_symbol:
+                problems.append(f"its path ends at {action.waypoint_symbols[-1]}, not at its target")
         return problems
     obj, place = object_of(action), place_of(action)
     if action.name in ("pick", "inspect"):
@@ -154,6 +204,39 @@ def _world_problems(
         named = place or obj
         problems.append(f"the robot will stand {stands}, not at {named}: a {action.name} needs the robot there")
     return problems
+
+
+def _off_graph(action: PlanAction, robot: RobotState, world: World, max_hop_m: float) -> list[str]:
+    """The hops of a walk that leave the place graph: two places no edge joins (a 3D place and its mesh
+    place aside, when near), or, from no known place, a first place far from where the robot stands."""
+    places = walk_places(action)
+    at = robot.place if robot.place in world.located else ""
+    problems = []
+    first = world.located.get(places[0])
+    if not at and first is not None and first.position is not None:
+        distance = _planar(robot.position, first.position)
+        if distance > max_hop_m:
+            problems.append(
+                f"the robot stands on no known place, {distance:.3g} m from {places[0]} where the walk starts: "
+                f"farther than plan_max_hop_m ({max_hop_m:g}) off the place graph"
+            )
+    for a, b in itertools.pairwise((at, *places) if at else places):
+        if a == b or (a, b) in world.joined or _leaf_hop(world.located.get(a), world.located.get(b), max_hop_m):
+            continue
+        if a in world.located and b in world.located:  # a missing place is reported by the position checks
+            problems.append(f"{a} to {b} is not an edge of the place graph: the walk would leave it")
+    return problems
+
+
+def _leaf_hop(a: Located | None, b: Located | None, max_hop_m: float) -> bool:
+    """A 3D place and a mesh place within ``max_hop_m``: how the planner joins a 3D place to the graph."""
+    if a is None or b is None or a.position is None or b.position is None:
+        return False
+    return {a.layer, b.layer} == {Layer.PLACE, Layer.MESH_PLACE} and _planar(a.position, b.position) <= max_hop_m
+
+
+def _planar(a: Point3, b: Point3) -> float:
+    return math.hypot(a[0] - b[0], a[1] - b[1])
 
 
 def _near(point: Point3, symbol: str, what: str, world: Mapping[str, Located], tolerance_m: float) -> list[str]:

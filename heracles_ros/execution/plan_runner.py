@@ -11,7 +11,10 @@ the operator stops it. While a goto runs, ``walking`` events follow the robot
 (one per ``progress_period_s``). Every event carries the walking the plan has
 left and its estimated time (:mod:`~heracles_ros.execution.remaining`). After
 every step the robot's pose, place and held object are written to the
-database, before any replan reads them.
+database, before any replan reads them; before every step the world is read
+again and the step checked against it, so a step on something gone since the
+plan was checked (an object Hydra lost, a reverted addition, a place) fails
+with the reason instead of reaching the robot.
 """
 from __future__ import annotations
 
@@ -33,7 +36,7 @@ from heracles_ros.execution.driver import (
     StepOutcome,
     goto_path,
 )
-from heracles_ros.execution.plan_check import PlanLimits, check_plan, object_of, place_of, plan_symbols, read_world
+from heracles_ros.execution.plan_check import PlanLimits, check_plan, check_step, object_of, place_of, read_world
 from heracles_ros.execution.remaining import (
     NOT_KNOWN,
     Remaining,
@@ -191,11 +194,26 @@ class PlanRunner:
         if len(plan.actions) > limits.max_steps or self.state_store is None:
             return shape + check_plan(plan, self._robot, None, limits)
         try:
-            world = read_world(self.state_store.store, plan_symbols(plan))
+            world = read_world(self.state_store.store, plan, self._robot)
         except HeraclesError as exc:
             return [f"the plan cannot be checked against the database: {exc}"]
-        kinds = {symbol: located.layer for symbol, located in world.items()}
+        kinds = {symbol: located.layer for symbol, located in world.located.items()}
         return plan_problems(plan, kinds) + check_plan(plan, self._robot, world, limits)
+
+    def recheck(self, action: PlanAction, index: int) -> list[str]:
+        """What the world, read again now, says against starting step ``index`` ([] when it may start).
+
+        The plan was checked when it arrived, but the scene moves on: an object Hydra lost, or an
+        addition reverted, since then must fail its step, not "succeed" on a symbol that is gone.
+        """
+        if self.state_store is None:
+            return []
+        single = PlanResult(PlanStatus.SOLVED, "", actions=[action])
+        try:
+            world = read_world(self.state_store.store, single, self._robot)
+        except HeraclesError as exc:
+            return [f"step {index} ({action.name} {action.target_symbol}): the world cannot be read again: {exc}"]
+        return check_step(action, index, self._robot, world, self.config.limits)
 
     def adopt_real_pose(self, timeout_s: float, place_tolerance_m: float = 1.0) -> None:
         """Record where the robot really is (its driver's pose), before anything moves.
@@ -376,6 +394,11 @@ class _PlanRun:
                 reason = self.cancel.reason or "cancelled"
                 self.emit(StepState.CANCELLED, index, action, reason)
                 return StepOutcome(DriverOutcome.CANCELLED, self.d.pose(), reason)
+            changed = self.d.recheck(action, index)
+            if changed:
+                reason = f"{'; '.join(changed)} (the world changed since the plan was made)"
+                self.emit(StepState.FAILED, index, action, reason)
+                return StepOutcome(DriverOutcome.FAILED, self.d.pose(), reason)
             self._walk = WalkProgress(self.d.pose().position, action) if action.name == "goto" else None
             self.emit(StepState.STARTED, index, action, _describe(action))
             try:

@@ -1,7 +1,8 @@
 """Plans checked against the world: the rules on a hand-made world, and the world read from a real database.
 
-The tiny scene: places P0..P5 on a line at x = 0..5, O2 (a bicycle) in P4 at (4, 1, 0.5),
-O4 in no place. Each refusal must name the step and what was wrong with it.
+The tiny scene: places P0..P5 on a line at x = 0..5, each joined to the next, O2 (a bicycle)
+in P4 at (4, 1, 0.5), O4 in no place; the hand-made world adds a 3D place p0 above P1 and p9
+far from every mesh place. Each refusal must name the step and what was wrong with it.
 """
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ import pytest
 from support.tiny_scene import tiny_scene
 
 from heracles_ros.errors import ConfigError
-from heracles_ros.execution.plan_check import Located, PlanLimits, check_plan, plan_symbols, read_world
+from heracles_ros.execution.plan_check import (
+    Located,
+    PlanLimits,
+    World,
+    check_plan,
+    check_step,
+    plan_hops,
+    plan_symbols,
+    read_world,
+)
 from heracles_ros.execution.robot_state import RobotState
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.outcomes import PlanStatus
@@ -20,11 +30,17 @@ from heracles_ros.schema import Layer
 
 LIMITS = PlanLimits(max_steps=10, max_path_length_m=100.0, tolerance_m=0.5)
 AT_P0 = RobotState((0.0, 0.0, 0.0), place="P0")
-WORLD = {
-    **{f"P{i}": Located(Layer.MESH_PLACE, (float(i), 0.0, 0.0), ("R0",)) for i in range(6)},
-    "O2": Located(Layer.OBJECT, (4.0, 1.0, 0.5), ("P4",)),
-    "O4": Located(Layer.OBJECT, (2.5, 1.0, 0.5)),
-}
+LINE = [(f"P{i}", f"P{i + 1}") for i in range(5)]
+WORLD = World(
+    {
+        **{f"P{i}": Located(Layer.MESH_PLACE, (float(i), 0.0, 0.0), ("R0",)) for i in range(6)},
+        "p0": Located(Layer.PLACE, (1.0, 0.5, 1.0), ("R0",)),
+        "p9": Located(Layer.PLACE, (1.0, 9.0, 1.0), ("R0",)),
+        "O2": Located(Layer.OBJECT, (4.0, 1.0, 0.5), ("P4",)),
+        "O4": Located(Layer.OBJECT, (2.5, 1.0, 0.5)),
+    },
+    frozenset(LINE + [(b, a) for a, b in LINE]),
+)
 
 
 def goto(a: int, b: int, **changes) -> PlanAction:
@@ -103,25 +119,99 @@ def test_steps_and_path_length_are_bounded_even_without_a_database():
 def test_a_refusal_lists_a_bounded_number_of_problems():
     bad = plan(*[goto(0, 4, target=(4.0, 50.0, 0.0))] * 10)
     problems = check_plan(bad, AT_P0, WORLD, LIMITS)
-    assert len(problems) == 9 and problems[-1] == "and 2 more problems"
+    # Each walk after the first also starts at P0 while the robot is at P4: two problems each, 19 in all.
+    assert len(problems) == 9 and problems[-1] == "and 11 more problems"
 
 
 def test_limits_are_validated():
     for kwargs, name in [({"max_steps": 0}, "max_plan_steps"), ({"max_path_length_m": 0.0}, "max_plan_path_m"),
-                         ({"tolerance_m": -1.0}, "plan_tolerance_m")]:  # fmt: skip
+                         ({"tolerance_m": -1.0}, "plan_tolerance_m"),
+                         ({"max_hop_m": 0.0}, "plan_max_hop_m")]:  # fmt: skip
         with pytest.raises(ConfigError, match=name):
             PlanLimits(**kwargs)
 
 
 def test_the_world_is_read_from_the_database(store):
     Mirror(store).reconcile(tiny_scene())
-    symbols = plan_symbols(plan(goto(0, 4), pick(), PlanAction("pick", ("O4",), "O4", (2.5, 1.0, 0.5))))
+    true = plan(goto(0, 4), pick(), PlanAction("pick", ("O4",), "O4", (2.5, 1.0, 0.5)))
+    symbols = plan_symbols(true)
     assert symbols == ["P4", "P0", "P1", "P2", "P3", "O2", "O4"]
-    world = read_world(store, [*symbols, "P77"])
-    assert set(world) == set(symbols)  # P77 is not in the database
-    assert world["P3"].layer is Layer.MESH_PLACE and world["P3"].position == pytest.approx((3.0, 0.0, 0.0))
-    assert world["O2"].layer is Layer.OBJECT and world["O2"].position == pytest.approx((4.0, 1.0, 0.5))
-    assert world["O2"].containers == ("P4",) and world["O4"].containers == ()
+    at_p5 = RobotState((5.0, 0.0, 0.0), place="P5")
+    world = read_world(store, plan(goto(0, 4), pick(), goto(77, 77), pick("O4", "")), at_p5)
+    assert set(world.located) == {*symbols, "P5"}  # P77 is not in the database; the robot's place is read
+    assert world.located["P3"].layer is Layer.MESH_PLACE
+    assert world.located["P3"].position == pytest.approx((3.0, 0.0, 0.0))
+    assert world.located["O2"].layer is Layer.OBJECT and world.located["O2"].position == pytest.approx((4.0, 1.0, 0.5))
+    assert world.located["O2"].containers == ("P4",) and world.located["O4"].containers == ()
+    # The hops: P5 to P0 (where the walk starts) is no edge; P0 .. P4 are; P4 to P77 is not (P77 is nowhere).
+    assert world.joined == {("P0", "P1"), ("P1", "P2"), ("P2", "P3"), ("P3", "P4")}
     # Read from the database, the same rules hold: the far pick is refused, the true plan passes.
-    assert check_plan(plan(goto(0, 4), pick()), AT_P0, world, LIMITS) == []
-    assert check_plan(plan(pick()), AT_P0, world, LIMITS)
+    assert check_plan(plan(goto(0, 4), pick()), AT_P0, read_world(store, plan(goto(0, 4), pick()), AT_P0), LIMITS) == []
+    assert check_plan(plan(pick()), AT_P0, read_world(store, plan(pick()), AT_P0), LIMITS)
+    jump = plan(goto(0, 1), jumping(1, 4))
+    assert check_plan(jump, AT_P0, read_world(store, jump, AT_P0), LIMITS) == [
+        "step 1 (goto P4): P1 to P4 is not an edge of the place graph: the walk would leave it"
+    ]
+    backwards = plan(goto(4, 0))  # the edges are stored both ways; a walk may use either
+    at_p4 = RobotState((4.0, 0.0, 0.0), place="P4")
+    assert check_plan(backwards, at_p4, read_world(store, backwards, at_p4), LIMITS) == []
+
+
+def jumping(a: int, b: int) -> PlanAction:
+    """A walk from P``a`` straight to P``b``: its waypoints are exactly where the database has them."""
+    points = ((float(a), 0.0, 0.0), (float(b), 0.0, 0.0))
+    return PlanAction("goto", (f"P{a}", f"P{b}"), f"P{b}", points[-1], points, (f"P{a}", f"P{b}"))
+
+
+@pytest.mark.parametrize(
+    ("actions", "robot", "message"),
+    [
+        # The report's case: waypoints true to the database, but two of them joined by no edge.
+        ((jumping(0, 5),), AT_P0, "step 0 (goto P5): P0 to P5 is not an edge of the place graph"),
+        ((goto(0, 1), jumping(1, 5)), AT_P0, "step 1 (goto P5): P1 to P5 is not an edge of the place graph"),
+        # A walk that starts at another place than the one the last walk ended at.
+        ((goto(0, 2), goto(4, 5)), AT_P0, "step 1 (goto P5): P2 to P4 is not an edge of the place graph"),
+        # A walk with no waypoints is a straight line from the robot's place to the target.
+        ((PlanAction("goto", ("P0", "P5"), "P5", (5.0, 0.0, 0.0)),), AT_P0,
+         "step 0 (goto P5): P0 to P5 is not an edge"),
+        ((goto(0, 4, waypoint_symbols=("P0", "P1", "P2", "P3", "P3")),), AT_P0,
+         "step 0 (goto P4): its path ends at P3, not at its target"),
+        # From no known place, the robot may step onto the graph from at most max_hop_m away.
+        ((goto(0, 2),), RobotState((30.0, 0.0, 0.0)),
+         "step 0 (goto P2): the robot stands on no known place, 30 m from P0 where the walk starts"),
+        # A 3D place hangs off the mesh place nearest it; one far from every mesh place is off the graph.
+        ((PlanAction("goto", ("P1", "p9"), "p9", (1.0, 9.0, 1.0), ((1.0, 0.0, 0.0), (1.0, 9.0, 1.0)), ("P1", "p9")),),
+         RobotState((1.0, 0.0, 0.0), place="P1"), "step 0 (goto p9): P1 to p9 is not an edge"),
+    ],
+)
+def test_a_walk_that_leaves_the_place_graph_is_refused(actions, robot, message):
+    problems = check_plan(plan(*actions), robot, WORLD, LIMITS)
+    assert any(p.startswith(message) for p in problems), problems
+
+
+def test_walks_along_edges_onto_the_graph_and_to_a_3d_place_pass():
+    up = PlanAction("goto", ("P1", "p0"), "p0", (1.0, 0.5, 1.0), ((1.0, 0.0, 0.0), (1.0, 0.5, 1.0)), ("P1", "p0"))
+    assert check_plan(plan(goto(0, 1), up), AT_P0, WORLD, LIMITS) == []
+    beside_p0 = RobotState((-2.5, 1.0, 0.0))  # on no place, 2.7 m from P0: within max_hop_m (3 m)
+    assert check_plan(plan(goto(0, 3)), beside_p0, WORLD, LIMITS) == []
+    assert check_plan(plan(goto(0, 3)), beside_p0, WORLD, PlanLimits(max_hop_m=2.0, tolerance_m=0.5)) != []
+
+
+def test_the_hops_read_are_the_walks_from_the_robots_place():
+    hops = plan_hops(plan(goto(0, 2), pick(), goto(4, 5)), AT_P0)
+    assert hops == [("P0", "P1"), ("P1", "P2"), ("P2", "P4"), ("P4", "P5")]
+    assert plan_hops(plan(goto(2, 3)), RobotState((0.0, 0.0, 0.0))) == [("P2", "P3")]
+
+
+def test_a_step_is_checked_alone_against_the_world_as_it_is_now():
+    """What the runner does before each step: the object a pick names is gone (Hydra lost it, an addition
+    was reverted) and the step is refused, naming it; the same step passes while the object is there."""
+    at_p4 = RobotState((4.0, 0.0, 0.0), place="P4")
+    assert check_step(pick(), 3, at_p4, WORLD, LIMITS) == []
+    gone = World({s: where for s, where in WORLD.located.items() if s != "O2"}, WORLD.joined)
+    assert check_step(pick(), 3, at_p4, gone, LIMITS) == ["step 3 (pick O2): target 'O2' is not in the database"]
+    assert check_step(goto(4, 5), 4, at_p4, WORLD, LIMITS) == []
+    cut = World(WORLD.located, WORLD.joined - {("P4", "P5")})
+    assert check_step(goto(4, 5), 4, at_p4, cut, LIMITS) == [
+        "step 4 (goto P5): P4 to P5 is not an edge of the place graph: the walk would leave it"
+    ]

@@ -13,13 +13,14 @@ import time
 from dataclasses import dataclass
 
 import pytest
-from support.tiny_scene import tiny_scene
+from support.tiny_scene import node_id, tiny_scene
 
 from heracles_ros.execution.driver import CancelToken, Pose
 from heracles_ros.execution.plan_runner import DispatchConfig, PlanRunner, ProgressEvent
 from heracles_ros.execution.remaining import SpeedBasis
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
+from heracles_ros.mirror.additions import Additions
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.outcomes import DispatchStatus, PlanStatus, StepState
 from heracles_ros.plan_types import PlanAction, PlanResult
@@ -176,13 +177,15 @@ def test_holding_is_recorded_after_a_pick(tiny_store):
 def test_a_walk_straight_to_its_target_and_a_place_naming_no_place(tiny_store):
     planner = LinePlanner(tiny_store)
     rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST))
-    put_down = PlanAction("place", ("O2",), "O2", planner.states.position_of("P1"))  # the robot's place is meant
-    steps = [planner.goto("P4", "P4"), planner.obj("pick", "O2", "P4"), planner.goto("P4", "P1"), put_down]
+    p1 = planner.states.position_of("P1")
+    one_edge = PlanAction("goto", ("P0", "P1"), "P1", p1, (p1,), ("P1",))  # no waypoint for where it starts
+    put_down = PlanAction("place", ("O2",), "O2", p1)  # the robot's place is meant
+    steps = [one_edge, planner.goto("P1", "P4"), planner.obj("pick", "O2", "P4"), planner.goto("P4", "P1"), put_down]
     outcome = rig.dispatcher.run(PlanResult(PlanStatus.SOLVED, BRING_O2_TO_P0, "P0", steps))
 
     assert outcome.success, outcome.reason
     assert [e.message for e in rig.events if e.state is StepState.STARTED] == [
-        "walking to P4", "picking up O2", "walking to P1 via 4 places", "placing O2"
+        "walking to P1", "walking to P4 via 4 places", "picking up O2", "walking to P1 via 4 places", "placing O2"
     ]  # fmt: skip
     placed = tiny_store.query("MATCH (p)-[:CONTAINS]->(:Object {nodeSymbol: 'O2'}) RETURN p.nodeSymbol AS p")
     assert placed == [{"p": "P1"}]
@@ -376,3 +379,65 @@ def test_the_robot_is_recorded_where_its_driver_says_it_really_is(tiny_store, re
     expected = RobotState((real[0], real[1], 0.0), place=place, holding="O1")
     assert dispatcher.robot == expected
     assert states.read() == expected
+
+
+def test_a_plan_that_jumps_off_the_place_graph_is_refused_before_the_robot_moves(tiny_store):
+    """Issue 39, N5: every waypoint where the database has its place, but P1 to P5 is no edge (a 4 m straight line)."""
+    planner = LinePlanner(tiny_store)
+    rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST))
+    jump = planner.goto("P0", "P1")
+    jump = PlanAction("goto", ("P0", "P5"), "P5", planner.states.position_of("P5"),
+                      (*jump.waypoints, planner.states.position_of("P5")), (*jump.waypoint_symbols, "P5"))  # fmt: skip
+    outcome = rig.dispatcher.run(PlanResult(PlanStatus.SOLVED, "(visited-place P5)", "P0", [jump]))
+    assert outcome.status is DispatchStatus.REJECTED
+    assert "step 0 (goto P5): P1 to P5 is not an edge of the place graph" in outcome.reason
+    assert rig.events == [] and rig.driver.steps_executed == 0 and rig.driver.pose().x == 0.0
+    assert outcome.robot == RobotState((0.0, 0.0, 0.0), place="P0")
+
+
+def test_an_object_hydra_lost_mid_plan_fails_its_pick_with_a_reason(tiny_store):
+    """The plan was checked when it came; while the robot walks, Hydra's next snapshot no longer has O2."""
+    planner = LinePlanner(tiny_store)
+    rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST))
+    without_o2 = tiny_scene()
+    without_o2.remove_node(node_id("O2"))
+
+    def lose_o2(event: ProgressEvent) -> None:
+        rig.events.append(event)
+        if (event.state, event.step_index) == (StepState.STARTED, 0):
+            Mirror(tiny_store).reconcile(without_o2)
+
+    rig.dispatcher.on_progress = lose_o2
+    outcome = rig.dispatcher.run(planner.plan(FETCH_O2, "P0"))
+    assert outcome.status is DispatchStatus.FAILED and outcome.steps_completed == 1
+    assert outcome.reason == (
+        "step 1 (pick O2): target 'O2' is not in the database (the world changed since the plan was made)"
+    )
+    assert trace(rig.events) == [("started", 0, "P4"), ("succeeded", 0, "P4"), ("failed", 1, "O2")]
+    assert rig.driver.steps_executed == 1 and rig.driver.holding == ""  # the pick never reached the robot
+    assert rig.states.read() == RobotState((4.0, 0.0, 0.0), place="P4", holding="")
+
+
+def test_a_pick_of_an_addition_reverted_mid_plan_fails_and_the_replan_is_refused(tiny_store):
+    """Issue 39: a pick "succeeded" on an operator's addition an operator reverted while the robot walked to it."""
+    additions = Additions(tiny_store)
+    problems, checked, _ = additions.check([{"add": "fire extinguisher", "at": [2.0, 0.4, 0.3]}])
+    assert problems == []
+    [added] = additions.add(checked, author="ana", request="there is an extinguisher by P2")
+    planner = LinePlanner(tiny_store)
+    fetch = [planner.goto("P0", "P2"), PlanAction("pick", (added.symbol, "P2"), added.symbol, added.at)]
+    rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST), replan=lambda goal, start: PlanResult(
+        PlanStatus.SOLVED, goal, start or "", [PlanAction("pick", (added.symbol, "P2"), added.symbol, added.at)]))
+
+    def revert_it(event: ProgressEvent) -> None:
+        rig.events.append(event)
+        if (event.state, event.step_index, event.replans) == (StepState.STARTED, 0, 0):
+            additions.revert(added.symbol, author="ben")
+
+    rig.dispatcher.on_progress = revert_it
+    outcome = rig.dispatcher.run(PlanResult(PlanStatus.SOLVED, f"(holding {added.symbol})", "P0", fetch))
+    assert outcome.status is DispatchStatus.FAILED
+    assert f"step 1 (pick {added.symbol}): target '{added.symbol}' is not in the database" in outcome.reason
+    assert f"replan 1 cannot be executed: step 0 (pick {added.symbol})" in outcome.reason  # the same stale pick
+    assert rig.driver.holding == "" and outcome.robot.holding == ""
+    assert tiny_store.query("MATCH (:Robot)-[:HOLDING]->(o) RETURN o.nodeSymbol AS o") == []

@@ -1,4 +1,5 @@
-"""The read the dispatcher's plan check sends: where the database says a plan's symbols are.
+"""The reads the dispatcher's plan check sends: where the database says a plan's symbols are, and
+which of its hops an edge of the place graph joins.
 
 One round trip per plan, each symbol looked up through its label's index, so a
 check costs the same on any scene. Labels come from the closed set in
@@ -15,4 +16,12 @@ SYMBOL_POSITIONS = " UNION ALL ".join(
     f"RETURN s AS symbol, '{layer.value}' AS label, n.x AS x, n.y AS y, n.z AS z, "
     "collect(c.nodeSymbol) AS containers"
     for layer in Layer
+)
+
+#: Which of ``$pairs`` (``[a, b]`` place symbols) an edge of their layer joins, either way round.
+JOINED_PLACES = " UNION ALL ".join(
+    f"UNWIND $pairs AS pair MATCH (a:{layer.value} {{nodeSymbol: pair[0]}})-[:{layer.connected}]-"
+    f"(b:{layer.value} {{nodeSymbol: pair[1]}}) "
+    "RETURN DISTINCT pair[0] AS a, pair[1] AS b"
+    for layer in (Layer.MESH_PLACE, Layer.PLACE)
 )
