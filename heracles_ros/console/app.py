@@ -122,7 +122,7 @@ async def _serve_tab(hub: ConsoleHub, websocket: WebSocket) -> None:
     the tab ends; when the server ends it (the page fell behind, the console closes) or a send fails, the socket
     is closed with the reason (within CLOSE_S: a socket nobody reads takes no close frame, and is dropped):
     a page never shows "connected" over a dead stream."""
-    tab = await hub.open_tab()
+    tab = await hub.open_tab(resume=websocket.query_params.get("session", ""))
     reader = asyncio.create_task(_read(hub, tab, websocket))
     writer = asyncio.create_task(_write(tab, websocket))
     ended = asyncio.create_task(tab.wait_ended())

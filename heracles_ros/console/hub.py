@@ -55,6 +55,10 @@ SCENE_TIMEOUT_S = 60.0
 #: Questions in flight at once (more wait their turn; the language server answers one model query per slot).
 ASK_THREADS = 4
 
+#: Seconds a page asking for a session still held by an open tab waits for that tab to close (a reloaded page
+#: can reach the server before its old socket's close does); a session still held then stays with its tab.
+RESUME_WAIT_S = 1.0
+
 #: Messages, and characters (bytes: messages are ASCII), waiting for one page before it counts as fallen
 #: behind: its socket is closed with the reason, and the page, reconnecting, gets the whole map again. A full
 #: map of 16k places is ~2.2 MB, a walk's progress a few dozen small messages a second.
@@ -74,8 +78,11 @@ class Tab:
         self._waiting_bytes = 0
         self._ready = asyncio.Event()
         self._ended = asyncio.Event()
+        self._closed = asyncio.Event()
         #: Why the socket is to be closed ('' while the page is served): it fell behind, or the console closes.
         self.ended = ""
+        #: The tab has its whole map: what is broadcast from now on is for it too.
+        self.joined = False
 
     def send(self, message: dict[str, Any]) -> None:
         self.send_text(protocol.encode(message))
@@ -102,6 +109,14 @@ class Tab:
 
     async def wait_ended(self) -> None:
         await self._ended.wait()
+
+    def close(self) -> None:
+        """The page went away and the console has let go of the tab."""
+        self.end("closed")
+        self._closed.set()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
 
     @property
     def waiting_bytes(self) -> int:
@@ -132,7 +147,7 @@ class ConsoleHub:
         self._open_database = open_database
         self._store: GraphStore | None = None
         self._database: dict[str, Any] = {"ok": False, "error": "not read yet"}
-        self._tabs: set[Tab] = set()
+        self._tabs: dict[str, Tab] = {}  # the open tabs by session
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="console-stop")
         self._ask_pool = concurrent.futures.ThreadPoolExecutor(max_workers=ASK_THREADS,
@@ -157,7 +172,7 @@ class ConsoleHub:
 
     async def close(self) -> None:
         self._closing.set()
-        for tab in list(self._tabs):
+        for tab in list(self._tabs.values()):
             tab.end("the console is closing")
         for timer in self._lost_timers.values():
             timer.cancel()
@@ -180,8 +195,13 @@ class ConsoleHub:
     def on_mirror(self, report: MirrorReport) -> None:
         self._threadsafe(self._mirror_reported, report)
 
-    def post(self, tab: Tab, message: dict[str, Any]) -> None:
-        self._threadsafe(tab.send, message)
+    def post(self, session: str, message: dict[str, Any]) -> None:
+        """To the page that holds ``session`` when the message arrives (dropped while none does)."""
+        self._threadsafe(self._to_session, session, message)
+
+    def _to_session(self, session: str, message: dict[str, Any]) -> None:
+        if (tab := self._tabs.get(session)) is not None:
+            tab.send(message)
 
     def _threadsafe(self, call: Callable[..., None], *args: Any) -> None:
         loop = self._loop
@@ -203,9 +223,22 @@ class ConsoleHub:
         self._mirror = report
 
     # -- tabs -----------------------------------------------------------------------------------------------
-    async def open_tab(self) -> Tab:
-        """A new tab with hello, the whole map and the last stop state and robot position in its outbox."""
-        tab = Tab(session=uuid.uuid4().hex[:12])
+    async def open_tab(self, resume: str = "") -> Tab:
+        """A new tab with hello, the whole map and the last stop state and robot position in its outbox.
+
+        ``resume``: the session of a tab that went away less than client_lost_s ago (a page reconnecting, or
+        reloaded): the new tab takes it over, with its commands, which are then not cancelled. Any other
+        value (an open tab's session, one long gone) gets a new session."""
+        if (holder := self._tabs.get(resume)) is not None:  # a reload: the old socket may not have closed yet
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(holder.wait_closed(), RESUME_WAIT_S)
+        if (timer := self._lost_timers.pop(resume, None)) is not None:
+            timer.cancel()
+            session = resume
+        else:
+            session = uuid.uuid4().hex[:12]
+        tab = Tab(session)
+        self._tabs[session] = tab  # taken at once: no other page can resume it meanwhile
         tab.send(protocol.hello(tab.session, self.namespace, self.secured))
         async with self._scene_lock:
             _, full = await asyncio.to_thread(self.feed.full_text)
@@ -214,15 +247,18 @@ class ConsoleHub:
                 tab.send_text(self._last_stop)
             if self._last_robot is not None:
                 tab.send(self._last_robot)
-            self._tabs.add(tab)
+            tab.joined = True
         return tab
 
     def close_tab(self, tab: Tab) -> None:
-        """The page went away: nothing more for it, and its commands cancelled after client_lost_s."""
-        self._tabs.discard(tab)
-        tab.end("closed")
-        if self.client_lost_s > 0 and self._loop is not None and not self._closing.is_set():
-            self._lost_timers[tab.session] = self._loop.call_later(self.client_lost_s, self._tab_lost, tab.session)
+        """The page went away: nothing more for it, and its commands cancelled after client_lost_s unless a page
+        resumes its session first."""
+        if self._tabs.get(tab.session) is tab:
+            del self._tabs[tab.session]
+            if self.client_lost_s > 0 and self._loop is not None and not self._closing.is_set():
+                self._lost_timers[tab.session] = self._loop.call_later(self.client_lost_s, self._tab_lost,
+                                                                       tab.session)
+        tab.close()
 
     def _tab_lost(self, session: str) -> None:
         self._lost_timers.pop(session, None)
@@ -242,8 +278,9 @@ class ConsoleHub:
         self._broadcast_text(protocol.encode(message))
 
     def _broadcast_text(self, text: str) -> None:
-        for tab in self._tabs:
-            tab.send_text(text)
+        for tab in self._tabs.values():
+            if tab.joined:  # a tab still getting its whole map gets what follows it, not what precedes it
+                tab.send_text(text)
 
     # -- the map and the health panel ------------------------------------------------------------------------
     async def _refresh(self) -> None:
@@ -330,8 +367,8 @@ class ConsoleHub:
         elif isinstance(op, AskOp):
             loop = asyncio.get_running_loop()
             reply = await loop.run_in_executor(self._ask_pool, bridge.ask, op.text, tab.session)
-            tab.send(protocol.answer(op.request_id, reply.answer or reply.clarification, reply.explanation,
-                                     reply.error))
+            self._to_session(tab.session, protocol.answer(op.request_id, reply.answer or reply.clarification,
+                                                          reply.explanation, reply.error))
         elif isinstance(op, ObjectOp):
             store = await self._database_store()
             details = await asyncio.to_thread(read_object, store, op.symbol)
@@ -348,8 +385,9 @@ class ConsoleHub:
 
     def _command(self, tab: Tab, text: str, execute: bool) -> None:
         """Start it; the page gets its id at once (to cancel it before its first stage)."""
-        command_id = self.bridge.command(text, session=tab.session, execute=execute,
-                                         emit=lambda message: self.post(tab, message), locate=self._locate)
+        session = tab.session
+        command_id = self.bridge.command(text, session=session, execute=execute,
+                                         emit=lambda message: self.post(session, message), locate=self._locate)
         tab.send({"type": "command", "command_id": command_id, "text": text})
 
     def _locate(self, symbol: str) -> tuple[float, float] | None:

@@ -462,3 +462,24 @@ def test_the_robot_is_where_the_dispatcher_says_from_the_first_message_never_whe
                 again = receive_until(late, lambda m: m["type"] == "robot", 5.0, early)
                 assert [again["x"], again["y"]] == pytest.approx(where, abs=1e-6)
                 assert [m["type"] for m in early] == ["scene", "stop"], early
+
+
+def test_a_page_back_within_client_lost_s_takes_over_its_session_and_its_command_runs_on(system):
+    language, served = system["language"], system["console"]
+    with opened(served) as ws:
+        ws.send(json.dumps({"op": "command", "text": INSTRUCTION}))
+        session = receive_until(ws, lambda m: m["type"] == "command", 10.0)["command_id"].split("-")[1]
+        confirm = receive_until(ws, lambda m: m["type"] == "stage" and m["stage"] == "confirm", 90.0)
+    time.sleep(CLIENT_LOST_S / 3)  # a reconnection, a reload
+    with served.socket(query=f"?session={session}") as back:
+        hello = json.loads(back.recv(timeout=10))
+        assert hello["session"] == session, hello
+        with served.socket(query=f"?session={session}") as another:  # an open tab's session is its own
+            assert json.loads(another.recv(timeout=10))["session"] != session
+        time.sleep(CLIENT_LOST_S + 1.0)
+        assert language.commands._running is not None  # not cancelled: its page is back
+        back.send(json.dumps({"op": "approve", "command_id": confirm["command_id"]}))
+        result = receive_until(back, lambda m: m["type"] == "result", 120.0)
+        assert (result["command_id"], result["outcome"]) == (confirm["command_id"], "succeeded"), result
+    with served.socket(query="?session=0123456789ab") as stranger:  # no such session: a new one
+        assert json.loads(stranger.recv(timeout=10))["session"] != "0123456789ab"

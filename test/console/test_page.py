@@ -483,3 +483,16 @@ def test_a_secured_console_opens_from_its_address_then_by_its_cookie_and_never_w
         page.driver.get(served.base + "/")
         assert "401: this console needs its secret" in page.find("body").text
         assert page.driver.find_elements(By.ID, "map") == []
+
+
+def test_a_reloaded_page_takes_its_session_back(console, browser):
+    """A reload (or a dropped connection) within client_lost_s: the page asks for its session again and gets it,
+    so the commands it started run on (test/console/test_bridge.py follows such a command to its end)."""
+    page = browser
+    page.open(console["url"])
+    session = page.find("body").get_attribute("data-session")
+    assert session
+    page.driver.refresh()
+    page.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-session"), "the hello after reload")
+    assert page.find("body").get_attribute("data-session") == session
+    assert page.script_errors() == []

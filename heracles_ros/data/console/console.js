@@ -33,9 +33,17 @@
   const token = new URLSearchParams(location.search).get("token");
   if (token) history.replaceState(null, "", location.pathname);
 
+  // This tab's session, kept across reconnections and reloads (per tab): a page back within the server's
+  // client_lost_s takes its session over, and the commands it started run on instead of being cancelled.
+  let session = "";
+  try { session = sessionStorage.getItem("heracles.session") || ""; } catch (err) { /* storage may be off */ }
+
   function connect() {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    socket = new WebSocket(`${scheme}//${location.host}/ws${token ? "?token=" + encodeURIComponent(token) : ""}`);
+    const query = new URLSearchParams();
+    if (token) query.set("token", token);
+    if (session) query.set("session", session);
+    socket = new WebSocket(`${scheme}//${location.host}/ws${String(query) ? "?" + query : ""}`);
     socket.onopen = () => { retryMs = 500; body.dataset.state = "ready"; setText($("connection"), "connected"); };
     socket.onmessage = (event) => {
       const started = performance.now();
@@ -781,7 +789,8 @@
   const handlers = {
     hello(message) {
       setText($("namespace"), message.namespace);
-      body.dataset.session = message.session;
+      body.dataset.session = session = message.session;
+      try { sessionStorage.setItem("heracles.session", session); } catch (err) { /* storage may be off */ }
       body.dataset.secured = message.secured ? "true" : "false";
       // Offer only the history windows the server answers (a longer one would always be an error).
       const range = $("history-range");
