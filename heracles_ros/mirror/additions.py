@@ -9,8 +9,15 @@ nearest connected place (so in that place's room, as Hydra's objects are), and c
 it, when, from which request, and ``source: operator``. Its record lives in the corrections
 overlay, so it outlasts Hydra's snapshots (the mirror leaves operator objects out of its baseline;
 after each snapshot they are linked again when it took their place away, and written back when a
-database reset took them) until a perceived object of the same class turns up within the merge
-radius: then the addition is retired in favour of it, the record keeping ``replaced_by``.
+database reset took them) until perception confirms an object of the same class within the merge
+radius: the same perceived object in ``confirm_snapshots`` snapshots in a row spanning at least
+``confirm_s`` seconds. Then the addition is retired in favour of it, the record keeping
+``replaced_by``; one spurious detection retires nothing. When the object that replaced it
+disappears again, the addition comes back.
+
+Adding costs the same however many additions exist: the symbol comes from a counter, records are
+found by symbol and objects by position through indexes (it read every record for each new one:
+1,840 additions took 400 s).
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ from heracles_ros.errors import CorrectionError, DatabaseError
 from heracles_ros.graphdb.cypher import additions as q
 from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.mirror.history import iso_time
+from heracles_ros.mirror.indexes import ensure_indexes
 from heracles_ros.mirror.text_values import text_problem
 from heracles_ros.schema import ADDITION_PREFIX, SCENE_SYMBOL, Layer, is_scene_symbol
 
@@ -36,6 +44,9 @@ log = logging.getLogger(__name__)
 MAX_COORDINATE_M = 100_000.0
 #: Characters of the request text kept with an addition.
 _MAX_REQUEST = 500
+#: How far a stamp read back from the database may be from the one written (FalkorDB returns
+#: 1.8e9 s to about the microsecond).
+_STAMP_ROUNDING_S = 1e-3
 
 Point = tuple[float, float, float]
 
@@ -52,6 +63,10 @@ class AdditionSettings:
     merge_radius_m: float = 1.0
     #: Additions one answer may propose.
     max_per_request: int = 10
+    #: A perceived object replaces an addition once seen in this many snapshots in a row...
+    confirm_snapshots: int = 3
+    #: ... spanning at least this many seconds (their stamps): one spurious detection replaces nothing.
+    confirm_s: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -127,6 +142,13 @@ class AdditionRecord:
     retired_why: str = ""
     #: The token that claimed the symbol (what lets the node be written back after a reset).
     claim: str = ""
+    #: The perceived object of its class within the merge radius, while one is (not yet confirmed).
+    candidate: str = ""
+    #: Stamp of the first snapshot that showed ``candidate``, and how many in a row have.
+    candidate_first_s: float = 0.0
+    candidate_seen: int = 0
+    #: When it came back after the object that replaced it disappeared (0: never).
+    returned_s: float = 0.0
 
     @property
     def id(self) -> str:
@@ -137,14 +159,16 @@ class AdditionRecord:
                 "class": self.cls, "position": list(self.at), "near": self.near, "place": self.place,
                 "room": self.room, "source": q.OPERATOR, "status": self.status, "author": self.author,
                 "request": self.request, "created": _iso(self.created_s), "updated": _iso(self.updated_s),
-                "retired": _iso(self.retired_s), "replaced_by": self.replaced_by, "retired_why": self.retired_why}
+                "retired": _iso(self.retired_s), "replaced_by": self.replaced_by, "retired_why": self.retired_why,
+                "returned": _iso(self.returned_s)}
 
 
 @dataclass(frozen=True)
 class AdditionEvent:
-    """For the scene's history: an operator added an object, or a perceived one replaced it."""
+    """For the scene's history: an operator added an object, a perceived one replaced it, or it came back
+    because that one disappeared."""
 
-    kind: str  # "added" | "replaced"
+    kind: str  # "added" | "replaced" | "returned"
     record: AdditionRecord
     t: float
 
@@ -153,7 +177,7 @@ class AdditionEvent:
         out = {"kind": f"addition {self.kind}", "symbol": r.symbol, "class": r.cls, "position": list(r.at),
                "author": r.author, "source": q.OPERATOR, "room": r.room, "status": r.status, "t": self.t,
                "time": iso_time(self.t), "text": str(self)}
-        if self.kind == "replaced":
+        if self.kind in ("replaced", "returned"):
             out["replaced_by"] = r.replaced_by
             out["why"] = r.retired_why
         return out
@@ -162,6 +186,8 @@ class AdditionEvent:
         r = self.record
         if self.kind == "replaced":
             return f"addition {r.symbol} ({r.cls}) retired, replaced by {r.replaced_by}: {r.retired_why}"
+        if self.kind == "returned":
+            return f"addition {r.symbol} ({r.cls}) back: {r.replaced_by}, which had replaced it, disappeared"
         return f"addition {r.symbol} ({r.cls}) added by {r.author or 'the operator'} at {_xyz(r.at)}"
 
 
@@ -179,6 +205,7 @@ class Additions:
     def __init__(self, store: GraphStore, settings: AdditionSettings | None = None):
         self.store = store
         self.settings = settings or AdditionSettings()
+        self._indexed = False
 
     # -- checking and applying ---------------------------------------------------------
     def check(self, proposals: Sequence[Any]) -> tuple[list[str], list[_Checked], list[Existing]]:
@@ -195,7 +222,7 @@ class Additions:
             else:
                 shaped.append((index, proposal))
         nears = self._positions([p.near for _, p in shaped if p.near])
-        existing_objects = self._objects_of({p.cls.lower() for _, p in shaped})
+        existing_objects = self._objects_near([p for _, p in shaped])
         to_add: list[_Checked] = []
         existing: list[Existing] = []
         for index, proposal in shaped:
@@ -231,6 +258,7 @@ class Additions:
 
     def add(self, checked: Sequence[_Checked], *, author: str, request: str) -> list[Added]:
         """Write checked additions, each under a fresh symbol (see :meth:`check`)."""
+        self._ensure_indexes()
         added: list[Added] = []
         for item in checked:
             added.append(self._write(item, author=author, request=request[:_MAX_REQUEST]))
@@ -257,6 +285,8 @@ class Additions:
                 found.append(AdditionEvent("added", record, record.created_s))
             if record.replaced_by and record.retired_s >= since:
                 found.append(AdditionEvent("replaced", record, record.retired_s))
+            if record.returned_s and record.returned_s >= since:
+                found.append(AdditionEvent("returned", record, record.returned_s))
         return sorted(found, key=lambda event: event.t)
 
     def revert(self, symbol: str, *, author: str) -> Removed:
@@ -282,51 +312,76 @@ class Additions:
 
     # -- after a snapshot ----------------------------------------------------------------------
     def after_reconcile(self, *, touched: Iterable[str], stamp_s: float) -> list[str]:
-        """Retire additions a newly perceived object of their class replaces; write back what a snapshot or a
-        reset took from the others (the link to a removed place, the node itself). Returns the retired
-        additions' symbols."""
+        """After a snapshot: bring back the additions whose replacing object disappeared, retire those a
+        perceived object of their class has now stood in for long enough, and write back what a snapshot
+        or a reset took from the others (the link to a removed place, the node itself). Returns the
+        retired additions' symbols."""
+        self._ensure_indexes()
+        self._bring_back(stamp_s)
         active = self.active()
         if not active:
             return []
         present = {str(r["symbol"]): r for r in self.store.query(q.ADDED_OBJECTS)}
-        retired = self._replace(active, present, [s for s in touched if is_scene_symbol(s)], stamp_s)
+        retired = self._watch(active, present, [s for s in touched if is_scene_symbol(s)], stamp_s)
         self._keep([record for record in active if record.symbol not in retired], present)
         return retired
 
     # -- internals ------------------------------------------------------------------------
-    def _replace(
+    def _bring_back(self, stamp_s: float) -> None:
+        """Make active again each retired addition whose replacing object is no longer in the scene."""
+        replaced = {str(r["symbol"]): str(r["replaced_by"]) for r in self.store.query(q.REPLACED_ADDITIONS)}
+        if not replaced:
+            return
+        still = self._positions(replaced.values())
+        back = [symbol for symbol, by in replaced.items() if by not in still]
+        if back:
+            self.store.write(q.MARK_RETURNED, {"symbols": back, "now": time.time(), "stamp": stamp_s})
+            log.info("operator's additions back, the objects that replaced them disappeared: %s", ", ".join(back))
+
+    def _watch(
         self, active: list[AdditionRecord], present: dict[str, dict[str, Any]], touched: list[str], stamp_s: float
     ) -> list[str]:
-        """Retire the additions a perceived object among ``touched`` of their class is within the merge radius
-        of (class and position as the node has them now: an operator may have corrected them)."""
-        if not touched:
-            return []
+        """Follow, for each addition, the perceived object of its class within the merge radius (class and
+        position as the addition's node has them now: an operator may have corrected them); retire it once
+        one and the same object has been there for ``confirm_snapshots`` snapshots and ``confirm_s``
+        seconds. Looked at: the objects this snapshot wrote, and each addition's candidate so far."""
+        looked_at = [*touched, *(r.candidate for r in active if r.candidate)]
         perceived = [(str(r["symbol"]), str(r["class"] or ""), _point(r))
-                     for r in self.store.query(q.PERCEIVED_OBJECTS, {"symbols": touched})]
-        rows: list[dict[str, Any]] = []
+                     for r in self.store.query(q.PERCEIVED_OBJECTS, {"symbols": list(dict.fromkeys(looked_at))})]
+        settings = self.settings
+        candidates: list[dict[str, Any]] = []
+        replaced: list[dict[str, Any]] = []
         for record in active:
             node = present.get(record.symbol, {})
             own_class = str(node.get("class") or record.cls).strip().lower()
             own_at = _point(node) or record.at
-            best: tuple[float, str] | None = None
-            for symbol, cls, at in perceived:
-                if at is None or cls.strip().lower() != own_class:
-                    continue
-                gap = math.dist(at, own_at)
-                if gap <= self.settings.merge_radius_m and (best is None or gap < best[0]):
-                    best = (gap, symbol)
-            if best is not None:
-                why = (f"Hydra perceived {best[1]} ({record.cls}) {best[0]:.2f} m away in its snapshot of "
-                       f"{_iso(stamp_s)}")
-                rows.append({"symbol": record.symbol, "by": best[1], "why": why})
-        if not rows:
-            return []
-        statements: list[tuple[str, Params]] = [(q.DELETE_OBJECT, {"symbol": r["symbol"]}) for r in rows]
-        statements.append((q.MARK_REPLACED, {"rows": rows, "now": time.time(), "stamp": stamp_s}))
-        self.store.write_many(statements)
-        for row in rows:
+            near = {symbol: math.dist(at, own_at) for symbol, cls, at in perceived
+                    if at is not None and cls.strip().lower() == own_class
+                    and math.dist(at, own_at) <= settings.merge_radius_m}
+            if not near:
+                if record.candidate:
+                    candidates.append({"symbol": record.symbol, "candidate": None, "first_s": None, "seen": None})
+                continue
+            if record.candidate in near:  # the same object again: one more snapshot of it
+                symbol, first_s, seen = record.candidate, record.candidate_first_s, record.candidate_seen + 1
+            else:
+                symbol, first_s, seen = min(near, key=near.__getitem__), stamp_s, 1
+            if seen >= settings.confirm_snapshots and stamp_s - first_s >= settings.confirm_s - _STAMP_ROUNDING_S:
+                why = (f"Hydra perceived {symbol} ({record.cls}) {near[symbol]:.2f} m away in {seen} snapshots "
+                       f"from {_iso(first_s)} to {_iso(stamp_s)}")
+                replaced.append({"symbol": record.symbol, "by": symbol, "why": why})
+            else:
+                candidates.append({"symbol": record.symbol, "candidate": symbol, "first_s": first_s, "seen": seen})
+        statements: list[tuple[str, Params]] = [(q.DELETE_OBJECT, {"symbol": r["symbol"]}) for r in replaced]
+        if replaced:
+            statements.append((q.MARK_REPLACED, {"rows": replaced, "now": time.time(), "stamp": stamp_s}))
+        if candidates:
+            statements.append((q.MARK_CANDIDATES, {"rows": candidates}))
+        if statements:
+            self.store.write_many(statements)
+        for row in replaced:
             log.info("operator's addition %s replaced by perceived %s", row["symbol"], row["by"])
-        return [str(r["symbol"]) for r in rows]
+        return [str(r["symbol"]) for r in replaced]
 
     def _keep(self, records: list[AdditionRecord], present: dict[str, dict[str, Any]]) -> None:
         rows: list[dict[str, Any]] = []
@@ -376,17 +431,32 @@ class Additions:
     def _claim(self) -> tuple[str, str]:
         """A symbol no record and no scene node holds, reserved for this caller."""
         token = uuid.uuid4().hex
-        taken = {str(r["symbol"]) for r in self.store.query(q.ALL_ADDITIONS)}
-        index = 1 + max((_index(s) for s in taken), default=0)
+        restart = False
         for _ in range(1000):
-            symbol = f"{ADDITION_PREFIX}{index}"
-            index += 1
+            symbol = f"{ADDITION_PREFIX}{self._take_index(restart)}"
+            restart = False
             if self._positions([symbol]):
                 continue  # a scene node has it (a Hydra configured with this prefix)
             rows = self.store.write(q.CLAIM_SYMBOL, {"symbol": symbol, "token": token, "now": time.time()})
             if rows and rows[0]["claim"] == token:
                 return symbol, token
+            restart = True  # a record has it: the counter is behind the records (a reset dropped it)
         raise CorrectionError("no free symbol for an addition was found")
+
+    def _take_index(self, restart: bool) -> int:
+        """The next symbol number from the counter; restarted past the records' highest when it is missing or
+        behind."""
+        rows = [] if restart else self.store.write(q.TAKE_INDEX)
+        if not rows:
+            top = self.store.query(q.HIGHEST_INDEX, {"prefix": ADDITION_PREFIX})
+            highest = int(top[0]["top"]) if top and top[0]["top"] is not None else 0
+            rows = self.store.write(q.RESTART_INDEX, {"next": highest + 1})
+        return int(rows[0]["index"])
+
+    def _ensure_indexes(self) -> None:
+        if not self._indexed:
+            ensure_indexes(self.store, q.ADDITION_INDEXES)
+            self._indexed = True
 
     def _positions(self, symbols: Iterable[str]) -> dict[str, Point]:
         wanted = [s for s in dict.fromkeys(symbols) if is_scene_symbol(s)]
@@ -399,11 +469,18 @@ class Additions:
                 found.setdefault(str(row["symbol"]), at)
         return found
 
-    def _objects_of(self, classes: set[str]) -> list[tuple[str, str, Point]]:
-        if not classes:
+    def _objects_near(self, proposals: list[Proposal]) -> list[tuple[str, str, Point]]:
+        """Objects of each proposal's class within the merge radius of it (in x and y: a box), perceived or
+        added."""
+        if not proposals:
             return []
-        rows = self.store.query(q.OBJECTS_OF_CLASSES, {"classes": sorted(classes)})
-        return [(str(r["symbol"]), str(r["class"]), at) for r in rows if (at := _point(r)) is not None]
+        r = self.settings.merge_radius_m
+        boxes = [{"class": p.cls.lower(), "x0": p.at[0] - r, "x1": p.at[0] + r, "y0": p.at[1] - r, "y1": p.at[1] + r}
+                 for p in proposals]
+        rows = self.store.query(q.OBJECTS_IN_BOXES, {"boxes": boxes})
+        found = {str(r["symbol"]): (str(r["symbol"]), str(r["class"]), at)
+                 for r in rows if (at := _point(r)) is not None}
+        return list(found.values())
 
     def _nearest_place(self, at: Point, *, bounded: bool = True) -> tuple[str, Layer, str] | None:
         """(place, its layer, its room or '') of the connected navigation place nearest ``at``."""
@@ -447,11 +524,17 @@ def parse_proposal(item: Any) -> tuple[str, Proposal | None]:
 def replacements(store: GraphStore, symbols: Iterable[str]) -> dict[str, str]:
     """What became of additions among ``symbols`` that are no longer in the scene, in words
     (for a goal that names one)."""
+    additions = Additions(store)
+    records = additions.records(symbols)
+    still = additions._positions(r.replaced_by for r in records.values() if r.status == "retired" and r.replaced_by)
     fates: dict[str, str] = {}
-    for symbol, record in Additions(store).records(symbols).items():
-        if record.status == "retired" and record.replaced_by:
+    for symbol, record in records.items():
+        if record.status == "retired" and record.replaced_by in still:
             fates[symbol] = (f"{symbol} was the operator's {record.cls!r}, replaced by the perceived object "
                              f"{record.replaced_by}: use {record.replaced_by}")
+        elif record.status == "retired" and record.replaced_by:  # it comes back with the mirror's next snapshot
+            fates[symbol] = (f"{symbol} was the operator's {record.cls!r}, replaced by {record.replaced_by}, which "
+                             "is no longer in the scene either")
         elif record.status == "reverted":
             fates[symbol] = f"{symbol} was the operator's {record.cls!r}, removed by an operator"
     return fates
@@ -483,7 +566,9 @@ def _record(row: dict[str, Any]) -> AdditionRecord:
         request=str(row.get("request") or ""), created_s=float(row.get("created_s") or 0.0),
         updated_s=float(row.get("updated_s") or 0.0), retired_s=float(row.get("retired_s") or 0.0),
         replaced_by=str(row.get("replaced_by") or ""), retired_why=str(row.get("retired_why") or ""),
-        claim=str(row.get("claim") or ""),
+        claim=str(row.get("claim") or ""), candidate=str(row.get("candidate") or ""),
+        candidate_first_s=float(row.get("candidate_first_s") or 0.0),
+        candidate_seen=int(row.get("candidate_seen") or 0), returned_s=float(row.get("returned_s") or 0.0),
     )
 
 

@@ -10,6 +10,7 @@ from support.tiny_scene import add_object, node_id, tiny_scene
 from heracles_ros.errors import CorrectionError, GoalError
 from heracles_ros.formats.pddl_goal import check_goal
 from heracles_ros.graphdb.cypher import admin as admin_q
+from heracles_ros.graphdb.cypher import falkordb_indexes
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.additions import AdditionSettings
 from heracles_ros.mirror.corrections import Corrections
@@ -104,7 +105,9 @@ def test_a_database_reset_that_keeps_the_corrections_keeps_the_additions(store: 
     assert containers(store, "A1") == {("MeshPlace", "P4")}
 
 
-def test_perception_replaces_an_addition_and_the_history_says_which(store: GraphStore) -> None:
+def test_perception_replaces_an_addition_once_it_confirms_the_object_and_the_history_says_which(
+    store: GraphStore,
+) -> None:
     mirror = Mirror(store)
     graph = tiny_scene()
     mirror.reconcile(graph, sequence=1, stamp_s=T0)
@@ -113,12 +116,19 @@ def test_perception_replaces_an_addition_and_the_history_says_which(store: Graph
     # Hydra perceives a bag 0.5 m from it (O1 stays a bag far away; a chair nearby is another class).
     add_object(graph, 7, 1, (4.3, 2.4, 0.5), 4)
     add_object(graph, 8, 3, (4.0, 2.1, 0.5), 4)
-    report = mirror.reconcile(graph, sequence=2, stamp_s=T0 + 1)
+    # Seen in one snapshot, then two: not yet confirmed (3 snapshots over 2 s are), the addition stays.
+    for sequence in (2, 3):
+        assert mirror.reconcile(graph, sequence=sequence, stamp_s=T0 + sequence - 1).additions_replaced == []
+        assert added_object(store, "A1")["class"] == "Bag"
+    [record] = corrections.records()
+    assert (record.status, record.candidate, record.candidate_seen) == ("active", "O7", 2)
+    assert record.candidate_first_s == T0 + 1
+    report = mirror.reconcile(graph, sequence=4, stamp_s=T0 + 3)
     assert report.additions_replaced == [added.symbol] == ["A1"]
     assert added_object(store, "A1") == {}
     [record] = corrections.records()
-    assert (record.status, record.replaced_by, record.retired_s) == ("retired", "O7", T0 + 1)
-    assert "Hydra perceived O7 (Bag) 0.50 m away" in record.retired_why
+    assert (record.status, record.replaced_by, record.retired_s, record.candidate) == ("retired", "O7", T0 + 3, "")
+    assert "Hydra perceived O7 (Bag) 0.50 m away in 3 snapshots" in record.retired_why
     events = [e.to_json() for e in read_timeline(store, since=0)]
     replaced = [e for e in events if e["kind"] == "addition replaced"]
     assert [(e["symbol"], e["replaced_by"]) for e in replaced] == [("A1", "O7")]
@@ -130,7 +140,100 @@ def test_perception_replaces_an_addition_and_the_history_says_which(store: Graph
     # Nothing is there to revert any more, and the next snapshot changes nothing.
     with pytest.raises(CorrectionError, match="addition A1 is retired"):
         corrections.revert("A1")
+    assert mirror.reconcile(graph, sequence=5, stamp_s=T0 + 4).additions_replaced == []
+
+
+def test_an_addition_survives_a_one_snapshot_detection(store: GraphStore) -> None:
+    """Issue 39, N6: Hydra sees a same-class object within 1 m once, then loses it; the addition stays."""
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph, sequence=1, stamp_s=T0)
+    corrections = Corrections(store)
+    corrections.propose([], [{"add": "Bag", "at": [4.0, 2.0, 0.5], "near": "O2"}])
+    blip = tiny_scene()
+    add_object(blip, 9100, 1, (4.2, 2.3, 0.5), 4)
+    assert mirror.reconcile(blip, sequence=2, stamp_s=T0 + 1).additions_replaced == []
     assert mirror.reconcile(graph, sequence=3, stamp_s=T0 + 2).additions_replaced == []
+    assert added_object(store, "A1")["class"] == "Bag" and containers(store, "A1") == {("MeshPlace", "P4")}
+    [record] = corrections.records()
+    assert (record.status, record.candidate, record.candidate_seen) == ("active", "", 0)
+    assert check_goal("(visited-object A1)", store) is not None
+    # Seen again later, it is counted from one again: two more snapshots do not confirm it.
+    for sequence in (4, 5):
+        assert mirror.reconcile(blip, sequence=sequence, stamp_s=T0 + sequence).additions_replaced == []
+    assert added_object(store, "A1")["class"] == "Bag"
+
+
+@pytest.mark.parametrize(
+    ("stamps", "confirmed_at"),
+    [
+        # A replay at 20 Hz: five snapshots in 0.2 s are not the 2 s of sight that confirm an object.
+        ([1.0, 1.05, 1.1, 1.15, 1.2, 3.0], 3.0),
+        # Hydra slowed to a snapshot every 5 s: two snapshots are not three, however long apart.
+        ([1.0, 6.0, 11.0], 11.0),
+    ],
+)
+def test_an_object_is_confirmed_by_both_snapshots_and_time(
+    store: GraphStore, stamps: list[float], confirmed_at: float
+) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph, sequence=1, stamp_s=T0)
+    corrections = Corrections(store)
+    corrections.propose([], [{"add": "Bag", "at": [4.0, 2.0, 0.5], "near": "O2"}])
+    add_object(graph, 7, 1, (4.3, 2.4, 0.5), 4)
+    start = T0 + 0.123456789  # a stamp the database keeps to about the microsecond
+    replaced = {stamp: mirror.reconcile(graph, sequence=2 + k, stamp_s=start + stamp).additions_replaced
+                for k, stamp in enumerate(stamps)}  # fmt: skip
+    assert replaced == {stamp: ["A1"] if stamp == confirmed_at else [] for stamp in stamps}
+
+
+def test_an_addition_comes_back_when_the_object_that_replaced_it_disappears(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph, sequence=1, stamp_s=T0)
+    corrections = Corrections(store)
+    corrections.propose([], [{"add": "Bag", "at": [4.0, 2.0, 0.5], "near": "O2"}], author="ana")
+    add_object(graph, 9100, 1, (4.3, 2.4, 0.5), 4)
+    for sequence in (2, 3, 4):
+        replaced = mirror.reconcile(graph, sequence=sequence, stamp_s=T0 + sequence).additions_replaced
+    assert replaced == ["A1"] and added_object(store, "A1") == {}
+    graph.remove_node(node_id("O9100"))  # Hydra loses it again
+    mirror.reconcile(graph, sequence=5, stamp_s=T0 + 5)
+    node = added_object(store, "A1")
+    assert (node["class"], node["author"], node["source"]) == ("Bag", "ana", "operator")
+    assert containers(store, "A1") == {("MeshPlace", "P4")}
+    [record] = corrections.records()
+    assert (record.status, record.returned_s, record.replaced_by) == ("active", T0 + 5, "O9100")
+    # A goal naming it is not sent to a symbol that no longer exists: the addition is there again.
+    assert check_goal("(visited-object A1)", store) is not None
+    returned = [e.to_json() for e in read_timeline(store, since=0) if e.kind == "returned"]
+    assert [(e["kind"], e["symbol"], e["replaced_by"]) for e in returned] == [("addition returned", "A1", "O9100")]
+    assert returned[0]["text"] == "addition A1 (Bag) back: O9100, which had replaced it, disappeared"
+    # And it can be replaced again, as before.
+    add_object(graph, 9200, 1, (4.1, 2.2, 0.5), 4)
+    for sequence in (6, 7, 8):
+        replaced = mirror.reconcile(graph, sequence=sequence, stamp_s=T0 + sequence).additions_replaced
+    assert replaced == ["A1"]
+    [record] = corrections.records()
+    assert (record.status, record.replaced_by) == ("retired", "O9200")
+
+
+def test_a_goal_is_never_told_to_use_a_replacement_that_is_gone(store: GraphStore) -> None:
+    """Between the snapshot that loses the replacing object and the addition's return, the goal says so."""
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph, sequence=1, stamp_s=T0)
+    corrections = Corrections(store)
+    corrections.propose([], [{"add": "Bag", "at": [4.0, 2.0, 0.5], "near": "O2"}])
+    add_object(graph, 9100, 1, (4.3, 2.4, 0.5), 4)
+    for sequence in (2, 3, 4):
+        mirror.reconcile(graph, sequence=sequence, stamp_s=T0 + sequence)
+    store.write("MATCH (o:Object {nodeSymbol: 'O9100'}) DETACH DELETE o")  # gone, no snapshot yet
+    with pytest.raises(GoalError) as refused:
+        check_goal("(visited-object A1)", store)
+    assert "replaced by O9100, which is no longer in the scene either" in str(refused.value)
+    assert "use O9100" not in str(refused.value)
 
 
 def test_revert_removes_the_addition_and_nothing_else(store: GraphStore) -> None:
@@ -223,4 +326,56 @@ def test_perception_matches_an_addition_as_the_operator_corrected_it(store: Grap
     corrections.propose([], [{"add": "crate", "at": [4.0, 2.0, 0.5], "near": "O2"}])
     corrections.apply([("A1", "class", "chair")])  # "that crate is a chair"
     add_object(graph, 9, 3, (4.3, 2.0, 0.5), 4)  # Hydra perceives a chair 0.3 m away
-    assert mirror.reconcile(graph).additions_replaced == ["A1"]
+    replaced = [mirror.reconcile(graph, stamp_s=T0 + k).additions_replaced for k in range(3)]
+    assert replaced == [[], [], ["A1"]]
+
+
+class CountingStore:
+    """A store that counts the rows its queries and writes return (what an addition reads back)."""
+
+    def __init__(self, store: GraphStore):
+        self.inner = store
+        self.rows = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def query(self, cypher: str, params: Any = None, **kwargs: Any) -> Any:
+        rows = self.inner.query(cypher, params, **kwargs)
+        self.rows += len(rows)
+        return rows
+
+    def write(self, cypher: str, params: Any = None, **kwargs: Any) -> Any:
+        rows = self.inner.write(cypher, params, **kwargs)
+        self.rows += len(rows or [])
+        return rows
+
+
+def test_an_additions_cost_does_not_grow_with_how_many_exist(store: GraphStore) -> None:
+    """Issue 39: additions slowed down as they accumulated (1,840 in 400 s): each new one read every record to
+    find a free symbol. Now the 151st reads back as many rows as the 2nd, and what it looks up is indexed."""
+    Mirror(store).reconcile(tiny_scene())
+    counting = CountingStore(store)
+    corrections = Corrections(counting)  # type: ignore[arg-type]
+    read_back = []
+    for i in range(151):
+        before = counting.rows
+        [added] = corrections.propose([], [{"add": f"thing {i}", "at": [float(i % 6), 0.5, 0.3]}]).added
+        read_back.append(counting.rows - before)
+        assert added.symbol == f"A{i + 1}"
+    assert read_back[-1] == read_back[1], read_back
+    if store.dialect.name != "neo4j":  # FalkorDB lists its indexes (Neo4j's statement makes them IF NOT EXISTS)
+        indexed = {(r["label"], p) for r in store.query(falkordb_indexes.INDEXES) for p in r["properties"]}
+        assert {("Correction", "target"), ("Object", "x")} <= indexed
+
+
+def test_the_symbol_counter_resumes_past_the_records_after_a_reset_dropped_it(store: GraphStore) -> None:
+    graph = tiny_scene()
+    Mirror(store).reconcile(graph)
+    corrections = Corrections(store)
+    corrections.propose([], [BY_BICYCLE, {"add": "cone", "at": [0.5, -0.5, 0.0]}])
+    store.write(admin_q.DELETE_ALL_BUT_CORRECTIONS)  # the counter goes with the scene; A1 and A2's records stay
+    Mirror(store).reconcile(graph)
+    assert [a.symbol for a in corrections.propose([], [{"add": "crate", "at": [1.0, 0.5, 0.0]}]).added] == ["A3"]
+    store.write("MATCH (k:MirrorMeta {id: 'additions'}) SET k.next = 2")  # behind the records (another writer)
+    assert [a.symbol for a in corrections.propose([], [{"add": "box", "at": [2.0, 0.5, 0.0]}]).added] == ["A4"]
