@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.execution.robot_state import RobotState
@@ -127,14 +127,15 @@ def check_plan(plan: PlanResult, robot: RobotState, world: World | None, limits:
     if len(plan.actions) > limits.max_steps:
         return [f"the plan has {len(plan.actions)} steps, more than max_plan_steps ({limits.max_steps})"]
     problems: list[str] = []
-    here, at = robot.position, robot.place
     walked = 0.0
     for index, action in enumerate(plan.actions):
-        problems += check_step(action, index, RobotState(here, place=at), world, limits)
+        problems += check_step(action, index, robot, world, limits)
         if action.name == "goto" and not _not_finite(action):
             points = list(action.waypoints) or [action.target]
-            walked += sum(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in itertools.pairwise([here, *points]))
-            here, at = action.target, action.target_symbol
+            walked += sum(_planar(a, b) for a, b in itertools.pairwise([robot.position, *points]))
+            robot = replace(robot, position=action.target, place=action.target_symbol)
+        elif action.name in ("pick", "place"):
+            robot = replace(robot, holding=object_of(action) if action.name == "pick" else "")
     if not problems and not walked <= limits.max_path_length_m:
         problems.append(f"the plan walks {walked:.6g} m, more than max_plan_path_m ({limits.max_path_length_m:g})")
     if len(problems) > MAX_LISTED:
@@ -145,14 +146,15 @@ def check_plan(plan: PlanResult, robot: RobotState, world: World | None, limits:
 def check_step(
     action: PlanAction, index: int, robot: RobotState, world: World | None, limits: PlanLimits
 ) -> list[str]:
-    """What makes step ``index`` unsafe to start with the robot at ``robot`` (its position and place)."""
+    """What makes step ``index`` unsafe to start with the robot as ``robot`` is (where, at which place, holding
+    what)."""
     where = f"step {index} ({action.name} {action.target_symbol})"
     numbers = _not_finite(action)
     if numbers:
         return [f"{where}: {numbers}"]
     if world is None:
         return []
-    problems = _world_problems(action, robot.position, robot.place, world.located, limits.tolerance_m)
+    problems = _world_problems(action, robot, world.located, limits.tolerance_m)
     if action.name == "goto":
         problems += _off_graph(action, robot, world, limits.max_hop_m)
     return [f"{where}: {p}" for p in problems]
@@ -169,9 +171,14 @@ def _not_finite(action: PlanAction) -> str:
 
 
 def _world_problems(
-    action: PlanAction, here: Point3, at: str, world: Mapping[str, Located], tolerance_m: float
+    action: PlanAction, robot: RobotState, world: Mapping[str, Located], tolerance_m: float
 ) -> list[str]:
-    """What the database contradicts in one step, the robot being at ``here`` (place ``at``) before it."""
+    """What the database contradicts in one step, the robot being as ``robot`` says before it.
+
+    Putting down what the robot holds goes ahead even when the database no longer has the object
+    (Hydra may lose sight of what the robot carries): only the place is checked then.
+    """
+    here, at = robot.position, robot.place
     problems: list[str] = []
     if action.name == "goto":
         problems += _near(action.target, action.target_symbol, "target", world, tolerance_m)
@@ -192,12 +199,17 @@ def _world_problems(
         return problems
     located = world.get(obj)
     if located is None or located.layer is not Layer.OBJECT:
-        return [f"no object {obj!r} in the database"]
-    if action.name == "pick" and place and located.containers and place not in located.containers:
+        if not (action.name == "place" and robot.holding == obj):
+            return [f"no object {obj!r} in the database"]
+        located = None
+    if action.name == "pick" and located and place and located.containers and place not in located.containers:
         problems.append(f"the database has {obj} in {', '.join(located.containers)}, not in {place}")
     if place and at == place:
         return problems
-    anchor = located.position if action.name == "pick" else _position(world, place) or action.target
+    if action.name == "pick":
+        anchor = located.position if located else None
+    else:
+        anchor = _position(world, place) or action.target
     # Planar: the body stands lower than an object on a table, or a place's centre.
     if anchor is None or math.hypot(here[0] - anchor[0], here[1] - anchor[1]) > tolerance_m:
         stands = f"at {at}" if at else f"at ({here[0]:.1f}, {here[1]:.1f})"

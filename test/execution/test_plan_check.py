@@ -7,6 +7,7 @@ far from every mesh place. Each refusal must name the step and what was wrong wi
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from support.tiny_scene import tiny_scene
@@ -211,7 +212,21 @@ def test_a_step_is_checked_alone_against_the_world_as_it_is_now():
     gone = World({s: where for s, where in WORLD.located.items() if s != "O2"}, WORLD.joined)
     assert check_step(pick(), 3, at_p4, gone, LIMITS) == ["step 3 (pick O2): target 'O2' is not in the database"]
     assert check_step(goto(4, 5), 4, at_p4, WORLD, LIMITS) == []
+    at_p0 = RobotState((0.0, 0.0, 0.0), place="P0")
+    assert check_step(place(), 3, at_p0, gone, LIMITS) == ["step 3 (place O2): no object 'O2' in the database"]
+    # Putting down what the robot holds goes ahead though the database lost it (Hydra may, while it is carried).
+    assert check_step(place(), 3, replace(at_p0, holding="O2"), gone, LIMITS) == []
+    assert check_step(place(target=(0.0, 5.0, 0.0)), 3, replace(at_p0, holding="O2"), gone, LIMITS) != []
     cut = World(WORLD.located, WORLD.joined - {("P4", "P5")})
     assert check_step(goto(4, 5), 4, at_p4, cut, LIMITS) == [
         "step 4 (goto P5): P4 to P5 is not an edge of the place graph: the walk would leave it"
     ]
+
+
+def test_a_plan_is_checked_with_what_the_robot_will_hold_at_each_step():
+    gone = World({s: where for s, where in WORLD.located.items() if s != "O2"}, WORLD.joined)
+    holding = RobotState((4.0, 0.0, 0.0), place="P4", holding="O2")
+    assert check_plan(plan(goto(4, 0), place()), holding, gone, LIMITS) == []
+    # Picked up in the plan, then put down: the pick needs the object, so the plan is refused at the pick only.
+    problems = check_plan(plan(goto(0, 4), pick(), goto(4, 0), place()), AT_P0, gone, LIMITS)
+    assert problems == ["step 1 (pick O2): target 'O2' is not in the database"]

@@ -441,3 +441,20 @@ def test_a_pick_of_an_addition_reverted_mid_plan_fails_and_the_replan_is_refused
     assert f"replan 1 cannot be executed: step 0 (pick {added.symbol})" in outcome.reason  # the same stale pick
     assert rig.driver.holding == "" and outcome.robot.holding == ""
     assert tiny_store.query("MATCH (:Robot)-[:HOLDING]->(o) RETURN o.nodeSymbol AS o") == []
+
+
+def test_an_object_hydra_loses_while_the_robot_carries_it_is_still_put_down(tiny_store):
+    planner = LinePlanner(tiny_store)
+    rig = make_dispatcher(tiny_store, SimConfig(time_scale=FAST))
+    without_o2 = tiny_scene()
+    without_o2.remove_node(node_id("O2"))
+
+    def lose_o2(event: ProgressEvent) -> None:
+        rig.events.append(event)
+        if (event.state, event.step_index) == (StepState.STARTED, 2):  # walking back with it
+            Mirror(tiny_store).reconcile(without_o2)
+
+    rig.dispatcher.on_progress = lose_o2
+    outcome = rig.dispatcher.run(planner.plan(BRING_O2_TO_P0, "P0"))
+    assert outcome.success, outcome.reason
+    assert rig.driver.holding == "" and outcome.robot == RobotState((0.0, 0.0, 0.0), place="P0", holding="")
