@@ -18,7 +18,7 @@ from typing import Any
 
 from heracles_ros.errors import DatabaseUnavailable, HeraclesError, SceneError, SuspectSnapshot
 from heracles_ros.mirror.reconcile import Mirror, ReconcileReport
-from heracles_ros.scene.io import SnapshotDecoder, load_scene
+from heracles_ros.scene.io import DEFAULT_MAX_SNAPSHOT_BYTES, SnapshotDecoder, load_scene
 
 log = logging.getLogger(__name__)
 
@@ -98,12 +98,14 @@ class MirrorLoop:
         on_state: Callable[[MirrorState], None] = lambda state: None,
         retry_period_s: float = 2.0,
         reconnect: Callable[[], None] = lambda: None,
+        max_snapshot_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES,
     ):
         self.mirror = mirror
         self.on_state = on_state
         self.retry_period_s = retry_period_s
         self.reconnect = reconnect
-        self._decoder = SnapshotDecoder()
+        self.max_snapshot_bytes = max_snapshot_bytes
+        self._decoder = SnapshotDecoder(max_snapshot_bytes)
         self._state = MirrorState()
         self._state_lock = threading.Lock()
         self._pending: Work | None = None
@@ -198,7 +200,8 @@ class MirrorLoop:
 
     def _apply(self, work: Work) -> None:
         if isinstance(work, SceneFile):
-            report = self.mirror.reconcile(load_scene(work.path), force=True, stamp_s=_file_time(work.path))
+            scene = load_scene(work.path, max_bytes=self.max_snapshot_bytes)
+            report = self.mirror.reconcile(scene, force=True, stamp_s=_file_time(work.path))
             log.info("mirrored scene file %s: %d nodes, %d edges", work.path, report.nodes, report.edges)
             self._applied(report, sequence=self.state.sequence, started=work.received_s)
             return

@@ -54,6 +54,7 @@ from heracles_ros.nodes.node_base import HeraclesNode
 from heracles_ros.nodes.qos import latched, reliable
 from heracles_ros.nodes.request_fields import changes_limit, since_problem, text_problem
 from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
+from heracles_ros.scene.io import DEFAULT_MAX_SNAPSHOT_BYTES
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Changes
 
@@ -80,6 +81,15 @@ PARAMETERS: tuple[Setting, ...] = (
               "nudges everything a little)", minimum=0.0, maximum=1000.0),
     Setting("addition_merge_radius_m", 1.0, "an object the operator added is retired when Hydra perceives one of "
               "its class this close, in metres (keep it equal to language_server's)", minimum=0.0, maximum=1000.0),
+    Setting("addition_confirm_snapshots", AdditionSettings.confirm_snapshots,
+              "a perceived object retires an addition only once seen in this many snapshots in a row (one spurious "
+              "detection replaces nothing; the addition comes back when the object disappears)",
+              minimum=1, maximum=1000),
+    Setting("addition_confirm_s", AdditionSettings.confirm_s,
+              "... and over snapshots whose stamps span at least this many seconds", minimum=0.0, maximum=3600.0),
+    Setting("max_snapshot_bytes", DEFAULT_MAX_SNAPSHOT_BYTES,
+              "a DsgUpdate (or the scene file) larger than this is refused before it is decoded; every length it "
+              "declares is checked against its bytes first", minimum=1024, maximum=2**34),
     Setting("history_max_age_s", HistorySettings.max_age_s,
               "history events older than this are pruned; 0: no age limit", minimum=0.0),
     Setting("history_max_changes", HistorySettings.max_changes,
@@ -182,12 +192,13 @@ class DsgMirrorNode(HeraclesNode):
                 max_changes=params["history_max_changes"],
                 max_seen=params["history_max_seen"],
             ),
-            additions=AdditionSettings(merge_radius_m=params["addition_merge_radius_m"]),
+            additions=AdditionSettings(merge_radius_m=params["addition_merge_radius_m"],
+                                       confirm_snapshots=params["addition_confirm_snapshots"],
+                                       confirm_s=params["addition_confirm_s"]),
         )
         self._status = self.create_publisher(MirrorStatus, "mirror_status", 10)
-        self.loop = MirrorLoop(
-            mirror, on_state=self._publish, retry_period_s=params["retry_period_s"]
-        )
+        self.loop = MirrorLoop(mirror, on_state=self._publish, retry_period_s=params["retry_period_s"],
+                               max_snapshot_bytes=params["max_snapshot_bytes"])
         self.get_logger().info(
             f"mirroring {params['dsg_topic']} into {self.store.description}"
             + (f", starting from {params['scene_file']}" if params["scene_file"] else "")

@@ -205,7 +205,8 @@ def _periodic_status(live: MirrorLive) -> None:
     """status_period_s 0.1: five repeats of the last status within 3 s, where the default (one per 5 s)
     gives at most one; the margin allows a loaded machine's pauses."""
     after = live.status.count
-    wait_until(lambda: sum(s.sequence == 5 for s in live.status.messages[after:]) >= 5, 3.0,
+    last = live.status.messages[-1].sequence  # of whichever row published last
+    wait_until(lambda: sum(s.sequence == last for s in live.status.messages[after:]) >= 5, 3.0,
                "five periodic statuses")
 
 
@@ -225,6 +226,15 @@ def _no_history(live: MirrorLive) -> None:
     assert live.store.query("MATCH (c:Change) RETURN count(c) AS n")[0]["n"] == 0
 
 
+def _large_snapshots_refused(live: MirrorLive) -> None:
+    """A snapshot over the cap (the small synthetic scene, ~75 KB; the others here are a few KB) is refused, by
+    its size, before it is decoded."""
+    from heracles_ros.scene.synthetic import generate_scene
+
+    status = live.publish(generate_scene("small", seed=0), 1)
+    assert "larger than max_snapshot_bytes (20000)" in status.last_error, status.last_error
+
+
 #: Build A: everything but what needs the history on (markers).
 MIRROR_A: Table = {
     "db_uri": Row(FROM_FIXTURE, lambda live: assert_mirrors(live.store, live.scene)),
@@ -242,6 +252,10 @@ MIRROR_A: Table = {
     "move_threshold_m": Row(1.25, lambda live: _eq(live.mirror.history.settings.move_threshold_m, 1.25)),
     "addition_merge_radius_m": Row(2.5, lambda live: _eq(live.mirror.corrections.additions.settings.merge_radius_m,
                                                         2.5)),
+    "addition_confirm_snapshots": Row(5, lambda live: _eq(
+        live.mirror.corrections.additions.settings.confirm_snapshots, 5)),
+    "addition_confirm_s": Row(7.5, lambda live: _eq(live.mirror.corrections.additions.settings.confirm_s, 7.5)),
+    "max_snapshot_bytes": Row(20_000, _large_snapshots_refused),
     "history_max_age_s": Row(3600.0, lambda live: _eq(live.mirror.history.settings.max_age_s, 3600.0)),
     "history_max_changes": Row(77, lambda live: _eq(live.mirror.history.settings.max_changes, 77)),
     "history_max_seen": Row(55, lambda live: _eq(live.mirror.history.settings.max_seen, 55)),
