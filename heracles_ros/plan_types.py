@@ -7,6 +7,11 @@ from heracles_ros.outcomes import PlanStatus
 
 Point3 = tuple[float, float, float]
 
+#: Farthest a walk may go between two points no edge of the place graph joins, metres (planar): a 3D place
+#: and the mesh place it hangs off (the planner's leaf edge), or from where the robot stands onto the graph.
+#: The planner leaves farther 3D places out of its graph; the dispatcher refuses farther hops.
+MAX_HOP_M = 3.0
+
 
 @dataclass(frozen=True)
 class PlanAction:

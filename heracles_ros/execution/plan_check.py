@@ -25,7 +25,7 @@ from heracles_ros.errors import ConfigError
 from heracles_ros.execution.robot_state import RobotState
 from heracles_ros.graphdb.cypher import plan_check as cypher
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.plan_types import PlanAction, PlanResult, Point3
+from heracles_ros.plan_types import MAX_HOP_M, PlanAction, PlanResult, Point3
 from heracles_ros.schema import Layer, is_scene_symbol
 
 #: At most this many problems are listed in one refusal (the rest are counted).
@@ -40,10 +40,9 @@ class PlanLimits:
     max_path_length_m: float = 5000.0
     #: Farthest a target or waypoint may be from where the database has its symbol, metres.
     tolerance_m: float = 1.0
-    #: Farthest a walk may go between two points no edge of the place graph joins, metres (planar): from
-    #: where the robot stands onto the graph, or between a 3D place and the mesh place it hangs off (the
-    #: planner joins each to its nearest: at most 2.1 m in the example scene).
-    max_hop_m: float = 3.0
+    #: Farthest a walk may go between two points no edge of the place graph joins (plan_types.MAX_HOP_M; the
+    #: planner joins each 3D place to its nearest mesh place: at most 2.1 m in the example scene).
+    max_hop_m: float = MAX_HOP_M
 
     def __post_init__(self) -> None:
         if self.max_steps < 1:

@@ -2,9 +2,10 @@
 
 Spot walks on the ground, so the mesh places (2D traversability, label ``MeshPlace``) and
 their ``MESH_PLACE_CONNECTED`` edges are the navigation graph; 3D places
-(label ``Place``) hang off it, each joined to its nearest mesh place by one edge (a leaf,
-so no path passes through free space). A scene without mesh places navigates
-on its 3D places instead. Edge weights are Euclidean lengths.
+(label ``Place``) hang off it, each joined to its nearest mesh place on the ground plane by
+one edge (a leaf, so no path passes through free space) when that is within
+:data:`~heracles_ros.plan_types.MAX_HOP_M`, the farthest hop off the graph the dispatcher takes.
+A scene without mesh places navigates on its 3D places instead. Edge weights are Euclidean lengths.
 
 Loading costs one pass over the scene's places; everything per plan works on
 the cached arrays: shortest paths from the few places a plan needs
@@ -25,6 +26,7 @@ from scipy.spatial import cKDTree
 
 from heracles_ros.graphdb.cypher import planning as cypher
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.plan_types import MAX_HOP_M
 from heracles_ros.schema import Layer
 
 log = logging.getLogger(__name__)
@@ -139,10 +141,13 @@ def load_place_graph(store: GraphStore) -> PlaceGraph:
             if a is not None and b is not None and a != b and a < nav_count and b < nav_count:
                 a_list.append(a)
                 b_list.append(b)
-    if leaf_rows and nav_count:
-        _, nearest = cKDTree(positions[:nav_count]).query(positions[nav_count:])
-        a_list.extend(range(nav_count, len(symbols)))
-        b_list.extend(int(i) for i in np.atleast_1d(nearest))
+    if leaf_rows and nav_count:  # a 3D place farther than MAX_HOP_M from every mesh place is not walked to
+        leaf_xy = np.column_stack([positions[nav_count:, :2], np.zeros(len(leaf_rows))])
+        nav_xy = np.column_stack([positions[:nav_count, :2], np.zeros(nav_count)])
+        distance, nearest = cKDTree(nav_xy).query(leaf_xy)
+        joined = np.atleast_1d(distance) <= MAX_HOP_M
+        a_list.extend(int(i) for i in np.arange(nav_count, len(symbols))[joined])
+        b_list.extend(int(i) for i in np.atleast_1d(nearest)[joined])
     n = len(symbols)
     # One entry per undirected edge, whichever way (or both ways) the database lists it.
     pairs = np.unique(np.sort(np.array([a_list, b_list], dtype=np.int64).reshape(2, -1), axis=0), axis=1)
