@@ -79,6 +79,15 @@ def _drop_graph(info: ServerInfo, name: str) -> None:
     db.connection.close()
 
 
+@pytest.fixture(autouse=True)
+def _state_kept_in_the_tests_own_folder(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a process keeps state across restarts (XDG_STATE_HOME: a stopped dispatcher's latched stop), this
+    test's alone, for it and every process it starts: no stop outlives its test or reaches another."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 @pytest.fixture(scope="session")
 def falkordb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("falkordb")

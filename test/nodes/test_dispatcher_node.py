@@ -54,11 +54,6 @@ from heracles_ros.planning.planner import Planner
 pytestmark = pytest.mark.backends("falkordb")
 
 
-@pytest.fixture(autouse=True)
-def _stops_kept_in_the_tests_own_folder(tmp_path, monkeypatch):
-    """Where a stopped dispatcher keeps its stop (XDG_STATE_HOME), this test's alone: stops never outlive it."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-
 NS = "/spot1"
 START = "P0"  # the small scene's corner place at (0, 0)
 ROOT = Path(__file__).resolve().parents[2]
