@@ -50,6 +50,16 @@ def topic_name(namespace: str, name: str) -> str:
     return f"/{namespace.strip('/')}/{name}".replace("//", "/")
 
 
+def where_to_look(namespace: str) -> str:
+    """What a client that found nothing should check: the namespace, and this shell's ROS domain and discovery
+    range, which must be the running system's (``heracles up`` keeps discovery on its host)."""
+    domain = os.environ.get("ROS_DOMAIN_ID") or "0"
+    reach = os.environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE") or "SUBNET (the default)"
+    return (f"is the system running in namespace {namespace!r}, on ROS_DOMAIN_ID {domain}, and does this shell's "
+            f"discovery range ({reach}) reach it? heracles up keeps discovery on its host: "
+            "export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST and its ROS_DOMAIN_ID here too")
+
+
 class HeraclesClient:
     """The running system's services and actions in one robot namespace (see the module's docstring).
 
@@ -92,6 +102,7 @@ class HeraclesClient:
         self._spinner = threading.Thread(target=self._spin, name=f"{node_name}-executor", daemon=True)
         self._spinner.start()
         self._clients: dict[str, Any] = {}
+        self._clients_lock = threading.Lock()  # two threads asking one service first make one client, not two
         self._lock = threading.Lock()
         self._reset_command()
 
@@ -105,6 +116,10 @@ class HeraclesClient:
         self._closing.set()
         self._spinner.join(2.0)
         self._executor.shutdown(timeout_sec=1.0)
+        with self._clients_lock:
+            action = self._clients.get("execute_command")
+        if action is not None:  # rclpy's destroy_node leaves an action client, and with it the node on the graph
+            action.destroy()
         self.node.destroy_node()
         rclpy.try_shutdown(context=self._context)
 
@@ -340,16 +355,18 @@ class HeraclesClient:
 
         from heracles_ros.action import ExecuteCommand
 
-        if "execute_command" not in self._clients:
-            self._clients["execute_command"] = ActionClient(self.node, ExecuteCommand, self.action_name)
-        return self._clients["execute_command"]
+        with self._clients_lock:
+            if "execute_command" not in self._clients:
+                self._clients["execute_command"] = ActionClient(self.node, ExecuteCommand, self.action_name)
+            return self._clients["execute_command"]
 
     # -- one bounded service call -------------------------------------------------------------------------
     def _call(self, service: str, srv_type: Any, request: Any, server: str, timeout_s: float | None = None) -> Any:
         name = topic_name(self.namespace, service)
-        client = self._clients.get(name)
-        if client is None:
-            client = self._clients[name] = self.node.create_client(srv_type, name)
+        with self._clients_lock:
+            client = self._clients.get(name)
+            if client is None:
+                client = self._clients[name] = self.node.create_client(srv_type, name)
         self._find(client.service_is_ready, name, server)
         answer_s = self.answer_timeout_s if timeout_s is None else timeout_s
         answered = threading.Event()
@@ -374,7 +391,7 @@ class HeraclesClient:
         deadline = time.monotonic() + self.find_timeout_s
         while not ready():
             if time.monotonic() >= deadline or self._closing.is_set():
-                raise SystemUnavailable(
-                    f"no {server} answered on {name} within {self.find_timeout_s:g} s (is the system running "
-                    f"in namespace {self.namespace!r}?)", name=name)
+                hint = where_to_look(self.namespace)
+                raise SystemUnavailable(f"no {server} answered on {name} within {self.find_timeout_s:g} s ({hint})",
+                                        name=name)
             time.sleep(_POLL_S)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from heracles_ros.client import HeraclesClient
-from heracles_ros.client.system import ANSWER_TIMEOUT_S, topic_name
+from heracles_ros.client.system import ANSWER_TIMEOUT_S, topic_name, where_to_look
 from heracles_ros.console import ros_messages
 from heracles_ros.console.ros_messages import Locate, MirrorReport
 from heracles_ros.outcomes import CommandOutcome
@@ -263,7 +263,7 @@ class ConsoleBridge:
                 return "the console is closing"
             if time.monotonic() >= deadline:
                 return (f"no language_server answered on {topic_name(self.namespace, 'execute_command')} within "
-                        f"{self.find_timeout_s:g} s (is the system running in namespace {self.namespace!r}?)")
+                        f"{self.find_timeout_s:g} s ({where_to_look(self.namespace)})")
             self._closing.wait(_FIND_POLL_S)
         return ""
 

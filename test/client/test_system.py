@@ -257,6 +257,9 @@ def test_when_nothing_answers_every_call_names_what_within_its_bound(ros_domain_
             with pytest.raises(SystemUnavailable, match=f"on {name} within 0.5 s") as raised:
                 request()
             assert raised.value.name == name and time.monotonic() - started < 0.5 + 1.0
+            # Issue 33 F8: a terminal on another domain or discovery range is told to look there.
+            assert f"on ROS_DOMAIN_ID {ros_domain_id}" in str(raised.value), raised.value
+            assert "discovery range (LOCALHOST)" in str(raised.value), raised.value
     for argv in (["ask", "How many?"], ["command", "Go."], ["correct", "O1 is a bag."], ["changes"],
                  ["corrections", "list"]):
         started = time.monotonic()
