@@ -110,11 +110,12 @@ from heracles_ros.nodes.node_base import HeraclesNode
 from heracles_ros.nodes.parameters import SNAPSHOT_WAIT
 from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
 from heracles_ros.nodes.qos import latched, reliable
+from heracles_ros.nodes.request_fields import plan_problem, resume_problem, text_problem
 from heracles_ros.nodes.runner import SHUTDOWN_TIMEOUT
 from heracles_ros.nodes.single_goal import SingleGoalServer, end_goal, request_queue, wait_until_done
 from heracles_ros.nodes.stop_socket import StopSocket
 from heracles_ros.outcomes import DispatchStatus, StepState
-from heracles_ros.plan_types import PlanResult
+from heracles_ros.plan_types import MAX_HOP_M, PlanResult
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Resume
 
@@ -194,6 +195,10 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("plan_tolerance_m", 1.0,
             "Farthest a plan's target or waypoint may be from where the database has its symbol, metres "
             "(also how near an object a pick without a named place needs the robot)", minimum=0.001),
+    Setting("plan_max_hop_m", MAX_HOP_M,
+            "Farthest a walk may go between two points no edge of the place graph joins (from the robot onto the "
+            "graph, or between a 3D place and its mesh place), metres; a plan with a longer hop is rejected",
+            minimum=0.001, maximum=1000.0),
     Setting("client_lost_s", 3.0,
             "Seconds a goal's client_node may be gone from the ROS graph before its plan is cancelled and the "
             "robot stops (reason client_lost); 0 keeps ROS behaviour (the plan runs on)", minimum=0.0),
@@ -257,6 +262,7 @@ class DispatcherSettings:
                     max_steps=v["max_plan_steps"],
                     max_path_length_m=v["max_plan_path_m"],
                     tolerance_m=v["plan_tolerance_m"],
+                    max_hop_m=v["plan_max_hop_m"],
                 ),
             ),
             drivers=_driver_settings(v),
@@ -484,7 +490,14 @@ class DispatcherNode(HeraclesNode):
         return None
 
     def _on_goal(self, goal: ExecutePlan.Goal) -> bool:
-        """Accept (True) or reject at once; a rejection's reason goes out on dispatch_result."""
+        """Accept (True) or reject at once; a rejection's reason goes out on dispatch_result. A plan with a field
+        out of its bound (request_fields) is rejected before anything reads it."""
+        problem = plan_problem(goal.plan) or text_problem(client_node=goal.client_node)
+        if problem:  # under the plan's id unless that is what is wrong
+            fresh = text_problem(plan_id=goal.plan.plan_id) or not goal.plan.plan_id
+            self._reject(f"{self.get_name()}-{next(self._ids)}" if fresh else goal.plan.plan_id,
+                         DispatchStatus.REJECTED, problem)
+            return False
         plan_id = goal.plan.plan_id or f"{self.get_name()}-{next(self._ids)}"
         goal.plan.plan_id = plan_id  # the accepted goal keeps the id it was judged under
         with self._lock:
@@ -620,10 +633,11 @@ class DispatcherNode(HeraclesNode):
         return response
 
     def _on_resume(self, request: Resume.Request, response: Resume.Response) -> Resume.Response:
-        operator, why = request.operator_name.strip(), request.reason.strip()
-        if not operator:
-            response.success, response.message = False, "resume needs the operator's name (who resumes)"
+        problem = resume_problem(request.operator_name, request.reason)
+        if problem:
+            response.success, response.message = False, problem
             return response
+        operator, why = request.operator_name.strip(), request.reason.strip()
         said = f"resumed by {operator}" + (f": {why}" if why else "")
         with self._lock:
             before = self._stop

@@ -715,13 +715,18 @@ def test_plans_whose_geometry_lies_are_rejected_and_nothing_moves(rig_factory, s
     before = rig.node.driver.pose()
     for plan_id, actions in lies.items():
         goal = rig.send(replace(fetch, actions=actions), plan_id)
+        if plan_id == "nan":  # a field out of its bound: refused before the plan is read (request_fields)
+            assert not goal.accepted, plan_id
+            rig.result_for(plan_id)
+            continue
         status, result = goal_result(goal, 30.0)
         assert status == GoalStatus.STATUS_ABORTED and result.result.status == "rejected", (plan_id, result)
         assert result.result.reason, plan_id
     reasons = {r.plan_id: r.reason for r in rig.results.messages}
     assert reasons["far-target"].startswith(f"step 0 (goto {walk.target_symbol}): target {walk.target_symbol} is given")
     assert "1e+06 m from where the database has it" in reasons["far-target"]
-    assert "1e+308" in reasons["huge"] and "not finite" in reasons["nan"]
+    assert "1e+308" in reasons["huge"]
+    assert reasons["nan"] == "plan step 1: its target, waypoints and cost must be finite numbers"
     assert reasons["long"] == "the plan has 20000 steps, more than max_plan_steps (200)"
     assert f"not at {place}: a pick needs the robot there" in reasons["pick-away"]
     assert f"target {obj} is given at (500, 0, 0)" in reasons["pick-500m"]

@@ -659,6 +659,7 @@ DISPATCHER_SIM: Table = {
     "max_plan_steps": Row(3, _too_many_steps),
     "max_plan_path_m": Row(FROM_FIXTURE, _too_long),
     "plan_tolerance_m": Row(0.2, _off_target),
+    "plan_max_hop_m": Row(2.5, lambda live: _eq(live.dispatcher.dispatcher.config.limits.max_hop_m, 2.5)),
     "client_lost_s": Row(0.4, _plan_of_a_lost_client),
     "sim_speed_mps": _sim_row("speed_mps", 0.5),
     "sim_pick_s": _sim_row("pick_s", 30.0),
