@@ -68,8 +68,9 @@ def test_the_operators_additions_are_drawn_in_their_own_namespace_until_percepti
         assert [(m.type, m.text) for m in added] == [(Marker.CUBE, ""),
                                                      (Marker.TEXT_VIEW_FACING, "A1 chair (operator-added)")]
         assert (added[0].pose.position.x, added[0].pose.position.y) == (4.0, 2.0)
-        add_object(graph, 9, 3, (4.2, 2.0, 0.5), 4)  # Hydra perceives a chair there
-        mirror.send(graph, 2, stamp_s=T0 + 60.25)
+        add_object(graph, 9, 3, (4.2, 2.0, 0.5), 4)  # Hydra perceives a chair there, in three snapshots over 2 s
+        for sequence in (2, 3, 4):
+            mirror.send(graph, sequence, stamp_s=T0 + 60.25 + sequence)
         markers.wait(lambda m: any(x.ns == NS_ADDED for x in m.markers)
                      and all(x.action == Marker.DELETE for x in m.markers if x.ns == NS_ADDED),
                      10.0, what="the addition's markers deleted")
