@@ -21,7 +21,7 @@ import pytest
 
 from heracles_ros.agent import tool as tool_module
 from heracles_ros.agent.tool import SLOTS_ENV, CypherTool
-from heracles_ros.embedded.process import pid_alive
+from heracles_ros.embedded.process import pid_alive, redis_client
 from heracles_ros.embedded.replica import ReadReplica
 from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.errors import QueryAborted, QueryTimeout
@@ -32,6 +32,8 @@ from heracles_ros.graphdb.store import GraphStore
 
 OBJECTS = 40
 COUNT = "MATCH (o:Object) RETURN count(o) AS n"
+#: The guard raised out of the way, so that a runaway query reaches the server (depth and nesting work).
+UNGUARDED = QueryLimits(max_depth=100, max_work=2**100)
 
 
 def _nested(depth: int) -> str:
@@ -90,7 +92,7 @@ def test_eight_runaway_questions_end_within_a_minute_and_free_the_replica(
     replica = ReadReplica(server)
     before = replica.running()
     assert before is not None
-    unguarded = QueryLimits(max_depth=100)
+    unguarded = UNGUARDED
     tools = [CypherTool(read, timeout_s=1.0, limits=unguarded) for _ in range(8)]
     primary_latencies: list[float] = []
     stop = threading.Event()
@@ -172,11 +174,15 @@ def test_a_replica_that_dies_mid_reply_is_a_tool_error_and_comes_back(
     replica = ReadReplica(server)
     info = replica.running()
     assert info is not None
-    tool = CypherTool(read, timeout_s=30.0, limits=QueryLimits(max_depth=100))
+    tool = CypherTool(read, timeout_s=30.0, limits=UNGUARDED)
     outputs: list[Any] = []
     asking = threading.Thread(target=lambda: outputs.append(tool.run(_nested(26))), daemon=True)
     asking.start()
-    time.sleep(2.0)  # the query is in the parser for hours: certainly running now
+    replica_client = redis_client(info)
+    running_by = time.monotonic() + 10.0
+    while not any(c.get("cmd", "").startswith("graph.") for c in replica_client.client_list()):
+        assert time.monotonic() < running_by and asking.is_alive(), "the query never reached the replica"
+        time.sleep(0.02)  # then it is in the parser for hours
     assert asking.is_alive()
     os.kill(info.pid, signal.SIGKILL)  # as a crash on the query would
     asking.join(timeout=30)
@@ -271,7 +277,7 @@ def test_eight_nested_questions_through_the_agent_end_within_a_minute(
                   for _ in range(8)]
         if guard != "real limits":
             for agent in agents:
-                agent.tool.limits = QueryLimits(max_depth=100)  # the query reaches the replica and overruns
+                agent.tool.limits = UNGUARDED  # the query reaches the replica and overruns
         results: list[Any] = [None] * 8
         primary_latencies: list[float] = []
 
