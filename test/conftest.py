@@ -35,7 +35,7 @@ from heracles_ros.embedded.process import ServerInfo
 from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.nodes.fastdds_profile import use_fastdds_profile
+from heracles_ros.ros.fastdds_profile import use_fastdds_profile
 
 BACKENDS = ("falkordb", "bolt")
 

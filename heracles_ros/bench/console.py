@@ -243,7 +243,7 @@ def _stop_while_map_changes(uri: str, graph: str, scene: dsg.DynamicSceneGraph, 
     import rclpy
     from hydra_msgs.msg import DsgUpdate
 
-    from heracles_ros.nodes.qos import reliable
+    from heracles_ros.ros.qos import reliable
 
     places = list(scene.get_layer(3, 1).nodes)  # Hydra's mesh places: the planner's layer, the map's places
     snapshots = []

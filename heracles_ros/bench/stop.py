@@ -102,8 +102,8 @@ def _measure(runs: int, namespace: str, data: str, corners: tuple[str, str], env
 
     from heracles_ros.action import ExecutePlan
     from heracles_ros.graphdb import open_store
-    from heracles_ros.nodes.plan_msgs import plan_to_msg
     from heracles_ros.planning.planner import Planner
+    from heracles_ros.ros.plan_msgs import plan_to_msg
     from heracles_ros.srv import Resume
 
     context = rclpy.Context()

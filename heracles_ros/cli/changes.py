@@ -20,7 +20,7 @@ from heracles_ros.cli.live import add_live_options
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.mirror.timeline import read_timeline
-from heracles_ros.nodes.request_fields import MAX_CHANGES
+from heracles_ros.ros.request_fields import MAX_CHANGES
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")

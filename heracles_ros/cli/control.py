@@ -10,7 +10,7 @@ nothing answers the command says which service in which namespace it looked
 for. They are on the operator's fast path: ``heracles`` builds only this
 module's parsers for them, and only the client is imported with it (no
 database, model or planner). ``stop`` goes further: on the dispatcher's machine
-it takes the dispatcher's local socket (:mod:`heracles_ros.nodes.stop_socket`),
+it takes the dispatcher's local socket (:mod:`heracles_ros.ros.stop_socket`),
 with no rclpy start-up and no DDS discovery, so the robot is stopped well within
 half a second of the command starting (``heracles bench stop`` measures it);
 elsewhere it calls the ROS service.
@@ -64,8 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _stop(args: argparse.Namespace) -> int:
     """Through the dispatcher's local socket when it runs on this machine (no rclpy start-up, no discovery:
-    :mod:`heracles_ros.nodes.stop_socket`), else its ROS service."""
-    from heracles_ros.nodes.stop_socket import send_stop
+    :mod:`heracles_ros.ros.stop_socket`), else its ROS service."""
+    from heracles_ros.ros.stop_socket import send_stop
 
     domain = os.environ.get("ROS_DOMAIN_ID", "0").strip() or "0"
     if domain.isdigit():

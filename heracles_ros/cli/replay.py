@@ -72,7 +72,7 @@ def _publish(sources: Any, args: argparse.Namespace) -> int:
     from rclpy.signals import SignalHandlerOptions
 
     from heracles_ros.nodes.dsg_mirror import dsg_qos
-    from heracles_ros.nodes.fastdds_profile import use_fastdds_profile
+    from heracles_ros.ros.fastdds_profile import use_fastdds_profile
 
     try:
         from hydra_msgs.msg import DsgUpdate as dsg_update

@@ -15,7 +15,7 @@ it, :meth:`confirm` answers a confirmation and :meth:`cancel_command` cancels
 it (at any moment, even before the server accepted it). Unlike Nav2's client,
 the goal names this client's node, so the language server cancels the command
 when the client dies, and the client announces a short DDS lease
-(:mod:`heracles_ros.nodes.fastdds_profile`) so that a killed client is noticed
+(:mod:`heracles_ros.ros.fastdds_profile`) so that a killed client is noticed
 within seconds. ``stop``, ``resume`` and ``cancel_plan`` go to the robot's
 dispatcher directly, never through the language server.
 """
@@ -80,7 +80,7 @@ class HeraclesClient:
         from rclpy.signals import SignalHandlerOptions
 
         if short_lease:
-            from heracles_ros.nodes.fastdds_profile import use_fastdds_profile
+            from heracles_ros.ros.fastdds_profile import use_fastdds_profile
 
             use_fastdds_profile()  # a killed client leaves the graph in about a second: the server then cancels
         self.namespace = namespace
@@ -324,7 +324,7 @@ class HeraclesClient:
 
     def _subscribe_rejections(self) -> None:
         from heracles_ros.msg import CommandRejection
-        from heracles_ros.nodes.qos import latched
+        from heracles_ros.ros.qos import latched
 
         self._rejections = self.node.create_subscription(
             CommandRejection, topic_name(self.namespace, "command_rejections"), self._rejection_queue.put,

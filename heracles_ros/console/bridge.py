@@ -83,7 +83,7 @@ class ConsoleBridge:
 
         from heracles_ros.action import ExecuteCommand
         from heracles_ros.msg import CommandRejection, DispatchProgress, MirrorStatus, StopState
-        from heracles_ros.nodes.qos import latched, reliable
+        from heracles_ros.ros.qos import latched, reliable
 
         self.namespace = namespace
         self.find_timeout_s = find_timeout_s

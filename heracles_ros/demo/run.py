@@ -188,7 +188,7 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> DemoReport:
 def _language_path(session: DemoSession, store: Any, start: Anchor, options: DemoOptions, language: LanguageChoice,
                    printer: _Printer, report: DemoReport, common: dict[str, Any]) -> Any:
     """A question and a command in plain language through the language_server's services."""
-    from heracles_ros.nodes.plan_msgs import plan_from_msg
+    from heracles_ros.ros.plan_msgs import plan_from_msg
 
     label = f"[{SCRIPTED_TAG}] " if report.scripted else ""
     printer.step(f"language layer: {LABEL if report.scripted else language.description}")

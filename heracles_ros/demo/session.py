@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
 
 if TYPE_CHECKING:
-    from heracles_ros.nodes.runner import BackgroundSpinner
+    from heracles_ros.ros.runner import BackgroundSpinner
 
 #: Namespace of every demo node and topic.
 NAMESPACE = "/heracles_demo"
@@ -96,8 +96,8 @@ class DemoSession:
             kwargs["domain_id"] = self._domain_id
         with _environment(_LOCAL_DISCOVERY):
             rclpy.init(**kwargs)
-        from heracles_ros.nodes.executor import NodeExecutor
-        from heracles_ros.nodes.runner import BackgroundSpinner
+        from heracles_ros.ros.executor import NodeExecutor
+        from heracles_ros.ros.runner import BackgroundSpinner
 
         self._executor = NodeExecutor(num_threads=6, context=self._context)
 
@@ -237,7 +237,7 @@ class _Console:
         from heracles_ros.action import ExecuteCommand, ExecutePlan
         from heracles_ros.msg import CommandRejection, DispatchProgress, DispatchResult, MirrorStatus
         from heracles_ros.nodes.command_action import REJECTIONS_KEPT
-        from heracles_ros.nodes.qos import latched, reliable
+        from heracles_ros.ros.qos import latched, reliable
         from heracles_ros.srv import Ask
 
         self.node = Node("heracles_demo_console", context=session._context, namespace=NAMESPACE,

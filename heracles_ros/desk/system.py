@@ -5,7 +5,7 @@ The nodes run as ``ros2 launch`` would run them (their console entry points,
 dispatcher on the simulated Spot. Discovery stays on this host unless the user
 chose otherwise (a desk system must never reach a robot on the lab network),
 and every process asks Fast DDS for the short lease (a killed node leaves the
-graph in a second, see :mod:`heracles_ros.nodes.fastdds_profile`).
+graph in a second, see :mod:`heracles_ros.ros.fastdds_profile`).
 """
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def processes(options: SystemOptions) -> list[Process]:
 def environment(env: Mapping[str, str]) -> dict[str, str]:
     """The processes' environment: ``env`` with local discovery (unless the user set discovery) and the
     short DDS lease."""
-    from heracles_ros.nodes.fastdds_profile import fastdds_profile_env
+    from heracles_ros.ros.fastdds_profile import fastdds_profile_env
 
     chosen = dict(env)
     if not any(name in env for name in (*LOCAL_DISCOVERY, "ROS_STATIC_PEERS")):

@@ -57,13 +57,13 @@ from heracles_ros.command_pipeline import CommandPipeline
 from heracles_ros.errors import HeraclesError, describe
 from heracles_ros.msg import Candidate as CandidateMsg
 from heracles_ros.msg import CommandRejection, StopState
-from heracles_ros.nodes.client_presence import GRAPH_READ_PERIOD_S, ClientPresence
-from heracles_ros.nodes.plan_msgs import plan_to_msg
-from heracles_ros.nodes.qos import latched
-from heracles_ros.nodes.request_fields import MAX_ID_CHARS, MAX_TEXT_CHARS, text_problem
-from heracles_ros.nodes.single_goal import SingleGoalServer, end_goal
 from heracles_ros.outcomes import SUCCESSFUL_COMMANDS, CommandOutcome, RejectionCode
 from heracles_ros.plan_types import PlanResult
+from heracles_ros.ros.client_presence import GRAPH_READ_PERIOD_S, ClientPresence
+from heracles_ros.ros.plan_msgs import plan_to_msg
+from heracles_ros.ros.qos import latched
+from heracles_ros.ros.request_fields import MAX_ID_CHARS, MAX_TEXT_CHARS, text_problem
+from heracles_ros.ros.single_goal import SingleGoalServer, end_goal
 from heracles_ros.srv import Confirm
 
 #: Seconds to wait for the dispatcher to accept or reject a plan.

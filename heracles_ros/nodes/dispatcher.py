@@ -104,18 +104,18 @@ from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.scene_presence import misspelt_graph_suspected, wait_for_graph
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import DispatchProgress, DispatchResult, StopState
-from heracles_ros.nodes.client_presence import ClientPresence
 from heracles_ros.nodes.markers import MarkerBook, plan_markers, robot_markers
-from heracles_ros.nodes.node_base import HeraclesNode
-from heracles_ros.nodes.parameters import SNAPSHOT_WAIT
-from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
-from heracles_ros.nodes.qos import latched, reliable
-from heracles_ros.nodes.request_fields import plan_problem, resume_problem, text_problem
-from heracles_ros.nodes.runner import SHUTDOWN_TIMEOUT
-from heracles_ros.nodes.single_goal import SingleGoalServer, end_goal, request_queue, wait_until_done
-from heracles_ros.nodes.stop_socket import StopSocket
 from heracles_ros.outcomes import DispatchStatus, StepState
 from heracles_ros.plan_types import MAX_HOP_M, PlanResult
+from heracles_ros.ros.client_presence import ClientPresence
+from heracles_ros.ros.node_base import HeraclesNode
+from heracles_ros.ros.parameters import SNAPSHOT_WAIT
+from heracles_ros.ros.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
+from heracles_ros.ros.qos import latched, reliable
+from heracles_ros.ros.request_fields import plan_problem, resume_problem, text_problem
+from heracles_ros.ros.runner import SHUTDOWN_TIMEOUT
+from heracles_ros.ros.single_goal import SingleGoalServer, end_goal, request_queue, wait_until_done
+from heracles_ros.ros.stop_socket import StopSocket
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Resume
 

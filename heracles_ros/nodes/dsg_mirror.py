@@ -40,7 +40,6 @@ from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.mirror.scene_view import read_scene_view
 from heracles_ros.mirror.timeline import read_timeline
 from heracles_ros.msg import MirrorStatus
-from heracles_ros.nodes.instances import refuse_a_second_instance
 from heracles_ros.nodes.markers import (
     NS_ADDED,
     NS_MOVED,
@@ -50,10 +49,11 @@ from heracles_ros.nodes.markers import (
     moved_markers,
     scene_markers,
 )
-from heracles_ros.nodes.node_base import HeraclesNode
-from heracles_ros.nodes.qos import latched, reliable
-from heracles_ros.nodes.request_fields import changes_limit, since_problem, text_problem
-from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
+from heracles_ros.ros.instances import refuse_a_second_instance
+from heracles_ros.ros.node_base import HeraclesNode
+from heracles_ros.ros.qos import latched, reliable
+from heracles_ros.ros.request_fields import changes_limit, since_problem, text_problem
+from heracles_ros.ros.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
 from heracles_ros.scene.io import DEFAULT_MAX_SNAPSHOT_BYTES
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Changes

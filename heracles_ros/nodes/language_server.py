@@ -67,13 +67,13 @@ from heracles_ros.mirror.additions import AdditionSettings
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.command_action import CommandAction, candidate_msgs, clip
 from heracles_ros.nodes.markers import make_marker
-from heracles_ros.nodes.node_base import HeraclesNode
-from heracles_ros.nodes.parameters import SNAPSHOT_WAIT
-from heracles_ros.nodes.qos import latched
-from heracles_ros.nodes.request_fields import answer_type_problem, text_problem
-from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
+from heracles_ros.ros.node_base import HeraclesNode
+from heracles_ros.ros.parameters import SNAPSHOT_WAIT
+from heracles_ros.ros.qos import latched
+from heracles_ros.ros.request_fields import answer_type_problem, text_problem
+from heracles_ros.ros.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Ask, Command, Correct, ManageCorrections
 

@@ -56,8 +56,8 @@ from heracles_ros.execution.driver import Pose as RobotPose
 from heracles_ros.mirror.additions import AdditionRecord
 from heracles_ros.mirror.history import ChangeEvent
 from heracles_ros.mirror.scene_view import DrawnLayer, DrawnNode, SceneView
-from heracles_ros.nodes.plan_msgs import point_msg
 from heracles_ros.plan_types import PlanAction, PlanResult, Point3
+from heracles_ros.ros.plan_msgs import point_msg
 
 NS_PATH = "heracles/path"
 NS_TARGETS = "heracles/targets"

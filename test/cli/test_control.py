@@ -25,8 +25,8 @@ from support.ros import Collector, ros_session, spinning
 from visualization_msgs.msg import MarkerArray
 
 from heracles_ros.nodes.markers import NS_ROBOT
-from heracles_ros.nodes.plan_msgs import plan_to_msg
 from heracles_ros.planning.planner import Planner
+from heracles_ros.ros.plan_msgs import plan_to_msg
 
 pytestmark = pytest.mark.backends("falkordb")
 
@@ -143,6 +143,6 @@ def test_stop_imports_nothing_of_the_package_it_does_not_need(ros_domain_id):
     imported = set(done.stdout.split())
     ours = sorted(m for m in imported if m.startswith("heracles_ros."))
     assert ours == ["heracles_ros.cli", "heracles_ros.cli.control", "heracles_ros.client", "heracles_ros.client.system",
-                    "heracles_ros.errors", "heracles_ros.nodes", "heracles_ros.nodes.stop_socket",
-                    "heracles_ros.outcomes"], ours
+                    "heracles_ros.errors", "heracles_ros.outcomes", "heracles_ros.ros",
+                    "heracles_ros.ros.stop_socket"], ours
     assert not {"falkordb", "redis", "neo4j", "spark_dsg", "openai", "httpx"} & imported

@@ -28,7 +28,7 @@ from support.console_server import console_server, receive_until
 from support.ros import ros_session, wait_for_subscribers, wait_until
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from heracles_ros.nodes.qos import reliable
+from heracles_ros.ros.qos import reliable
 
 pytestmark = pytest.mark.backends("falkordb")
 

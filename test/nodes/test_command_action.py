@@ -41,7 +41,7 @@ from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call,
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.nodes.dispatcher import DispatcherNode
 from heracles_ros.nodes.language_server import LanguageServerNode
-from heracles_ros.nodes.qos import latched
+from heracles_ros.ros.qos import latched
 
 # Node plumbing on FalkorDB; the Neo4j path through all three nodes is test/system/test_end_to_end.py[bolt].
 pytestmark = pytest.mark.backends("falkordb")

@@ -42,13 +42,13 @@ from visualization_msgs.msg import Marker, MarkerArray
 from heracles_ros.errors import ConfigError
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.nodes.dispatcher import PARAMETERS, DispatcherNode
-from heracles_ros.nodes.fastdds_profile import fastdds_profile_env
 from heracles_ros.nodes.markers import NS_ROBOT, PLAN_NAMESPACES
-from heracles_ros.nodes.parameters import declare
-from heracles_ros.nodes.plan_msgs import plan_to_msg
-from heracles_ros.nodes.qos import latched
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
+from heracles_ros.ros.fastdds_profile import fastdds_profile_env
+from heracles_ros.ros.parameters import declare
+from heracles_ros.ros.plan_msgs import plan_to_msg
+from heracles_ros.ros.qos import latched
 
 # Node plumbing on FalkorDB; the Neo4j path through all three nodes is test/system/test_end_to_end.py[bolt].
 pytestmark = pytest.mark.backends("falkordb")

@@ -56,10 +56,10 @@ from heracles_ros.nodes.dispatcher import DispatcherNode
 from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
 from heracles_ros.nodes.language_server import LanguageServerNode
 from heracles_ros.nodes.markers import NS_MOVED, NS_OBJECTS
-from heracles_ros.nodes.plan_msgs import plan_to_msg
-from heracles_ros.nodes.qos import latched
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
+from heracles_ros.ros.plan_msgs import plan_to_msg
+from heracles_ros.ros.qos import latched
 from heracles_ros.settings import Setting
 
 # Node plumbing on FalkorDB (the backends' own tests cover Neo4j).

@@ -39,7 +39,7 @@ from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.graphdb.cypher import mirror as mirror_q
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.language_server import ANSWER_LIFT_M, NS_ANSWER, PARAMETERS, LanguageServerNode
-from heracles_ros.nodes.parameters import declare
+from heracles_ros.ros.parameters import declare
 
 # Node plumbing on FalkorDB; the Neo4j path through all three nodes is test/system/test_end_to_end.py[bolt].
 pytestmark = pytest.mark.backends("falkordb")

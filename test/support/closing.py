@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from heracles_ros.nodes.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
+from heracles_ros.ros.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
 from support.ros import wait_until
 
 #: What closing takes under the default shutdown_timeout_s (3.5 s): a bound below it tells the two apart.

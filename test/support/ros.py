@@ -25,8 +25,8 @@ from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from heracles_ros.nodes.executor import NodeExecutor
-from heracles_ros.nodes.runner import BackgroundSpinner
+from heracles_ros.ros.executor import NodeExecutor
+from heracles_ros.ros.runner import BackgroundSpinner
 
 T = TypeVar("T")
 

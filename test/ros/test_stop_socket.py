@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from heracles_ros.errors import SystemUnavailable
-from heracles_ros.nodes.stop_socket import StopSocket, address, send_stop
+from heracles_ros.ros.stop_socket import StopSocket, address, send_stop
 
 
 @pytest.fixture

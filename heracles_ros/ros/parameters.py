@@ -23,7 +23,7 @@ from typing import Any
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S
-from heracles_ros.nodes.params_files import ParamsSection, read_params_files
+from heracles_ros.ros.params_files import ParamsSection, read_params_files
 from heracles_ros.settings import Setting
 
 #: The widest ROS IntegerRange (int64) for a bound a Setting leaves open.
@@ -103,7 +103,7 @@ def refuse_unknown_overrides(node: Any, argv: Sequence[str] | None = None) -> No
     node: it is refused only when no heracles node declares it. ``argv`` holds the
     ``--ros-args`` (default: this process's command line, which ``rclpy.init`` read).
     """
-    from heracles_ros.nodes.rclpy_compat import parameter_override_names
+    from heracles_ros.ros.rclpy_compat import parameter_override_names
 
     fqn = node.get_fully_qualified_name()
     sections = read_params_files(sys.argv if argv is None else argv)

@@ -23,7 +23,7 @@ from support.ros import call_service, ros_session, spinning
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.nodes import dispatcher, dsg_mirror, language_server
-from heracles_ros.nodes.parameters import declare, descriptor
+from heracles_ros.ros.parameters import declare, descriptor
 from heracles_ros.settings import Setting
 
 TABLE = (

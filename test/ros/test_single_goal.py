@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from heracles_ros.nodes.single_goal import request_queue, wait_until_done
+from heracles_ros.ros.single_goal import request_queue, wait_until_done
 
 
 def test_the_wait_ends_with_the_work() -> None:

@@ -37,10 +37,10 @@ from rclpy.executors import Executor
 from rclpy.signals import SignalHandlerOptions
 
 from heracles_ros.errors import HeraclesError
-from heracles_ros.nodes.executor import NodeExecutor
-from heracles_ros.nodes.fastdds_profile import use_fastdds_profile
-from heracles_ros.nodes.params_files import read_params_files
-from heracles_ros.nodes.rclpy_compat import ros_initialized
+from heracles_ros.ros.executor import NodeExecutor
+from heracles_ros.ros.fastdds_profile import use_fastdds_profile
+from heracles_ros.ros.params_files import read_params_files
+from heracles_ros.ros.rclpy_compat import ros_initialized
 from heracles_ros.settings import Setting
 
 log = logging.getLogger(__name__)

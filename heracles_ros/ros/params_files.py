@@ -7,7 +7,7 @@ from ``rclpy.init`` as an rcl error without the file's line. This module reads
 the files named in the process's ROS arguments (``--ros-args ... --params-file
 FILE``), says where a YAML error is, and tells which sections apply to a node
 (rcl's key forms: ``/ns/name``, ``name``, ``/**``, ``/**/name``, ``/*/name``).
-No rclpy here: :mod:`heracles_ros.nodes.parameters` checks the node against it.
+No rclpy here: :mod:`heracles_ros.ros.parameters` checks the node against it.
 """
 from __future__ import annotations
 

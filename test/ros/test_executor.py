@@ -12,9 +12,9 @@ import rclpy
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.task import Future
 
-from heracles_ros.nodes.executor import NodeExecutor
-from heracles_ros.nodes.rclpy_compat import ros_initialized
-from heracles_ros.nodes.runner import BackgroundSpinner
+from heracles_ros.ros.executor import NodeExecutor
+from heracles_ros.ros.rclpy_compat import ros_initialized
+from heracles_ros.ros.runner import BackgroundSpinner
 
 THREADS = 2
 

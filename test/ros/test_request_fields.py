@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from heracles_ros.nodes.request_fields import (
+from heracles_ros.ros.request_fields import (
     DEFAULT_CHANGES,
     LIMITS,
     MAX_CHANGES,

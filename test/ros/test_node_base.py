@@ -8,8 +8,8 @@ from rclpy.parameter import Parameter
 from support.ros import live_nodes, ros_session
 
 from heracles_ros.errors import ConfigError
-from heracles_ros.nodes.node_base import HeraclesNode
-from heracles_ros.nodes.runner import SHUTDOWN_TIMEOUT
+from heracles_ros.ros.node_base import HeraclesNode
+from heracles_ros.ros.runner import SHUTDOWN_TIMEOUT
 from heracles_ros.settings import Setting
 
 

@@ -7,9 +7,9 @@ from heracles_ros.errors import PlanningError
 from heracles_ros.execution.plan_runner import DispatchOutcome, ProgressEvent
 from heracles_ros.execution.remaining import Remaining, SpeedBasis
 from heracles_ros.execution.robot_state import RobotState
-from heracles_ros.nodes.plan_msgs import outcome_to_msg, plan_from_msg, plan_to_msg, progress_to_msg
 from heracles_ros.outcomes import DispatchStatus, PlanStatus, StepState
 from heracles_ros.plan_types import PlanAction, PlanResult
+from heracles_ros.ros.plan_msgs import outcome_to_msg, plan_from_msg, plan_to_msg, progress_to_msg
 
 PLAN = PlanResult(
     PlanStatus.SOLVED,

@@ -34,9 +34,9 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from heracles_ros.errors import ConfigError
-from heracles_ros.nodes.parameter_services import GuardedParameterService
-from heracles_ros.nodes.parameters import change_refusal, declare
-from heracles_ros.nodes.runner import SHUTDOWN_TIMEOUT, run_node
+from heracles_ros.ros.parameter_services import GuardedParameterService
+from heracles_ros.ros.parameters import change_refusal, declare
+from heracles_ros.ros.runner import SHUTDOWN_TIMEOUT, run_node
 from heracles_ros.settings import Setting
 
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import rclpy
 from support.ros import ros_session, wait_until
 
-from heracles_ros.nodes.fastdds_profile import LEASE_S, PROFILE_FILE, fastdds_profile_env
+from heracles_ros.ros.fastdds_profile import LEASE_S, PROFILE_FILE, fastdds_profile_env
 
 ROOT = Path(__file__).resolve().parents[2]
 VICTIM = (
-    "from heracles_ros.nodes.fastdds_profile import use_fastdds_profile; use_fastdds_profile(); import rclpy, time; "
+    "from heracles_ros.ros.fastdds_profile import use_fastdds_profile; use_fastdds_profile(); import rclpy, time; "
     "rclpy.init(); node = rclpy.create_node('lease_victim'); print('up', flush=True); time.sleep(120)"
 )
 

@@ -6,7 +6,7 @@ import time
 import rclpy
 from support.ros import ros_session, wait_until
 
-from heracles_ros.nodes.client_presence import (
+from heracles_ros.ros.client_presence import (
     Absences,
     ClientPresence,
     fully_qualified,

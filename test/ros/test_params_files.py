@@ -9,8 +9,8 @@ import rclpy
 from rclpy.node import Node
 
 from heracles_ros.errors import ConfigError
-from heracles_ros.nodes.params_files import params_file_paths, read_params_file, read_params_files
-from heracles_ros.nodes.rclpy_compat import ros_initialized
+from heracles_ros.ros.params_files import params_file_paths, read_params_file, read_params_files
+from heracles_ros.ros.rclpy_compat import ros_initialized
 
 #: Sections keyed every way rcl allows, each setting its own parameter name.
 KEYS = {

@@ -16,8 +16,8 @@ import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 
-from heracles_ros.nodes.rclpy_compat import ros_initialized
-from heracles_ros.nodes.runner import BackgroundSpinner
+from heracles_ros.ros.rclpy_compat import ros_initialized
+from heracles_ros.ros.runner import BackgroundSpinner
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENE = ROOT / "heracles_ros" / "data" / "example_scene.json"
@@ -102,7 +102,7 @@ def test_stopping_the_spinner_lets_dispatched_callbacks_finish_cleanly(ros_domai
 FAILING_NODE = '''
 import sys
 import rclpy.node
-from heracles_ros.nodes.runner import run_node
+from heracles_ros.ros.runner import run_node
 
 class Failing(rclpy.node.Node):
     def __init__(self):
@@ -122,7 +122,7 @@ def test_an_exception_that_ends_a_node_is_logged_as_an_error_and_the_process_exi
         env={**os.environ, "ROS_DOMAIN_ID": str(ros_domain_id), "PYTHONPATH": str(ROOT)},
     )
     assert process.returncode == 1, process.stderr
-    assert "ERROR heracles_ros.nodes.runner: failing_probe-executor stopped by an exception" in process.stderr
+    assert "ERROR heracles_ros.ros.runner: failing_probe-executor stopped by an exception" in process.stderr
     assert "RuntimeError('a bug in a callback')" in process.stderr
 
 
@@ -151,7 +151,7 @@ def test_stopping_the_spinner_is_bounded_when_a_callback_never_returns(ros_domai
 
 
 def test_a_repeated_stop_signal_is_only_noted(ros_domain_id):
-    from heracles_ros.nodes.runner import StopRequests
+    from heracles_ros.ros.runner import StopRequests
 
     with StopRequests() as stop:
         os.kill(os.getpid(), signal.SIGINT)
@@ -166,7 +166,7 @@ def test_a_repeated_stop_signal_is_only_noted(ros_domain_id):
 STUCK_NODE = '''
 import sys, threading
 import rclpy.node
-from heracles_ros.nodes.runner import run_node
+from heracles_ros.ros.runner import run_node
 
 class Stuck(rclpy.node.Node):
     def __init__(self):

@@ -1,0 +1,1 @@
+"""The ROS plumbing every process of the package shares: node base, servers, clients, executor, parameters, QoS."""
