@@ -4,7 +4,7 @@ Routes: ``/`` (the page), ``/static/<file>`` (its assets, shipped in
 ``heracles_ros/data/console/``: nothing from a CDN), ``/healthz`` and the
 WebSocket ``/ws``. The secret gate (:mod:`.security`) wraps every route; the
 WebSocket also checks its Origin, and uvicorn closes a socket whose message
-passes 16 KiB with 1009.
+passes 16 KiB with 1009 (docs/console.md, "Wire protocol", has every close code).
 """
 from __future__ import annotations
 
@@ -29,11 +29,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from heracles_ros.console import protocol
-from heracles_ros.console.hub import ConsoleHub, Tab
-from heracles_ros.console.protocol import CLIENT_LOST_S
+from heracles_ros.console.hub import CLOSING, ConsoleHub, Tab
+from heracles_ros.console.protocol import CLIENT_LOST_S, MAX_MESSAGE_BYTES, CloseCode
 from heracles_ros.console.security import (
     COOKIE,
-    MAX_MESSAGE_BYTES,
     Access,
     RateLimit,
     check_token,
@@ -102,7 +101,7 @@ def create_app(config: ConsoleConfig, make_bridge: Callable[[ConsoleHub], Any]) 
 
     async def tab_socket(websocket: WebSocket) -> None:
         if not same_origin(websocket.headers.get("origin"), websocket.headers.get("host")):
-            await websocket.close(code=1008)  # before accept: uvicorn answers the handshake with 403
+            await websocket.close(code=CloseCode.REFUSED)  # before accept: uvicorn answers the handshake with 403
             return
         await websocket.accept()
         await _serve_tab(hub, websocket)
@@ -136,7 +135,7 @@ async def _serve_tab(hub: ConsoleHub, websocket: WebSocket) -> None:
         await asyncio.gather(reader, writer, ended, return_exceptions=True)
     if reader in done:
         return  # the page went away
-    code, reason = _CLOSE.get(why, (1013, why)) if why else (1011, "the server could not send a message")
+    code, reason = _close(why)
     log.warning("closing a console tab (session %s): %s", tab.session, reason)
     with contextlib.suppress(Exception, asyncio.TimeoutError):
         await asyncio.wait_for(websocket.close(code=code, reason=reason[:_REASON_MAX]), CLOSE_S)
@@ -146,8 +145,15 @@ async def _serve_tab(hub: ConsoleHub, websocket: WebSocket) -> None:
 CLOSE_S = 10.0
 #: A close frame's reason is at most 123 bytes.
 _REASON_MAX = 120
-#: Close codes by why the server ends a tab (any other reason: 1013, try again later).
-_CLOSE = {"the console is closing": (1001, "the console is closing")}
+
+
+def _close(why: str) -> tuple[CloseCode, str]:
+    """The close code and reason for a tab the server ends (``why``: Tab.ended, '' when a send failed)."""
+    if not why:
+        return CloseCode.SEND_FAILED, "the server could not send a message"
+    if why == CLOSING:
+        return CloseCode.GOING_AWAY, why
+    return CloseCode.TRY_AGAIN, why  # it fell behind: reconnecting gets the whole map
 
 
 async def _read(hub: ConsoleHub, tab: Tab, websocket: WebSocket) -> None:
@@ -265,7 +271,7 @@ class SecretGate:
     async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, text: str) -> None:
         """An HTTP error, or a WebSocket handshake refused (uvicorn answers it with 403)."""
         if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008, "reason": ""})
+            await send({"type": "websocket.close", "code": CloseCode.REFUSED, "reason": ""})
         else:
             await PlainTextResponse(text, status_code=status)(scope, receive, send)
 

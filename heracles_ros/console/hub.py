@@ -9,7 +9,8 @@ Each tab has a bounded outbox that its writer drains, so a slow page never holds
 the others and a page that stops reading is cut off. A tab that goes away has its
 commands cancelled after ``client_lost_s``, as the language server does for a client
 that leaves the ROS graph. ROS threads hand messages in through ``on_stop``,
-``on_robot``, ``on_mirror`` and :meth:`ConsoleHub.post`.
+``on_robot``, ``on_mirror`` and :meth:`ConsoleHub.post` (built by :mod:`.ros_messages`);
+every message a tab gets is one of :mod:`.protocol`'s.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import concurrent.futures
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from heracles_ros.console import protocol
@@ -33,11 +34,13 @@ from heracles_ros.console.protocol import (
     ChooseOp,
     CommandOp,
     CorrectionsOp,
+    DatabaseHealth,
     ObjectOp,
     PageOp,
     RefuseOp,
     ResumeOp,
     RevertOp,
+    ServerMessage,
     StopOp,
 )
 from heracles_ros.console.ros_messages import MirrorReport
@@ -64,6 +67,8 @@ RESUME_WAIT_S = 1.0
 #: map of 16k places is ~2.2 MB, a walk's progress a few dozen small messages a second.
 OUTBOX_MESSAGES = 1000
 OUTBOX_BYTES = 16 * 1024 * 1024
+#: Why every tab ends when the console closes (its close code is CloseCode.GOING_AWAY).
+CLOSING = "the console is closing"
 
 
 class Tab:
@@ -84,7 +89,7 @@ class Tab:
         #: The tab has its whole map: what is broadcast from now on is for it too.
         self.joined = False
 
-    def send(self, message: dict[str, Any]) -> None:
+    def send(self, message: ServerMessage) -> None:
         self.send_text(protocol.encode(message))
 
     def send_text(self, text: str) -> None:
@@ -146,7 +151,7 @@ class ConsoleHub:
         self.feed = SceneFeed()
         self._open_database = open_database
         self._store: GraphStore | None = None
-        self._database: dict[str, Any] = {"ok": False, "error": "not read yet"}
+        self._database: DatabaseHealth = {"ok": False, "error": "not read yet"}
         self._tabs: dict[str, Tab] = {}  # the open tabs by session
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="console-stop")
@@ -155,8 +160,9 @@ class ConsoleHub:
         self._closing = asyncio.Event()
         self._scene_due = True
         self._mirror: MirrorReport | None = None
+        #: The last stop state and robot position as sent, for a tab that opens later.
         self._last_stop: str | None = None
-        self._last_robot: dict[str, Any] | None = None
+        self._last_robot: str | None = None
         self._refresher: asyncio.Task[None] | None = None
         self._opening = asyncio.Lock()
         #: Held from a map change's diff to its broadcast, and from a new tab's full map to its joining: a tab
@@ -173,7 +179,7 @@ class ConsoleHub:
     async def close(self) -> None:
         self._closing.set()
         for tab in list(self._tabs.values()):
-            tab.end("the console is closing")
+            tab.end(CLOSING)
         for timer in self._lost_timers.values():
             timer.cancel()
         if self._refresher is not None:
@@ -186,22 +192,22 @@ class ConsoleHub:
             self._store.close()
 
     # -- from ROS threads -------------------------------------------------------------------------------------
-    def on_stop(self, message: dict[str, Any]) -> None:
+    def on_stop(self, message: Mapping[str, Any]) -> None:
         self._threadsafe(self._stop_changed, message)
 
-    def on_robot(self, message: dict[str, Any]) -> None:
+    def on_robot(self, message: Mapping[str, Any]) -> None:
         self._threadsafe(self._robot_moved, message)
 
     def on_mirror(self, report: MirrorReport) -> None:
         self._threadsafe(self._mirror_reported, report)
 
-    def post(self, session: str, message: dict[str, Any]) -> None:
+    def post(self, session: str, message: Mapping[str, Any]) -> None:
         """To the page that holds ``session`` when the message arrives (dropped while none does)."""
         self._threadsafe(self._to_session, session, message)
 
-    def _to_session(self, session: str, message: dict[str, Any]) -> None:
+    def _to_session(self, session: str, message: Mapping[str, Any]) -> None:
         if (tab := self._tabs.get(session)) is not None:
-            tab.send(message)
+            tab.send_text(protocol.encode(message))
 
     def _threadsafe(self, call: Callable[..., None], *args: Any) -> None:
         loop = self._loop
@@ -209,13 +215,13 @@ class ConsoleHub:
             with contextlib.suppress(RuntimeError):  # the loop closed in between: the console is going away
                 loop.call_soon_threadsafe(call, *args)
 
-    def _stop_changed(self, message: dict[str, Any]) -> None:
+    def _stop_changed(self, message: Mapping[str, Any]) -> None:
         self._last_stop = protocol.encode(message)
         self._broadcast_text(self._last_stop)
 
-    def _robot_moved(self, message: dict[str, Any]) -> None:
-        self._last_robot = message
-        self.broadcast(message)
+    def _robot_moved(self, message: Mapping[str, Any]) -> None:
+        self._last_robot = protocol.encode(message)
+        self._broadcast_text(self._last_robot)
 
     def _mirror_reported(self, report: MirrorReport) -> None:
         if self._mirror is None or report.revision != self._mirror.revision:
@@ -246,7 +252,7 @@ class ConsoleHub:
             if self._last_stop is not None:
                 tab.send_text(self._last_stop)
             if self._last_robot is not None:
-                tab.send(self._last_robot)
+                tab.send_text(self._last_robot)
             tab.joined = True
         return tab
 
@@ -274,7 +280,7 @@ class ConsoleHub:
         return {"node": bridge.node_name if bridge is not None else "", "tabs": len(self._tabs),
                 "commands": len(bridge.running()) if bridge is not None else 0}
 
-    def broadcast(self, message: dict[str, Any]) -> None:
+    def broadcast(self, message: ServerMessage) -> None:
         self._broadcast_text(protocol.encode(message))
 
     def _broadcast_text(self, text: str) -> None:
@@ -289,8 +295,7 @@ class ConsoleHub:
             if self._scene_due:
                 self._scene_due = False
                 await self._read_scene()
-            self.broadcast({"type": "status", "mirror": self._mirror.to_json() if self._mirror else None,
-                            "database": dict(self._database)})
+            self.broadcast(protocol.status(self._mirror.to_json() if self._mirror else None, self._database))
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), REFRESH_S)
 
@@ -328,7 +333,7 @@ class ConsoleHub:
         about = ""
         try:
             op = protocol.parse_op(raw)
-            about = _op_name(op)
+            about = op.op_name
             await self._act(tab, op)
         except ConsoleMessageError as exc:
             tab.send(protocol.error(str(exc), exc.about))
@@ -375,25 +380,21 @@ class ConsoleHub:
             tab.send(details.to_message())
         elif isinstance(op, ChangesOp):
             events = await asyncio.to_thread(bridge.changes, op.since_s)
-            tab.send({"type": "changes", "events": events, "error": ""})
+            tab.send(protocol.changes(events))
         elif isinstance(op, RevertOp):
             await asyncio.to_thread(bridge.revert, op.correction_id)
             await self._act(tab, CorrectionsOp())
         elif isinstance(op, CorrectionsOp):
             items = await asyncio.to_thread(bridge.corrections)
-            tab.send({"type": "corrections", "items": items, "error": ""})
+            tab.send(protocol.corrections(items))
 
     def _command(self, tab: Tab, text: str, execute: bool) -> None:
         """Start it; the page gets its id at once (to cancel it before its first stage)."""
         session = tab.session
         command_id = self.bridge.command(text, session=session, execute=execute,
                                          emit=lambda message: self.post(session, message), locate=self._locate)
-        tab.send({"type": "command", "command_id": command_id, "text": text})
+        tab.send(protocol.command(command_id, text))
 
     def _locate(self, symbol: str) -> tuple[float, float] | None:
         item = self.feed.item(symbol)
         return (item.x, item.y) if item is not None else None
-
-
-def _op_name(op: PageOp) -> str:
-    return next(name for name, kind in protocol.OPS.items() if isinstance(op, kind))

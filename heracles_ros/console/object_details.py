@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from heracles_ros.console import protocol
+from heracles_ros.console.protocol import ObjectMessage
 from heracles_ros.graphdb.cypher.console import OBJECT_DETAILS
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.schema import OPERATOR_SOURCE
@@ -24,9 +26,8 @@ class ObjectDetails:
     last_seen_s: float | None
     error: str = ""
 
-    def to_message(self) -> dict[str, Any]:
-        return {"type": "object", "symbol": self.symbol, "cls": self.cls, "room": self.room,
-                "last_seen_s": self.last_seen_s, "error": self.error}
+    def to_message(self) -> ObjectMessage:
+        return protocol.object_details(self.symbol, self.cls, self.room, self.last_seen_s, self.error)
 
 
 def read_object(store: GraphStore, symbol: str, *, timeout_s: float = 5.0) -> ObjectDetails:

@@ -1,7 +1,11 @@
-"""The console's wire protocol (CONSOLE-PROTOCOL.md): page ops parsed into dataclasses, server messages built.
+"""The console's wire protocol, every message both ways: shapes, bounds, builders and the page's parser.
 
-A page's message is checked here, whole, before anything acts on it: an unknown op,
-a missing or mistyped field, or a text over its bound raises
+The specification is docs/console.md, "Wire protocol"; test/console/test_protocol.py
+holds this module and that section to the same messages and fields. Every message
+the server sends is built by one function here (a TypedDict: a plain dict on the
+wire, its keys checked by mypy), every op a page may send is a dataclass parsed by
+:func:`parse_op`. A page's message is checked whole before anything acts on it: an
+unknown op, a missing or mistyped field, or a text over its bound raises
 :class:`~heracles_ros.errors.ConsoleMessageError` naming what was wrong, which the
 server sends back as an ``error`` message (the socket stays open, nothing moves).
 """
@@ -11,8 +15,10 @@ import dataclasses
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from enum import IntEnum
+from typing import Any, ClassVar, Literal, TypedDict
 
 from heracles_ros.errors import ConsoleMessageError
 from heracles_ros.schema import is_scene_symbol
@@ -23,83 +29,408 @@ TEXT_MAX = 1000
 NAME_MAX = 100
 #: Longest history window a page may ask for (seconds: a week).
 SINCE_MAX_S = 7 * 86400.0
+#: Largest message a page may send (bytes); a larger one closes the socket with CloseCode.TOO_BIG.
+MAX_MESSAGE_BYTES = 16 * 1024
+#: Messages per second one socket may send; more are answered with an error and dropped.
+RATE_PER_S = 20
 #: Seconds a tab that went away leaves its commands running before they are cancelled: the language server's
 #: own client_lost_s default, for a client that leaves the ROS graph (a tab is a client like any other).
 CLIENT_LOST_S = 3.0
 
 
+class CloseCode(IntEnum):
+    """Why the server closes a tab's socket (RFC 6455 codes)."""
+
+    #: The console is closing.
+    GOING_AWAY = 1001
+    #: A handshake refused (another origin, a wrong or missing secret, a host name not loopback's): before the
+    #: socket opens, so the page sees HTTP 403.
+    REFUSED = 1008
+    #: A message over MAX_MESSAGE_BYTES.
+    TOO_BIG = 1009
+    #: The server could not send a message.
+    SEND_FAILED = 1011
+    #: The page fell behind its outbox's bound (the reason says by how much); reconnecting gets the whole map.
+    TRY_AGAIN = 1013
+
+
+# --- server -> page ------------------------------------------------------------------------------------
+class HelloMessage(TypedDict):
+    type: Literal["hello"]
+    session: str
+    namespace: str
+    secured: bool
+    #: The longest ``changes`` window the server answers (the page offers no longer).
+    history_max_s: float
+
+
+#: What a map item is: a room, a mesh place (the planner's traversable layer) or an object.
+MapLayer = Literal["room", "place", "object"]
+
+
+class MapItem(TypedDict):
+    """One room, mesh place or object on the map (places travel with cls and name '')."""
+
+    symbol: str
+    layer: MapLayer
+    cls: str
+    name: str
+    x: float
+    y: float
+    operator: bool
+
+
+class MapEdges(TypedDict):
+    #: Place edges as pairs of place symbols, the lower first.
+    add: list[list[str]]
+    remove: list[list[str]]
+
+
+class SceneMessage(TypedDict):
+    type: Literal["scene"]
+    #: True: everything, replacing what the page holds; False: what changed since the last one on this socket.
+    full: bool
+    upsert: list[MapItem]
+    remove: list[str]
+    edges: MapEdges
+
+
+class RobotMessage(TypedDict):
+    type: Literal["robot"]
+    x: float
+    y: float
+    #: The last place a goto reached ('' until one did).
+    place: str
+
+
+class StopMessage(TypedDict):
+    type: Literal["stop"]
+    stopped: bool
+    hard: bool
+    reason: str
+    operator: str
+
+
+class MirrorHealth(TypedDict):
+    sequence: int
+    nodes: int
+    lag_s: float
+    last_error: str
+    age_s: float
+
+
+class DatabaseHealth(TypedDict):
+    ok: bool
+    error: str
+
+
+class StatusMessage(TypedDict):
+    type: Literal["status"]
+    #: None until the mirror's first status arrives.
+    mirror: MirrorHealth | None
+    database: DatabaseHealth
+
+
+class PlanStep(TypedDict):
+    action: str
+    args: list[str]
+    target: list[float] | None
+    waypoints: list[list[float]]
+
+
+class Plan(TypedDict):
+    steps: list[PlanStep]
+    summary: str
+
+
+class Step(TypedDict):
+    """One step's progress; -1 for a distance or time not known."""
+
+    index: int
+    count: int
+    action: str
+    state: str
+    message: str
+    robot: list[float] | None
+    distance_remaining_m: float
+    time_remaining_s: float
+    #: The distance and time left as the CLI says them.
+    remaining: str
+
+
+class StageMessage(TypedDict):
+    type: Literal["stage"]
+    command_id: str
+    stage: str
+    message: str
+    queries: list[str]
+    goal: str
+    goal_text: str
+    plan: Plan | None
+    step: Step | None
+
+
+class Candidate(TypedDict):
+    symbol: str
+    cls: str
+    room: str
+    description: str
+    x: float | None
+    y: float | None
+
+
+class ResultMessage(TypedDict):
+    type: Literal["result"]
+    command_id: str
+    #: A :class:`~heracles_ros.outcomes.CommandOutcome` word.
+    outcome: str
+    reason: str
+    goal_text: str
+    clarification: str
+    candidates: list[Candidate]
+    steps_completed: int
+
+
+class AnswerMessage(TypedDict):
+    type: Literal["answer"]
+    request_id: str
+    text: str
+    explanation: str
+    error: str
+
+
+class ObjectMessage(TypedDict):
+    type: Literal["object"]
+    symbol: str
+    cls: str
+    room: str
+    #: Epoch seconds (UTC) of the last snapshot that held it; None for an operator's addition or no history.
+    last_seen_s: float | None
+    error: str
+
+
+class CommandMessage(TypedDict):
+    type: Literal["command"]
+    command_id: str
+    text: str
+
+
+class ChangesMessage(TypedDict):
+    type: Literal["changes"]
+    #: History events as ``heracles changes --json`` prints them.
+    events: list[dict[str, Any]]
+    error: str
+
+
+class CorrectionsMessage(TypedDict):
+    type: Literal["corrections"]
+    #: Corrections as ``heracles corrections --json`` prints them.
+    items: list[dict[str, Any]]
+    error: str
+
+
+class ErrorMessage(TypedDict):
+    type: Literal["error"]
+    message: str
+    #: The op it answers ('' when not even that could be read).
+    about: str
+
+
+ServerMessage = (HelloMessage | SceneMessage | RobotMessage | StopMessage | StatusMessage | StageMessage
+                 | ResultMessage | AnswerMessage | ObjectMessage | CommandMessage | ChangesMessage
+                 | CorrectionsMessage | ErrorMessage)
+
+#: Every message the server sends, by its ``type``.
+SERVER_MESSAGES: dict[str, type[Any]] = {
+    "hello": HelloMessage, "scene": SceneMessage, "robot": RobotMessage, "stop": StopMessage,
+    "status": StatusMessage, "stage": StageMessage, "result": ResultMessage, "answer": AnswerMessage,
+    "object": ObjectMessage, "command": CommandMessage, "changes": ChangesMessage,
+    "corrections": CorrectionsMessage, "error": ErrorMessage,
+}
+
+
+def hello(session: str, namespace: str, secured: bool) -> HelloMessage:
+    """The first message of a tab: its session (to ask for again on reconnecting) and the server's bounds."""
+    return {"type": "hello", "session": session, "namespace": namespace, "secured": secured,
+            "history_max_s": SINCE_MAX_S}
+
+
+def scene(full: bool, upsert: list[MapItem], remove: list[str], edges_added: Sequence[tuple[str, str]],
+          edges_removed: Sequence[tuple[str, str]]) -> SceneMessage:
+    return {"type": "scene", "full": full, "upsert": upsert, "remove": remove,
+            "edges": {"add": [list(edge) for edge in edges_added],
+                      "remove": [list(edge) for edge in edges_removed]}}
+
+
+def robot(x: float, y: float, place: str) -> RobotMessage:
+    return {"type": "robot", "x": x, "y": y, "place": place}
+
+
+def stop(stopped: bool, hard: bool, reason: str, operator: str) -> StopMessage:
+    return {"type": "stop", "stopped": stopped, "hard": hard, "reason": reason, "operator": operator}
+
+
+def status(mirror: MirrorHealth | None, database: DatabaseHealth) -> StatusMessage:
+    return {"type": "status", "mirror": mirror, "database": database}
+
+
+def stage(command_id: str, stage_name: str, message: str, queries: list[str], goal: str, goal_text: str,
+          plan: Plan | None, step: Step | None) -> StageMessage:
+    return {"type": "stage", "command_id": command_id, "stage": stage_name, "message": message, "queries": queries,
+            "goal": goal, "goal_text": goal_text, "plan": plan, "step": step}
+
+
+def result(command_id: str, outcome: str, reason: str, *, goal_text: str = "", clarification: str = "",
+           candidates: list[Candidate] | None = None, steps_completed: int = 0) -> ResultMessage:
+    """A command's last message (the defaults: one that ended before the server answered it)."""
+    return {"type": "result", "command_id": command_id, "outcome": outcome, "reason": reason,
+            "goal_text": goal_text, "clarification": clarification, "candidates": candidates or [],
+            "steps_completed": steps_completed}
+
+
+def answer(request_id: str, text: str = "", explanation: str = "", error_text: str = "") -> AnswerMessage:
+    return {"type": "answer", "request_id": request_id, "text": text, "explanation": explanation,
+            "error": error_text}
+
+
+def object_details(symbol: str, cls: str, room: str, last_seen_s: float | None, error_text: str = ""
+                   ) -> ObjectMessage:
+    return {"type": "object", "symbol": symbol, "cls": cls, "room": room, "last_seen_s": last_seen_s,
+            "error": error_text}
+
+
+def command(command_id: str, text: str) -> CommandMessage:
+    """A command taken: its id before any of its stages (so the page can cancel it at once)."""
+    return {"type": "command", "command_id": command_id, "text": text}
+
+
+def changes(events: list[dict[str, Any]], error_text: str = "") -> ChangesMessage:
+    return {"type": "changes", "events": events, "error": error_text}
+
+
+def corrections(items: list[dict[str, Any]], error_text: str = "") -> CorrectionsMessage:
+    return {"type": "corrections", "items": items, "error": error_text}
+
+
+def error(message: str, about: str = "") -> ErrorMessage:
+    return {"type": "error", "message": message, "about": about}
+
+
+def encode(message: Any) -> str:
+    """A message's text as it goes on the wire: ASCII JSON, so any string the server holds (a lone surrogate
+    from anywhere included) reaches the page as an escape, and never stops the socket's outgoing stream."""
+    return json.dumps(message, separators=(",", ":"))
+
+
+#: Entries of a scene message encoded in one call (about a millisecond's work).
+ENCODE_CHUNK = 1000
+
+
+def scene_text(message: SceneMessage) -> str:
+    """:func:`encode` of a scene message, ENCODE_CHUNK entries at a time: the whole map of 16k places in one call
+    would hold the interpreter for ~0.1 s, and the STOP's thread with it."""
+    edges = message["edges"]
+    return (f'{{"type":"scene","full":{"true" if message["full"] else "false"},'
+            f'"upsert":[{_chunked(message["upsert"])}],"remove":[{_chunked(message["remove"])}],'
+            f'"edges":{{"add":[{_chunked(edges["add"])}],"remove":[{_chunked(edges["remove"])}]}}}}')
+
+
+def _chunked(entries: Sequence[Any]) -> str:
+    """The JSON of a list's entries without its brackets, a chunk at a time."""
+    chunks = (entries[start:start + ENCODE_CHUNK] for start in range(0, len(entries), ENCODE_CHUNK))
+    return ",".join(encode(list(chunk))[1:-1] for chunk in chunks)
+
+
+# --- page -> server ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CommandOp:
+    op_name: ClassVar[str] = "command"
     text: str
+    #: False: plan only. The console always asks for confirmation before the robot moves.
     execute: bool = True
 
 
 @dataclass(frozen=True)
 class AskOp:
+    op_name: ClassVar[str] = "ask"
     text: str
+    #: The page's own id, which the answer carries back.
     request_id: str
 
 
 @dataclass(frozen=True)
 class ApproveOp:
+    op_name: ClassVar[str] = "approve"
     command_id: str
 
 
 @dataclass(frozen=True)
 class RefuseOp:
+    op_name: ClassVar[str] = "refuse"
     command_id: str
 
 
 @dataclass(frozen=True)
 class CancelOp:
+    op_name: ClassVar[str] = "cancel"
     command_id: str
 
 
 @dataclass(frozen=True)
 class ChooseOp:
+    """A clarification's answer: a follow-up command in the same session naming the chosen object."""
+
+    op_name: ClassVar[str] = "choose"
     command_id: str
     symbol: str
 
 
 @dataclass(frozen=True)
 class StopOp:
-    pass
+    op_name: ClassVar[str] = "stop"
 
 
 @dataclass(frozen=True)
 class ResumeOp:
+    op_name: ClassVar[str] = "resume"
     operator: str
     reason: str = ""
 
 
 @dataclass(frozen=True)
 class ObjectOp:
+    """Details of a clicked object."""
+
+    op_name: ClassVar[str] = "object"
     symbol: str
 
 
 @dataclass(frozen=True)
 class ChangesOp:
+    """The history of the last ``since_s`` seconds (at most SINCE_MAX_S)."""
+
+    op_name: ClassVar[str] = "changes"
     since_s: float = 3600.0
 
 
 @dataclass(frozen=True)
 class CorrectionsOp:
-    pass
+    op_name: ClassVar[str] = "corrections"
 
 
 @dataclass(frozen=True)
 class RevertOp:
+    op_name: ClassVar[str] = "revert"
     correction_id: str
 
 
 PageOp = (CommandOp | AskOp | ApproveOp | RefuseOp | CancelOp | ChooseOp | StopOp | ResumeOp | ObjectOp
           | ChangesOp | CorrectionsOp | RevertOp)
 
-OPS: dict[str, type[Any]] = {
-    "command": CommandOp, "ask": AskOp, "approve": ApproveOp, "refuse": RefuseOp, "cancel": CancelOp,
-    "choose": ChooseOp, "stop": StopOp, "resume": ResumeOp, "object": ObjectOp, "changes": ChangesOp,
-    "corrections": CorrectionsOp, "revert": RevertOp,
-}
+#: Every op a page may send, by its ``op``.
+OPS: dict[str, type[Any]] = {kind.op_name: kind for kind in (
+    CommandOp, AskOp, ApproveOp, RefuseOp, CancelOp, ChooseOp, StopOp, ResumeOp, ObjectOp, ChangesOp,
+    CorrectionsOp, RevertOp)}
 #: Fields holding free text (the longer bound); every other string is a name.
 _TEXT_FIELDS = {"text", "reason"}
 #: What no field may hold: NUL and the other C0 control characters but tab, line feed and carriage return
@@ -162,33 +493,3 @@ def _checked(op: str, field: str, kind: Any, value: Any) -> Any:
             or not 0 < value <= SINCE_MAX_S:
         raise ConsoleMessageError(f"{op}: {field} must be seconds in (0, {SINCE_MAX_S:g}]", about=op)
     return float(value)
-
-
-# --- server -> page ------------------------------------------------------------------------------------
-def encode(message: Any) -> str:
-    """A message's text as it goes on the wire: ASCII JSON, so any string the server holds (a lone surrogate
-    from anywhere included) reaches the page as an escape, and never stops the socket's outgoing stream."""
-    return json.dumps(message, separators=(",", ":"))
-
-
-def hello(session: str, namespace: str, secured: bool) -> dict[str, Any]:
-    """The first message of a tab; ``history_max_s`` is the longest ``changes`` window the page may offer."""
-    return {"type": "hello", "session": session, "namespace": namespace, "secured": secured,
-            "history_max_s": SINCE_MAX_S}
-
-
-def error(message: str, about: str = "") -> dict[str, Any]:
-    return {"type": "error", "message": message, "about": about}
-
-
-def stop(stopped: bool, hard: bool, reason: str, operator: str) -> dict[str, Any]:
-    return {"type": "stop", "stopped": stopped, "hard": hard, "reason": reason, "operator": operator}
-
-
-def robot(x: float, y: float, place: str) -> dict[str, Any]:
-    return {"type": "robot", "x": x, "y": y, "place": place}
-
-
-def answer(request_id: str, text: str = "", explanation: str = "", error_text: str = "") -> dict[str, Any]:
-    return {"type": "answer", "request_id": request_id, "text": text, "explanation": explanation,
-            "error": error_text}

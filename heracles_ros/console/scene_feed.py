@@ -14,17 +14,18 @@ diff and encode, which the web server's loop must not wait for): a feed's state 
 replaced whole, so :meth:`SceneFeed.full` in one thread sees one state while
 :meth:`SceneFeed.update` builds the next in another, and a message's text is
 encoded in pieces (:meth:`SceneDiff.to_text`), so no single call holds the
-interpreter's lock for long.
+interpreter's lock for long. The message's shape is
+:func:`heracles_ros.console.protocol.scene`'s.
 """
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from heracles_ros.console.protocol import encode
-from heracles_ros.mirror.scene_view import SceneView
+from heracles_ros.console import protocol
+from heracles_ros.console.protocol import MapItem, MapLayer, SceneMessage
+from heracles_ros.mirror.scene_view import DrawnLayer, SceneView
 
 #: A place edge: its two places' symbols, the lower first.
 Edge = tuple[str, str]
@@ -35,14 +36,14 @@ class SceneItem:
     """One drawn node as the page gets it (``layer``: room, place or object)."""
 
     symbol: str
-    layer: str
+    layer: MapLayer
     cls: str
     name: str
     x: float
     y: float
     operator: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MapItem:
         return {"symbol": self.symbol, "layer": self.layer, "cls": self.cls, "name": self.name, "x": self.x,
                 "y": self.y, "operator": self.operator}
 
@@ -62,28 +63,16 @@ class SceneDiff:
         return not (self.full or self.upsert or self.remove or self.edges_added or self.edges_removed)
 
     def to_message(self) -> dict[str, Any]:
-        return {"type": "scene", "full": self.full, "upsert": [item.to_json() for item in self.upsert],
-                "remove": list(self.remove),
-                "edges": {"add": [list(edge) for edge in self.edges_added],
-                          "remove": [list(edge) for edge in self.edges_removed]}}
+        """The scene message (a plain dict, as ``heracles bench console`` measures it)."""
+        return dict(self._message())
 
     def to_text(self) -> str:
-        """:meth:`to_message` as :func:`~heracles_ros.console.protocol.encode` writes it, encoded ENCODE_CHUNK
-        entries at a time (the whole scene in one call would hold the interpreter for ~0.1 s)."""
-        upsert = _encoded(self.upsert, SceneItem.to_json)
-        return (f'{{"type":"scene","full":{"true" if self.full else "false"},"upsert":[{upsert}],'
-                f'"remove":[{_encoded(self.remove)}],'
-                f'"edges":{{"add":[{_encoded(self.edges_added)}],"remove":[{_encoded(self.edges_removed)}]}}}}')
+        """The scene message on the wire, a chunk at a time (:func:`~heracles_ros.console.protocol.scene_text`)."""
+        return protocol.scene_text(self._message())
 
-
-#: Entries of a scene message encoded in one call (about a millisecond's work).
-ENCODE_CHUNK = 1000
-
-
-def _encoded(entries: Sequence[Any], to_json: Callable[[Any], Any] | None = None) -> str:
-    """The JSON of a list's entries (each as ``to_json`` gives it) without its brackets, a chunk at a time."""
-    chunks = (entries[start:start + ENCODE_CHUNK] for start in range(0, len(entries), ENCODE_CHUNK))
-    return ",".join(encode([to_json(e) for e in chunk] if to_json else list(chunk))[1:-1] for chunk in chunks)
+    def _message(self) -> SceneMessage:
+        return protocol.scene(self.full, [item.to_json() for item in self.upsert], list(self.remove),
+                              self.edges_added, self.edges_removed)
 
 
 #: Decimals of metres a position is sent with: a millimetre is far below what a map shows; shorter numbers
@@ -94,7 +83,9 @@ DECIMALS = 3
 def scene_items(view: SceneView) -> dict[str, SceneItem]:
     """Rooms, mesh places (the planner's traversable layer) and objects by symbol."""
     items: dict[str, SceneItem] = {}
-    for layer, drawn in (("room", view.rooms), ("place", view.mesh_places), ("object", view.objects)):
+    layers: tuple[tuple[MapLayer, DrawnLayer], ...] = (
+        ("room", view.rooms), ("place", view.mesh_places), ("object", view.objects))
+    for layer, drawn in layers:
         for node in drawn.nodes:
             items[node.symbol] = SceneItem(node.symbol, layer, node.cls, node.name,
                                            round(node.position[0], DECIMALS), round(node.position[1], DECIMALS),

@@ -21,14 +21,11 @@ from dataclasses import dataclass
 from enum import Enum
 from urllib.parse import quote, urlsplit
 
+from heracles_ros.console.protocol import RATE_PER_S
 from heracles_ros.errors import ConfigError
 
 SECRET_ENV = "HERACLES_CONSOLE_SECRET"
 COOKIE = "heracles_console"
-#: Messages per second one socket may send; more are answered with an error and dropped.
-RATE_PER_S = 20
-#: Largest message a page may send (bytes); a larger one closes the socket with 1009.
-MAX_MESSAGE_BYTES = 16 * 1024
 
 
 def is_loopback(host: str) -> bool:
