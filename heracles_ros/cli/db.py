@@ -61,7 +61,8 @@ def _progress(line: str) -> None:
 
 def _start(args: argparse.Namespace) -> int:
     """Start (or reuse) the server, and its read replica if one ran before: running nodes reconnect to both."""
-    from heracles_ros.embedded.replica import REPLICA_DIR, ensure_read_replica
+    from heracles_ros.embedded.data_files import REPLICA_DIR
+    from heracles_ros.embedded.replica import ensure_read_replica
 
     server = _embedded_server(args.db, "start")
     reused = server.running() is not None or server.loading()

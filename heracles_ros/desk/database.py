@@ -18,7 +18,6 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 #: How often the server's state is looked at (its state file and log only: no connection is opened).
 WATCH_PERIOD_S = 1.0
@@ -49,7 +48,7 @@ def serve(data_dir: Path, stop_timeout_s: float, owner: str) -> int:
             announced = by
         elif not up:
             print(f"the database server exited; its log is in {data_dir}", flush=True)
-            _stop_replica(server, stop_timeout_s)  # it would outlive the system, serving a primary that is gone
+            server.stop_replica(stop_timeout_s)  # it would outlive the system, serving a primary that is gone
             return 1
         elif announced is not None:
             announced = None
@@ -66,13 +65,6 @@ def _stopped_line(by: str) -> str:
 
     how = f"with '{OPERATOR_STOP}'" if by == OPERATOR_STOP else f"by {by}, which had started it"
     return f"the database was stopped {how}; 'heracles db start' brings it back"
-
-
-def _stop_replica(server: Any, timeout_s: float) -> None:
-    from heracles_ros.embedded.replica import REPLICA_DIR, ReadReplica
-
-    if (server.data_dir / REPLICA_DIR).is_dir():
-        ReadReplica(server).stop(timeout_s)
 
 
 def main(argv: list[str] | None = None) -> int:

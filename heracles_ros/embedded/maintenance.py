@@ -12,13 +12,12 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Protocol
 
-from heracles_ros.embedded.process import redis_client
+from heracles_ros.embedded.process import ServerInfo, redis_client
 from heracles_ros.errors import DatabaseUnavailable
-
-if TYPE_CHECKING:
-    from heracles_ros.embedded.server import EmbeddedServer
 
 #: Append-only tail (bytes of Cypher writes) above which a start or a stop compacts it.
 COMPACT_TAIL_BYTES = 64 * 1024
@@ -34,7 +33,22 @@ REBUILD_WAIT_S = 30.0
 COMPACT_LOCK = ".compact.lock"
 
 
-def compact(server: EmbeddedServer, *, wait_s: float = 0.0, min_tail_bytes: int = COMPACT_TAIL_BYTES) -> bool:
+class MaintainedServer(Protocol):
+    """What maintenance needs of a server (:class:`~heracles_ros.embedded.server.EmbeddedServer` has it): the
+    server builds on this module, never the other way round."""
+
+    data_dir: Path
+
+    def running(self) -> ServerInfo | None: ...
+
+    def aof_tail_bytes(self) -> int: ...
+
+    def graphs(self) -> list[str]: ...
+
+    def lock(self, name: str) -> AbstractContextManager[None]: ...
+
+
+def compact(server: MaintainedServer, *, wait_s: float = 0.0, min_tail_bytes: int = COMPACT_TAIL_BYTES) -> bool:
     """Rewrite the append-only file when its tail exceeds ``min_tail_bytes``; True if a rewrite ran.
 
     With ``wait_s`` > 0, returns once the rewrite finished (or the time ran out).
@@ -55,7 +69,7 @@ def compact(server: EmbeddedServer, *, wait_s: float = 0.0, min_tail_bytes: int 
     return True
 
 
-def rebuild_graphs(server: EmbeddedServer) -> dict[str, str]:
+def rebuild_graphs(server: MaintainedServer) -> dict[str, str]:
     """Replace each graph by a fresh copy of itself (``heracles db compact``); what happened to each.
 
     Values: ``rebuilt``, or ``left as it was: <why>``. Follow with :func:`compact`
@@ -68,7 +82,7 @@ def rebuild_graphs(server: EmbeddedServer) -> dict[str, str]:
         return _rebuild(server, redis_client(info, timeout_s=REBUILD_WAIT_S))
 
 
-def _rebuild(server: EmbeddedServer, client: Any) -> dict[str, str]:
+def _rebuild(server: MaintainedServer, client: Any) -> dict[str, str]:
     """Replace each graph by a ``GRAPH.COPY`` of itself, renamed over it under ``WATCH``.
 
     Why: FalkorDB writes each matrix's arrays as allocated; the copy, encoded
@@ -97,7 +111,7 @@ def _rebuild(server: EmbeddedServer, client: Any) -> dict[str, str]:
     return outcome
 
 
-def _rebuild_one(server: EmbeddedServer, client: Any, graph: str, attempts: int = 3) -> str:
+def _rebuild_one(server: MaintainedServer, client: Any, graph: str, attempts: int = 3) -> str:
     import redis
 
     spare = f"{graph}{REBUILD_SUFFIX}"

@@ -9,9 +9,12 @@ import contextlib
 import os
 import socket
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psutil
+
+from heracles_ros.embedded.data_files import AOF_DIR
 
 
 @dataclass(frozen=True)
@@ -81,3 +84,17 @@ def port_free(port: int) -> bool:
         except OSError:
             return False
         return True
+
+
+def loading_progress(pid: int) -> str:
+    """``42 % of appendonly.aof.1.incr.aof (2.0 MB) read``: the position of the file a loading server reads.
+
+    Bytes, not time: the replay of one bulk statement can take long after it was read.
+    """
+    with contextlib.suppress(OSError, psutil.Error):
+        for file in psutil.Process(pid).open_files():
+            target = Path(file.path)
+            if target.parent.name == AOF_DIR or target.suffix == ".rdb":
+                size = target.stat().st_size
+                return f"{100 * file.position / max(size, 1):.0f} % of {target.name} ({size / 1e6:.1f} MB) read"
+    return "progress unknown"

@@ -11,13 +11,12 @@ import os
 import signal
 import time
 
+from heracles_ros.embedded.data_files import REPLICA_DIR
 from heracles_ros.embedded.maintenance import COMPACT_LOCK, restore_fork_settings
 from heracles_ros.embedded.process import ServerInfo, pid_alive, redis_client
 from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.errors import DatabaseUnavailable
 
-#: Sub-directory of the primary's data directory where its read replica keeps its state and log.
-REPLICA_DIR = "read-replica"
 #: FalkorDB module arguments of the read replica, where model-written queries run: each query is
 #: bounded by the server itself (time, memory, rows), the queue is bounded (a flood is refused,
 #: not queued), and enough threads that a trivial read is not stuck behind four expensive ones.
@@ -34,7 +33,9 @@ REPLICA_MODULE_ARGS: tuple[str, ...] = (
 
 
 class ReadReplica(EmbeddedServer):
-    """A read-only copy of a primary's graphs (redis replication), with the query limits of REPLICA_MODULE_ARGS."""
+    """A read-only copy of a primary's graphs (redis replication), with the query limits of REPLICA_MODULE_ARGS.
+
+    Started here; stopped with its primary (:meth:`EmbeddedServer.stop_replica`)."""
 
     def __init__(self, primary: EmbeddedServer):
         super().__init__(primary.data_dir / REPLICA_DIR, start_timeout_s=primary.start_timeout_s,

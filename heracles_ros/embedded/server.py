@@ -41,8 +41,6 @@ import contextlib
 import fcntl
 import json
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -52,11 +50,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psutil
-
+from heracles_ros.embedded import data_files, server_log
+from heracles_ros.embedded.data_files import REPLICA_DIR
 from heracles_ros.embedded.maintenance import FORK_SETTINGS, compact
-from heracles_ros.embedded.process import ServerInfo, answers, free_port, pid_alive, port_free, redis_client
-from heracles_ros.errors import ConfigError, DatabaseUnavailable, DataDirError
+from heracles_ros.embedded.process import (
+    ServerInfo,
+    answers,
+    free_port,
+    loading_progress,
+    pid_alive,
+    port_free,
+    redis_client,
+)
+from heracles_ros.errors import ConfigError, DatabaseUnavailable
 
 STATE_FILE = "server.json"
 #: Written by :meth:`EmbeddedServer.stop`, removed by an explicit start: while it is there nothing
@@ -71,15 +77,9 @@ NOT_RUNNING = "the database is not running: start it with heracles db start"
 #: data is safe either way: SIGTERM fsyncs the file; only the next start's replay gets longer).
 STOP_COMPACT_WAIT_S = 2.0
 LOG_FILE = "falkordb.log"
-#: Marks the layout of the data directory; a different ``format`` is refused, not loaded.
-FORMAT_FILE = "heracles-db.json"
-DATA_FORMAT = 1
-AOF_DIR = "appendonlydir"
 #: Environment variable overriding how long a start waits for the server to load its files.
 START_TIMEOUT_ENV = "HERACLES_DB_START_TIMEOUT_S"
 DEFAULT_START_TIMEOUT_S = 120.0
-#: A start is refused below this much free space: a full disk fails every write later.
-MIN_FREE_BYTES = 64 * 2**20
 #: Server arguments that decide what survives a crash and what a restart loads.
 PERSISTENCE_ARGS = (
     "--appendonly", "yes",
@@ -107,12 +107,7 @@ PRIMARY_MODULE_ARGS: tuple[str, ...] = ()
 #: Redis' default is 5000.
 BUSY_REPLY_THRESHOLD_MS = 600_000
 
-_READY_LINE = "Ready to accept connections"
-#: ``pid:role dd Mon yyyy hh:mm:ss.mmm LEVEL message``; LEVEL '#' is a warning.
-_LOG_LINE = re.compile(r"^\d+:\w \d+ \w+ \d+ [\d:.]+ (?P<level>[.*#-]) (?P<text>.*)$")
 _PROGRESS_EVERY_S = 2.0
-#: Log warnings of a start that loaded a cut append-only file (``aof-load-truncated``).
-_DROPPED = re.compile(r"short read|Truncating the AOF|loaded anyway", re.IGNORECASE)
 
 Progress = Callable[[str], None]
 
@@ -159,10 +154,7 @@ class EmbeddedServer:
     def load_warnings(self) -> list[str]:
         """What the server's last start dropped from a cut append-only file (its log's warnings), or []."""
         state = self._read_state()
-        if state is None:
-            return []
-        return [m["text"].strip("! ") for line in self._log_lines(state.log_offset)
-                if (m := _LOG_LINE.match(line)) and m["level"] == "#" and _DROPPED.search(m["text"])]
+        return [] if state is None else server_log.dropped_at_load(self._log_lines(state.log_offset))
 
     def stopped_by_operator(self) -> bool:
         """True from ``heracles db stop`` until the next explicit start."""
@@ -206,24 +198,11 @@ class EmbeddedServer:
 
     def aof_tail_bytes(self) -> int:
         """Bytes of writes the next start would replay on top of the snapshot."""
-        return sum(p.stat().st_size for p in (self.data_dir / AOF_DIR).glob("*.incr.aof*"))
+        return data_files.aof_tail_bytes(self.data_dir)
 
     def files(self) -> dict[str, Any]:
         """What the directory holds on disk; read without the server (down or loading is fine)."""
-        aof = self.data_dir / AOF_DIR
-        base = list(aof.glob("*.base.*"))
-        persisted = [p for p in aof.iterdir() if p.is_file()] if aof.is_dir() else []
-        fmt = None
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            fmt = json.loads((self.data_dir / FORMAT_FILE).read_text()).get("format")
-        return {
-            "disk_bytes": sum(p.stat().st_size for p in self.data_dir.rglob("*") if p.is_file()),
-            "snapshot_bytes": sum(p.stat().st_size for p in base),
-            "tail_bytes": self.aof_tail_bytes(),
-            "last_snapshot": _iso(max((p.stat().st_mtime for p in base), default=0.0)),
-            "last_write": _iso(max((p.stat().st_mtime for p in persisted), default=0.0)),
-            "format": fmt,
-        }
+        return data_files.files_report(self.data_dir)
 
     def graphs(self) -> list[str]:
         """Names of the graphs the running server holds (empty when it is down or loading)."""
@@ -241,15 +220,7 @@ class EmbeddedServer:
         """
         if self._live_state() is not None:
             raise DatabaseUnavailable(f"the database in {self.data_dir} is running; stop it before setting files aside")
-        names = [AOF_DIR, "dump.rdb", FORMAT_FILE]
-        present = [self.data_dir / name for name in names if (self.data_dir / name).exists()]
-        if not present:
-            return None
-        target = self.data_dir / time.strftime("set-aside-%Y%m%dT%H%M%SZ", time.gmtime())
-        target.mkdir()
-        for path in present:
-            path.rename(target / path.name)
-        return target
+        return data_files.set_aside(self.data_dir)
 
     # -- lifecycle ---------------------------------------------------------
     def ensure_started(self, *, explicit: bool = True, owner: str | None = None) -> ServerInfo:
@@ -274,7 +245,7 @@ class EmbeddedServer:
                                                   f"{self.data_dir})")
                     if state is None:
                         self._check_format()
-                        self._check_disk()
+                        data_files.check_disk(self.data_dir)
                         state, fresh = self._spawn(owner or _this_process()), True
             if explicit:
                 (self.data_dir / STOPPED_FILE).unlink(missing_ok=True)
@@ -285,7 +256,8 @@ class EmbeddedServer:
         raise DatabaseUnavailable(f"the embedded FalkorDB in {self.data_dir} keeps exiting; see {self._log_path}")
 
     def stop(self, timeout_s: float = 30.0, *, by: str = OPERATOR_STOP) -> bool:
-        """Shut the server down cleanly (data fsynced, tail compacted if that is quick); False if none ran.
+        """Shut the database down cleanly, its read replica first (data fsynced, tail compacted if that is quick);
+        False if no server ran.
 
         Leaves the ``stopped`` marker first (under the start lock), naming ``by``: after
         the operator's stop (OPERATOR_STOP) no process that merely opens the database
@@ -299,10 +271,7 @@ class EmbeddedServer:
             with self.lock():
                 port = {"port": state.info.port} if state is not None else {}
                 (self.data_dir / STOPPED_FILE).write_text(json.dumps({"stopped_s": time.time(), "by": by, **port}))
-        from heracles_ros.embedded.replica import REPLICA_DIR, ReadReplica  # the replica builds on this module
-
-        if (self.data_dir / REPLICA_DIR).is_dir():
-            ReadReplica(self).stop(timeout_s, by=by)
+        self.stop_replica(timeout_s, by=by)
         state = self._live_state()
         if state is None:
             self._state_path.unlink(missing_ok=True)
@@ -322,6 +291,15 @@ class EmbeddedServer:
             os.kill(pid, signal.SIGKILL)
         self._state_path.unlink(missing_ok=True)
         return True
+
+    def stop_replica(self, timeout_s: float = 30.0, *, by: str = OPERATOR_STOP) -> bool:
+        """Stop the read replica that follows this server, if one ever ran here, so that it never outlives its
+        primary; True if it was running. A replica keeps no files: stopping one is stopping the server whose
+        state lives in REPLICA_DIR (:mod:`heracles_ros.embedded.replica` starts it)."""
+        replica_dir = self.data_dir / REPLICA_DIR
+        if not replica_dir.is_dir():
+            return False
+        return EmbeddedServer(replica_dir, start_timeout_s=self.start_timeout_s).stop(timeout_s, by=by)
 
     def stop_if_started_by(self, owner: str, timeout_s: float = 30.0) -> bool:
         """Stop the server only if ``owner`` started it (a server another system runs on is left as it is);
@@ -347,29 +325,7 @@ class EmbeddedServer:
             raise ConfigError(f"cannot create database directory {self.data_dir}: {exc}") from exc
 
     def _check_format(self) -> None:
-        """Refuse a data directory some other layout wrote (nothing is changed in it)."""
-        path = self.data_dir / FORMAT_FILE
-        if not path.exists():
-            return  # new, or written before the marker existed (same layout): stamped after the start
-        try:
-            found = json.loads(path.read_text()).get("format")
-        except (OSError, ValueError, AttributeError) as exc:
-            raise DataDirError(f"{path} is unreadable ({exc}); the database was not started") from exc
-        if found != DATA_FORMAT:
-            raise DataDirError(
-                f"the database directory {self.data_dir} holds data format {found!r}, this version reads "
-                f"format {DATA_FORMAT}; the database was not started and nothing was changed. Use the "
-                "heracles_ros version that wrote it, or 'heracles db reset' to set the files aside and start empty"
-            )
-
-    def _check_disk(self) -> None:
-        free = shutil.disk_usage(self.data_dir).free
-        if free < MIN_FREE_BYTES:
-            raise DataDirError(
-                f"the disk holding {self.data_dir} is full ({free / 2**20:.1f} MiB free, the database needs "
-                f"{MIN_FREE_BYTES // 2**20} MiB); the database was not started. Free some space and retry",
-                unreadable=False,
-            )
+        data_files.check_format(self.data_dir)
 
     @contextlib.contextmanager
     def lock(self, name: str = ".start.lock") -> Iterator[None]:
@@ -394,18 +350,11 @@ class EmbeddedServer:
         return state if state is not None and pid_alive(state.info.pid) else None
 
     def _log_lines(self, offset: int) -> list[str]:
-        """The log written since ``offset`` (the whole log if it was cut shorter since)."""
-        try:
-            with open(self._log_path, "rb") as handle:
-                handle.seek(0, os.SEEK_END)
-                handle.seek(offset if handle.tell() >= offset else 0)
-                return handle.read().decode(errors="replace").splitlines()
-        except OSError:
-            return []
+        return server_log.log_lines(self._log_path, offset)
 
     def _ready(self, state: _State) -> bool:
         """Has the server finished loading? Read from its log: a loading server must not be sent commands."""
-        return any(_READY_LINE in line for line in self._log_lines(state.log_offset))
+        return server_log.has_loaded(self._log_lines(state.log_offset))
 
     def _spawn(self, owner: str) -> _State:
         try:
@@ -467,7 +416,7 @@ class EmbeddedServer:
                 if not fresh:
                     raise _Vanished()
                 self._state_path.unlink(missing_ok=True)
-                raise self._start_failure(state)
+                raise server_log.start_failure(self.data_dir, self._log_path, self._log_lines(state.log_offset))
             if self._ready(state) and answers(state.info):
                 if fresh:
                     self._after_start()
@@ -476,50 +425,19 @@ class EmbeddedServer:
             if now >= deadline:
                 raise DatabaseUnavailable(
                     f"embedded FalkorDB in {self.data_dir} is still loading its files after "
-                    f"{self.start_timeout_s:g} s ({self._loading_progress(state.info.pid)}); it was left running "
+                    f"{self.start_timeout_s:g} s ({loading_progress(state.info.pid)}); it was left running "
                     f"to finish: run the command again later, or allow more time with {START_TIMEOUT_ENV}"
                 )
             if self.progress and now >= next_report:
-                self.progress(f"database loading: {self._loading_progress(state.info.pid)}, {now - started:.0f} s")
+                self.progress(f"database loading: {loading_progress(state.info.pid)}, {now - started:.0f} s")
                 next_report = now + _PROGRESS_EVERY_S
             time.sleep(0.05)
 
     def _after_start(self) -> None:
         """Stamp the layout, and compact a long tail left by a crash or by older settings."""
-        (self.data_dir / FORMAT_FILE).write_text(json.dumps({"format": DATA_FORMAT, "written_by": "heracles_ros"}))
+        data_files.stamp_format(self.data_dir)
         with contextlib.suppress(Exception):  # compaction is an optimisation; the data is loaded
             compact(self)
-
-    def _loading_progress(self, pid: int) -> str:
-        """``42 % of appendonly.aof.1.incr.aof (2.0 MB) read``: the position of the file the server reads.
-
-        Bytes, not time: the replay of one bulk statement can take long after it was read.
-        """
-        with contextlib.suppress(OSError, psutil.Error):
-            for file in psutil.Process(pid).open_files():
-                target = Path(file.path)
-                if target.parent.name == AOF_DIR or target.suffix == ".rdb":
-                    size = target.stat().st_size
-                    return f"{100 * file.position / max(size, 1):.0f} % of {target.name} ({size / 1e6:.1f} MB) read"
-        return "progress unknown"
-
-    def _start_failure(self, state: _State) -> Exception:
-        """Why the server exited at start, from its log: a clear error naming the directory."""
-        warnings = [m["text"] for line in self._log_lines(state.log_offset) if (m := _LOG_LINE.match(line))
-                    and m["level"] == "#" and "overcommit" not in m["text"]]
-        detail = "; ".join(warnings[-3:]) or "no reason in its log"
-        text = " ".join(warnings).lower()
-        where = f"see {self._log_path}"
-        if "no space left" in text:
-            return DataDirError(f"the disk holding {self.data_dir} is full: {detail}; the database was not started "
-                                f"and nothing was deleted. Free some space and retry ({where})", unreadable=False)
-        if any(word in text for word in ("bad file format", "short read", "unexpected eof", "manifest",
-                                         "corrupt", "rdb", "aof", "can't handle", "loading")):
-            return DataDirError(
-                f"the database files in {self.data_dir} are corrupt or truncated: {detail}. The server was not "
-                f"started and nothing was deleted; 'heracles db reset' sets the files aside and starts empty ({where})"
-            )
-        return DatabaseUnavailable(f"embedded FalkorDB exited at start: {detail} ({where})")
 
 
 def _this_process() -> str:
@@ -539,10 +457,6 @@ def _start_timeout() -> float:
     if not value > 0:
         raise ConfigError(f"{START_TIMEOUT_ENV} must be a positive number of seconds, got {raw!r}")
     return value
-
-
-def _iso(seconds: float) -> str | None:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds)) if seconds else None
 
 
 @contextlib.contextmanager

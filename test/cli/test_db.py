@@ -8,8 +8,9 @@ import pytest
 from support.cli import heracles
 from support.tiny_scene import tiny_scene
 
+from heracles_ros.embedded.data_files import AOF_DIR
 from heracles_ros.embedded.maintenance import compact
-from heracles_ros.embedded.server import AOF_DIR, EmbeddedServer
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.corrections import Corrections

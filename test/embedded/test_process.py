@@ -1,11 +1,14 @@
-"""Whether a server process is there: a zombie is gone (``db stop`` must not wait for one), a live one is not."""
+"""Whether a server process is there: a zombie is gone (``db stop`` must not wait for one), a live one is not; how
+far a loading one has read."""
 from __future__ import annotations
 
 import subprocess
 import sys
 import time
+from pathlib import Path
 
-from heracles_ros.embedded.process import pid_alive
+from heracles_ros.embedded.data_files import AOF_DIR
+from heracles_ros.embedded.process import loading_progress, pid_alive
 
 #: A child that starts a grandchild, which exits at once, and never reaps it: a zombie that is not ours.
 _UNREAPED = "import subprocess, sys, time\np = subprocess.Popen(['true'])\nprint(p.pid, flush=True)\ntime.sleep(60)"
@@ -37,3 +40,24 @@ def test_another_process_s_zombie_counts_as_gone() -> None:
     finally:
         parent.kill()
         parent.wait(timeout=10)
+
+
+def test_loading_progress_says_how_far_the_server_has_read_its_file(tmp_path: Path) -> None:
+    """What a slow start reports: the share of the append-only file the loading process has read so far
+    (read from the process's open files, as for the server)."""
+    aof = tmp_path / AOF_DIR
+    aof.mkdir()
+    (aof / "appendonly.aof.1.incr.aof").write_bytes(b"x" * 4_000_000)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nf = open(sys.argv[1], 'rb')\nf.read(1_000_000)\n"
+         "print('read', flush=True)\ntime.sleep(60)", str(aof / "appendonly.aof.1.incr.aof")],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert reader.stdout is not None and reader.stdout.readline() == "read\n"
+        progress = loading_progress(reader.pid)
+        assert progress == "25 % of appendonly.aof.1.incr.aof (4.0 MB) read"
+    finally:
+        reader.kill()
+        reader.wait(timeout=10)
+    assert loading_progress(reader.pid) == "progress unknown"  # gone: no file to name

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from heracles_ros.embedded.data_files import AOF_DIR, FORMAT_FILE
 from heracles_ros.embedded.maintenance import compact
-from heracles_ros.embedded.server import AOF_DIR, FORMAT_FILE, START_TIMEOUT_ENV, EmbeddedServer
+from heracles_ros.embedded.server import START_TIMEOUT_ENV, EmbeddedServer
 from heracles_ros.errors import ConfigError, DatabaseUnavailable, DataDirError
 from heracles_ros.graphdb import open_store
 
@@ -392,23 +393,3 @@ def test_a_long_statement_inside_multi_exec_with_a_replica_attached_leaves_the_s
     finally:
         server.stop()
 
-
-def test_loading_progress_says_how_far_the_server_has_read_its_file(tmp_path: Path) -> None:
-    """What a slow start reports: the share of the append-only file the loading process has read so far
-    (read from the process's open files, as for the server)."""
-    aof = tmp_path / AOF_DIR
-    aof.mkdir()
-    (aof / "appendonly.aof.1.incr.aof").write_bytes(b"x" * 4_000_000)
-    reader = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nf = open(sys.argv[1], 'rb')\nf.read(1_000_000)\n"
-         "print('read', flush=True)\ntime.sleep(60)", str(aof / "appendonly.aof.1.incr.aof")],
-        stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert reader.stdout is not None and reader.stdout.readline() == "read\n"
-        progress = EmbeddedServer(tmp_path)._loading_progress(reader.pid)
-        assert progress == "25 % of appendonly.aof.1.incr.aof (4.0 MB) read"
-    finally:
-        reader.kill()
-        reader.wait(timeout=10)
-    assert EmbeddedServer(tmp_path)._loading_progress(reader.pid) == "progress unknown"  # gone: no file to name
