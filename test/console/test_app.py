@@ -28,6 +28,7 @@ from support.console_server import console_server, receive_until
 from support.ros import ros_session, wait_for_subscribers, wait_until
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from heracles_ros.console.app import STATIC_DIR
 from heracles_ros.ros.qos import reliable
 
 pytestmark = pytest.mark.backends("falkordb")
@@ -85,6 +86,32 @@ def test_the_page_its_assets_and_the_whole_map_are_served_on_loopback(ros_domain
             drawn = {item["symbol"]: item["layer"] for item in scene["upsert"]}
             assert drawn == scene_symbols(small_store)
             assert scene["edges"]["add"], "the place graph's edges come with the first scene"
+
+
+def test_every_module_and_style_the_page_loads_ships_in_the_package_and_is_served(ros_domain_id, falkordb_uri,
+                                                                                    graph_name):
+    """The page's own index.html, and every file it and its ES modules load (followed import by import), comes
+    from the package's assets: a module left out of the package or imported under a wrong name would be a blank
+    console. Module scripts run only when served as JavaScript."""
+    with console_server(namespace(), falkordb_uri, graph_name) as served:
+        status, page, _ = fetch(served.base + "/")
+        assert status == 200 and '<script type="module" src="/static/main.js">' in page, page[:200]
+        wanted = re.findall(r'(?:src|href)="(/static/[^"]+)"', page)
+        assert "/static/main.js" in wanted and "/static/console.css" in wanted, wanted
+        loaded: dict[str, str] = {}
+        while wanted:
+            path = wanted.pop()
+            if path in loaded:
+                continue
+            status, text, headers = fetch(served.base + path)
+            assert status == 200, (path, status)
+            loaded[path] = text
+            if path.endswith(".js"):
+                assert "javascript" in headers["Content-Type"], (path, headers["Content-Type"])
+                wanted += [f"/static/{name}" for name in re.findall(r'^import .* from "\./([\w.-]+)";$', text, re.M)]
+    shipped = {f"/static/{path.name}" for path in STATIC_DIR.iterdir() if path.suffix in (".js", ".css")}
+    assert set(loaded) == shipped, f"loaded by nothing: {sorted(shipped - set(loaded))}"
+    assert {"/static/connection.js", "/static/map.js", "/static/conversation.js", "/static/panels.js"} <= set(loaded)
 
 
 def test_a_secret_is_needed_for_every_request_and_the_cookie_opens_the_socket(ros_domain_id, falkordb_uri,

@@ -123,8 +123,8 @@ def spec_ops() -> dict[str, set[str]]:
 def test_every_server_message_is_specified_with_the_same_fields_and_nothing_else_is():
     specified = spec_messages()
     defined = {name: type_shape(kind) for name, kind in protocol.SERVER_MESSAGES.items()}
-    assert set(specified) == set(defined), "messages only in the spec: {}; only in protocol.py: {}".format(
-        sorted(set(specified) - set(defined)), sorted(set(defined) - set(specified)))
+    assert set(specified) == set(defined), (f"only in the spec: {sorted(set(specified) - set(defined))}; "
+                                            f"only in protocol.py: {sorted(set(defined) - set(specified))}")
     for name, shape in defined.items():
         assert specified[name] == shape, f"{name}: spec {specified[name]} != protocol.py {shape}"
 

@@ -1,0 +1,464 @@
+// The map: the scene the server sends (rooms, places and their edges, objects, the operator's additions), the
+// robot, the plan and the clarification's candidates, drawn on a Canvas 2D in world metres; pan, zoom, Fit, and
+// a clicked object's details. #map-stats says what it holds and what its last frame drew (for tests and
+// `heracles bench console`). Other modules change `scene` and call requestDraw().
+import { send } from "./connection.js";
+import { $, ago, el, setText } from "./dom.js";
+
+export const scene = {
+  items: new Map(),          // symbol -> ITEM as the server sent it
+  edgePairs: new Map(),      // "P1 P2" -> [P1, P2]: the traversable place graph's edges, by their places
+  edges: new Float64Array(0), // x1, y1, x2, y2, ... of those edges, from the places' positions
+  robot: null,               // {x, y, place}
+  plan: null,                // {commandId, steps, current, done}
+  candidates: [],            // [{symbol, x, y}] of the open clarification
+  moves: [],                 // [{symbol, from: [x, y], to: [x, y]}] from the history panel
+  selected: null,            // the clicked object's symbol
+};
+// Arrays derived from scene.items, rebuilt once per scene message rather than per frame.
+let layers = { rooms: [], places: new Float64Array(0), byClass: new Map(), operator: [], objects: [] };
+let layersStale = true;
+let hullsStale = true; // the rooms' outlines depend on rooms and places only, not on objects
+let needFit = true;
+
+function rebuildLayers() {
+  const started = performance.now();
+  const rooms = [], places = [], byClass = new Map(), operator = [], objects = [];
+  for (const item of scene.items.values()) {
+    if (item.layer === "room") rooms.push({ ...item, hull: null });
+    else if (item.layer === "place") places.push(item.x, item.y);
+    else if (item.layer === "object") {
+      objects.push(item);
+      if (item.operator) operator.push(item);
+      else {
+        if (!byClass.has(item.cls)) byClass.set(item.cls, []);
+        byClass.get(item.cls).push(item);
+      }
+    }
+  }
+  // A room is known by its centre only: its outline is the hull of the places nearer to it than to any
+  // other room's centre, widened by half a metre (a room without places gets a 2 m disc).
+  if (!hullsStale) {
+    const before = new Map(layers.rooms.map((room) => [room.symbol, room]));
+    for (const room of rooms) Object.assign(room, { hull: before.get(room.symbol).hull, width: before.get(room.symbol).width });
+  } else {
+    outlineRooms(rooms, places);
+    hullsStale = false;
+  }
+  // Each edge between its two places where they are now (an edge to a place not drawn is left out).
+  const edges = [];
+  for (const [a, b] of scene.edgePairs.values()) {
+    const from = scene.items.get(a), to = scene.items.get(b);
+    if (from && to) edges.push(from.x, from.y, to.x, to.y);
+  }
+  scene.edges = Float64Array.from(edges);
+  layers = { rooms, places: Float64Array.from(places), byClass, operator, objects };
+  layersStale = false;
+  renderLegend();
+  layersMs = performance.now() - started;
+}
+
+function outlineRooms(rooms, places) {
+  const members = rooms.map(() => []);
+  for (let i = 0; rooms.length && i < places.length; i += 2) {
+    let best = 0, bestD = Infinity;
+    for (let r = 0; r < rooms.length; r++) {
+      const d = (rooms[r].x - places[i]) ** 2 + (rooms[r].y - places[i + 1]) ** 2;
+      if (d < bestD) { bestD = d; best = r; }
+    }
+    members[best].push([places[i], places[i + 1]]);
+  }
+  rooms.forEach((room, r) => {
+    room.hull = members[r].length >= 3 ? widen(convexHull(members[r]), 0.5) : null;
+    const xs = room.hull ? room.hull.map((p) => p[0]) : [room.x - 2, room.x + 2];
+    room.width = Math.max(...xs) - Math.min(...xs);  // metres: its name is drawn only where it fits
+  });
+}
+
+function convexHull(points) {  // Andrew's monotone chain
+  points.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+  const cross = (o, a, b) => (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]);
+  const half = (list) => {
+    const out = [];
+    for (const p of list) {
+      while (out.length >= 2 && cross(out[out.length - 2], out[out.length - 1], p) <= 0) out.pop();
+      out.push(p);
+    }
+    out.pop();
+    return out;
+  };
+  return half(points).concat(half([...points].reverse()));
+}
+
+function widen(hull, metres) {
+  const cx = hull.reduce((s, p) => s + p[0], 0) / hull.length, cy = hull.reduce((s, p) => s + p[1], 0) / hull.length;
+  return hull.map(([x, y]) => {
+    const d = Math.hypot(x - cx, y - cy) || 1;
+    return [x + (x - cx) / d * metres, y + (y - cy) / d * metres];
+  });
+}
+
+// A stable colour per class: the same class gets the same hue in every session.
+const colourCache = new Map();
+function classColour(cls) {
+  let colour = colourCache.get(cls);
+  if (!colour) {
+    let hash = 2166136261;
+    for (let i = 0; i < cls.length; i++) hash = Math.imul(hash ^ cls.charCodeAt(i), 16777619);
+    colour = `hsl(${(hash >>> 0) % 360}, 70%, 42%)`;
+    colourCache.set(cls, colour);
+  }
+  return colour;
+}
+function roomColour(symbol) { return classColour("room:" + symbol).replace("hsl", "hsla").replace(")", ", 0.13)"); }
+
+let legendKey = "";
+function renderLegend() {
+  const classes = [...layers.byClass.keys()].sort();
+  const key = JSON.stringify([classes, classes.map((c) => layers.byClass.get(c).length), layers.operator.length]);
+  if (key === legendKey) return;
+  legendKey = key;
+  const list = $("legend-list");
+  list.replaceChildren();
+  for (const cls of classes) {
+    const swatch = el("span", { class: "swatch" });
+    swatch.style.background = classColour(cls);
+    list.appendChild(el("li", { data: { cls } }, swatch, cls, ` (${layers.byClass.get(cls).length})`));
+  }
+  if (layers.operator.length) {
+    list.appendChild(el("li", {}, el("span", { class: "swatch operator" }), `added by an operator (${layers.operator.length})`));
+  }
+  list.appendChild(el("li", {}, el("span", { class: "swatch robot" }), "robot"));
+  list.appendChild(el("li", {}, el("span", { class: "swatch plan" }), "plan"));
+}
+
+// ---- the view: world metres <-> canvas pixels ---------------------------------------------------
+const canvas = $("map");
+const ctx = canvas.getContext("2d");
+const view = { cx: 0, cy: 0, scale: 10 }; // scale: CSS pixels per metre
+let cssWidth = 0, cssHeight = 0;
+
+const toScreenX = (x) => (x - view.cx) * view.scale + cssWidth / 2;
+const toScreenY = (y) => cssHeight / 2 - (y - view.cy) * view.scale;
+const toWorld = (sx, sy) => [(sx - cssWidth / 2) / view.scale + view.cx, (cssHeight / 2 - sy) / view.scale + view.cy];
+
+function resize() {
+  const rect = canvas.getBoundingClientRect();
+  cssWidth = rect.width; cssHeight = rect.height;
+  const ratio = window.devicePixelRatio || 1;
+  canvas.width = Math.max(1, Math.round(cssWidth * ratio));
+  canvas.height = Math.max(1, Math.round(cssHeight * ratio));
+  requestDraw();
+}
+
+function fit() {
+  let minX = Infinity, minY = Infinity, maxX = -Infinity, maxY = -Infinity;
+  for (const item of scene.items.values()) {
+    minX = Math.min(minX, item.x); maxX = Math.max(maxX, item.x);
+    minY = Math.min(minY, item.y); maxY = Math.max(maxY, item.y);
+  }
+  if (scene.robot) {
+    minX = Math.min(minX, scene.robot.x); maxX = Math.max(maxX, scene.robot.x);
+    minY = Math.min(minY, scene.robot.y); maxY = Math.max(maxY, scene.robot.y);
+  }
+  if (!isFinite(minX) || cssWidth <= 0 || cssHeight <= 0) return false;
+  view.cx = (minX + maxX) / 2; view.cy = (minY + maxY) / 2;
+  view.scale = 0.9 * Math.min(cssWidth / Math.max(maxX - minX, 2), cssHeight / Math.max(maxY - minY, 2));
+  return true;
+}
+
+// ---- drawing: one frame per change --------------------------------------------------------------
+let frameRequested = false;
+let frames = 0;
+let firstSceneMs = 0;
+let layersMs = 0;
+export function requestDraw() {
+  if (frameRequested) return;
+  frameRequested = true;
+  requestAnimationFrame(draw);
+}
+
+function draw() {
+  frameRequested = false;
+  if (layersStale) rebuildLayers();
+  const started = performance.now();  // the frame alone (the layers' rebuild is layersMs)
+  if (needFit && scene.items.size && fit()) needFit = false;
+  const ratio = canvas.width / Math.max(cssWidth, 1);
+  ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
+  ctx.clearRect(0, 0, cssWidth, cssHeight);
+  // The world rectangle in view (plus a margin), for culling.
+  const [left, top] = toWorld(-20, -20);
+  const [right, bottom] = toWorld(cssWidth + 20, cssHeight + 20);
+  const inView = (x, y, r = 0) => x + r >= left && x - r <= right && y + r >= bottom && y - r <= top;
+  const drawn = { rooms: 0, places: 0, edges: 0, objects: 0 };
+
+  // Rooms: translucent outlines with their names.
+  ctx.textAlign = "center"; ctx.textBaseline = "middle";
+  const roomInView = (room) => (room.hull ? room.hull.some(([x, y]) => inView(x, y, 50 / view.scale)) : inView(room.x, room.y, 2));
+  const visibleRooms = layers.rooms.filter(roomInView);
+  for (const room of visibleRooms) {
+    drawn.rooms++;
+    ctx.beginPath();
+    if (room.hull) room.hull.forEach(([x, y], k) => (k ? ctx.lineTo : ctx.moveTo).call(ctx, toScreenX(x), toScreenY(y)));
+    else ctx.arc(toScreenX(room.x), toScreenY(room.y), 2 * view.scale, 0, 2 * Math.PI);
+    ctx.closePath();
+    ctx.fillStyle = roomColour(room.symbol);
+    ctx.fill();
+  }
+  ctx.font = "bold 13px system-ui, sans-serif";
+  ctx.fillStyle = "rgba(40, 50, 70, 0.75)";
+  for (const room of visibleRooms) {
+    const name = room.name || room.symbol;
+    if (room.width * view.scale > ctx.measureText(name).width + 8) ctx.fillText(name, toScreenX(room.x), toScreenY(room.y));
+  }
+
+  // Places: the graph's edges as one path, the places as one path of dots.
+  const e = scene.edges;
+  ctx.beginPath();
+  for (let i = 0; i + 3 < e.length; i += 4) {
+    const x1 = e[i], y1 = e[i + 1], x2 = e[i + 2], y2 = e[i + 3];
+    if (Math.max(x1, x2) < left || Math.min(x1, x2) > right || Math.max(y1, y2) < bottom || Math.min(y1, y2) > top) continue;
+    drawn.edges++;
+    ctx.moveTo(toScreenX(x1), toScreenY(y1));
+    ctx.lineTo(toScreenX(x2), toScreenY(y2));
+  }
+  ctx.strokeStyle = "rgba(120, 130, 145, 0.55)"; ctx.lineWidth = 1;
+  ctx.stroke();
+  const p = layers.places;
+  const dot = view.scale > 20 ? 3 : 2;
+  ctx.beginPath();
+  for (let i = 0; i + 1 < p.length; i += 2) {
+    if (!inView(p[i], p[i + 1])) continue;
+    drawn.places++;
+    ctx.rect(toScreenX(p[i]) - dot / 2, toScreenY(p[i + 1]) - dot / 2, dot, dot);
+  }
+  ctx.fillStyle = "#7b8794";
+  ctx.fill();
+
+  // Moved objects (history): a dashed arrow from where they were.
+  if (scene.moves.length) {
+    ctx.save();
+    ctx.setLineDash([4, 3]); ctx.strokeStyle = "#8e24aa"; ctx.lineWidth = 1.5;
+    ctx.beginPath();
+    for (const move of scene.moves) {
+      ctx.moveTo(toScreenX(move.from[0]), toScreenY(move.from[1]));
+      ctx.lineTo(toScreenX(move.to[0]), toScreenY(move.to[1]));
+    }
+    ctx.stroke();
+    ctx.restore();
+  }
+
+  // The plan: every step's waypoints, the current step thicker.
+  let planPoints = 0;
+  if (scene.plan) {
+    const { steps, current, done } = scene.plan;
+    steps.forEach((step, index) => {
+      const points = step.waypoints && step.waypoints.length ? step.waypoints : (step.target ? [step.target] : []);
+      if (!points.length) return;
+      planPoints += points.length;
+      ctx.beginPath();
+      points.forEach(([x, y], k) => (k ? ctx.lineTo : ctx.moveTo).call(ctx, toScreenX(x), toScreenY(y)));
+      const now = index === current && !done;
+      ctx.strokeStyle = now ? "#ff6f00" : done ? "rgba(21, 101, 192, 0.35)" : "#1565c0";
+      ctx.lineWidth = now ? 5 : 3;
+      ctx.stroke();
+      if (step.target) {
+        ctx.beginPath();
+        ctx.arc(toScreenX(step.target[0]), toScreenY(step.target[1]), 4, 0, 2 * Math.PI);
+        ctx.fillStyle = ctx.strokeStyle; ctx.fill();
+      }
+    });
+  }
+
+  // Objects by class; operator additions as outlined diamonds.
+  const radius = view.scale > 30 ? 5 : 4;
+  for (const [cls, items] of layers.byClass) {
+    ctx.beginPath();
+    for (const item of items) {
+      if (!inView(item.x, item.y)) continue;
+      drawn.objects++;
+      const sx = toScreenX(item.x), sy = toScreenY(item.y);
+      ctx.moveTo(sx + radius, sy);
+      ctx.arc(sx, sy, radius, 0, 2 * Math.PI);
+    }
+    ctx.fillStyle = classColour(cls);
+    ctx.fill();
+  }
+  ctx.beginPath();
+  for (const item of layers.operator) {
+    if (!inView(item.x, item.y)) continue;
+    drawn.objects++;
+    const sx = toScreenX(item.x), sy = toScreenY(item.y), r = radius + 2;
+    ctx.moveTo(sx, sy - r); ctx.lineTo(sx + r, sy); ctx.lineTo(sx, sy + r); ctx.lineTo(sx - r, sy); ctx.closePath();
+  }
+  ctx.strokeStyle = "#c2185b"; ctx.lineWidth = 2;
+  ctx.stroke();
+  if (view.scale > 25) {  // close enough to read: the class beside each object
+    ctx.font = "11px system-ui, sans-serif"; ctx.textAlign = "left"; ctx.fillStyle = "#333";
+    for (const item of layers.objects) {
+      if (inView(item.x, item.y)) ctx.fillText(item.cls, toScreenX(item.x) + radius + 3, toScreenY(item.y));
+    }
+  }
+
+  // The clicked object and the clarification's candidates: rings.
+  const ring = (x, y, r, colour, width) => {
+    ctx.beginPath(); ctx.arc(toScreenX(x), toScreenY(y), r, 0, 2 * Math.PI);
+    ctx.strokeStyle = colour; ctx.lineWidth = width; ctx.stroke();
+  };
+  ctx.font = "bold 12px system-ui, sans-serif"; ctx.textAlign = "left";
+  for (const candidate of scene.candidates) {
+    ring(candidate.x, candidate.y, 11, "#f9a825", 3);
+    ctx.fillStyle = "#8d6e00";
+    ctx.fillText(candidate.symbol, toScreenX(candidate.x) + 13, toScreenY(candidate.y) - 8);
+  }
+  const selected = scene.selected && scene.items.get(scene.selected);
+  if (selected) ring(selected.x, selected.y, 9, "#000", 2);
+
+  // The robot.
+  if (scene.robot) {
+    const sx = toScreenX(scene.robot.x), sy = toScreenY(scene.robot.y);
+    ctx.beginPath(); ctx.arc(sx, sy, 8, 0, 2 * Math.PI);
+    ctx.fillStyle = "#ff6f00"; ctx.fill();
+    ctx.lineWidth = 2; ctx.strokeStyle = "#4e2600"; ctx.stroke();
+  }
+
+  drawScaleBar();
+  frames++;
+  // The first frame that shows a scene, in ms from the page's navigation start (its first paint of the map).
+  if (!firstSceneMs && layers.objects.length + layers.places.length) firstSceneMs = performance.now();
+  const stats = $("map-stats");
+  Object.assign(stats.dataset, {
+    rooms: layers.rooms.length, places: layers.places.length / 2, objects: layers.objects.length,
+    operator: layers.operator.length, edges: scene.edges.length / 4,
+    drawnRooms: drawn.rooms, drawnPlaces: drawn.places, drawnEdges: drawn.edges, drawnObjects: drawn.objects,
+    robotX: scene.robot ? scene.robot.x : "", robotY: scene.robot ? scene.robot.y : "",
+    robotPlace: scene.robot ? scene.robot.place || "" : "",
+    planSteps: scene.plan ? scene.plan.steps.length : 0, planPoints,
+    currentStep: scene.plan ? scene.plan.current : -1, candidates: scene.candidates.length,
+    moves: scene.moves.length, firstSceneMs: firstSceneMs.toFixed(1), layersMs: layersMs.toFixed(2), view: [view.cx, view.cy, view.scale].join(","), frames, drawMs: (performance.now() - started).toFixed(2),
+  });
+}
+
+function drawScaleBar() {
+  // The longest 1/2/5 x 10^n metres that fits in ~120 px.
+  const target = 120 / view.scale;
+  const power = Math.pow(10, Math.floor(Math.log10(target)));
+  const metres = [5, 2, 1].map((k) => k * power).find((m) => m <= target) || power;
+  const px = metres * view.scale;
+  const x = 16, y = cssHeight - 20;
+  ctx.fillStyle = "rgba(255, 255, 255, 0.8)"; ctx.fillRect(x - 6, y - 20, px + 12, 28);
+  ctx.beginPath();
+  ctx.moveTo(x, y - 6); ctx.lineTo(x, y); ctx.lineTo(x + px, y); ctx.lineTo(x + px, y - 6);
+  ctx.strokeStyle = "#111"; ctx.lineWidth = 2; ctx.stroke();
+  ctx.fillStyle = "#111"; ctx.font = "12px system-ui, sans-serif"; ctx.textAlign = "center"; ctx.textBaseline = "bottom";
+  ctx.fillText(metres >= 1000 ? `${metres / 1000} km` : `${+metres.toPrecision(3)} m`, x + px / 2, y - 6);
+  ctx.textBaseline = "middle";
+}
+
+// ---- pan, zoom, click ---------------------------------------------------------------------------
+let drag = null;
+canvas.addEventListener("pointerdown", (event) => {
+  drag = { x: event.clientX, y: event.clientY, cx: view.cx, cy: view.cy, moved: false };
+  canvas.setPointerCapture(event.pointerId);
+});
+canvas.addEventListener("pointermove", (event) => {
+  if (!drag) return;
+  const dx = event.clientX - drag.x, dy = event.clientY - drag.y;
+  if (Math.hypot(dx, dy) > 4) { drag.moved = true; canvas.classList.add("dragging"); }
+  if (!drag.moved) return;
+  view.cx = drag.cx - dx / view.scale;
+  view.cy = drag.cy + dy / view.scale;
+  requestDraw();
+});
+canvas.addEventListener("pointerup", (event) => {
+  const wasClick = drag && !drag.moved;
+  drag = null;
+  canvas.classList.remove("dragging");
+  if (wasClick) {
+    const rect = canvas.getBoundingClientRect();
+    pick(event.clientX - rect.left, event.clientY - rect.top);
+  }
+});
+canvas.addEventListener("wheel", (event) => {
+  event.preventDefault();
+  const rect = canvas.getBoundingClientRect();
+  const sx = event.clientX - rect.left, sy = event.clientY - rect.top;
+  const [wx, wy] = toWorld(sx, sy);
+  view.scale = Math.min(2000, Math.max(0.01, view.scale * Math.exp(-event.deltaY * 0.0015)));
+  // Keep the point under the cursor where it was.
+  view.cx = wx - (sx - cssWidth / 2) / view.scale;
+  view.cy = wy - (cssHeight / 2 - sy) / view.scale;
+  requestDraw();
+}, { passive: false });
+$("fit").addEventListener("click", () => { fit(); requestDraw(); });
+
+function pick(sx, sy) {
+  let best = null, bestD = 10; // pixels
+  for (const item of layers.objects) {
+    const d = Math.hypot(toScreenX(item.x) - sx, toScreenY(item.y) - sy);
+    if (d < bestD) { best = item; bestD = d; }
+  }
+  if (!best) return;
+  showObject(best.symbol);
+}
+
+function showObject(symbol) {
+  scene.selected = symbol;
+  requestDraw();
+  const item = scene.items.get(symbol);
+  setText($("info-symbol"), symbol);
+  setText($("info-class"), item ? item.cls : "");
+  setText($("info-room"), "…");
+  setText($("info-seen"), "…");
+  $("object-info").hidden = false;
+  send({ op: "object", symbol });
+}
+$("object-info-close").addEventListener("click", () => {
+  $("object-info").hidden = true; scene.selected = null; requestDraw();
+});
+
+// ---- server messages ----------------------------------------------------------------------------
+export function onScene(message, received) {
+  const outlines = (item) => item && (item.layer === "room" || item.layer === "place");
+  if (message.full) { scene.items.clear(); scene.edgePairs.clear(); hullsStale = true; }
+  for (const symbol of message.remove || []) {
+    if (outlines(scene.items.get(symbol))) hullsStale = true;
+    scene.items.delete(symbol);
+  }
+  for (const item of message.upsert || []) {
+    if (outlines(item)) hullsStale = true;
+    scene.items.set(item.symbol, item);
+  }
+  const edges = message.edges || {};
+  for (const [a, b] of edges.remove || []) scene.edgePairs.delete(a + " " + b);
+  for (const [a, b] of edges.add || []) scene.edgePairs.set(a + " " + b, [a, b]);
+  layersStale = true;
+  document.body.dataset.scene = "loaded";
+  requestDraw();
+  // What a scene message costs the page, parsing included (heracles bench console reads it).
+  Object.assign($("map-stats").dataset, {
+    sceneBytes: received.bytes, sceneMessageMs: (performance.now() - received.started).toFixed(2) });
+}
+
+export function onRobot(message) {
+  scene.robot = { x: message.x, y: message.y, place: message.place };
+  requestDraw();
+}
+
+export function onObject(message) {
+  if (message.symbol !== scene.selected) return;
+  setText($("info-class"), message.cls);
+  // An object gone from the scene still has its class and when it was last seen, with the error.
+  setText($("info-room"), message.error || message.room || "none");
+  const seen = message.last_seen_s;  // epoch seconds; null for an operator's addition or without history
+  const item = scene.items.get(message.symbol);
+  setText($("info-seen"), typeof seen === "number"
+    ? `${new Date(seen * 1000).toISOString().replace("T", " ").slice(0, 19)} UTC (${ago(Date.now() / 1000 - seen)})`
+    : item && item.operator ? "never (added by an operator)" : "unknown");
+}
+
+// Size the canvas to its box, now and whenever the box changes.
+export function startMap() {
+  new ResizeObserver(resize).observe(canvas);
+  resize();
+}
