@@ -276,13 +276,13 @@ case "$cmd" in
   setup) setup ;;
   test)
     ensure_system_packages test; setup; setup_tests; ensure_ros2_tools; activate; cd "$REPO"
-    log "ruff"; ruff check heracles_ros test launch mutation
+    log "ruff"; ruff check heracles_ros test launch tools
     log "mypy"; mypy heracles_ros
     run_tests "$@" ;;
   demo) setup; activate; exec heracles demo "$@" ;;
   up) setup; activate; exec heracles up "$@" ;;
   heracles) setup; activate; exec heracles "$@" ;;
   exec) activate; cd "$REPO"; exec "$@" ;;  # run a command in the environment (no set-up)
-  mutation) setup; ensure_test_deps; activate; cd "$REPO"; exec python mutation/run_mutation.py "$@" ;;  # see mutation/run_mutation.py
+  mutation) setup; ensure_test_deps; activate; cd "$REPO"; exec python tools/mutation/run_mutation.py "$@" ;;  # see tools/mutation/run_mutation.py
   *) sed -n '2,11p' "$0"; exit 2 ;;
 esac

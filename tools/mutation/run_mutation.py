@@ -1,12 +1,12 @@
 """Mutation score of the core modules with cosmic-ray: how many plausible bugs their tests catch.
 
-For each module of mutation/modules.toml: copy the source tree to a scratch
+For each module of tools/mutation/modules.toml: copy the source tree to a scratch
 directory (cosmic-ray edits files in place; the worktree is never touched),
 check its tests pass unmutated, let cosmic-ray list every mutant, keep a
 deterministic sample of them (the ``--sample`` with the smallest hash of
 their position and operator, the same on every run), run the module's tests
 against each, and print killed / survived per module. A survivor listed in
-mutation/equivalent.toml (it cannot change behaviour; the entry says why)
+tools/mutation/equivalent.toml (it cannot change behaviour; the entry says why)
 counts apart, as does one that only changes a type annotation (never
 evaluated in a module with ``from __future__ import annotations``, and
 refused by mypy); the score is killed / (killed + the other survivors).
@@ -23,7 +23,7 @@ wrote to ``out/mutation/<module>.txt`` (minutes, not hours): each survivor's
 diff is applied to the current source, so one whose line has since changed
 is reported as no longer applying, not counted.
 
-``--behavioural`` runs the hand-written bugs of mutation/behavioural.toml
+``--behavioural`` runs the hand-written bugs of tools/mutation/behavioural.toml
 instead of cosmic-ray's operators: each is one text change in a module
 (a dropped condition, a stale value, a bound ignored), applied alone; the
 module's tests should kill every one but those marked as known gaps.
@@ -41,14 +41,63 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import tomllib
 from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
-REPO = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
 _IGNORED = shutil.ignore_patterns(".venv*", ".git", "__pycache__", ".*_cache", "out", "build", "*.egg-info")
+
+
+@dataclass(frozen=True)
+class MutationData:
+    """The three data files: the modules with their tests, the equivalent survivors, the hand-written bugs."""
+
+    modules: dict[str, dict]
+    equivalents: list[dict]
+    bugs: list[dict]
+
+
+def load_data(folder: Path = HERE) -> MutationData:
+    return MutationData(
+        modules=tomllib.loads((folder / "modules.toml").read_text())["modules"],
+        equivalents=tomllib.loads((folder / "equivalent.toml").read_text()).get("equivalent", []),
+        bugs=tomllib.loads((folder / "behavioural.toml").read_text())["mutant"],
+    )
+
+
+def stale_quotes(data: MutationData, tree: Path) -> list[str]:
+    """What the data quotes that ``tree`` no longer holds, a line each: a module or test file that is gone, an
+    entry naming no module of modules.toml, an equivalent's ``old`` that is no line of its module (it would never
+    match a survivor: :func:`_is_equivalent`), a bug's ``old`` that is not in its module exactly once (it would
+    no longer apply: :func:`_behavioural_module`)."""
+    problems: list[str] = []
+    sources: dict[str, str] = {}
+    for name, spec in data.modules.items():
+        path = tree / spec["path"]
+        if path.is_file():
+            sources[name] = path.read_text()
+        else:
+            problems.append(f"modules.toml: {name}'s path {spec['path']} is gone")
+        gone = [test for test in spec["tests"] if not (tree / test).is_file()]
+        problems += [f"modules.toml: {name}'s test {test} is gone" for test in gone]
+    lines = {name: {line.strip() for line in source.splitlines()} for name, source in sources.items()}
+    for entry in data.equivalents:
+        if entry["module"] not in data.modules:
+            problems.append(f"equivalent.toml: no module {entry['module']!r} in modules.toml")
+        elif entry["module"] in lines and entry["old"].strip() not in lines[entry["module"]]:
+            problems.append(f"equivalent.toml: {entry['module']} has no line {entry['old'].strip()!r}")
+    for bug in data.bugs:
+        if bug["module"] not in data.modules:
+            problems.append(f"behavioural.toml: no module {bug['module']!r} in modules.toml ({bug['bug']})")
+        elif bug["module"] in sources and (found := sources[bug["module"]].count(bug["old"])) != 1:
+            problems.append(f"behavioural.toml: {bug['module']} holds the old text of {bug['bug']!r} {found} times, "
+                            "not once")
+    return problems
 
 
 def _identity(item: object) -> str:
@@ -307,12 +356,13 @@ def main() -> int:
     parser.add_argument("--recheck", action="store_true", help="run only the last run's survivors again")
     parser.add_argument("--behavioural", action="store_true", help="run the hand-written bugs of behavioural.toml")
     args = parser.parse_args()
-    modules = tomllib.loads((REPO / "mutation" / "modules.toml").read_text())["modules"]
-    equivalents = tomllib.loads((REPO / "mutation" / "equivalent.toml").read_text()).get("equivalent", [])
-    bugs = tomllib.loads((REPO / "mutation" / "behavioural.toml").read_text())["mutant"]
+    data = load_data()
+    modules, equivalents, bugs = data.modules, data.equivalents, data.bugs
     unknown = (set(args.only) | {bug["module"] for bug in bugs}) - set(modules)
     if unknown:
         parser.error(f"unknown module(s) {sorted(unknown)}; known: {sorted(modules)}")
+    for problem in stale_quotes(data, args.tree):
+        print(f"warning: {problem}", file=sys.stderr, flush=True)
     out = REPO / "out" / "mutation"
     out.mkdir(parents=True, exist_ok=True)
     rows = []
