@@ -15,10 +15,10 @@ import dataclasses
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any, ClassVar, Literal, TypedDict
+from typing import Any, ClassVar, Literal, TypedDict, TypeVar
 
 from heracles_ros.errors import ConsoleMessageError
 from heracles_ros.schema import is_scene_symbol
@@ -80,10 +80,13 @@ class MapItem(TypedDict):
     operator: bool
 
 
+#: A place edge: its two places' symbols, the lower first (a JSON array of two strings).
+MapEdge = tuple[str, str]
+
+
 class MapEdges(TypedDict):
-    #: Place edges as pairs of place symbols, the lower first.
-    add: list[list[str]]
-    remove: list[list[str]]
+    add: list[MapEdge]
+    remove: list[MapEdge]
 
 
 class SceneMessage(TypedDict):
@@ -255,11 +258,10 @@ def hello(session: str, namespace: str, secured: bool) -> HelloMessage:
             "history_max_s": SINCE_MAX_S}
 
 
-def scene(full: bool, upsert: list[MapItem], remove: list[str], edges_added: Sequence[tuple[str, str]],
-          edges_removed: Sequence[tuple[str, str]]) -> SceneMessage:
+def scene(full: bool, upsert: list[MapItem], remove: list[str], edges_added: Sequence[MapEdge],
+          edges_removed: Sequence[MapEdge]) -> SceneMessage:
     return {"type": "scene", "full": full, "upsert": upsert, "remove": remove,
-            "edges": {"add": [list(edge) for edge in edges_added],
-                      "remove": [list(edge) for edge in edges_removed]}}
+            "edges": {"add": list(edges_added), "remove": list(edges_removed)}}
 
 
 def robot(x: float, y: float, place: str) -> RobotMessage:
@@ -324,21 +326,24 @@ def encode(message: Any) -> str:
 
 #: Entries of a scene message encoded in one call (about a millisecond's work).
 ENCODE_CHUNK = 1000
+#: One entry of a list to encode (a map item before it is made a MapItem).
+T = TypeVar("T")
 
 
-def scene_text(message: SceneMessage) -> str:
-    """:func:`encode` of a scene message, ENCODE_CHUNK entries at a time: the whole map of 16k places in one call
-    would hold the interpreter for ~0.1 s, and the STOP's thread with it."""
-    edges = message["edges"]
-    return (f'{{"type":"scene","full":{"true" if message["full"] else "false"},'
-            f'"upsert":[{_chunked(message["upsert"])}],"remove":[{_chunked(message["remove"])}],'
-            f'"edges":{{"add":[{_chunked(edges["add"])}],"remove":[{_chunked(edges["remove"])}]}}}}')
+def scene_text(full: bool, upsert: Sequence[T], remove: Sequence[str], edges_added: Sequence[MapEdge],
+               edges_removed: Sequence[MapEdge], *, item: Callable[[T], MapItem]) -> str:
+    """:func:`encode` of :func:`scene`'s message, ENCODE_CHUNK entries at a time, each of ``upsert`` made a MapItem
+    by ``item`` only as its chunk is encoded: the whole map of 16k places in one call would hold the interpreter
+    for ~0.1 s (and the STOP's thread with it), and building the whole message first measured a quarter slower."""
+    return (f'{{"type":"scene","full":{"true" if full else "false"},'
+            f'"upsert":[{_chunked(upsert, item)}],"remove":[{_chunked(remove)}],'
+            f'"edges":{{"add":[{_chunked(edges_added)}],"remove":[{_chunked(edges_removed)}]}}}}')
 
 
-def _chunked(entries: Sequence[Any]) -> str:
-    """The JSON of a list's entries without its brackets, a chunk at a time."""
+def _chunked(entries: Sequence[T], to_json: Callable[[T], Any] | None = None) -> str:
+    """The JSON of a list's entries (each as ``to_json`` gives it) without its brackets, a chunk at a time."""
     chunks = (entries[start:start + ENCODE_CHUNK] for start in range(0, len(entries), ENCODE_CHUNK))
-    return ",".join(encode(list(chunk))[1:-1] for chunk in chunks)
+    return ",".join(encode([to_json(e) for e in chunk] if to_json else list(chunk))[1:-1] for chunk in chunks)
 
 
 # --- page -> server ------------------------------------------------------------------------------------

@@ -24,11 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from heracles_ros.console import protocol
-from heracles_ros.console.protocol import MapItem, MapLayer, SceneMessage
+from heracles_ros.console.protocol import MapEdge, MapItem, MapLayer
 from heracles_ros.mirror.scene_view import DrawnLayer, SceneView
-
-#: A place edge: its two places' symbols, the lower first.
-Edge = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -55,8 +52,8 @@ class SceneDiff:
     full: bool
     upsert: tuple[SceneItem, ...] = ()
     remove: tuple[str, ...] = ()
-    edges_added: tuple[Edge, ...] = ()
-    edges_removed: tuple[Edge, ...] = ()
+    edges_added: tuple[MapEdge, ...] = ()
+    edges_removed: tuple[MapEdge, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -64,15 +61,13 @@ class SceneDiff:
 
     def to_message(self) -> dict[str, Any]:
         """The scene message (a plain dict, as ``heracles bench console`` measures it)."""
-        return dict(self._message())
+        return dict(protocol.scene(self.full, [item.to_json() for item in self.upsert], list(self.remove),
+                                   self.edges_added, self.edges_removed))
 
     def to_text(self) -> str:
         """The scene message on the wire, a chunk at a time (:func:`~heracles_ros.console.protocol.scene_text`)."""
-        return protocol.scene_text(self._message())
-
-    def _message(self) -> SceneMessage:
-        return protocol.scene(self.full, [item.to_json() for item in self.upsert], list(self.remove),
-                              self.edges_added, self.edges_removed)
+        return protocol.scene_text(self.full, self.upsert, self.remove, self.edges_added, self.edges_removed,
+                                   item=SceneItem.to_json)
 
 
 #: Decimals of metres a position is sent with: a millimetre is far below what a map shows; shorter numbers
@@ -99,7 +94,7 @@ class _Shown:
 
     revision: int
     items: dict[str, SceneItem]
-    edges: frozenset[Edge]
+    edges: frozenset[MapEdge]
 
 
 class SceneFeed:
@@ -149,5 +144,5 @@ class SceneFeed:
         return self._shown.items.get(symbol)
 
 
-def _edge(a: str, b: str) -> Edge:
+def _edge(a: str, b: str) -> MapEdge:
     return (a, b) if a < b else (b, a)

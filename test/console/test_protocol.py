@@ -157,15 +157,19 @@ def test_the_close_codes_and_bounds_are_the_ones_specified():
 
 def test_a_scene_encoded_a_chunk_at_a_time_is_the_message_encoded_whole():
     """The map's text is written a chunk at a time (the STOP's thread must not wait for a 2 MB dumps): it must be
-    the very JSON one call would write, across chunk boundaries, empty lists and escapes included."""
+    the very JSON one call would write of the scene message, across chunk boundaries, empty lists and escapes
+    included."""
     count = 2 * protocol.ENCODE_CHUNK + 7
-    items: list[protocol.MapItem] = [
-        {"symbol": f"P{i}", "layer": "place", "cls": "caf\u00e9 \ud800" if i % 999 == 0 else "", "name": "",
-         "x": i / 3, "y": -i, "operator": i % 2 == 0} for i in range(count)]
+
+    def item(i: int) -> protocol.MapItem:
+        return {"symbol": f"P{i}", "layer": "place", "cls": "caf\u00e9 \ud800" if i % 999 == 0 else "", "name": "",
+                "x": i / 3, "y": -i, "operator": i % 2 == 0}
+
     edges = [(f"P{i}", f"P{i + 1}") for i in range(count - 1)]
-    for message in (protocol.scene(True, items, [], edges, []),
-                    protocol.scene(False, items[:1], [f"O{i}" for i in range(count)], [], edges[:5]),
-                    protocol.scene(False, [], [], [], [])):
-        text = protocol.scene_text(message)
-        assert text == protocol.encode(message) and text.isascii()
-        assert json.loads(text) == json.loads(json.dumps(message))
+    for full, upsert, remove, added, removed in ((True, range(count), [], edges, []),
+                                                 (False, range(1), [f"O{i}" for i in range(count)], [], edges[:5]),
+                                                 (False, range(0), [], [], [])):
+        text = protocol.scene_text(full, upsert, remove, added, removed, item=item)
+        whole = protocol.scene(full, [item(i) for i in upsert], remove, added, removed)
+        assert text == protocol.encode(whole) and text.isascii()
+        assert json.loads(text) == json.loads(json.dumps(whole))
