@@ -1,11 +1,14 @@
-"""How things end, from Fast Downward to the CLI: one vocabulary, defined here once.
+"""How things end, from Fast Downward to the CLI, and where the scene's records stand: one vocabulary, defined
+here once.
 
 Each stage has its own enum because each can end in its own ways, but a word
 means the same wherever it appears ("cancelled" from a driver's step is
 "cancelled" in the dispatch result and in the command's result), and every
 value is the word on the wire: the comments of action/ExecuteCommand.action
 (``outcome``), msg/DispatchResult.msg (``status``), msg/DispatchProgress.msg
-(``state``) and msg/CommandRejection.msg (``code``) list exactly these.
+(``state``) and msg/CommandRejection.msg (``code``) list exactly these, as
+srv/ManageCorrections.srv (``status``) and srv/Changes.srv (``kind``) list the
+record and history words, which are also the values stored in the database.
 """
 from __future__ import annotations
 
@@ -96,3 +99,42 @@ class RejectionCode(str, Enum):
     NO_MODEL = "no_model"
     SHUTTING_DOWN = "shutting_down"
     STOPPED = "stopped"
+
+
+class RecordStatus(str, Enum):
+    """Where an operator's correction or addition stands: its record's ``status`` in the database (and in
+    ManageCorrections' list)."""
+
+    ACTIVE = "active"
+    #: Set aside by the scene: a correction's node left it (the correction returns with the node), or a perceived
+    #: object replaced an addition (the addition comes back when that object disappears).
+    RETIRED = "retired"
+    #: Undone by an operator; it never returns.
+    REVERTED = "reverted"
+    #: An addition's symbol reserved while its record is written (never listed).
+    CLAIMED = "claimed"
+
+
+class ChangeKind(str, Enum):
+    """What a snapshot did to a scene node: a history ``Change``'s ``kind`` (Changes ``kind``)."""
+
+    APPEARED = "appeared"
+    DISAPPEARED = "disappeared"
+    MOVED = "moved"
+    RELABELLED = "relabelled"
+    RENAMED = "renamed"
+
+
+class OverlayEventKind(str, Enum):
+    """What befell an operator's correction or addition, in the scene's timeline beside the Change events
+    (Changes ``kind``)."""
+
+    #: Its node left the scene.
+    CORRECTION_RETIRED = "correction retired"
+    #: Its node came back, and the correction with it.
+    CORRECTION_RETURNED = "correction returned"
+    ADDITION_ADDED = "addition added"
+    #: A perceived object stood in for it long enough.
+    ADDITION_REPLACED = "addition replaced"
+    #: The object that replaced it disappeared.
+    ADDITION_RETURNED = "addition returned"

@@ -9,8 +9,11 @@ import pytest
 
 from heracles_ros.outcomes import (
     SUCCESSFUL_COMMANDS,
+    ChangeKind,
     CommandOutcome,
     DispatchStatus,
+    OverlayEventKind,
+    RecordStatus,
     RejectionCode,
     StepState,
 )
@@ -46,3 +49,28 @@ def test_only_succeeded_and_planned_are_successful_and_compare_as_words() -> Non
     assert {"succeeded", "planned"} == SUCCESSFUL_COMMANDS
     assert "succeeded" in SUCCESSFUL_COMMANDS and CommandOutcome.SUCCEEDED in SUCCESSFUL_COMMANDS
     assert "cancelled" not in SUCCESSFUL_COMMANDS
+
+
+def listed_words(interface: str, before: str) -> list[str]:
+    """The ``(a | b | c)`` list right after ``before`` in an interface file's comments (it may span comment lines)."""
+    text = " ".join(line.lstrip("# ") for line in (ROOT / interface).read_text().splitlines())
+    match = re.search(re.escape(before) + r" \(([\w| ]+)\)", text)
+    assert match, f"{interface} lists no words after {before!r}"
+    return [word.strip() for word in match.group(1).split("|")]
+
+
+def test_the_record_and_history_words_are_those_the_services_document() -> None:
+    """The words are stored in the database and sent as they are: ManageCorrections lists a record's status,
+    Changes a history event's kind and the corrections' events beside them."""
+    listed = [status.value for status in RecordStatus if status is not RecordStatus.CLAIMED]  # never listed
+    assert listed == listed_words("srv/ManageCorrections.srv", "status")
+    assert [kind.value for kind in ChangeKind] == listed_words("srv/Changes.srv", "kind")
+    changes = " ".join(line.lstrip("# ") for line in (ROOT / "srv/Changes.srv").read_text().splitlines())
+    corrections = OverlayEventKind.CORRECTION_RETIRED.value, OverlayEventKind.CORRECTION_RETURNED.value
+    assert "kind {} | {}".format(*corrections) in changes
+
+
+def test_the_words_are_distinct_across_the_timeline() -> None:
+    """One timeline holds the Change events and the overlay's: no word may mean two things in it."""
+    words = [kind.value for kind in ChangeKind] + [kind.value for kind in OverlayEventKind]
+    assert len(words) == len(set(words))

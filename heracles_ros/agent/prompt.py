@@ -26,6 +26,7 @@ from heracles_ros.formats.sldp import format_guidance
 from heracles_ros.graphdb.cypher import history as history_q
 from heracles_ros.graphdb.cypher import introspection as q
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.outcomes import ChangeKind
 from heracles_ros.schema import (
     CHANGE_LABEL,
     CORRECTABLE_PROPERTIES,
@@ -246,6 +247,7 @@ _LABEL_MEANINGS = {
     "(start_t, start_seq)",
 }
 
+_KINDS = list(ChangeKind)
 _KEY_MEANINGS = {
     "nodeSymbol": "unique symbol, e.g. 'O12'",
     "class": "semantic class, spelled as the scene spells it (case matters)",
@@ -259,7 +261,7 @@ _KEY_MEANINGS = {
     "place": "symbol of the place the robot stands at",
     "holding": "symbol of the object the robot holds ('' when none)",
     "symbol": "the nodeSymbol of the scene node a history entry is about",
-    "kind": "what happened: appeared, disappeared, moved, relabelled or renamed",
+    "kind": f"what happened: {', '.join(kind.value for kind in _KINDS[:-1])} or {_KINDS[-1].value}",
     "t": "time in seconds since the Unix epoch (UTC)",
     "first_t": "time in seconds since the Unix epoch (UTC)",
     "last_t": "time in seconds since the Unix epoch (UTC)",

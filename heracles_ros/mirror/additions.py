@@ -36,6 +36,7 @@ from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.mirror.history import iso_time
 from heracles_ros.mirror.indexes import ensure_indexes
 from heracles_ros.mirror.text_values import text_problem
+from heracles_ros.outcomes import OverlayEventKind, RecordStatus
 from heracles_ros.schema import ADDITION_PREFIX, SCENE_SYMBOL, Layer, is_scene_symbol
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ class AdditionRecord:
     near: str
     place: str
     room: str
-    status: str
+    status: RecordStatus
     author: str
     request: str
     created_s: float
@@ -157,7 +158,7 @@ class AdditionRecord:
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "symbol": self.symbol, "kind": "addition", "property": q.ADDED, "value": self.cls,
                 "class": self.cls, "position": list(self.at), "near": self.near, "place": self.place,
-                "room": self.room, "source": q.OPERATOR, "status": self.status, "author": self.author,
+                "room": self.room, "source": q.OPERATOR, "status": self.status.value, "author": self.author,
                 "request": self.request, "created": _iso(self.created_s), "updated": _iso(self.updated_s),
                 "retired": _iso(self.retired_s), "replaced_by": self.replaced_by, "retired_why": self.retired_why,
                 "returned": _iso(self.returned_s)}
@@ -168,25 +169,25 @@ class AdditionEvent:
     """For the scene's history: an operator added an object, a perceived one replaced it, or it came back
     because that one disappeared."""
 
-    kind: str  # "added" | "replaced" | "returned"
+    kind: OverlayEventKind  # one of the ADDITION_ kinds
     record: AdditionRecord
     t: float
 
     def to_json(self) -> dict[str, Any]:
         r = self.record
-        out = {"kind": f"addition {self.kind}", "symbol": r.symbol, "class": r.cls, "position": list(r.at),
-               "author": r.author, "source": q.OPERATOR, "room": r.room, "status": r.status, "t": self.t,
+        out = {"kind": self.kind.value, "symbol": r.symbol, "class": r.cls, "position": list(r.at),
+               "author": r.author, "source": q.OPERATOR, "room": r.room, "status": r.status.value, "t": self.t,
                "time": iso_time(self.t), "text": str(self)}
-        if self.kind in ("replaced", "returned"):
+        if self.kind in (OverlayEventKind.ADDITION_REPLACED, OverlayEventKind.ADDITION_RETURNED):
             out["replaced_by"] = r.replaced_by
             out["why"] = r.retired_why
         return out
 
     def __str__(self) -> str:
         r = self.record
-        if self.kind == "replaced":
+        if self.kind is OverlayEventKind.ADDITION_REPLACED:
             return f"addition {r.symbol} ({r.cls}) retired, replaced by {r.replaced_by}: {r.retired_why}"
-        if self.kind == "returned":
+        if self.kind is OverlayEventKind.ADDITION_RETURNED:
             return f"addition {r.symbol} ({r.cls}) back: {r.replaced_by}, which had replaced it, disappeared"
         return f"addition {r.symbol} ({r.cls}) added by {r.author or 'the operator'} at {_xyz(r.at)}"
 
@@ -266,7 +267,7 @@ class Additions:
 
     # -- records -------------------------------------------------------------------------
     def all(self) -> list[AdditionRecord]:
-        return [_record(r) for r in self.store.query(q.ALL_ADDITIONS) if r["status"] != "claimed"]
+        return [_record(r) for r in self.store.query(q.ALL_ADDITIONS) if r["status"] != RecordStatus.CLAIMED.value]
 
     def active(self) -> list[AdditionRecord]:
         return [_record(r) for r in self.store.query(q.ACTIVE_ADDITIONS)]
@@ -276,17 +277,17 @@ class Additions:
         if not wanted:
             return {}
         rows = self.store.query(q.SOME_ADDITIONS, {"symbols": wanted})
-        return {str(r["symbol"]): _record(r) for r in rows if r["status"] != "claimed"}
+        return {str(r["symbol"]): _record(r) for r in rows if r["status"] != RecordStatus.CLAIMED.value}
 
     def events(self, *, since: float) -> list[AdditionEvent]:
         found = []
         for record in self.all():
             if record.created_s >= since:
-                found.append(AdditionEvent("added", record, record.created_s))
+                found.append(AdditionEvent(OverlayEventKind.ADDITION_ADDED, record, record.created_s))
             if record.replaced_by and record.retired_s >= since:
-                found.append(AdditionEvent("replaced", record, record.retired_s))
+                found.append(AdditionEvent(OverlayEventKind.ADDITION_REPLACED, record, record.retired_s))
             if record.returned_s and record.returned_s >= since:
-                found.append(AdditionEvent("returned", record, record.returned_s))
+                found.append(AdditionEvent(OverlayEventKind.ADDITION_RETURNED, record, record.returned_s))
         return sorted(found, key=lambda event: event.t)
 
     def revert(self, symbol: str, *, author: str) -> Removed:
@@ -294,9 +295,9 @@ class Additions:
         record = self.records([symbol]).get(symbol)
         if record is None:
             raise CorrectionError(f"there is no addition {symbol!r}; 'heracles corrections list' shows them")
-        if record.status != "active":
+        if record.status is not RecordStatus.ACTIVE:
             why = f"replaced by {record.replaced_by}" if record.replaced_by else "reverted before"
-            raise CorrectionError(f"addition {symbol} is {record.status} ({why}); there is nothing to revert")
+            raise CorrectionError(f"addition {symbol} is {record.status.value} ({why}); there is nothing to revert")
         self.store.write_many([
             (q.DELETE_OBJECT, {"symbol": symbol}),
             (q.MARK_REVERTED, {"symbol": symbol, "now": time.time(), "author": author}),
@@ -526,16 +527,17 @@ def replacements(store: GraphStore, symbols: Iterable[str]) -> dict[str, str]:
     (for a goal that names one)."""
     additions = Additions(store)
     records = additions.records(symbols)
-    still = additions._positions(r.replaced_by for r in records.values() if r.status == "retired" and r.replaced_by)
+    still = additions._positions(r.replaced_by for r in records.values()
+                                 if r.status is RecordStatus.RETIRED and r.replaced_by)
     fates: dict[str, str] = {}
     for symbol, record in records.items():
-        if record.status == "retired" and record.replaced_by in still:
+        if record.status is RecordStatus.RETIRED and record.replaced_by in still:
             fates[symbol] = (f"{symbol} was the operator's {record.cls!r}, replaced by the perceived object "
                              f"{record.replaced_by}: use {record.replaced_by}")
-        elif record.status == "retired" and record.replaced_by:  # it comes back with the mirror's next snapshot
+        elif record.status is RecordStatus.RETIRED and record.replaced_by:  # back with the mirror's next snapshot
             fates[symbol] = (f"{symbol} was the operator's {record.cls!r}, replaced by {record.replaced_by}, which "
                              "is no longer in the scene either")
-        elif record.status == "reverted":
+        elif record.status is RecordStatus.REVERTED:
             fates[symbol] = f"{symbol} was the operator's {record.cls!r}, removed by an operator"
     return fates
 
@@ -562,7 +564,7 @@ def _record(row: dict[str, Any]) -> AdditionRecord:
     return AdditionRecord(
         symbol=str(row["symbol"]), cls=str(row["class"] or ""), at=_point(row) or (math.nan,) * 3,
         near=str(row.get("near") or ""), place=str(row.get("place") or ""), room=str(row.get("room") or ""),
-        status=str(row.get("status") or "active"), author=str(row.get("author") or ""),
+        status=RecordStatus(row.get("status") or RecordStatus.ACTIVE), author=str(row.get("author") or ""),
         request=str(row.get("request") or ""), created_s=float(row.get("created_s") or 0.0),
         updated_s=float(row.get("updated_s") or 0.0), retired_s=float(row.get("retired_s") or 0.0),
         replaced_by=str(row.get("replaced_by") or ""), retired_why=str(row.get("retired_why") or ""),

@@ -34,6 +34,7 @@ from heracles_ros.mirror.additions import Added, AdditionRecord, Additions, Addi
 from heracles_ros.mirror.history import iso_time
 from heracles_ros.mirror.symbols import symbol_layers
 from heracles_ros.mirror.text_values import has_control, text_problem
+from heracles_ros.outcomes import OverlayEventKind, RecordStatus
 from heracles_ros.schema import ADDITION_PROPERTY, CORRECTABLE_PROPERTIES, Layer, is_scene_symbol
 
 log = logging.getLogger(__name__)
@@ -74,7 +75,7 @@ class Correction:
     value: Any
     original: Any
     created_s: float
-    status: str
+    status: RecordStatus
     author: str
     request: str
     updated_s: float
@@ -91,7 +92,7 @@ class Correction:
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "symbol": self.symbol, "property": self.property, "value": self.value,
-                "original": self.original, "status": self.status, "author": self.author, "request": self.request,
+                "original": self.original, "status": self.status.value, "author": self.author, "request": self.request,
                 "created": _iso(self.created_s), "updated": _iso(self.updated_s), "retired": _iso(self.retired_s),
                 "retired_why": self.retired_why, "times_retired": self.times_retired,
                 "returned": _iso(self.returned_s)}
@@ -99,22 +100,24 @@ class Correction:
 
 @dataclass(frozen=True)
 class CorrectionEvent:
-    """A correction's node left the scene (``retired``) or came back (``returned``), for the scene's history."""
+    """A correction's node left the scene (CORRECTION_RETIRED) or came back (CORRECTION_RETURNED), for the scene's
+    history."""
 
-    kind: str
+    kind: OverlayEventKind
     correction: Correction
     t: float
 
     def to_json(self) -> dict[str, Any]:
-        out = {"kind": f"correction {self.kind}", "symbol": self.correction.symbol, "correction": self.correction.id,
-               "value": self.correction.value, "status": self.correction.status, "t": self.t, "time": iso_time(self.t)}
-        if self.kind == "retired":
-            out["why"] = self.correction.retired_why
+        c = self.correction
+        out = {"kind": self.kind.value, "symbol": c.symbol, "correction": c.id, "value": c.value,
+               "status": c.status.value, "t": self.t, "time": iso_time(self.t)}
+        if self.kind is OverlayEventKind.CORRECTION_RETIRED:
+            out["why"] = c.retired_why
         return out
 
     def __str__(self) -> str:
         c = self.correction
-        if self.kind == "retired":
+        if self.kind is OverlayEventKind.CORRECTION_RETIRED:
             return f"correction {c.id} = {c.value!r} retired: {c.retired_why}"
         return f"correction {c.id} = {c.value!r} returned with its node"
 
@@ -245,9 +248,9 @@ class Corrections:
         found = []
         for record in self.all():
             if record.retired_s and record.retired_s >= since:
-                found.append(CorrectionEvent("retired", record, record.retired_s))
+                found.append(CorrectionEvent(OverlayEventKind.CORRECTION_RETIRED, record, record.retired_s))
             if record.returned_s and record.returned_s >= since:
-                found.append(CorrectionEvent("returned", record, record.returned_s))
+                found.append(CorrectionEvent(OverlayEventKind.CORRECTION_RETURNED, record, record.returned_s))
         return sorted(found, key=lambda event: event.t)
 
     def counts(self) -> dict[str, int]:
@@ -270,10 +273,10 @@ class Corrections:
                 f"there is no correction {correction_id.strip()!r}; 'heracles corrections list' shows them"
             )
         record = _record(rows[0])
-        if record.status == "reverted":
+        if record.status is RecordStatus.REVERTED:
             raise CorrectionError(f"correction {record.id} is reverted (it was reverted before); there is nothing to "
                                   "revert")
-        if record.status == "retired":
+        if record.status is RecordStatus.RETIRED:
             change = Change(record.symbol, record.property, record.value, None)
         else:
             change = self._restore(record)
@@ -423,7 +426,7 @@ def _is_number(value: Any) -> bool:
 def _record(row: dict[str, Any]) -> Correction:
     return Correction(
         symbol=str(row["symbol"]), property=str(row["property"]), value=row["value"], original=row["original"],
-        created_s=float(row["created_s"]), status=str(row["status"]), author=str(row["author"]),
+        created_s=float(row["created_s"]), status=RecordStatus(row["status"]), author=str(row["author"]),
         request=str(row["request"]), updated_s=float(row["updated_s"]),
         # Set by the first retirement only:
         retired_s=float(row.get("retired_s") or 0.0),

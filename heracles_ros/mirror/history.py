@@ -43,10 +43,13 @@ from heracles_ros.errors import ConfigError, DatabaseError
 from heracles_ros.graphdb.cypher import history as q
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.indexes import ensure_indexes
+from heracles_ros.outcomes import ChangeKind
 from heracles_ros.scene.tables import NodeRow, SceneTables, id_of, relation_of, symbol_of
 from heracles_ros.schema import CONTAINS, Layer
 
 Point = tuple[float, float, float]
+#: One thing a snapshot did to a node: (kind, node id, its row, its row before for a relabel or rename).
+_Found = tuple[ChangeKind, int, NodeRow, NodeRow | None]
 #: Rows per statement and statements per transaction (as the mirror's own writes).
 _ROWS_PER_STATEMENT = 5000
 #: A count cap, once passed, prunes down to this share of itself.
@@ -81,7 +84,7 @@ class ChangeEvent:
     """One Change node, as written and as read back."""
 
     symbol: str
-    kind: str
+    kind: ChangeKind
     layer: str
     cls: str
     name: str
@@ -95,7 +98,7 @@ class ChangeEvent:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "symbol": self.symbol, "kind": self.kind, "layer": self.layer, "class": self.cls, "name": self.name,
+            "symbol": self.symbol, "kind": self.kind.value, "layer": self.layer, "class": self.cls, "name": self.name,
             "position": list(self.position), "t": self.t, "time": iso_time(self.t), "seq": self.seq,
             "room": self.room,
         }
@@ -110,7 +113,7 @@ class ChangeEvent:
 
     def row(self) -> list[Any]:
         fx, fy, fz = self.from_position if self.from_position is not None else (None, None, None)
-        return [self.symbol, self.kind, self.layer, self.cls, self.name, *self.position, fx, fy, fz,
+        return [self.symbol, self.kind.value, self.layer, self.cls, self.name, *self.position, fx, fy, fz,
                 self.from_class, self.from_name, self.room]
 
 
@@ -164,49 +167,79 @@ class History:
         relayered = added & removed  # moved to another layer: the same node, compared like a changed one
         appeared = [i for i in added if i not in relayered]
         vanished = [i for i in removed if i not in relayered]
-        threshold = self.settings.move_threshold_m
         if self._clock is None:  # the history starts here: what is there now is its baseline, not news
             self._start = (stamp_s, sequence)
             appeared = []
             anchors.update((node_id, _point(row)) for node_id, row in new.nodes.items())
-        start_t, start_seq = self._start
-        events: list[tuple[str, int, NodeRow, NodeRow | None]] = []
-        for node_id in appeared:
-            events.append(("appeared", node_id, new.nodes[node_id], None))
+        found = self._found(old, new, appeared, vanished, [*changed, *relayered])
+        written = self._events(found, old, new, stamp_s, sequence)
+        statements: list[tuple[str, dict[str, Any]]] = [(q.SET_CLOCK, {"t": stamp_s, "seq": sequence})]
+        statements += [(q.CREATE_CHANGES, {"rows": chunk, "t": stamp_s, "seq": sequence})
+                       for chunk in _chunks([e.row() for e in written])]
+        statements += self._seen_statements(found, old, new, set(appeared), vanished, stamp_s, sequence)
+        for start in range(0, len(statements), _STATEMENTS_PER_TRANSACTION):
+            self.store.write_many(statements[start : start + _STATEMENTS_PER_TRANSACTION], timeout_s=120)
+        self._clock = (stamp_s, sequence)
+        for kind, node_id, row, _ in found:
+            if kind is ChangeKind.APPEARED or kind is ChangeKind.MOVED:
+                anchors[node_id] = _point(row)
         for node_id in vanished:
-            events.append(("disappeared", node_id, old.nodes[node_id], None))
-        for node_id in (*changed, *relayered):
+            anchors.pop(node_id, None)
+        if written:
+            self._count += len(written)
+            self._prune(stamp_s)
+        return written
+
+    def _found(
+        self, old: SceneTables, new: SceneTables, appeared: list[int], vanished: list[int], compared: list[int]
+    ) -> list[_Found]:
+        """What happened to each node the diff names: it appeared or disappeared; or, in both snapshots, it was
+        relabelled, renamed, or moved beyond the threshold from its last recorded position."""
+        anchors = self._anchors
+        assert anchors is not None
+        found: list[_Found] = [(ChangeKind.APPEARED, node_id, new.nodes[node_id], None) for node_id in appeared]
+        found += [(ChangeKind.DISAPPEARED, node_id, old.nodes[node_id], None) for node_id in vanished]
+        for node_id in compared:
             row, before = new.nodes[node_id], old.nodes.get(node_id)
             if before is None:
                 continue
             if before[1] != row[1]:
-                events.append(("relabelled", node_id, row, before))
+                found.append((ChangeKind.RELABELLED, node_id, row, before))
             if before[2] != row[2]:
-                events.append(("renamed", node_id, row, before))
+                found.append((ChangeKind.RENAMED, node_id, row, before))
             anchor = anchors.setdefault(node_id, _point(before))  # no entry: where the baseline had it
-            if math.dist(anchor, row[3:6]) > threshold:
-                events.append(("moved", node_id, row, None))
+            if math.dist(anchor, row[3:6]) > self.settings.move_threshold_m:
+                found.append((ChangeKind.MOVED, node_id, row, None))
+        return found
+
+    def _events(
+        self, found: list[_Found], old: SceneTables, new: SceneTables, stamp_s: float, sequence: int
+    ) -> list[ChangeEvent]:
+        """The Change events to write, each with the room that held its node (from the anchors as they were)."""
+        anchors = self._anchors
+        assert anchors is not None
+        rooms = _rooms({node_id for _, node_id, _, _ in found}, old, new) if found else {}
+        return [
+            ChangeEvent(
+                symbol_of(node_id), kind, row[0].value, row[1], row[2], _point(row), stamp_s, sequence,
+                from_position=anchors.get(node_id) if kind is ChangeKind.MOVED else None,
+                from_class=before[1] if kind is ChangeKind.RELABELLED and before else None,
+                from_name=before[2] if kind is ChangeKind.RENAMED and before else None,
+                room=rooms.get(node_id),
+            )
+            for kind, node_id, row, before in found
+        ]
+
+    def _seen_statements(
+        self, found: list[_Found], old: SceneTables, new: SceneTables, fresh: set[int], vanished: list[int],
+        stamp_s: float, sequence: int,
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """The Seen entries of the nodes an event names: present ones as the new snapshot has them (first seen
+        now if they appeared, else when the history began), vanished ones as the last snapshot that held them."""
+        start_t, start_seq = self._start
         last_t, last_seq = self._clock or (stamp_s, sequence)
-        statements: list[tuple[str, dict[str, Any]]] = [(q.SET_CLOCK, {"t": stamp_s, "seq": sequence})]
-        written: list[ChangeEvent] = []
-        if events:
-            rooms = _rooms({node_id for _, node_id, _, _ in events}, old, new)
-            for kind, node_id, row, before in events:
-                symbol = symbol_of(node_id)
-                position = _point(row)
-                written.append(ChangeEvent(
-                    symbol, kind, row[0].value, row[1], row[2], position, stamp_s, sequence,
-                    from_position=anchors.get(node_id) if kind == "moved" else None,
-                    from_class=before[1] if kind == "relabelled" and before else None,
-                    from_name=before[2] if kind == "renamed" and before else None,
-                    room=rooms.get(node_id),
-                ))
-            rows = [e.row() for e in written]
-            statements += [
-                (q.CREATE_CHANGES, {"rows": chunk, "t": stamp_s, "seq": sequence}) for chunk in _chunks(rows)
-            ]
-        fresh = set(appeared)
-        present = {i for kind, i, _, _ in events if kind != "disappeared"}
+        statements: list[tuple[str, dict[str, Any]]] = []
+        present = {i for kind, i, _, _ in found if kind is not ChangeKind.DISAPPEARED}
         if present:
             rows = [
                 [symbol_of(i), *_seen_row(new.nodes[i]), *((stamp_s, sequence) if i in fresh else self._start)]
@@ -221,18 +254,7 @@ class History:
                 (q.SEEN_GONE, {"rows": chunk, "t": stamp_s, "last_t": last_t, "last_seq": last_seq})
                 for chunk in _chunks(rows)
             ]
-        for start in range(0, len(statements), _STATEMENTS_PER_TRANSACTION):
-            self.store.write_many(statements[start : start + _STATEMENTS_PER_TRANSACTION], timeout_s=120)
-        self._clock = (stamp_s, sequence)
-        for kind, node_id, row, _ in events:
-            if kind == "appeared" or kind == "moved":
-                anchors[node_id] = _point(row)
-        for node_id in vanished:
-            anchors.pop(node_id, None)
-        if written:
-            self._count += len(written)
-            self._prune(stamp_s)
-        return written
+        return statements
 
     def size(self) -> dict[str, int]:
         """Change events and Seen entries the database holds."""
@@ -341,7 +363,7 @@ def read_changes(store: GraphStore, *, since: float, room: str | None = None, li
     for r in store.query(q.READ_CHANGES, {"since": since, "room": room, "limit": limit}, timeout_s=60):
         moved = r["from_x"] is not None
         events.append(ChangeEvent(
-            str(r["symbol"]), str(r["kind"]), str(r["layer"]), str(r["class"]), str(r["name"]),
+            str(r["symbol"]), ChangeKind(r["kind"]), str(r["layer"]), str(r["class"]), str(r["name"]),
             (float(r["x"]), float(r["y"]), float(r["z"])), float(r["t"]), int(r["seq"]),
             from_position=(float(r["from_x"]), float(r["from_y"]), float(r["from_z"])) if moved else None,
             from_class=r["from_class"], from_name=r["from_name"], room=r["room"],

@@ -16,6 +16,7 @@ from heracles_ros.mirror.additions import AdditionSettings
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.mirror.timeline import read_timeline
+from heracles_ros.outcomes import OverlayEventKind
 
 T0 = 1_800_000_000.0
 #: By the bicycle O2 (4, 1, 0.5); nearest place P4 (4, 0, 0), in room R1.
@@ -207,7 +208,7 @@ def test_an_addition_comes_back_when_the_object_that_replaced_it_disappears(stor
     assert (record.status, record.returned_s, record.replaced_by) == ("active", T0 + 5, "O9100")
     # A goal naming it is not sent to a symbol that no longer exists: the addition is there again.
     assert check_goal("(visited-object A1)", store) is not None
-    returned = [e.to_json() for e in read_timeline(store, since=0) if e.kind == "returned"]
+    returned = [e.to_json() for e in read_timeline(store, since=0) if e.kind is OverlayEventKind.ADDITION_RETURNED]
     assert [(e["kind"], e["symbol"], e["replaced_by"]) for e in returned] == [("addition returned", "A1", "O9100")]
     assert returned[0]["text"] == "addition A1 (Bag) back: O9100, which had replaced it, disappeared"
     # And it can be replaced again, as before.

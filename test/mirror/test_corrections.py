@@ -21,7 +21,7 @@ from heracles_ros.graphdb.falkordb_store import FalkorStore
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.corrections import EXTENT_MARGIN_M, Corrections, operator_name
 from heracles_ros.mirror.reconcile import Mirror
-from heracles_ros.outcomes import PlanStatus
+from heracles_ros.outcomes import OverlayEventKind, PlanStatus
 from heracles_ros.planning.planner import Planner
 
 #: A snapshot time (2027-01-15T08:00:00Z).
@@ -531,12 +531,13 @@ def test_the_timeline_lists_each_retirement_and_return_at_or_after_since(store: 
     mirror.reconcile(graph, sequence=2, stamp_s=T0 + 10)
     mirror.reconcile(tiny_scene(), sequence=3, stamp_s=T0 + 20)
 
+    retired_kind, returned_kind = OverlayEventKind.CORRECTION_RETIRED, OverlayEventKind.CORRECTION_RETURNED
     assert [(e.kind, e.correction.id, e.t) for e in corrections.events(since=0.0)] == [
-        ("retired", "O1.class", T0 + 10), ("returned", "O1.class", T0 + 20)
+        (retired_kind, "O1.class", T0 + 10), (returned_kind, "O1.class", T0 + 20)
     ]
-    assert [e.kind for e in corrections.events(since=T0 + 10)] == ["retired", "returned"]  # at `since` counts
-    assert [e.kind for e in corrections.events(since=T0 + 10.5)] == ["returned"]
-    assert [e.kind for e in corrections.events(since=T0 + 20)] == ["returned"]
+    assert [e.kind for e in corrections.events(since=T0 + 10)] == [retired_kind, returned_kind]  # at `since` counts
+    assert [e.kind for e in corrections.events(since=T0 + 10.5)] == [returned_kind]
+    assert [e.kind for e in corrections.events(since=T0 + 20)] == [returned_kind]
     assert corrections.events(since=T0 + 20.5) == []
     retired, returned = corrections.events(since=0.0)
     why = "O1 was not in Hydra's snapshot 2 of 2027-01-15T08:00:10+00:00"

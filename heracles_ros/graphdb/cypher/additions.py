@@ -17,11 +17,13 @@ from the closed set in :mod:`heracles_ros.schema`.
 """
 from __future__ import annotations
 
+from heracles_ros.outcomes import RecordStatus
 from heracles_ros.schema import ADDITION_PROPERTY as ADDED
 from heracles_ros.schema import CONTAINS, CORRECTION_LABEL, MIRROR_META_LABEL, Dialect, Layer
 from heracles_ros.schema import OPERATOR_SOURCE as OPERATOR
 
 _RECORD = f"(c:{CORRECTION_LABEL} {{property: '{ADDED}'}})"
+_ACTIVE, _RETIRED, _REVERTED = RecordStatus.ACTIVE.value, RecordStatus.RETIRED.value, RecordStatus.REVERTED.value
 _FIELDS = (
     "c.target AS symbol, c.value AS class, c.x AS x, c.y AS y, c.z AS z, c.near AS near, c.place AS place, "
     "c.room AS room, c.status AS status, c.author AS author, c.request AS request, c.created_s AS created_s, "
@@ -31,44 +33,46 @@ _FIELDS = (
 )
 
 ALL_ADDITIONS = f"MATCH {_RECORD} RETURN {_FIELDS} ORDER BY c.created_s"
-ACTIVE_ADDITIONS = f"MATCH {_RECORD} WHERE c.status = 'active' RETURN {_FIELDS} ORDER BY c.created_s"
+ACTIVE_ADDITIONS = f"MATCH {_RECORD} WHERE c.status = '{_ACTIVE}' RETURN {_FIELDS} ORDER BY c.created_s"
 SOME_ADDITIONS = f"UNWIND $symbols AS s MATCH {_RECORD} WHERE c.target = s RETURN {_FIELDS}"
 #: Reserve a symbol: only the caller whose token the record holds owns it (two requests at once
 #: cannot take the same symbol).
 CLAIM_SYMBOL = (
     f"MERGE (c:{CORRECTION_LABEL} {{target: $symbol, property: '{ADDED}'}}) "
-    "ON CREATE SET c.claim = $token, c.status = 'claimed', c.created_s = $now RETURN c.claim AS claim"
+    f"ON CREATE SET c.claim = $token, c.status = '{RecordStatus.CLAIMED.value}', c.created_s = $now "
+    "RETURN c.claim AS claim"
 )
 DROP_CLAIM = f"MATCH {_RECORD} WHERE c.target = $symbol AND c.claim = $token DELETE c"
 WRITE_RECORD = (
     f"MATCH {_RECORD} WHERE c.target = $symbol AND c.claim = $token "
     "SET c.value = $class, c.original = null, c.x = $x, c.y = $y, c.z = $z, c.near = $near, c.place = $place, "
-    "c.room = $room, c.status = 'active', c.created_s = $now, c.updated_s = $now, c.author = $author, "
+    f"c.room = $room, c.status = '{_ACTIVE}', c.created_s = $now, c.updated_s = $now, c.author = $author, "
     "c.request = $request"
 )
 MARK_REVERTED = (
     f"MATCH {_RECORD} WHERE c.target = $symbol "
-    "SET c.status = 'reverted', c.updated_s = $now, c.author = $author"
+    f"SET c.status = '{_REVERTED}', c.updated_s = $now, c.author = $author"
 )
 MARK_REPLACED = (
-    f"UNWIND $rows AS r MATCH {_RECORD} WHERE c.target = r.symbol AND c.status = 'active' "
-    "SET c.status = 'retired', c.updated_s = $now, c.retired_s = $stamp, c.replaced_by = r.by, c.retired_why = r.why, "
+    f"UNWIND $rows AS r MATCH {_RECORD} WHERE c.target = r.symbol AND c.status = '{_ACTIVE}' "
+    f"SET c.status = '{_RETIRED}', c.updated_s = $now, c.retired_s = $stamp, c.replaced_by = r.by, "
+    "c.retired_why = r.why, "
     "c.candidate = null, c.candidate_first_s = null, c.candidate_seen = null"
 )
 #: What perception showed near each active addition this snapshot (``r.candidate`` null: nothing).
 MARK_CANDIDATES = (
-    f"UNWIND $rows AS r MATCH {_RECORD} WHERE c.target = r.symbol AND c.status = 'active' "
+    f"UNWIND $rows AS r MATCH {_RECORD} WHERE c.target = r.symbol AND c.status = '{_ACTIVE}' "
     "SET c.candidate = r.candidate, c.candidate_first_s = r.first_s, c.candidate_seen = r.seen"
 )
 #: Retired additions whose replacing object is gone: active again (their node is written back after).
 MARK_RETURNED = (
-    f"UNWIND $symbols AS s MATCH {_RECORD} WHERE c.target = s AND c.status = 'retired' "
-    "SET c.status = 'active', c.updated_s = $now, c.returned_s = $stamp"
+    f"UNWIND $symbols AS s MATCH {_RECORD} WHERE c.target = s AND c.status = '{_RETIRED}' "
+    f"SET c.status = '{_ACTIVE}', c.updated_s = $now, c.returned_s = $stamp"
 )
 #: Additions perception replaced, and by what (whether that object is still there is asked apart:
 #: a pattern on ``c.replaced_by`` would scan every object once per record).
 REPLACED_ADDITIONS = (
-    f"MATCH {_RECORD} WHERE c.status = 'retired' AND c.replaced_by IS NOT NULL "
+    f"MATCH {_RECORD} WHERE c.status = '{_RETIRED}' AND c.replaced_by IS NOT NULL "
     "RETURN c.target AS symbol, c.replaced_by AS replaced_by"
 )
 #: The next addition symbol's number, taken: one counter, so a new addition never reads the others.

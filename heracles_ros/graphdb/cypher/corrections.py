@@ -14,7 +14,10 @@ are computed from parameters or captured by a ``WITH`` first.
 """
 from __future__ import annotations
 
+from heracles_ros.outcomes import RecordStatus
 from heracles_ros.schema import ADDITION_PROPERTY, CORRECTION_LABEL, OPERATOR_SOURCE, Dialect, Layer
+
+_ACTIVE, _RETIRED, _REVERTED = RecordStatus.ACTIVE.value, RecordStatus.RETIRED.value, RecordStatus.REVERTED.value
 
 _FIELDS = (
     "c.target AS symbol, c.property AS property, c.value AS value, c.original AS original, "
@@ -30,32 +33,32 @@ NODE_PROPERTY = "MATCH (n {nodeSymbol: $symbol}) RETURN labels(n) AS labels, n[$
 UPSERT_CORRECTION = (
     f"MERGE (c:{CORRECTION_LABEL} {{target: $symbol, property: $property}}) "
     "ON CREATE SET c.created_s = $now "
-    "WITH c, coalesce(c.status = 'active', false) AS was_active "
+    f"WITH c, coalesce(c.status = '{_ACTIVE}', false) AS was_active "
     "SET c.original = CASE WHEN was_active THEN c.original ELSE $original END, "
-    "c.value = $value, c.status = 'active', c.updated_s = $now, c.author = $author, c.request = $request"
+    f"c.value = $value, c.status = '{_ACTIVE}', c.updated_s = $now, c.author = $author, c.request = $request"
 )
 #: Property corrections only: the overlay's additions (``property: 'added'``) have their own statements
 #: (:mod:`.additions`).
 _PROPERTY_ONLY = f"c.property <> '{ADDITION_PROPERTY}'"
 ACTIVE_CORRECTIONS = (
-    f"MATCH (c:{CORRECTION_LABEL} {{status: 'active'}}) WHERE {_PROPERTY_ONLY} RETURN {_FIELDS} ORDER BY c.created_s"
+    f"MATCH (c:{CORRECTION_LABEL} {{status: '{_ACTIVE}'}}) WHERE {_PROPERTY_ONLY} RETURN {_FIELDS} ORDER BY c.created_s"
 )
 #: The records a rewritten node's snapshot concerns: active ones (set again) and retired ones (returning).
 LIVE_CORRECTIONS = (
-    f"MATCH (c:{CORRECTION_LABEL}) WHERE c.status IN ['active', 'retired'] "
+    f"MATCH (c:{CORRECTION_LABEL}) WHERE c.status IN ['{_ACTIVE}', '{_RETIRED}'] "
     "RETURN c.target AS symbol, c.property AS property"
 )
 ALL_CORRECTIONS = f"MATCH (c:{CORRECTION_LABEL}) WHERE {_PROPERTY_ONLY} RETURN {_FIELDS} ORDER BY c.created_s"
 ONE_CORRECTION = f"MATCH (c:{CORRECTION_LABEL} {{target: $symbol, property: $property}}) RETURN {_FIELDS}"
 RETIRE_CORRECTIONS = (
-    f"UNWIND $symbols AS s MATCH (c:{CORRECTION_LABEL} {{target: s, status: 'active'}}) WHERE {_PROPERTY_ONLY} "
-    "SET c.status = 'retired', c.updated_s = $now, c.retired_s = $stamp, "
+    f"UNWIND $symbols AS s MATCH (c:{CORRECTION_LABEL} {{target: s, status: '{_ACTIVE}'}}) WHERE {_PROPERTY_ONLY} "
+    f"SET c.status = '{_RETIRED}', c.updated_s = $now, c.retired_s = $stamp, "
     "c.retired_why = s + ' was not in ' + $snapshot, c.times_retired = coalesce(c.times_retired, 0) + 1 "
     "RETURN DISTINCT c.target AS symbol"
 )
 MARK_REVERTED = (
     f"MATCH (c:{CORRECTION_LABEL} {{target: $symbol, property: $property}}) "
-    "SET c.status = 'reverted', c.updated_s = $now, c.author = $author"
+    f"SET c.status = '{_REVERTED}', c.updated_s = $now, c.author = $author"
 )
 DELETE_CORRECTIONS = f"MATCH (c:{CORRECTION_LABEL}) DELETE c RETURN count(c) AS n"
 COUNT_BY_STATUS = f"MATCH (c:{CORRECTION_LABEL}) RETURN c.status AS status, count(c) AS n"
@@ -94,9 +97,9 @@ def reapply_correction(layer: Layer, prop: str, dialect: Dialect) -> str:
     """
     return (
         f"UNWIND $symbols AS s MATCH (n:{layer.value} {{nodeSymbol: s}}) "
-        f"MATCH (c:{CORRECTION_LABEL} {{target: s, property: '{prop}'}}) WHERE c.status IN ['active', 'retired'] "
-        f"WITH s, n, c, n.{prop} AS hydra, c.status = 'retired' AS returning "
-        "SET c.original = hydra, c.status = 'active', "
+        f"MATCH (c:{CORRECTION_LABEL} {{target: s, property: '{prop}'}}) WHERE c.status IN ['{_ACTIVE}', '{_RETIRED}'] "
+        f"WITH s, n, c, n.{prop} AS hydra, c.status = '{_RETIRED}' AS returning "
+        f"SET c.original = hydra, c.status = '{_ACTIVE}', "
         "c.returned_s = CASE WHEN returning THEN $stamp ELSE c.returned_s END, "
         "c.updated_s = CASE WHEN returning THEN $now ELSE c.updated_s END, "
         f"n.{prop} = c.value{_center(dialect, prop, 'c.value')} "

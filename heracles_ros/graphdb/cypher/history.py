@@ -5,6 +5,7 @@ from_name, room]; Seen rows are [symbol, layer, class, name, x, y, z, first_t, f
 """
 from __future__ import annotations
 
+from heracles_ros.outcomes import ChangeKind
 from heracles_ros.schema import CHANGE_LABEL, HISTORY_CLOCK_LABEL, SEEN_LABEL
 
 #: Indexes: Change by time and symbol, Seen by symbol and last sighting (label, property). Pruning by
@@ -74,7 +75,7 @@ READ_CHANGES = (
 
 # --- examples the agent's prompt shows (the history section) -------------------------------
 EXAMPLE_WHERE_BEFORE = (
-    f"MATCH (c:{CHANGE_LABEL} {{symbol: 'O12', kind: 'moved'}}) "
+    f"MATCH (c:{CHANGE_LABEL} {{symbol: 'O12', kind: '{ChangeKind.MOVED.value}'}}) "
     "RETURN c.from_x AS x, c.from_y AS y, c.from_z AS z, c.t AS t ORDER BY c.t DESC LIMIT 1"
 )
 EXAMPLE_ROOM_LAST_HOUR = (
