@@ -10,9 +10,9 @@ import math
 from collections.abc import Sequence
 
 from heracles_ros.agent.results import Candidate
-from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb.cypher.referents import DESCRIBE_REFERENTS
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.robot_record import RobotRecord
 
 
 class Referents:
@@ -20,7 +20,7 @@ class Referents:
 
     def __init__(self, store: GraphStore, *, robot_symbol: str):
         self.store = store
-        self.robot = RobotStateStore(store, symbol=robot_symbol)
+        self.robot = RobotRecord(store, symbol=robot_symbol)
 
     def describe(self, symbols: Sequence[str]) -> tuple[list[Candidate], list[str]]:
         """Candidates for the symbols found (in the order given), and the symbols not in the graph."""

@@ -240,53 +240,46 @@ def _stop_while_map_changes(uri: str, graph: str, scene: dsg.DynamicSceneGraph, 
     """A page's STOP through the real processes, with the map still and while every place keeps moving."""
     import random
 
-    import rclpy
-    from hydra_msgs.msg import DsgUpdate
+    from heracles_ros.ros.client_context import ClientContext
+    from heracles_ros.ros.interfaces import DSG_UPDATE
 
-    from heracles_ros.ros.qos import reliable
-
+    dsg_update = DSG_UPDATE.type
     places = list(scene.get_layer(3, 1).nodes)  # Hydra's mesh places: the planner's layer, the map's places
     snapshots = []
     for shift in (0.01, -0.01):
         for node in places:
             node.attributes.position = node.attributes.position + np.array([shift, 0.0, 0.0])
-        snapshots.append(DsgUpdate(layer_contents=scene.to_binary(include_mesh=False), full_update=True))
+        snapshots.append(dsg_update(layer_contents=scene.to_binary(include_mesh=False), full_update=True))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     namespace = f"/bench_console_stop_{os.getpid()}"
-    with _processes(uri, graph, namespace, places[0].id.str()) as port:
-        context = rclpy.Context()
-        rclpy.init(context=context)
-        try:
-            node = rclpy.create_node(f"bench_console_{os.getpid()}", context=context)
-            publisher = node.create_publisher(DsgUpdate, f"{namespace}/dsg_update", reliable(1))
-            with _Page.opened(port) as connection, _Page(connection) as page:
-                idle = [page.stop_ms() for _ in range(_IDLE_STOPS)]
-                updates_before = page.scene_messages
-                busy: list[float] = []
+    with _processes(uri, graph, namespace, places[0].id.str()) as port, \
+            ClientContext(f"bench_console_{os.getpid()}") as ros:
+        publisher = DSG_UPDATE.publisher(ros.node, name=f"{namespace}/dsg_update")
+        with _Page.opened(port) as connection, _Page(connection) as page:
+            idle = [page.stop_ms() for _ in range(_IDLE_STOPS)]
+            updates_before = page.scene_messages
+            busy: list[float] = []
 
-                still = threading.Event()
+            still = threading.Event()
 
-                def change_the_map() -> None:
-                    for snapshot in itertools.cycle(snapshots):
-                        publisher.publish(snapshot)
-                        if still.wait(_SNAPSHOT_PERIOD_S):
-                            return
+            def change_the_map() -> None:
+                for snapshot in itertools.cycle(snapshots):
+                    publisher.publish(snapshot)
+                    if still.wait(_SNAPSHOT_PERIOD_S):
+                        return
 
-                changer = threading.Thread(target=change_the_map, name="bench-map-changes", daemon=True)
-                changer.start()
-                try:
-                    page.wait_for_scene_messages(updates_before + 2)  # the mirror is taking snapshots
-                    with page.probing():
-                        for _ in range(_BUSY_STOPS * repeat):
-                            time.sleep(random.uniform(0.2, 1.0))
-                            busy.append(page.stop_ms())
-                finally:
-                    still.set()
-                    changer.join(10.0)
-                updates = page.scene_messages - updates_before
-            node.destroy_node()
-        finally:
-            rclpy.try_shutdown(context=context)
+            changer = threading.Thread(target=change_the_map, name="bench-map-changes", daemon=True)
+            changer.start()
+            try:
+                page.wait_for_scene_messages(updates_before + 2)  # the mirror is taking snapshots
+                with page.probing():
+                    for _ in range(_BUSY_STOPS * repeat):
+                        time.sleep(random.uniform(0.2, 1.0))
+                        busy.append(page.stop_ms())
+            finally:
+                still.set()
+                changer.join(10.0)
+            updates = page.scene_messages - updates_before
     return {"stop_places": len(places), "stop_idle_ms": round(statistics.median(idle), 1),
             "stop_busy_ms": round(statistics.median(busy), 1), "stop_busy_max_ms": round(max(busy), 1),
             "stop_map_updates": updates, "reply_busy_max_ms": round(max(page.replies_ms), 1)}

@@ -95,45 +95,33 @@ def _load_scene(data: str) -> tuple[str, str]:
 
 
 def _measure(runs: int, namespace: str, data: str, corners: tuple[str, str], env: dict[str, str]) -> list[dict]:
-    import rclpy
-    from rclpy.action import ActionClient
-    from rclpy.executors import SingleThreadedExecutor
-    from visualization_msgs.msg import MarkerArray
+    import threading
 
-    from heracles_ros.action import ExecutePlan
     from heracles_ros.graphdb import open_store
     from heracles_ros.planning.planner import Planner
+    from heracles_ros.ros.client_context import ClientContext
+    from heracles_ros.ros.interfaces import EXECUTE_PLAN, PLAN_MARKERS, RESUME
     from heracles_ros.ros.plan_msgs import plan_to_msg
-    from heracles_ros.srv import Resume
 
-    context = rclpy.Context()
-    rclpy.init(context=context, domain_id=int(env["ROS_DOMAIN_ID"]))
-    node = rclpy.create_node(f"bench_stop_{os.getpid()}", context=context)
-    executor = SingleThreadedExecutor(context=context)
-    executor.add_node(node)
     poses: list[tuple[float, float, float]] = []  # (receive time, x, y) of the robot's marker
 
-    def on_markers(array: MarkerArray) -> None:
+    def on_markers(array: Any) -> None:
         for marker in array.markers:
             if (marker.ns, marker.id, marker.action) == ("heracles/robot", 0, marker.ADD):
                 poses.append((time.monotonic(), marker.pose.position.x, marker.pose.position.y))
 
-    def spin_for(seconds: float) -> None:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            executor.spin_once(timeout_sec=0.05)
-
     def answered(future: Any) -> Any:
-        executor.spin_until_future_complete(future, timeout_sec=ANSWER_S)
-        if not future.done():
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        if not done.wait(ANSWER_S):
             raise HeraclesError(f"the bench's dispatcher did not answer within {ANSWER_S:g} s")
         return future.result()
 
-    node.create_subscription(MarkerArray, f"{namespace}/plan_markers", on_markers, 100)
-    actions: Any = ActionClient(node, ExecutePlan, f"{namespace}/execute_plan")
-    resume: Any = node.create_client(Resume, f"{namespace}/resume")
     results: list[dict] = []
-    try:
+    with ClientContext(f"bench_stop_{os.getpid()}", domain_id=int(env["ROS_DOMAIN_ID"])) as ros:
+        PLAN_MARKERS.subscription(ros.node, on_markers, namespace=namespace)
+        actions = ros.action_client(EXECUTE_PLAN, namespace)
+        resume = RESUME.client(ros.node, namespace=namespace)
         if not actions.wait_for_server(timeout_sec=START_S):
             raise HeraclesError(f"the bench's dispatcher did not start within {START_S:g} s")
         with open_store(f"embedded:{data}") as store:
@@ -144,15 +132,15 @@ def _measure(runs: int, namespace: str, data: str, corners: tuple[str, str], env
                 if not plan.ok:
                     raise HeraclesError(f"the bench's walk could not be planned: {plan.reason}")
                 message = plan_to_msg(plan, plan_id=f"bench-{index}")
-                goal = answered(actions.send_goal_async(ExecutePlan.Goal(plan=message)))
+                goal = answered(actions.send_goal_async(EXECUTE_PLAN.type.Goal(plan=message)))
                 if not goal.accepted:
                     raise HeraclesError("the bench's dispatcher refused the walk")
-                spin_for(WALK_S)
+                time.sleep(WALK_S)
                 started = time.monotonic()
                 done = subprocess.run([sys.executable, "-m", "heracles_ros.cli", "stop", "--namespace", namespace],
                                       env=env, capture_output=True, text=True, timeout=60.0)  # fmt: skip
                 returned = time.monotonic() - started
-                spin_for(WATCH_S)
+                time.sleep(WATCH_S)
                 if not poses:
                     raise HeraclesError("the dispatcher published no robot marker while walking")
                 final = poses[-1][1:]
@@ -162,9 +150,5 @@ def _measure(runs: int, namespace: str, data: str, corners: tuple[str, str], env
                                 "cli_returned_s": returned, "exit": done.returncode,
                                 # No pose change in the last half second watched: the robot stood still.
                                 "still": not any(t > watched_until - 0.5 for t in moving)})
-                answered(resume.call_async(Resume.Request(operator_name="bench", reason="next run")))
-    finally:
-        executor.shutdown(timeout_sec=1.0)
-        node.destroy_node()
-        rclpy.shutdown(context=context)
+                answered(resume.call_async(RESUME.type.Request(operator_name="bench", reason="next run")))
     return results

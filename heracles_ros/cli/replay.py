@@ -21,8 +21,8 @@ from typing import Any
 
 from heracles_ros.cli.common import print_json
 from heracles_ros.errors import ReplayInputError
+from heracles_ros.ros.interfaces import DSG_UPDATE
 
-DEFAULT_TOPIC = "/hydra/backend/dsg"
 EXIT_OK, EXIT_NO_MIRROR, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 #: How long one snapshot may take to be acknowledged by the subscribers before the replay says so.
 ACK_WAIT_S = 5.0
@@ -38,8 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("files", nargs="+", type=Path, metavar="FILE",
                         help="scene files (.json or spark_dsg binary) and/or .mcap recordings, published in order")
     parser.add_argument("--rate", type=float, default=1.0, metavar="HZ", help="snapshots per second (default 1)")
-    parser.add_argument("--topic", default=DEFAULT_TOPIC,
-                        help=f"topic to publish on, and to read from recordings (default {DEFAULT_TOPIC})")
+    parser.add_argument("--topic", default=DSG_UPDATE.name,
+                        help=f"topic to publish on, and to read from recordings (default {DSG_UPDATE.name})")
     parser.add_argument("--loop", action="store_true", help="start over after the last snapshot, until Ctrl-C")
     parser.add_argument("--keep-stamps", action="store_true",
                         help="stamp a recording's snapshots with their recorded time (default: now, so the "
@@ -68,29 +68,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _publish(sources: Any, args: argparse.Namespace) -> int:
-    import rclpy
-    from rclpy.signals import SignalHandlerOptions
-
-    from heracles_ros.nodes.dsg_mirror import dsg_qos
-    from heracles_ros.ros.fastdds_profile import use_fastdds_profile
+    from heracles_ros.ros.client_context import ClientContext
 
     try:
-        from hydra_msgs.msg import DsgUpdate as dsg_update
+        dsg_update = DSG_UPDATE.type
     except ImportError:
         print("error: publishing needs the hydra_msgs interface package (Hydra-ROS) in the ROS workspace; "
               "build it next to heracles_ros and source the workspace", file=sys.stderr)
         return EXIT_NO_MIRROR
-    use_fastdds_profile()
     # Ctrl-C, SIGTERM and a closed terminal end the replay between two snapshots (exit 130), also when the
     # shell started it with SIGINT ignored (a background job); rclpy's own handler stays off.
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _interrupt)
-    context = rclpy.Context()
-    rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
+    ros = ClientContext(f"heracles_replay_{os.getpid()}")
     try:
-        node = rclpy.create_node(f"heracles_replay_{os.getpid()}", context=context,
-                                 start_parameter_services=False, enable_rosout=False)  # fmt: skip
-        publisher = node.create_publisher(dsg_update, args.topic, dsg_qos())
+        publisher = DSG_UPDATE.publisher(ros.node, name=args.topic)
         deadline = time.monotonic() + args.wait
         while publisher.get_subscription_count() == 0:
             if time.monotonic() >= deadline:
@@ -132,7 +124,7 @@ def _publish(sources: Any, args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     finally:
-        rclpy.try_shutdown(context=context)
+        ros.close()
 
 
 def _message(msg: Any, frame: Any, sequence: int, stamp_s: float) -> Any:

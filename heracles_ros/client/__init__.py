@@ -5,6 +5,6 @@ Only :mod:`.system` talks ROS; :mod:`.words` puts its messages into the CLI's wo
 """
 from __future__ import annotations
 
-from heracles_ros.client.system import DEFAULT_NAMESPACE, HeraclesClient, topic_name
+from heracles_ros.client.system import DEFAULT_NAMESPACE, HeraclesClient
 
-__all__ = ["DEFAULT_NAMESPACE", "HeraclesClient", "topic_name"]
+__all__ = ["DEFAULT_NAMESPACE", "HeraclesClient"]

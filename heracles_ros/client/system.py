@@ -1,10 +1,12 @@
 """One client of the running system: every service and action of the three nodes, each call bounded.
 
 :class:`HeraclesClient` holds one rclpy node in a context of its own, spun in a
-background thread, so it can be used from a script, a test or a console next to
-any other rclpy code. Every call first finds its service or action (within
-``find_timeout_s``), then waits for the answer (within ``answer_timeout_s``, or
-the call's own ``timeout_s``); when either runs out it raises
+background thread (:class:`~heracles_ros.ros.client_context.ClientContext`), so
+it can be used from a script, a test or a console next to any other rclpy code;
+every name, type and QoS comes from :mod:`heracles_ros.ros.interfaces`. Every
+call first finds its service or action (within ``find_timeout_s``), then waits
+for the answer (within ``answer_timeout_s``, or the call's own ``timeout_s``);
+when either runs out it raises
 :class:`~heracles_ros.errors.SystemUnavailable` naming what did not answer. An
 answer carrying an error (``changes``, ``corrections``) raises
 :class:`~heracles_ros.errors.RequestFailed`.
@@ -30,6 +32,7 @@ from typing import Any
 
 from heracles_ros.errors import CommandRejected, RequestFailed, SystemUnavailable
 from heracles_ros.outcomes import CommandOutcome
+from heracles_ros.ros import interfaces
 
 #: heracles.launch.py's default robot namespace (robot_name:=spot).
 DEFAULT_NAMESPACE = "/spot"
@@ -39,15 +42,8 @@ FIND_TIMEOUT_S = 5.0
 ANSWER_TIMEOUT_S = 10.0
 #: Seconds to wait for a language request (ask, plan, correct): the model's turns, queries and planning.
 LANGUAGE_TIMEOUT_S = 300.0
-#: Commands' rejection reasons kept on the latched ``command_rejections`` topic that a client reads back.
-_REJECTIONS_KEPT = 10
 #: Seconds between looks at the graph while waiting for a service (rclpy's own wait looks every 0.25 s).
 _POLL_S = 0.01
-
-
-def topic_name(namespace: str, name: str) -> str:
-    """``name`` in ``namespace`` (``/spot`` -> ``/spot/stop``; ``/`` or '' -> ``/stop``)."""
-    return f"/{namespace.strip('/')}/{name}".replace("//", "/")
 
 
 def where_to_look(namespace: str) -> str:
@@ -75,33 +71,18 @@ class HeraclesClient:
     def __init__(self, namespace: str = DEFAULT_NAMESPACE, *, node_name: str = "heracles_client",
                  find_timeout_s: float = FIND_TIMEOUT_S, answer_timeout_s: float = ANSWER_TIMEOUT_S,
                  short_lease: bool = True):
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.signals import SignalHandlerOptions
+        from heracles_ros.ros.client_context import ClientContext
 
-        if short_lease:
-            from heracles_ros.ros.fastdds_profile import use_fastdds_profile
-
-            use_fastdds_profile()  # a killed client leaves the graph in about a second: the server then cancels
         self.namespace = namespace
         self.find_timeout_s = find_timeout_s
         self.answer_timeout_s = answer_timeout_s
-        self._context = rclpy.Context()
-        # rclpy's signal handler would shut the context down on Ctrl-C, before a command could be cancelled.
-        rclpy.init(context=self._context, signal_handler_options=SignalHandlerOptions.NO)
-        try:
-            # One name per process: the server watches this node's presence, and two clients must not share it.
-            self.node: Any = rclpy.create_node(f"{node_name}_{os.getpid()}", context=self._context,
-                                               start_parameter_services=False, enable_rosout=False)
-            self._executor: Any = SingleThreadedExecutor(context=self._context)
-            self._executor.add_node(self.node)
-        except BaseException:
-            rclpy.try_shutdown(context=self._context)
-            raise
+        # One name per process: the server watches this node's presence, and two clients must not share it.
+        #: The client's rclpy context and its one node (a console adds its subscriptions there).
+        self.ros = ClientContext(f"{node_name}_{os.getpid()}", short_lease=short_lease)
+        self.node: Any = self.ros.node
         self._closing = threading.Event()
-        self._spinner = threading.Thread(target=self._spin, name=f"{node_name}-executor", daemon=True)
-        self._spinner.start()
         self._clients: dict[str, Any] = {}
+        self._command_client: Any = None
         self._clients_lock = threading.Lock()  # two threads asking one service first make one client, not two
         self._lock = threading.Lock()
         self._reset_command()
@@ -109,19 +90,8 @@ class HeraclesClient:
     # -- life ------------------------------------------------------------------------------------------
     def close(self) -> None:
         """Leave the graph (a command still running is then cancelled by its server after client_lost_s)."""
-        import rclpy
-
-        if self._closing.is_set():
-            return
-        self._closing.set()
-        self._spinner.join(2.0)
-        self._executor.shutdown(timeout_sec=1.0)
-        with self._clients_lock:
-            action = self._clients.get("execute_command")
-        if action is not None:  # rclpy's destroy_node leaves an action client, and with it the node on the graph
-            action.destroy()
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self._context)
+        self._closing.set()  # every wait gives up
+        self.ros.close()
 
     def __enter__(self) -> HeraclesClient:
         return self
@@ -134,57 +104,38 @@ class HeraclesClient:
         """This client's fully qualified node name, the one its commands are watched by."""
         return str(self.node.get_fully_qualified_name())
 
-    def _spin(self) -> None:
-        while not self._closing.is_set() and self._context.ok():
-            try:
-                self._executor.spin_once(timeout_sec=0.1)
-            except Exception:  # shut down under us
-                if self._closing.is_set() or not self._context.ok():
-                    return
-                raise
-
     # -- the dispatcher: stop, resume, cancel ------------------------------------------------------------
     def stop(self, *, hard: bool = False) -> Any:
         """Latched stop (``hard``: the robot's gentle e-stop); std_srvs Trigger response (success, message)."""
-        from std_srvs.srv import Trigger
-
-        return self._call("hard_stop" if hard else "stop", Trigger, Trigger.Request(), "dispatcher")
+        link = interfaces.HARD_STOP if hard else interfaces.STOP
+        return self._call(link, link.type.Request())
 
     def resume(self, operator_name: str, reason: str = "") -> Any:
         """Clear the latched stop; Resume response (success false: nothing was stopped)."""
-        from heracles_ros.srv import Resume
-
-        return self._call("resume", Resume, Resume.Request(operator_name=operator_name, reason=reason), "dispatcher")
+        return self._call(interfaces.RESUME, interfaces.RESUME.type.Request(operator_name=operator_name,
+                                                                              reason=reason))
 
     def cancel_plan(self) -> Any:
         """Cancel whatever plan the dispatcher runs, whoever sent it; Trigger response."""
-        from std_srvs.srv import Trigger
-
-        return self._call("cancel", Trigger, Trigger.Request(), "dispatcher")
+        return self._call(interfaces.CANCEL, interfaces.CANCEL.type.Request())
 
     # -- the language server's requests ------------------------------------------------------------------
     def ask(self, question: str, *, answer_type: str = "", session: str = "",
             timeout_s: float = LANGUAGE_TIMEOUT_S) -> Any:
         """A question about the scene; Ask response (answer, or clarification and candidates, or error)."""
-        from heracles_ros.srv import Ask
-
-        request = Ask.Request(question=question, answer_type=answer_type, session=session)
-        return self._call("ask", Ask, request, "language_server", timeout_s)
+        request = interfaces.ASK.type.Request(question=question, answer_type=answer_type, session=session)
+        return self._call(interfaces.ASK, request, timeout_s)
 
     def plan_command(self, instruction: str, *, session: str = "", timeout_s: float = LANGUAGE_TIMEOUT_S) -> Any:
         """Ground and plan an instruction, nothing moves; Command response (goal, plan_summary, ...)."""
-        from heracles_ros.srv import Command
-
-        request = Command.Request(instruction=instruction, session=session)
-        return self._call("command", Command, request, "language_server", timeout_s)
+        request = interfaces.COMMAND.type.Request(instruction=instruction, session=session)
+        return self._call(interfaces.COMMAND, request, timeout_s)
 
     def correct(self, instruction: str, *, session: str = "", timeout_s: float = LANGUAGE_TIMEOUT_S) -> Any:
         """A correction or addition in plain language; Correct response (changes, added, existing, explanation,
         or a clarification with candidates; error)."""
-        from heracles_ros.srv import Correct
-
-        request = Correct.Request(instruction=instruction, session=session)
-        return self._call("correct", Correct, request, "language_server", timeout_s)
+        request = interfaces.CORRECT.type.Request(instruction=instruction, session=session)
+        return self._call(interfaces.CORRECT, request, timeout_s)
 
     def corrections(self, *, active_only: bool = False) -> list[dict[str, Any]]:
         """Every correction (id, symbol, property, value, original, status, author, ...), oldest first."""
@@ -199,10 +150,8 @@ class HeraclesClient:
         return list(self._manage("clear").changes)
 
     def _manage(self, action: str, *, correction_id: str = "", active_only: bool = False) -> Any:
-        from heracles_ros.srv import ManageCorrections
-
-        request = ManageCorrections.Request(action=action, id=correction_id, active_only=active_only)
-        response = self._call("corrections", ManageCorrections, request, "language_server")
+        request = interfaces.CORRECTIONS.type.Request(action=action, id=correction_id, active_only=active_only)
+        response = self._call(interfaces.CORRECTIONS, request)
         if response.error:
             raise RequestFailed(f"corrections {action}: {response.error}")
         return response
@@ -210,10 +159,8 @@ class HeraclesClient:
     # -- the mirror ---------------------------------------------------------------------------------------
     def changes(self, *, since_s: float = 0.0, room: str = "", limit: int = 0) -> list[dict[str, Any]]:
         """The mirror's history since ``since_s`` (epoch seconds; <= 0: that many seconds ago, 0: an hour)."""
-        from heracles_ros.srv import Changes
-
-        request = Changes.Request(since_s=float(since_s), room=room, limit=int(limit))
-        response = self._call("changes", Changes, request, "dsg_mirror")
+        request = interfaces.CHANGES.type.Request(since_s=float(since_s), room=room, limit=int(limit))
+        response = self._call(interfaces.CHANGES, request)
         if response.error:
             raise RequestFailed(f"changes: {response.error}")
         return [json.loads(entry) for entry in response.changes]
@@ -227,14 +174,12 @@ class HeraclesClient:
         CommandRejected with the server's code and reason), else at once (:meth:`accepted` says when).
         One command per client at a time.
         """
-        from heracles_ros.action import ExecuteCommand
-
         actions = self._action_client()
-        self._find(actions.server_is_ready, self.action_name, "language_server")
+        self._find(actions.server_is_ready, self.action_name, interfaces.EXECUTE_COMMAND.server)
         self._reset_command()
         if self._rejections is None:
             self._subscribe_rejections()
-        goal = ExecuteCommand.Goal(
+        goal = interfaces.EXECUTE_COMMAND.type.Goal(
             instruction=instruction, execute=execute, require_confirmation=require_confirmation, session=session,
             command_id=command_id or f"client-{os.getpid()}-{time.monotonic_ns() % 10**8}",
             client_node=self.node_name,
@@ -255,7 +200,7 @@ class HeraclesClient:
 
     @property
     def action_name(self) -> str:
-        return topic_name(self.namespace, "execute_command")
+        return interfaces.EXECUTE_COMMAND.full_name(self.namespace)
 
     def accepted(self) -> bool | None:
         """True once the server accepted the command, False when it rejected it, None while it has not said."""
@@ -283,10 +228,7 @@ class HeraclesClient:
 
     def confirm(self, approve: bool = True, command_id: str = "") -> Any:
         """Answer a command waiting for confirmation ('' = the one waiting); Confirm response."""
-        from heracles_ros.srv import Confirm
-
-        return self._call("confirm", Confirm, Confirm.Request(command_id=command_id, approve=approve),
-                          "language_server")
+        return self._call(interfaces.CONFIRM, interfaces.CONFIRM.type.Request(command_id=command_id, approve=approve))
 
     def is_task_complete(self) -> bool:
         """True once the command has a result, or was rejected."""
@@ -323,12 +265,8 @@ class HeraclesClient:
             self._rejections: Any = None
 
     def _subscribe_rejections(self) -> None:
-        from heracles_ros.msg import CommandRejection
-        from heracles_ros.ros.qos import latched
-
-        self._rejections = self.node.create_subscription(
-            CommandRejection, topic_name(self.namespace, "command_rejections"), self._rejection_queue.put,
-            latched(_REJECTIONS_KEPT))
+        self._rejections = interfaces.COMMAND_REJECTIONS.subscription(self.node, self._rejection_queue.put,
+                                                                      namespace=self.namespace)
 
     def _on_goal_response(self, future: Any) -> None:
         try:
@@ -351,22 +289,18 @@ class HeraclesClient:
         self._finished.set()
 
     def _action_client(self) -> Any:
-        from rclpy.action import ActionClient
-
-        from heracles_ros.action import ExecuteCommand
-
         with self._clients_lock:
-            if "execute_command" not in self._clients:
-                self._clients["execute_command"] = ActionClient(self.node, ExecuteCommand, self.action_name)
-            return self._clients["execute_command"]
+            if self._command_client is None:
+                self._command_client = self.ros.action_client(interfaces.EXECUTE_COMMAND, self.namespace)
+            return self._command_client
 
     # -- one bounded service call -------------------------------------------------------------------------
-    def _call(self, service: str, srv_type: Any, request: Any, server: str, timeout_s: float | None = None) -> Any:
-        name = topic_name(self.namespace, service)
+    def _call(self, service: interfaces.Service, request: Any, timeout_s: float | None = None) -> Any:
+        name, server = service.full_name(self.namespace), service.server
         with self._clients_lock:
             client = self._clients.get(name)
             if client is None:
-                client = self._clients[name] = self.node.create_client(srv_type, name)
+                client = self._clients[name] = service.client(self.node, namespace=self.namespace)
         self._find(client.service_is_ready, name, server)
         answer_s = self.answer_timeout_s if timeout_s is None else timeout_s
         answered = threading.Event()

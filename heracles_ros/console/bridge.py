@@ -33,10 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from heracles_ros.client import HeraclesClient
-from heracles_ros.client.system import ANSWER_TIMEOUT_S, topic_name, where_to_look
+from heracles_ros.client.system import ANSWER_TIMEOUT_S, where_to_look
 from heracles_ros.console import ros_messages
 from heracles_ros.console.ros_messages import Locate, MirrorReport
 from heracles_ros.outcomes import CommandOutcome
+from heracles_ros.ros import interfaces
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +79,6 @@ class ConsoleBridge:
 
     def __init__(self, namespace: str, *, on_stop: Emit, on_robot: Emit,
                  on_mirror: Callable[[MirrorReport], None], find_timeout_s: float = 5.0):
-        from geometry_msgs.msg import PoseStamped
-        from rclpy.action import ActionClient
-
-        from heracles_ros.action import ExecuteCommand
-        from heracles_ros.msg import CommandRejection, DispatchProgress, MirrorStatus, StopState
-        from heracles_ros.ros.qos import latched, reliable
-
         self.namespace = namespace
         self.find_timeout_s = find_timeout_s
         self._closing = threading.Event()
@@ -108,16 +102,16 @@ class ConsoleBridge:
                 on_robot(robot)
 
         node = self._ros.node
-        node.create_subscription(StopState, topic_name(namespace, "stop_state"),
-                                 lambda m: on_stop(ros_messages.stop_message(m)), latched())
-        node.create_subscription(PoseStamped, topic_name(namespace, "robot_pose"),
-                                 lambda m: on_robot(ros_messages.pose_message(m, self._place)), latched())
-        node.create_subscription(DispatchProgress, topic_name(namespace, "dispatch_progress"), progress, reliable(100))
-        node.create_subscription(MirrorStatus, topic_name(namespace, "mirror_status"),
-                                 lambda m: on_mirror(ros_messages.mirror_report(m)), 10)
-        node.create_subscription(CommandRejection, topic_name(namespace, "command_rejections"), self._on_rejection,
-                                 latched(10))
-        self._actions: Any = ActionClient(node, ExecuteCommand, topic_name(namespace, "execute_command"))
+        for topic, callback in (
+            (interfaces.STOP_STATE, lambda m: on_stop(ros_messages.stop_message(m))),
+            (interfaces.ROBOT_POSE, lambda m: on_robot(ros_messages.pose_message(m, self._place))),
+            (interfaces.DISPATCH_PROGRESS, progress),
+            (interfaces.MIRROR_STATUS, lambda m: on_mirror(ros_messages.mirror_report(m))),
+            (interfaces.COMMAND_REJECTIONS, self._on_rejection),
+        ):
+            topic.subscription(node, callback, namespace=namespace)
+        # Destroyed before the node when the client closes (ClientContext): the console then leaves the graph.
+        self._actions: Any = self._ros.ros.action_client(interfaces.EXECUTE_COMMAND, namespace)
 
     @property
     def node_name(self) -> str:
@@ -135,9 +129,6 @@ class ConsoleBridge:
         for command in running:
             command.done.wait(max(0.0, deadline - time.monotonic()))
         self._senders.shutdown(wait=True, cancel_futures=True)  # each gives up at once: closing is set
-        # rclpy's destroy_node leaves an action client alone, and the client keeps the node (and the DDS
-        # participant) alive: destroyed first, or the console would stay on the ROS graph after closing.
-        self._actions.destroy()
         self._ros.close()
 
     # -- the dispatcher --------------------------------------------------------------------------------------
@@ -223,15 +214,13 @@ class ConsoleBridge:
 
     def _send(self, command: ConsoleCommand) -> None:
         """In a sender thread: find the server, send the goal, wait (bounded) for it to be taken or refused."""
-        from heracles_ros.action import ExecuteCommand
-
         try:
             failure = self._find_server()
             if failure:
                 self._end(command, ros_messages.ended_message(command.command_id, CommandOutcome.FAILED.value,
                                                               failure))
                 return
-            goal = ExecuteCommand.Goal(instruction=command.instruction, execute=command.execute,
+            goal = interfaces.EXECUTE_COMMAND.type.Goal(instruction=command.instruction, execute=command.execute,
                                        require_confirmation=True, session=command.session,
                                        command_id=command.command_id, client_node=self.node_name)
             answered = threading.Event()
@@ -262,7 +251,8 @@ class ConsoleBridge:
             if self._closing.is_set():
                 return "the console is closing"
             if time.monotonic() >= deadline:
-                return (f"no language_server answered on {topic_name(self.namespace, 'execute_command')} within "
+                return (f"no {interfaces.EXECUTE_COMMAND.server} answered on "
+                        f"{interfaces.EXECUTE_COMMAND.full_name(self.namespace)} within "
                         f"{self.find_timeout_s:g} s ({where_to_look(self.namespace)})")
             self._closing.wait(_FIND_POLL_S)
         return ""

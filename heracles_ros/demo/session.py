@@ -22,9 +22,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
+from heracles_ros.ros.interfaces import (
+    ASK,
+    COMMAND_REJECTIONS,
+    DISPATCH_PROGRESS,
+    DISPATCH_RESULT,
+    EXECUTE_COMMAND,
+    EXECUTE_PLAN,
+    MIRROR_STATUS,
+)
 
 if TYPE_CHECKING:
-    from heracles_ros.ros.runner import BackgroundSpinner
+    from heracles_ros.ros.client_context import ClientContext
 
 #: Namespace of every demo node and topic.
 NAMESPACE = "/heracles_demo"
@@ -72,56 +81,28 @@ class DemoSession:
         self._domain_id = domain_id
         #: Severity of the nodes' ROS log output (debug, info, warn, error).
         self._log_level = log_level
-        self._context: Any = None
-        self._executor: Any = None
-        self._spinner: BackgroundSpinner | None = None
-        self._nodes: list[Any] = []
+        self._ros: ClientContext | None = None
         self.events: queue.Queue[Event] = queue.Queue()
         self._console: Any = None
         self._command_result: Any = None  # the last command's result future
 
     # -- lifecycle ---------------------------------------------------------------------
     def open(self) -> DemoSession:
-        rclpy = _import_rclpy()
-        from rclpy.context import Context
-        from rclpy.signals import SignalHandlerOptions
+        _import_rclpy()
+        from heracles_ros.ros.client_context import ClientContext
 
-        self._context = Context()
-        kwargs: dict[str, Any] = {
-            "context": self._context,
-            "signal_handler_options": SignalHandlerOptions.NO,
-            "args": ["--ros-args", "--log-level", self._log_level],
-        }
-        if self._domain_id is not None:
-            kwargs["domain_id"] = self._domain_id
         with _environment(_LOCAL_DISCOVERY):
-            rclpy.init(**kwargs)
-        from heracles_ros.ros.executor import NodeExecutor
-        from heracles_ros.ros.runner import BackgroundSpinner
-
-        self._executor = NodeExecutor(num_threads=6, context=self._context)
-
-        self._spinner = BackgroundSpinner(self._executor, name="demo-executor").start()
-        self._console = _Console(self)
-        self._add(self._console.node)
+            # The console's node, and the demo's nodes hosted beside it on six threads.
+            self._ros = ClientContext("heracles_demo_console", namespace=NAMESPACE, domain_id=self._domain_id,
+                                      args=["--ros-args", "--log-level", self._log_level], threads=6)
+        self._console = _Console(self._ros, self.events)
         return self
 
     def close(self) -> None:
         """Destroy the nodes (a running plan is cancelled by the dispatcher) and shut rclpy down."""
-        if self._context is None:
-            return
-        for node in reversed(self._nodes):
-            if self._executor is not None:
-                self._executor.remove_node(node)
-            with contextlib.suppress(Exception):
-                node.destroy_node()
-        self._nodes.clear()
-        if self._spinner is not None:
-            self._spinner.stop()
-        rclpy = _import_rclpy()
-        with contextlib.suppress(Exception):
-            rclpy.shutdown(context=self._context)
-        self._context = None
+        if self._ros is not None:
+            self._ros.close()
+            self._ros = None
 
     def __enter__(self) -> DemoSession:
         return self.open()
@@ -129,10 +110,13 @@ class DemoSession:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _add(self, node: Any) -> Any:
-        self._nodes.append(node)
-        self._executor.add_node(node)
-        return node
+    def _opened(self) -> ClientContext:
+        if self._ros is None:
+            raise HeraclesError("the demo session is not open (DemoSession.open)")
+        return self._ros
+
+    def _host(self, node: Any) -> None:
+        self._opened().host(node)
 
     def _node_kwargs(self, module: Any, params: Mapping[str, Any]) -> dict[str, Any]:
         """Constructor arguments: this session's context and namespace, ``params`` as overrides.
@@ -147,7 +131,7 @@ class DemoSession:
         if unknown:
             raise ConfigError(f"{module.__name__} declares no parameter(s) {', '.join(sorted(unknown))}")
         return {
-            "context": self._context,
+            "context": self._opened().context,
             "namespace": NAMESPACE,
             "use_global_arguments": False,
             "parameter_overrides": [Parameter(name, value=value) for name, value in params.items()],
@@ -157,12 +141,12 @@ class DemoSession:
     def start_mirror(self, params: Mapping[str, Any]) -> None:
         from heracles_ros.nodes import dsg_mirror
 
-        self._add(dsg_mirror.DsgMirrorNode(**self._node_kwargs(dsg_mirror, params)))
+        self._host(dsg_mirror.DsgMirrorNode(**self._node_kwargs(dsg_mirror, params)))
 
     def start_dispatcher(self, params: Mapping[str, Any]) -> None:
         from heracles_ros.nodes import dispatcher
 
-        self._add(dispatcher.DispatcherNode(**self._node_kwargs(dispatcher, params)))
+        self._host(dispatcher.DispatcherNode(**self._node_kwargs(dispatcher, params)))
         self._console.wait_for_dispatcher(timeout_s=15.0)
 
     def start_language_server(self, params: Mapping[str, Any]) -> None:
@@ -172,7 +156,7 @@ class DemoSession:
             if exc.name != "heracles_ros.nodes.language_server":
                 raise
             raise ConfigError("this build has no language_server node; run the demo without a language model") from exc
-        self._add(module.LanguageServerNode(**self._node_kwargs(module, params)))
+        self._host(module.LanguageServerNode(**self._node_kwargs(module, params)))
         self._console.wait_for_language_services(timeout_s=30.0)
 
     # -- talking to the nodes ----------------------------------------------------------------
@@ -184,27 +168,21 @@ class DemoSession:
 
     def send_plan(self, msg: Any, *, timeout_s: float = 10.0) -> None:
         """Send a plan to the dispatcher's execute_plan action; ExecutionError unless it is accepted."""
-        from heracles_ros.action import ExecutePlan
-
-        handle = self._console.wait(self._console.plans.send_goal_async(ExecutePlan.Goal(plan=msg)), timeout_s,
+        handle = self._console.wait(self._console.plans.send_goal_async(EXECUTE_PLAN.type.Goal(plan=msg)), timeout_s,
                                     "the dispatcher's answer to the plan")
         if not handle.accepted:
             raise ExecutionError(f"the dispatcher rejected plan {msg.plan_id} (see its dispatch_result)")
 
     def ask(self, question: str, *, timeout_s: float) -> Any:
-        from heracles_ros.srv import Ask
-
-        return self._console.call(self._console.ask, Ask.Request(question=question), timeout_s)
+        return self._console.call(self._console.ask, ASK.type.Request(question=question), timeout_s)
 
     def command(self, instruction: str, *, timeout_s: float) -> Any:
         """Send an execute_command goal; the feedback that carries its plan, or the result if it ended first.
 
         ExecutionError when the goal is rejected (with the language server's reason).
         """
-        from heracles_ros.action import ExecuteCommand
-
         console = self._console
-        goal = ExecuteCommand.Goal(instruction=instruction, execute=True, command_id="demo-command")
+        goal = EXECUTE_COMMAND.type.Goal(instruction=instruction, execute=True, command_id="demo-command")
         plans: queue.Queue[Any] = queue.Queue()
         handle = console.wait(
             console.commands.send_goal_async(
@@ -230,35 +208,19 @@ class DemoSession:
 class _Console:
     """The operator's side: publishes plans, calls services, and queues what the nodes publish."""
 
-    def __init__(self, session: DemoSession):
-        from rclpy.action import ActionClient
-        from rclpy.node import Node
-
-        from heracles_ros.action import ExecuteCommand, ExecutePlan
-        from heracles_ros.msg import CommandRejection, DispatchProgress, DispatchResult, MirrorStatus
-        from heracles_ros.nodes.command_action import REJECTIONS_KEPT
-        from heracles_ros.ros.qos import latched, reliable
-        from heracles_ros.srv import Ask
-
-        self.node = Node("heracles_demo_console", context=session._context, namespace=NAMESPACE,
-                         use_global_arguments=False)
-        events = session.events
+    def __init__(self, ros: ClientContext, events: queue.Queue[Event]):
+        node = ros.node
 
         def forward(kind: str) -> Callable[[Any], None]:
             return lambda msg: events.put(Event(kind, msg))
 
-        for msg_type, topic, depth in (
-            (MirrorStatus, "mirror_status", 10),
-            (DispatchProgress, "dispatch_progress", 100),
-            (DispatchResult, "dispatch_result", 10),
-        ):
-            self.node.create_subscription(msg_type, topic, forward(topic), reliable(depth))
+        for topic in (MIRROR_STATUS, DISPATCH_PROGRESS, DISPATCH_RESULT):
+            topic.subscription(node, forward(topic.name))
         self._rejections: queue.Queue[Any] = queue.Queue()
-        self.node.create_subscription(CommandRejection, "command_rejections", self._rejections.put,
-                                      latched(REJECTIONS_KEPT))
-        self.plans: Any = ActionClient(self.node, ExecutePlan, "execute_plan")
-        self.commands: Any = ActionClient(self.node, ExecuteCommand, "execute_command")
-        self.ask: Any = self.node.create_client(Ask, "ask")
+        COMMAND_REJECTIONS.subscription(node, self._rejections.put)
+        self.plans: Any = ros.action_client(EXECUTE_PLAN)
+        self.commands: Any = ros.action_client(EXECUTE_COMMAND)
+        self.ask: Any = ASK.client(node)
 
     def wait_for_dispatcher(self, timeout_s: float) -> None:
         """Until the dispatcher serves ``execute_plan``."""

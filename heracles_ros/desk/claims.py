@@ -80,26 +80,17 @@ def _holder_text(raw: str) -> str:
 def running_nodes(namespace: str, look_s: float = LOOK_S) -> list[str]:
     """The system's nodes that run in ``namespace`` (``/spot/dispatcher``, ...), looked for during at most
     ``look_s`` on the ROS graph this process's environment reaches (domain, discovery range)."""
-    import rclpy
+    from heracles_ros.ros.client_context import ClientContext
 
-    context = rclpy.Context()
-    rclpy.init(args=[], context=context)
-    try:
-        node = rclpy.create_node("heracles_up_probe", context=context, start_parameter_services=False,
-                                 enable_rosout=False)
-        try:
-            deadline = time.monotonic() + look_s
-            wanted = "/" + namespace.strip("/")
-            while True:
-                found = sorted(f"{ns.rstrip('/')}/{name}" for name, ns in node.get_node_names_and_namespaces()
-                               if ns.rstrip("/") == wanted.rstrip("/") and name in SYSTEM_NODES)
-                if found or time.monotonic() >= deadline:
-                    return found
-                time.sleep(_POLL_S)
-        finally:
-            node.destroy_node()
-    finally:
-        context.try_shutdown()
+    with ClientContext(f"heracles_up_probe_{os.getpid()}", short_lease=False) as ros:
+        deadline = time.monotonic() + look_s
+        wanted = "/" + namespace.strip("/")
+        while True:
+            found = sorted(f"{ns.rstrip('/')}/{name}" for name, ns in ros.node.get_node_names_and_namespaces()
+                           if ns.rstrip("/") == wanted.rstrip("/") and name in SYSTEM_NODES)
+            if found or time.monotonic() >= deadline:
+                return found
+            time.sleep(_POLL_S)
 
 
 def refuse_if_running(namespace: str, look_s: float = LOOK_S) -> None:

@@ -21,24 +21,13 @@ from dataclasses import dataclass
 
 from heracles_ros.errors import ExecutionError
 from heracles_ros.graphdb.cypher import robot as cypher
-from heracles_ros.graphdb.store import GraphStore, Params
+from heracles_ros.graphdb.store import Params
 from heracles_ros.mirror.symbols import symbol_layers
 from heracles_ros.plan_types import Point3
-from heracles_ros.schema import ROBOT_SYMBOL, Layer, is_scene_symbol
+from heracles_ros.robot_record import RobotRecord, RobotState
+from heracles_ros.schema import Layer, is_scene_symbol
 
-
-@dataclass(frozen=True)
-class RobotState:
-    position: Point3
-    #: Place symbol the robot stands at ("" when not known).
-    place: str = ""
-    #: Object symbol in the gripper ("" when empty-handed).
-    holding: str = ""
-
-    def words(self) -> str:
-        """"at P3 holding O14", "at (1.0, 2.0) holding nothing"."""
-        where = self.place or f"({self.position[0]:.1f}, {self.position[1]:.1f})"
-        return f"at {where} holding {self.holding or 'nothing'}"
+__all__ = ["RobotState", "RobotStateStore", "StartingState", "check_symbol", "starting_state"]
 
 
 @dataclass(frozen=True)
@@ -74,21 +63,9 @@ def _object_symbol(symbol: str, kinds: dict[str, Layer]) -> bool:
     raise ExecutionError(f"{symbol!r} is not an object symbol: the database holds it as {layer.value}")
 
 
-class RobotStateStore:
-    """Reads and writes one robot's node; every write is one transaction."""
-
-    def __init__(self, store: GraphStore, *, symbol: str = ROBOT_SYMBOL):
-        self.store = store
-        self.symbol = symbol
-
-    def read(self) -> RobotState | None:
-        """The recorded state, or None when the robot was never written."""
-        rows = self.store.query(cypher.READ_ROBOT, {"symbol": self.symbol})
-        if not rows:
-            return None
-        row = rows[0]
-        position = (float(row["x"] or 0.0), float(row["y"] or 0.0), float(row["z"] or 0.0))
-        return RobotState(position, place=str(row["place"] or ""), holding=str(row["holding"] or ""))
+class RobotStateStore(RobotRecord):
+    """Reads (:class:`~heracles_ros.robot_record.RobotRecord`) and writes one robot's node; every write is one
+    transaction."""
 
     def write(self, state: RobotState) -> None:
         """Replace the robot's pose, place and holding, with their AT / HOLDING links."""

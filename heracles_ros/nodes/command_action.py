@@ -10,8 +10,8 @@ latched stop is on (``stopped``, from its ``stop_state`` topic). An action's
 goal response carries only ``accepted``, so the reason goes out on
 ``command_rejections`` (heracles_ros/msg/CommandRejection) under the goal's
 ``command_id`` before the response is sent. The goal, cancel and result
-services queue :data:`SERVICE_DEPTH` requests, so a burst is answered, not
-dropped, and a result is kept :data:`RESULT_KEPT_S` for a late client.
+services queue a burst of requests instead of dropping it, and a result is
+kept for a late client (:data:`~heracles_ros.ros.interfaces.EXECUTE_COMMAND`).
 
 Feedback, in order: ``grounding`` (once at the start, then once per Cypher
 query the model runs, with the queries so far), ``goal`` (the checked goal and
@@ -59,9 +59,9 @@ from heracles_ros.msg import Candidate as CandidateMsg
 from heracles_ros.msg import CommandRejection, StopState
 from heracles_ros.outcomes import SUCCESSFUL_COMMANDS, CommandOutcome, RejectionCode
 from heracles_ros.plan_types import PlanResult
+from heracles_ros.ros import interfaces
 from heracles_ros.ros.client_presence import GRAPH_READ_PERIOD_S, ClientPresence
 from heracles_ros.ros.plan_msgs import plan_to_msg
-from heracles_ros.ros.qos import latched
 from heracles_ros.ros.request_fields import MAX_ID_CHARS, MAX_TEXT_CHARS, text_problem
 from heracles_ros.ros.single_goal import SingleGoalServer, end_goal
 from heracles_ros.srv import Confirm
@@ -73,17 +73,11 @@ _POLL_S = 0.05
 #: A command slot reserved by an accepted goal that rclpy never handed over (it failed to create the goal
 #: handle) is free again after this many seconds.
 STALE_RESERVATION_S = 10.0
-#: Rejections kept on command_rejections for subscribers that join late.
-REJECTIONS_KEPT = 10
 #: Seconds without the dispatcher's action server before a running command gives its plan up as lost.
 DISPATCHER_LOST_S = 5.0
 #: After cancelling its plan, a command waits this long for the dispatcher's result before it reports
 #: the cancel as sent but unconfirmed.
 CANCEL_CONFIRM_S = 3.0
-#: Requests the goal, cancel and result services queue (rclpy's default, 10, dropped bursts silently).
-SERVICE_DEPTH = 200
-#: A finished command's result stays available this long for a late or reconnecting client, seconds.
-RESULT_KEPT_S = 600
 #: Characters of an instruction that reach the log.
 LOGGED_CHARS = 120
 
@@ -157,19 +151,17 @@ class CommandAction:
         self._stop_state: StopState | None = None
         group = ReentrantCallbackGroup()
         # Kept for late joiners: a client that subscribed just before its goal still gets the reason.
-        self._rejections = node.create_publisher(CommandRejection, "command_rejections", latched(REJECTIONS_KEPT))
-        self._plan_action = f"{node.get_namespace().rstrip('/')}/execute_plan"
+        self._rejections = interfaces.COMMAND_REJECTIONS.publisher(node)
+        self._plan_action = interfaces.EXECUTE_PLAN.full_name(node.get_namespace())
         # Its own exclusive group: the dispatcher's feedback is forwarded in the order it arrives.
-        self.plans: ActionClient = ActionClient(node, ExecutePlan, "execute_plan",
-                                                callback_group=MutuallyExclusiveCallbackGroup())
+        self.plans: ActionClient = interfaces.EXECUTE_PLAN.client(node, callback_group=MutuallyExclusiveCallbackGroup())
         # The dispatcher's latched stop: while it is on, motion goals are refused at once.
-        node.create_subscription(StopState, "stop_state", self._on_stop_state, latched(1), callback_group=group)
+        interfaces.STOP_STATE.subscription(node, self._on_stop_state, callback_group=group)
         self.server = SingleGoalServer(
-            node, ExecuteCommand, "execute_command", judge=self._on_goal, start=self._on_accepted,
-            cancel=lambda goal: CancelResponse.ACCEPT, callback_group=group, queue_depth=SERVICE_DEPTH,
-            result_keep_s=RESULT_KEPT_S,
+            node, interfaces.EXECUTE_COMMAND, judge=self._on_goal, start=self._on_accepted,
+            cancel=lambda goal: CancelResponse.ACCEPT, callback_group=group,
         )
-        self.confirm_service = node.create_service(Confirm, "confirm", self._on_confirm, callback_group=group)
+        self.confirm_service = interfaces.CONFIRM.serve(node, self._on_confirm, callback_group=group)
         # On the steady clock: a ROS clock on simulated time (use_sim_time given at start) stands still
         # without /clock, and a watchdog on it would never fire.
         self._client_watch = node.create_timer(GRAPH_READ_PERIOD_S, self._watch_client,

@@ -30,9 +30,10 @@ A goal naming its sender (``client_node``) is given up once that node has been
 gone from the ROS graph for ``client_lost_s``: the plan is cancelled, the robot
 stops, the result says ``cancelled`` with reason ``client_lost``. One
 dispatcher per robot: a second one started in the same namespace, on this
-machine or another, sees the first's claim on ``dispatcher_claim`` and refuses
-to start. Shutting down (:meth:`DispatcherNode.close`) cancels the plan, stops
-the robot and releases the driver (the lease) within ``shutdown_timeout_s``.
+machine or another, finds the first's claim and refuses to start, or stops the
+robot and exits when it finds it late (:mod:`~heracles_ros.ros.claims`).
+Shutting down (:meth:`DispatcherNode.close`) cancels the plan, stops the robot
+and releases the driver (the lease) within ``shutdown_timeout_s``.
 
 Parameters: :data:`PARAMETERS`. The driver's settings come straight from the
 driver factory's tables, as ``sim_<setting>`` and ``spot_<setting>``; what the
@@ -61,14 +62,10 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-import os
 import queue
-import signal
-import socket
 import sys
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -79,11 +76,8 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-from std_msgs.msg import Header, String
+from std_msgs.msg import Header
 from std_srvs.srv import Trigger
-from visualization_msgs.msg import MarkerArray
 
 from heracles_ros.action import ExecutePlan
 from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
@@ -103,18 +97,18 @@ from heracles_ros.execution.stop_record import LatchedStop, StopRecord, default_
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.scene_presence import misspelt_graph_suspected, wait_for_graph
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.msg import DispatchProgress, DispatchResult, StopState
+from heracles_ros.msg import DispatchResult, StopState
 from heracles_ros.nodes.markers import MarkerBook, plan_markers, robot_markers
 from heracles_ros.outcomes import DispatchStatus, StepState
 from heracles_ros.plan_types import MAX_HOP_M, PlanResult
+from heracles_ros.ros import interfaces
 from heracles_ros.ros.client_presence import ClientPresence
 from heracles_ros.ros.node_base import HeraclesNode
 from heracles_ros.ros.parameters import SNAPSHOT_WAIT
 from heracles_ros.ros.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
-from heracles_ros.ros.qos import latched, reliable
 from heracles_ros.ros.request_fields import plan_problem, resume_problem, text_problem
 from heracles_ros.ros.runner import SHUTDOWN_TIMEOUT
-from heracles_ros.ros.single_goal import SingleGoalServer, end_goal, request_queue, wait_until_done
+from heracles_ros.ros.single_goal import SingleGoalServer, end_goal, wait_until_done
 from heracles_ros.ros.stop_socket import StopSocket
 from heracles_ros.settings import Setting
 from heracles_ros.srv import Resume
@@ -125,12 +119,6 @@ NODE_NAME = "dispatcher"
 #: Executor threads: one waits on the running plan, one may be taken by each other long callback (markers,
 #: a driver's service reply, a burst of goals); the stop services always find one free.
 EXECUTOR_THREADS = 8
-#: Depth of the execute_plan action's goal, cancel and result request queues: a burst of goals and
-#: cancels from one client is answered, not dropped (rclpy's default depth is 10).
-ACTION_QUEUE_DEPTH = 500
-#: Seconds a finished goal's result stays available to a late or reconnecting client
-#: (rclpy's default: 10 s on Kilted, 900 s on Jazzy).
-RESULT_KEEP_S = 900
 #: Seconds a starting dispatcher listens for another one's claim on its robot (discovery is not instant).
 CLAIM_WAIT_S = 3.0
 #: How long a starting dispatcher waits for its graph when the database holds other graphs but not its own
@@ -291,20 +279,6 @@ class _Job:
     stopped: bool = False
 
 
-def _claim_order(claim: str) -> tuple[float, str]:
-    """Claims ``"<unix time> <uuid> <host:pid>"`` sort oldest first; ties by uuid, so every node agrees."""
-    stamp, _, rest = claim.partition(" ")
-    try:
-        return float(stamp), rest
-    except ValueError:
-        return float("inf"), rest
-
-
-def action_queue_qos() -> QoSProfile:
-    """Reliable, volatile, deep: the execute_plan action's goal, cancel and result services (and their clients)."""
-    return request_queue(ACTION_QUEUE_DEPTH)
-
-
 class DispatcherNode(HeraclesNode):
     """Feeds received plans to the library dispatcher on a worker thread and publishes what it reports."""
 
@@ -315,7 +289,7 @@ class DispatcherNode(HeraclesNode):
         self.settings = DispatcherSettings.from_values(values)
         #: monotonic time by which closing must be done (None while running).
         self._deadline: float | None = None
-        self._claim_robot()
+        self.claim_robot(interfaces.DISPATCHER_CLAIM, CLAIM_WAIT_S)
         self.store: GraphStore = open_store(self.settings.db_uri, graph=self.settings.graph_name)
         # The robot's state is written next, which would create a misspelt graph beside the real one:
         # wait for the mirror's (a fresh database, holding no graph yet, is the mirror's to fill).
@@ -354,24 +328,22 @@ class DispatcherNode(HeraclesNode):
         self._started = False
         self._restart = False
 
-        self._progress_pub = self.create_publisher(DispatchProgress, "dispatch_progress", reliable(100))
-        self._result_pub = self.create_publisher(DispatchResult, "dispatch_result", reliable(10))
-        self._markers_pub = self.create_publisher(MarkerArray, "plan_markers", reliable(10))
-        self._stop_pub = self.create_publisher(StopState, "stop_state", latched())
-        self._pose_pub = self.create_publisher(PoseStamped, "robot_pose", latched())
+        self._progress_pub = interfaces.DISPATCH_PROGRESS.publisher(self)
+        self._result_pub = interfaces.DISPATCH_RESULT.publisher(self)
+        self._markers_pub = interfaces.PLAN_MARKERS.publisher(self)
+        self._stop_pub = interfaces.STOP_STATE.publisher(self)
+        self._pose_pub = interfaces.ROBOT_POSE.publisher(self)
         self._pose_sent: Pose | None = None
         self._action = self.destroyed_with_node(SingleGoalServer(
-            self, ExecutePlan, "execute_plan", judge=self._on_goal, start=self._on_accepted,
-            cancel=self._on_cancel_goal, callback_group=ReentrantCallbackGroup(), queue_depth=ACTION_QUEUE_DEPTH,
-            result_keep_s=RESULT_KEEP_S,
+            self, interfaces.EXECUTE_PLAN, judge=self._on_goal, start=self._on_accepted,
+            cancel=self._on_cancel_goal, callback_group=ReentrantCallbackGroup(),
         ))  # fmt: skip
         # The operator's controls: their own group, never behind a plan, a query or the markers.
         controls = MutuallyExclusiveCallbackGroup()
-        self.create_service(Trigger, "cancel", self._on_cancel, callback_group=controls)
-        self.create_service(Trigger, "stop", lambda rq, rs: self._on_stop(rs, hard=False), callback_group=controls)
-        self.create_service(Trigger, "hard_stop", lambda rq, rs: self._on_stop(rs, hard=True),
-                            callback_group=controls)  # fmt: skip
-        self.create_service(Resume, "resume", self._on_resume, callback_group=controls)
+        interfaces.CANCEL.serve(self, self._on_cancel, callback_group=controls)
+        interfaces.STOP.serve(self, lambda rq, rs: self._on_stop(rs, hard=False), callback_group=controls)
+        interfaces.HARD_STOP.serve(self, lambda rq, rs: self._on_stop(rs, hard=True), callback_group=controls)
+        interfaces.RESUME.serve(self, self._on_resume, callback_group=controls)
         try:  # the same stop without ROS, for heracles stop on this machine (no rclpy start-up, no discovery)
             self.destroyed_with_node(StopSocket(self.get_namespace(), self.context.get_domain_id(), self._stop_now))
         except OSError as exc:
@@ -391,70 +363,13 @@ class DispatcherNode(HeraclesNode):
             self.get_logger().warning(f"{self._stop.reason}: plans are refused until resume")
 
     # -- construction ------------------------------------------------------------
-    def _claim_robot(self) -> None:
-        """Refuse to start (ConfigError) when another dispatcher already runs in this namespace.
-
-        Each dispatcher publishes a latched claim (start time, id, host:pid) on
-        ``dispatcher_claim``; a starting one listens for :data:`CLAIM_WAIT_S` and the
-        oldest claim wins, so of two started at once exactly one runs, on one machine or two.
-        """
-        self._claim = mine = f"{time.time():.6f} {uuid.uuid4().hex} {socket.gethostname()}:{os.getpid()}"
-        self._superseded = False
-        #: What the process exits with once closed (run_node reads it): 1 when another dispatcher took the robot.
-        self.exit_code = 0
-        claims: set[str] = set()
-        listening = QoSProfile(
-            history=HistoryPolicy.KEEP_LAST, depth=20, reliability=ReliabilityPolicy.RELIABLE,
-            durability=DurabilityPolicy.TRANSIENT_LOCAL,
-        )  # fmt: skip
-        self._claim_pub = self.create_publisher(String, "dispatcher_claim", latched())
-        # Kept after the start: discovery on a loaded network can outlast the window, and a claim
-        # older than ours found late still means this one must go (see _on_late_claim).
-        def on_claim(msg: String) -> None:
-            claims.add(msg.data)
-            self._on_late_claim(msg)
-
-        self.create_subscription(String, "dispatcher_claim", on_claim, listening)
-        self._claim_pub.publish(String(data=mine))
-        executor = SingleThreadedExecutor(context=self.context)
-        executor.add_node(self)
-        try:
-            deadline = time.monotonic() + CLAIM_WAIT_S
-            while time.monotonic() < deadline:
-                executor.spin_once(timeout_sec=0.1)
-                older = sorted((c for c in claims if c != mine and _claim_order(c) < _claim_order(mine)),
-                               key=_claim_order)  # fmt: skip
-                if older:
-                    break
-        finally:
-            executor.remove_node(self)
-            executor.shutdown(timeout_sec=1.0)
-        if older:
-            holder = older[0].split(" ", 2)[-1]
-            raise ConfigError(
-                f"another dispatcher already runs for this robot ({self.get_fully_qualified_name()}, on {holder}): "
-                "one dispatcher per robot; stop that one first"
-            )
-
-    def _on_late_claim(self, msg: String) -> None:
-        """An older dispatcher for this robot found after the start: this one stops the robot and exits."""
-        if msg.data == self._claim or _claim_order(msg.data) > _claim_order(self._claim) or self._closed:
-            return
+    def on_superseded(self) -> None:
+        """Another dispatcher runs this robot: the running plan is cancelled and the robot stopped at once."""
         with self._lock:
-            if self._superseded:
-                return
-            self._superseded = True
             job = self._active
-        holder = msg.data.split(" ", 2)[-1]
-        self.get_logger().error(
-            f"another dispatcher for this robot ({self.get_fully_qualified_name()}) started before this one, "
-            f"on {holder}: one dispatcher per robot; this one stops the robot and exits"
-        )
         if job is not None:
             job.cancel.cancel("another dispatcher runs this robot; this one is exiting")
         self._stop_driver(hard=False)
-        self.exit_code = 1
-        os.kill(os.getpid(), signal.SIGINT)  # run_node then closes the node as on Ctrl-C, and exits 1
 
     def _make_driver(self, initial: RobotState) -> RobotDriver:
         kind = self.settings.driver
@@ -477,7 +392,7 @@ class DispatcherNode(HeraclesNode):
     # -- the execute_plan action -------------------------------------------------------
     def _refusal_locked(self) -> tuple[DispatchStatus, str] | None:
         """Why a new plan cannot start now (None when it can); call with the lock held."""
-        if self._closed or self._superseded:
+        if self._closed or self.superseded:
             return DispatchStatus.REJECTED, "the dispatcher is shutting down"
         if self._stop.stopped:
             return DispatchStatus.STOPPED, (

@@ -15,6 +15,9 @@ visualizer (the simulator path); see :func:`~heracles_ros.nodes.markers.scene_ma
 Each scene_markers message holds the whole drawn scene (with deletes of what is gone), because
 a latched topic gives a late RViz only the last message: it is rebuilt only after a snapshot was
 mirrored, at most every ``scene_markers_period_s``, and not sent when it came out equal.
+
+One mirror per robot: a second one in the same namespace refuses to start before it opens or writes
+anything, or stops once it finds the first's claim late (``instance_check_s``, :mod:`~heracles_ros.ros.claims`).
 """
 from __future__ import annotations
 
@@ -28,8 +31,6 @@ from typing import Any
 
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.qos import QoSProfile
-from visualization_msgs.msg import MarkerArray
 
 from heracles_ros.errors import ConfigError, DatabaseBusy, HeraclesError
 from heracles_ros.graphdb import open_store, parse_db_uri
@@ -49,20 +50,18 @@ from heracles_ros.nodes.markers import (
     moved_markers,
     scene_markers,
 )
-from heracles_ros.ros.instances import refuse_a_second_instance
+from heracles_ros.ros import interfaces
 from heracles_ros.ros.node_base import HeraclesNode
-from heracles_ros.ros.qos import latched, reliable
 from heracles_ros.ros.request_fields import changes_limit, since_problem, text_problem
 from heracles_ros.ros.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
 from heracles_ros.scene.io import DEFAULT_MAX_SNAPSHOT_BYTES
 from heracles_ros.settings import Setting
-from heracles_ros.srv import Changes
 
 PARAMETERS: tuple[Setting, ...] = (
     Setting("db_uri", "embedded", "graph database: embedded[:DATA_DIR], falkordb://host:port, neo4j://host:port "
               "or bolt://host:port (credentials only from NEO4J_USERNAME / NEO4J_PASSWORD / FALKORDB_PASSWORD)"),
     Setting("graph_name", "heracles", "FalkorDB graph that holds the scene (ignored by Neo4j: use the URI path)"),
-    Setting("dsg_topic", "/hydra/backend/dsg", "hydra_msgs/msg/DsgUpdate topic with full scene-graph snapshots"),
+    Setting("dsg_topic", interfaces.DSG_UPDATE.name, "hydra_msgs/msg/DsgUpdate topic with full scene-graph snapshots"),
     Setting("scene_file", "", "spark_dsg file (.json or binary) to mirror at start; empty: none"),
     Setting("allow_mass_removal", False, "apply snapshots that would remove most of the mirror (otherwise held "
               "back as suspect, e.g. the empty graph of a restarting Hydra)"),
@@ -106,8 +105,9 @@ PARAMETERS: tuple[Setting, ...] = (
               minimum=0.0, maximum=3600.0),
     Setting("scene_markers_max", 10_000, "at most this many scene_markers per namespace (two per room or object; "
               "the rest are left out, with a warning)", minimum=2, maximum=1_000_000),
-    Setting("instance_check_s", 2.0, "at start, how long to look for another dsg_mirror in this namespace before "
-              "writing anything (one mirror per robot); 0: no check", minimum=0.0, maximum=60.0),
+    Setting("instance_check_s", 2.0, "at start, how long to look for another dsg_mirror's claim on this robot "
+              "before writing anything (one mirror per robot: an older one found = refuse to start, found later = "
+              "stop); 0: not looked for (this one's claim is still announced)", minimum=0.0, maximum=60.0),
     SHUTDOWN_TIMEOUT,
     Setting("status_period_s", 5.0, "republish the last status this often even without snapshots; 0: only on "
               "change", minimum=0.0, maximum=3600.0),
@@ -121,20 +121,15 @@ _LIBRARY_LOGGERS = ("heracles_ros.mirror.loop", "heracles_ros.mirror.reconcile")
 _RUNTIME_PARAMETERS = {"allow_mass_removal", "suspect_fraction", "suspect_min_nodes", "retry_period_s"}
 
 
-def dsg_qos() -> QoSProfile:
-    """What Hydra publishes with: a transient-local subscriber would not match."""
-    return reliable(1)
-
-
 def _dsg_update_type() -> Any:
+    """Hydra's DsgUpdate; ConfigError naming the package where it cannot be imported."""
     try:
-        from hydra_msgs.msg import DsgUpdate
+        return interfaces.DSG_UPDATE.type
     except ImportError as exc:
         raise ConfigError(
             "dsg_mirror needs the hydra_msgs interface package (from MIT-SPARK/Hydra-ROS) in the ROS "
             "workspace; build it next to heracles_ros and source the workspace"
         ) from exc
-    return DsgUpdate
 
 
 class _RosLogHandler(logging.Handler):
@@ -166,7 +161,7 @@ class DsgMirrorNode(HeraclesNode):
         super().__init__(**kwargs)
 
     def setup(self, params: dict[str, Any]) -> None:
-        refuse_a_second_instance(self, params["instance_check_s"])  # before anything is opened or written
+        self.claim_robot(interfaces.MIRROR_CLAIM, params["instance_check_s"])  # before anything is opened or written
         self._log_handler = _RosLogHandler(self)
         for name in _LIBRARY_LOGGERS:  # the node's ROS logger is their one output while it runs
             library = logging.getLogger(name)
@@ -174,7 +169,7 @@ class DsgMirrorNode(HeraclesNode):
             library.setLevel(logging.INFO)
             library.propagate = False
         self._target = parse_db_uri(params["db_uri"])  # a malformed URI fails here, naming the value
-        dsg_update = _dsg_update_type()
+        _dsg_update_type()  # before anything is opened: without Hydra's messages the mirror has nothing to read
         self._params = params
         # One store for everything this node reads and writes: it follows the database through a stop,
         # a crash and a restart (never starting it itself), and its connections are reused.
@@ -196,7 +191,7 @@ class DsgMirrorNode(HeraclesNode):
                                        confirm_snapshots=params["addition_confirm_snapshots"],
                                        confirm_s=params["addition_confirm_s"]),
         )
-        self._status = self.create_publisher(MirrorStatus, "mirror_status", 10)
+        self._status = interfaces.MIRROR_STATUS.publisher(self)
         self.loop = MirrorLoop(mirror, on_state=self._publish, retry_period_s=params["retry_period_s"],
                                max_snapshot_bytes=params["max_snapshot_bytes"])
         self.get_logger().info(
@@ -206,17 +201,17 @@ class DsgMirrorNode(HeraclesNode):
         self.loop.start()
         if params["scene_file"]:
             self.loop.submit_file(params["scene_file"])
-        self.create_subscription(dsg_update, params["dsg_topic"], self._on_update, dsg_qos())
-        self.create_service(Changes, "changes", self._on_changes)
+        interfaces.DSG_UPDATE.subscription(self, self._on_update, name=params["dsg_topic"])
+        interfaces.CHANGES.serve(self, self._on_changes)
         # Timers on the steady clock: a ROS clock on simulated time (use_sim_time given at start) with no /clock
         # stands still, and the status (the console's health) must not.
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         if params["moved_markers_window_s"] > 0:
-            self._markers = self.create_publisher(MarkerArray, "history_markers", 1)
+            self._markers = interfaces.HISTORY_MARKERS.publisher(self)
             self._marker_book = MarkerBook()
             self.create_timer(_MARKER_PERIOD_S, self._refresh_markers, clock=steady)
         if params["scene_markers_period_s"] > 0:
-            self._scene_pub = self.create_publisher(MarkerArray, "scene_markers", latched())
+            self._scene_pub = interfaces.SCENE_MARKERS.publisher(self)
             self._scene_book = MarkerBook()
             self._scene_drawn_after = -1  # snapshots_applied when the scene was last drawn
             self._scene_shown: list[Any] | None = None

@@ -20,6 +20,10 @@ Interface (names relative, so a robot namespace applies):
 Parameters: :data:`PARAMETERS`. API keys come only from the environment
 (``OPENAI_API_KEY``), never from parameters.
 
+One language server per robot: a second one in the same namespace refuses to
+start, or stops once it finds the first's claim late (``instance_check_s``,
+:mod:`~heracles_ros.ros.claims`).
+
 Every request is one conversation with the model, run by the library's
 :class:`~heracles_ros.agent.loop.Agent`; failures (model down or garbled, a
 goal that stays invalid, no plan, no dispatcher listening) come back in the
@@ -69,9 +73,9 @@ from heracles_ros.nodes.command_action import CommandAction, candidate_msgs, cli
 from heracles_ros.nodes.markers import make_marker
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
+from heracles_ros.ros import interfaces
 from heracles_ros.ros.node_base import HeraclesNode
 from heracles_ros.ros.parameters import SNAPSHOT_WAIT
-from heracles_ros.ros.qos import latched
 from heracles_ros.ros.request_fields import answer_type_problem, text_problem
 from heracles_ros.ros.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
 from heracles_ros.settings import Setting
@@ -143,13 +147,12 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("client_lost_s", 3.0, "An execute_command goal whose client_node has been gone from the ROS graph "
               "this long is cancelled and its plan with it (reason client_lost), seconds; 0 = never (plain ROS)",
               minimum=0.0, maximum=3600.0),
-    Setting("instance_check_s", 2.0, "At start, how long to look for another language_server in this "
-              "namespace (discovery is not instant); one found = refuse to start, seconds; 0 = no check",
-              minimum=0.0, maximum=60.0),
+    Setting("instance_check_s", 2.0, "At start, how long to look for another language_server's claim on this "
+              "robot (discovery is not instant); an older one found = refuse to start, found later = stop, seconds; "
+              "0 = not looked for (this one's claim is still announced)", minimum=0.0, maximum=60.0),
     SHUTDOWN_TIMEOUT,
 )
 #: How often the start-up check reads the graph for another language_server, seconds.
-_INSTANCE_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -264,7 +267,7 @@ class LanguageServerNode(HeraclesNode):
 
     def setup(self, values: dict[str, Any]) -> None:
         self.settings = LanguageSettings.from_values(values)
-        self._refuse_a_second_instance(self.settings.instance_check_s)
+        self.claim_robot(interfaces.LANGUAGE_SERVER_CLAIM, self.settings.instance_check_s)
         self.store: GraphStore = open_store(
             self.settings.db_uri, graph=self.settings.graph_name, timeout_s=STORE_TIMEOUT_S
         )
@@ -298,13 +301,13 @@ class LanguageServerNode(HeraclesNode):
         self._sessions = Sessions(max_exchanges=self.settings.session_exchanges,
                                   max_sessions=self.settings.max_sessions)
 
-        self._answer_pub = self.create_publisher(String, "last_answer", latched())
-        self._marker_pub = self.create_publisher(MarkerArray, "answer_marker", latched())
+        self._answer_pub = interfaces.LAST_ANSWER.publisher(self)
+        self._marker_pub = interfaces.ANSWER_MARKER.publisher(self)
         requests = ReentrantCallbackGroup()
-        self.create_service(Ask, "ask", self._on_ask, callback_group=requests)
-        self.create_service(Command, "command", self._on_command, callback_group=requests)
-        self.create_service(Correct, "correct", self._on_correct, callback_group=requests)
-        self.create_service(ManageCorrections, "corrections", self._on_corrections, callback_group=requests)
+        interfaces.ASK.serve(self, self._on_ask, callback_group=requests)
+        interfaces.COMMAND.serve(self, self._on_command, callback_group=requests)
+        interfaces.CORRECT.serve(self, self._on_correct, callback_group=requests)
+        interfaces.CORRECTIONS.serve(self, self._on_corrections, callback_group=requests)
         self.commands = self.destroyed_with_node(CommandAction(
             self, get_agent=self._get_agent, pipeline=self.pipeline, summary=plan_summary,
             announce=self._publish_answer,
@@ -320,19 +323,6 @@ class LanguageServerNode(HeraclesNode):
             f"answering with {self.settings.llm.provider}:{self.settings.llm.model_name} "
             f"({self.settings.method}) on {self.store.description}"
         )
-
-    def _refuse_a_second_instance(self, look_s: float) -> None:
-        """ConfigError when another language_server runs in this namespace: two would each take commands
-        for the one robot. Looked for during ``look_s`` (another process's node takes a moment to show)."""
-        me = (self.get_name(), self.get_namespace())
-        deadline = time.monotonic() + look_s
-        while time.monotonic() < deadline:
-            if self.get_node_names_and_namespaces().count(me) > 1:
-                raise ConfigError(
-                    f"another {self.get_fully_qualified_name()} is running (one language server per robot): "
-                    "stop it first, or start this one in another namespace"
-                )
-            time.sleep(_INSTANCE_POLL_S)
 
     # -- the agent -------------------------------------------------------------------
     def _get_agent(self) -> Agent:

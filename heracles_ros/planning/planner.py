@@ -20,7 +20,6 @@ from typing import Any
 
 from heracles_ros.domain import Domain, load_domain
 from heracles_ros.errors import GoalError, HeraclesError, PlanningError
-from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.formats.goal_ast import GoalExpr, symbols
 from heracles_ros.formats.pddl_goal import check_goal, checked_goal, parse_goal
 from heracles_ros.graphdb.cypher import planning as cypher
@@ -44,6 +43,7 @@ from heracles_ros.planning.problem import (
     removed_places,
     symbol_places,
 )
+from heracles_ros.robot_record import RobotRecord
 from heracles_ros.schema import ROBOT_SYMBOL, Layer
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class Planner:
         self.robot_symbol = robot_symbol
         #: Fast Downward's search: greedy plan, improved, then optimality proved within ``prove_s``.
         self.search = anytime_search(prove_s)
-        self._robot = RobotStateStore(store, symbol=robot_symbol)
+        self._robot = RobotRecord(store, symbol=robot_symbol)
         self._lock = threading.Lock()
         #: A changed mirror is re-read only once the cached graph is this old (Hydra changes it every
         #: second; reloading a kilometre-scale graph per plan would cost seconds), or at once when

@@ -15,6 +15,13 @@ runs them in that order, each once:
 - ``destroy_node`` closes first, then destroys the node's action servers and
   clients (:meth:`~HeraclesNode.destroyed_with_node`) and the node.
 
+A node of which one per robot may run calls :meth:`~HeraclesNode.claim_robot` in
+its setup before it opens or writes anything
+(:mod:`.claims`): another node of its kind found refuses the start, one found
+later makes the node step down (:meth:`~HeraclesNode.on_superseded`, then
+``exit_code`` 1 and :attr:`~HeraclesNode.stop_requested`, which the runner
+closes it on).
+
 While the node runs, only the parameters it names in ``RUNTIME_PARAMETERS``
 change; every other set (rclpy's own ``use_sim_time``, a name the node lacks)
 is refused with the reason, and no request reaches the node's parameter
@@ -34,6 +41,8 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from heracles_ros.errors import ConfigError
+from heracles_ros.ros.claims import RobotClaim
+from heracles_ros.ros.interfaces import Topic
 from heracles_ros.ros.parameter_services import GuardedParameterService
 from heracles_ros.ros.parameters import change_refusal, declare
 from heracles_ros.ros.runner import SHUTDOWN_TIMEOUT, run_node
@@ -60,6 +69,13 @@ class HeraclesNode(Node):
         self._lock = threading.Lock()
         self._closed = True  # until setup completes there is nothing to finish
         self._destroy_with_node: list[_Destroyable] = []
+        self._claim: RobotClaim | None = None
+        #: What the process exits with once closed (the runner reads it): 1 when the node stepped down.
+        self.exit_code = 0
+        #: Another node of this kind turned out to hold the robot: this one takes no new work and is closing.
+        self.superseded = False
+        #: Set when the node asks to be closed (it stepped down); the runner then closes it as on SIGINT.
+        self.stop_requested = threading.Event()
         services = kwargs.pop("start_parameter_services", True)
         super().__init__(self.NODE_NAME, start_parameter_services=False, **kwargs)
         try:
@@ -71,6 +87,8 @@ class HeraclesNode(Node):
             if services:
                 GuardedParameterService(self, self._change_refusal)
             self.setup(values)
+            if self._claim is not None:
+                self._claim.arm(self._on_older_claim)
         except BaseException:
             self.release()
             super().destroy_node()
@@ -93,11 +111,36 @@ class HeraclesNode(Node):
     def apply_parameter(self, name: str, value: Any) -> None:
         """Apply one checked change of a run-time parameter."""
 
+    def on_superseded(self) -> None:
+        """Another node of this kind holds the robot after all: end what must not wait for closing."""
+
     def executor_threads(self) -> int | None:
         """Threads of the node's MultiThreadedExecutor (None: rclpy's default)."""
         return None
 
     # -- the shared skeleton -------------------------------------------------------------
+    def claim_robot(self, topic: Topic, look_s: float) -> None:
+        """Claim the robot for this node on its kind's claim ``topic``, looking ``look_s`` for an older claim (0:
+        announce only); ConfigError when another node of this kind holds it. Call in :meth:`setup` before
+        anything is opened or written."""
+        self._claim = RobotClaim(self, topic, look_s)
+        self._claim.look()
+
+    def _on_older_claim(self, holder: str) -> None:
+        """An older claim found while running: this node steps down, the process exits 1."""
+        with self._lock:
+            if self._closed:
+                return
+            self.superseded = True
+        kind = self.get_name()
+        self.get_logger().error(
+            f"another {kind} for this robot ({self.get_fully_qualified_name()}) started before this one, on "
+            f"{holder}: one {kind} per robot; this one stops and exits"
+        )
+        self.exit_code = 1
+        self.on_superseded()
+        self.stop_requested.set()
+
     @property
     def closed(self) -> bool:
         """True before the node has started and once it began closing: no new work is taken."""

@@ -1,4 +1,4 @@
-"""The QoS profiles our topics use, in one place so publishers and subscribers always match."""
+"""The two QoS profiles our topics use (each link's is named in :mod:`.interfaces`, for both its ends)."""
 from __future__ import annotations
 
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy

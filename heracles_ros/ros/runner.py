@@ -1,13 +1,5 @@
-"""How our nodes spin and stop: an executor in a background thread, signals that only ask to stop.
-
-Two traps shape the spinner. rclpy's ``Executor.shutdown()`` called from another
-thread can leave the spinning thread blocked for ever in a wait set it rebuilt
-without the wake-up guard; at interpreter exit that thread is torn down inside
-C++ code and the process aborts ("terminate called without an active
-exception"). And on Python 3.11 a ``Thread.join()`` interrupted by Ctrl-C can
-leave ``is_alive()`` false for a thread that still runs. So the spinner polls a
-stop flag between short ``spin_once`` calls, is stopped and joined *before* the
-executor is shut down, and the main thread waits on Events, never a join.
+"""How our nodes spin and stop: an executor in a background thread (:mod:`.spinner`), signals that only ask
+to stop; the main thread waits on Events, never a join.
 
 Stopping is bounded (``shutdown_timeout_s``, a parameter of every node run
 here): SIGINT and SIGTERM only set an Event, so a second one (``ros2 launch``
@@ -29,11 +21,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from types import FrameType
 from typing import Any
 
-from rclpy.executors import Executor
 from rclpy.signals import SignalHandlerOptions
 
 from heracles_ros.errors import HeraclesError
@@ -41,6 +31,7 @@ from heracles_ros.ros.executor import NodeExecutor
 from heracles_ros.ros.fastdds_profile import use_fastdds_profile
 from heracles_ros.ros.params_files import read_params_files
 from heracles_ros.ros.rclpy_compat import ros_initialized
+from heracles_ros.ros.spinner import BackgroundSpinner
 from heracles_ros.settings import Setting
 
 log = logging.getLogger(__name__)
@@ -53,88 +44,12 @@ SHUTDOWN_TIMEOUT = Setting(
 )
 #: Of the shutdown budget, this share goes to the node's close(); the rest stops the executor.
 CLOSE_SHARE = 0.7
-#: Of what is left to stop the executor, the share it may keep spinning for tasks close() left behind.
-SETTLE_SHARE = 0.5
 #: The signals that stop a node.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: After ``shutdown_timeout_s``, what destroying the node, shutting rclpy down and the interpreter's exit may still
 #: take before the process is ended outright (nothing bounds those; a dispatcher was once seen stuck after its
 #: stop for good, under heracles up).
 EXIT_GRACE_S = 0.5
-
-
-class BackgroundSpinner:
-    """Spins ``executor`` in a daemon thread until :meth:`stop`."""
-
-    def __init__(self, executor: Executor, *, name: str = "executor", period_s: float = 0.1):
-        self.executor = executor
-        self.period_s = period_s
-        self.finished = threading.Event()
-        #: The exception that ended spinning while nobody asked it to stop (a callback's bug), else None.
-        self.error: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, name=name, daemon=True)
-
-    def start(self) -> BackgroundSpinner:
-        self._thread.start()
-        return self
-
-    def stop(self, timeout_s: float = 5.0) -> bool:
-        """Stop spinning, wait for the thread, then shut the executor down; safe to call twice.
-
-        Returns True when everything ended within ``timeout_s``; a callback still
-        running then is left behind (it holds a pool thread, not the caller).
-        """
-        deadline = time.monotonic() + timeout_s
-        self._settle(time.monotonic() + timeout_s * SETTLE_SHARE)
-        self._stop.set()
-        if self._thread.is_alive():
-            self.finished.wait(timeout_s)
-        # rclpy's Executor.shutdown destroys its guard condition before the pool has run what was
-        # handed to it, and a callback starting after that fails on it; let the pool drain first,
-        # but only until the deadline: a callback that never returns must not hold the node.
-        drained = self.finished.is_set()
-        pool = getattr(self.executor, "_executor", None)
-        if drained and isinstance(pool, ThreadPoolExecutor):
-            pool.shutdown(wait=False)
-            for worker in list(getattr(pool, "_threads", ())):
-                worker.join(max(0.0, deadline - time.monotonic()))
-                drained = drained and not worker.is_alive()
-        if drained:
-            self.executor.shutdown(timeout_sec=max(0.0, deadline - time.monotonic()))
-        return drained
-
-    def _settle(self, until: float) -> None:
-        """Keep spinning, until ``until`` at most, while the executor holds tasks not yet done.
-
-        What a node's close() ended still needs the executor once more: an aborted goal's result goes
-        to a client that asked for it as a task rclpy creates when the goal's callback returns, and
-        a spinner stopped before that task ran leaves the client waiting for a result that never comes.
-        """
-        tasks = getattr(self.executor, "_tasks", None)
-        lock = getattr(self.executor, "_tasks_lock", None)
-        if tasks is None or lock is None:  # not rclpy's Executor: nothing to wait for
-            return
-        while self._thread.is_alive() and not self.finished.is_set() and time.monotonic() < until:
-            with lock:
-                pending = any(not task.done() for task, *_ in tasks)
-            if not pending:
-                return
-            time.sleep(0.01)
-
-    def _spin(self) -> None:
-        try:
-            context = self.executor.context
-            while not self._stop.is_set() and context.ok():
-                self.executor.spin_once(timeout_sec=self.period_s)
-        except Exception as exc:
-            if self._stop.is_set() or not self.executor.context.ok():  # shut down under us, e.g. end of a test
-                log.debug("executor stopped: %r", exc)
-            else:  # a callback raised: the node no longer serves anything
-                self.error = exc
-                log.error("%s stopped by an exception in a callback: %r", self._thread.name, exc, exc_info=exc)
-        finally:
-            self.finished.set()
 
 
 class StopRequests:
@@ -186,7 +101,8 @@ def run_node(
 ) -> int:
     """Create the node, spin it until SIGINT/SIGTERM or ROS shutdown, then close it within its
     ``shutdown_timeout_s``; 1 if it cannot start or an exception ended it, else the node's ``exit_code``
-    attribute (a node that stops itself for a reason, e.g. a second dispatcher, sets it), or 0.
+    attribute (a node that stops itself for a reason, e.g. a second dispatcher, sets it), or 0. A node's
+    ``stop_requested`` Event, once set, stops it as SIGINT does.
 
     rclpy's own signal handler is off: it would shut the context down on Ctrl-C
     before the node could stop the robot or finish a request. Once a stop is
@@ -215,13 +131,16 @@ def run_node(
         executor = NodeExecutor(num_threads=threads(node))
         executor.add_node(node)
         spinner = BackgroundSpinner(executor, name=f"{name}-executor").start()
-        while not stop.requested.wait(0.2) and not spinner.finished.is_set():
+        # A node that steps down (another of its kind holds the robot) asks to be closed like this.
+        stepped_down: threading.Event = getattr(node, "stop_requested", None) or threading.Event()
+        while not stop.requested.wait(0.2) and not spinner.finished.is_set() and not stepped_down.is_set():
             pass
         if spinner.error is not None:
             code = 1
             log.error("%s ended by an exception (%r); stopping", name, spinner.error)
         else:
-            log.info("%s stopping (%s), within %g s", name, stop.signal_name or "ROS shutdown", timeout_s)
+            why = stop.signal_name or ("it stepped down" if stepped_down.is_set() else "ROS shutdown")
+            log.info("%s stopping (%s), within %g s", name, why, timeout_s)
         watchdog = threading.Timer(timeout_s + EXIT_GRACE_S, _exit_now, args=(name, timeout_s + EXIT_GRACE_S))
         watchdog.daemon = True
         watchdog.start()

@@ -26,25 +26,17 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import CallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from heracles_ros.ros.interfaces import Action
 
 #: Seconds between a running goal's looks for what must end it.
 POLL_S = 0.05
 
 
-def request_queue(depth: int) -> QoSProfile:
-    """Reliable, volatile, ``depth`` deep: an action's goal, cancel and result services (and their clients)."""
-    return QoSProfile(
-        history=HistoryPolicy.KEEP_LAST,
-        depth=depth,
-        reliability=ReliabilityPolicy.RELIABLE,
-        durability=DurabilityPolicy.VOLATILE,
-    )
-
-
 class SingleGoalServer:
     """An action server whose goals are judged at once and each run by the job :meth:`start` binds it to.
 
+    ``action`` gives the name, the type, the depth of the request queues and how long a result is kept.
     ``judge(request)`` accepts (True) or refuses (False, having published why) a goal;
     ``start(handle)`` returns the callable that runs an accepted goal to its result
     (on an executor thread of ``callback_group``); ``cancel(handle)`` answers a cancel request.
@@ -53,26 +45,23 @@ class SingleGoalServer:
     def __init__(
         self,
         node: Node,
-        action_type: Any,
-        name: str,
+        action: Action,
         *,
         judge: Callable[[Any], bool],
         start: Callable[[ServerGoalHandle], Callable[[ServerGoalHandle], Any]],
         cancel: Callable[[ServerGoalHandle], CancelResponse],
         callback_group: CallbackGroup,
-        queue_depth: int,
-        result_keep_s: int,
     ):
-        self._action_type = action_type
+        self._action_type = action.type
         self._judge = judge
         self._start = start
-        requests = request_queue(queue_depth)
+        requests = action.queue_qos()
         self.server = ActionServer(
-            node, action_type, name, self._execute_unbound,
+            node, self._action_type, action.name, self._execute_unbound,
             goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
             cancel_callback=cancel, callback_group=callback_group,
             goal_service_qos_profile=requests, cancel_service_qos_profile=requests,
-            result_service_qos_profile=requests, result_timeout=result_keep_s,
+            result_service_qos_profile=requests, result_timeout=action.result_keep_s,
         )  # fmt: skip
 
     def _on_goal(self, request: Any) -> GoalResponse:

@@ -925,7 +925,8 @@ def test_a_second_language_server_for_the_same_robot_refuses_to_start(server_pro
     time.sleep(0.2)
     output = "".join(lines)
     assert code == 1, output
-    assert f"another {NS}/language_server is running (one language server per robot)" in output
+    assert f"another language_server already runs for this robot ({NS}/language_server, on " in output, output
+    assert "one language_server per robot" in output
     assert rig.process.poll() is None  # the first one serves on
 
 

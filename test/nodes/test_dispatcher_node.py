@@ -770,12 +770,12 @@ def test_of_two_dispatchers_started_for_one_robot_only_one_runs(ros_domain_id, f
 def test_a_burst_of_goals_and_cancels_from_one_client_is_answered(rig_factory, small_store):
     from action_msgs.srv import CancelGoal
 
-    from heracles_ros.nodes.dispatcher import action_queue_qos
+    from heracles_ros.ros.interfaces import EXECUTE_PLAN
 
     obj, _ = far_object(small_store)
     plan = plan_to_msg(solved(small_store, f"(holding {obj})", START), plan_id="")
     rig = rig_factory(sim_time_scale=1.0)
-    deep = action_queue_qos()
+    deep = EXECUTE_PLAN.queue_qos()
     actions = ActionClient(rig.probe, ExecutePlan, f"{NS}/execute_plan", goal_service_qos_profile=deep,
                            cancel_service_qos_profile=deep, result_service_qos_profile=deep)  # fmt: skip
     cancels = rig.probe.create_client(CancelGoal, f"{NS}/execute_plan/_action/cancel_goal", qos_profile=deep)

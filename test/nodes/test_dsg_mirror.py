@@ -257,7 +257,8 @@ def test_a_second_mirror_for_the_robot_refuses_before_it_writes_anything(
         mirror.send(graph, 1)
         second = [Parameter("scene_file", value=str(other)), Parameter("instance_check_s", value=2.0),
                   *(Parameter(k, value=v) for k, v in db_params.items())]
-        with pytest.raises(ConfigError, match=r"another /dsg_mirror is running .*one dsg_mirror per robot"):
+        refusal = r"another dsg_mirror already runs for this robot \(/dsg_mirror, on .*one dsg_mirror per robot"
+        with pytest.raises(ConfigError, match=refusal):
             DsgMirrorNode(parameter_overrides=second)
         assert_mirrors(store, graph)  # the scene file was never read into the graph
         move(graph, "O4", (2.0, 2.0, 0.5))

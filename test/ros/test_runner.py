@@ -122,7 +122,7 @@ def test_an_exception_that_ends_a_node_is_logged_as_an_error_and_the_process_exi
         env={**os.environ, "ROS_DOMAIN_ID": str(ros_domain_id), "PYTHONPATH": str(ROOT)},
     )
     assert process.returncode == 1, process.stderr
-    assert "ERROR heracles_ros.ros.runner: failing_probe-executor stopped by an exception" in process.stderr
+    assert "ERROR heracles_ros.ros.spinner: failing_probe-executor stopped by an exception" in process.stderr
     assert "RuntimeError('a bug in a callback')" in process.stderr
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import threading
 import time
 
-from heracles_ros.ros.single_goal import request_queue, wait_until_done
+from heracles_ros.ros.single_goal import wait_until_done
 
 
 def test_the_wait_ends_with_the_work() -> None:
@@ -33,11 +33,3 @@ def test_the_check_runs_between_polls_and_can_end_the_wait() -> None:
     assert not wait_until_done(never, poll_s=0.01, check=check)
     assert len(looks) == 5
 
-
-def test_the_request_queues_are_deep_reliable_and_volatile() -> None:
-    from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
-
-    queue = request_queue(321)
-    assert (queue.depth, queue.reliability, queue.durability) == (
-        321, ReliabilityPolicy.RELIABLE, DurabilityPolicy.VOLATILE
-    )
