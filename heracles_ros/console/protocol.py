@@ -15,6 +15,7 @@ import dataclasses
 import json
 import math
 import re
+import typing
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -245,11 +246,7 @@ ServerMessage = (HelloMessage | SceneMessage | RobotMessage | StopMessage | Stat
 
 #: Every message the server sends, by its ``type``.
 SERVER_MESSAGES: dict[str, type[Any]] = {
-    "hello": HelloMessage, "scene": SceneMessage, "robot": RobotMessage, "stop": StopMessage,
-    "status": StatusMessage, "stage": StageMessage, "result": ResultMessage, "answer": AnswerMessage,
-    "object": ObjectMessage, "command": CommandMessage, "changes": ChangesMessage,
-    "corrections": CorrectionsMessage, "error": ErrorMessage,
-}
+    typing.get_args(typing.get_type_hints(kind)["type"])[0]: kind for kind in typing.get_args(ServerMessage)}
 
 
 def hello(session: str, namespace: str, secured: bool) -> HelloMessage:

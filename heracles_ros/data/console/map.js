@@ -4,6 +4,7 @@
 // `heracles bench console`). Other modules change `scene` and call requestDraw().
 import { send } from "./connection.js";
 import { $, ago, el, setText } from "./dom.js";
+import { outlineRooms } from "./outlines.js";
 
 export const scene = {
   items: new Map(),          // symbol -> ITEM as the server sent it
@@ -36,8 +37,7 @@ function rebuildLayers() {
       }
     }
   }
-  // A room is known by its centre only: its outline is the hull of the places nearer to it than to any
-  // other room's centre, widened by half a metre (a room without places gets a 2 m disc).
+  // The rooms' outlines depend on rooms and places only: kept while only objects changed.
   if (!hullsStale) {
     const before = new Map(layers.rooms.map((room) => [room.symbol, room]));
     for (const room of rooms) Object.assign(room, { hull: before.get(room.symbol).hull, width: before.get(room.symbol).width });
@@ -56,46 +56,6 @@ function rebuildLayers() {
   layersStale = false;
   renderLegend();
   layersMs = performance.now() - started;
-}
-
-function outlineRooms(rooms, places) {
-  const members = rooms.map(() => []);
-  for (let i = 0; rooms.length && i < places.length; i += 2) {
-    let best = 0, bestD = Infinity;
-    for (let r = 0; r < rooms.length; r++) {
-      const d = (rooms[r].x - places[i]) ** 2 + (rooms[r].y - places[i + 1]) ** 2;
-      if (d < bestD) { bestD = d; best = r; }
-    }
-    members[best].push([places[i], places[i + 1]]);
-  }
-  rooms.forEach((room, r) => {
-    room.hull = members[r].length >= 3 ? widen(convexHull(members[r]), 0.5) : null;
-    const xs = room.hull ? room.hull.map((p) => p[0]) : [room.x - 2, room.x + 2];
-    room.width = Math.max(...xs) - Math.min(...xs);  // metres: its name is drawn only where it fits
-  });
-}
-
-function convexHull(points) {  // Andrew's monotone chain
-  points.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  const cross = (o, a, b) => (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]);
-  const half = (list) => {
-    const out = [];
-    for (const p of list) {
-      while (out.length >= 2 && cross(out[out.length - 2], out[out.length - 1], p) <= 0) out.pop();
-      out.push(p);
-    }
-    out.pop();
-    return out;
-  };
-  return half(points).concat(half([...points].reverse()));
-}
-
-function widen(hull, metres) {
-  const cx = hull.reduce((s, p) => s + p[0], 0) / hull.length, cy = hull.reduce((s, p) => s + p[1], 0) / hull.length;
-  return hull.map(([x, y]) => {
-    const d = Math.hypot(x - cx, y - cy) || 1;
-    return [x + (x - cx) / d * metres, y + (y - cy) / d * metres];
-  });
 }
 
 // A stable colour per class: the same class gets the same hue in every session.
@@ -186,18 +146,32 @@ function draw() {
   const ratio = canvas.width / Math.max(cssWidth, 1);
   ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
   ctx.clearRect(0, 0, cssWidth, cssHeight);
-  // The world rectangle in view (plus a margin), for culling.
+  const box = visibleBox();
+  const drawn = { rooms: drawRooms(box), edges: drawEdges(box), places: drawPlaces(box) };
+  drawMoves();
+  const planPoints = drawPlan();
+  drawn.objects = drawObjects(box);
+  drawRings();
+  drawRobot();
+  drawScaleBar();
+  frames++;
+  reportFrame(drawn, planPoints, started);
+}
+
+// The world rectangle in view (plus a margin), for culling.
+function visibleBox() {
   const [left, top] = toWorld(-20, -20);
   const [right, bottom] = toWorld(cssWidth + 20, cssHeight + 20);
   const inView = (x, y, r = 0) => x + r >= left && x - r <= right && y + r >= bottom && y - r <= top;
-  const drawn = { rooms: 0, places: 0, edges: 0, objects: 0 };
+  return { left, top, right, bottom, inView };
+}
 
-  // Rooms: translucent outlines with their names.
+// Rooms: translucent outlines with their names. Returns how many were drawn.
+function drawRooms({ inView }) {
   ctx.textAlign = "center"; ctx.textBaseline = "middle";
   const roomInView = (room) => (room.hull ? room.hull.some(([x, y]) => inView(x, y, 50 / view.scale)) : inView(room.x, room.y, 2));
   const visibleRooms = layers.rooms.filter(roomInView);
   for (const room of visibleRooms) {
-    drawn.rooms++;
     ctx.beginPath();
     if (room.hull) room.hull.forEach(([x, y], k) => (k ? ctx.lineTo : ctx.moveTo).call(ctx, toScreenX(x), toScreenY(y)));
     else ctx.arc(toScreenX(room.x), toScreenY(room.y), 2 * view.scale, 0, 2 * Math.PI);
@@ -211,72 +185,90 @@ function draw() {
     const name = room.name || room.symbol;
     if (room.width * view.scale > ctx.measureText(name).width + 8) ctx.fillText(name, toScreenX(room.x), toScreenY(room.y));
   }
+  return visibleRooms.length;
+}
 
-  // Places: the graph's edges as one path, the places as one path of dots.
+// The place graph's edges as one path. Returns how many were drawn.
+function drawEdges({ left, top, right, bottom }) {
   const e = scene.edges;
+  let drawn = 0;
   ctx.beginPath();
   for (let i = 0; i + 3 < e.length; i += 4) {
     const x1 = e[i], y1 = e[i + 1], x2 = e[i + 2], y2 = e[i + 3];
     if (Math.max(x1, x2) < left || Math.min(x1, x2) > right || Math.max(y1, y2) < bottom || Math.min(y1, y2) > top) continue;
-    drawn.edges++;
+    drawn++;
     ctx.moveTo(toScreenX(x1), toScreenY(y1));
     ctx.lineTo(toScreenX(x2), toScreenY(y2));
   }
   ctx.strokeStyle = "rgba(120, 130, 145, 0.55)"; ctx.lineWidth = 1;
   ctx.stroke();
+  return drawn;
+}
+
+// The places as one path of dots. Returns how many were drawn.
+function drawPlaces({ inView }) {
   const p = layers.places;
   const dot = view.scale > 20 ? 3 : 2;
+  let drawn = 0;
   ctx.beginPath();
   for (let i = 0; i + 1 < p.length; i += 2) {
     if (!inView(p[i], p[i + 1])) continue;
-    drawn.places++;
+    drawn++;
     ctx.rect(toScreenX(p[i]) - dot / 2, toScreenY(p[i + 1]) - dot / 2, dot, dot);
   }
   ctx.fillStyle = "#7b8794";
   ctx.fill();
+  return drawn;
+}
 
-  // Moved objects (history): a dashed arrow from where they were.
-  if (scene.moves.length) {
-    ctx.save();
-    ctx.setLineDash([4, 3]); ctx.strokeStyle = "#8e24aa"; ctx.lineWidth = 1.5;
-    ctx.beginPath();
-    for (const move of scene.moves) {
-      ctx.moveTo(toScreenX(move.from[0]), toScreenY(move.from[1]));
-      ctx.lineTo(toScreenX(move.to[0]), toScreenY(move.to[1]));
-    }
-    ctx.stroke();
-    ctx.restore();
+// Moved objects (history): a dashed arrow from where they were.
+function drawMoves() {
+  if (!scene.moves.length) return;
+  ctx.save();
+  ctx.setLineDash([4, 3]); ctx.strokeStyle = "#8e24aa"; ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  for (const move of scene.moves) {
+    ctx.moveTo(toScreenX(move.from[0]), toScreenY(move.from[1]));
+    ctx.lineTo(toScreenX(move.to[0]), toScreenY(move.to[1]));
   }
+  ctx.stroke();
+  ctx.restore();
+}
 
-  // The plan: every step's waypoints, the current step thicker.
+// The plan: every step's waypoints, the current step thicker. Returns how many points it drew.
+function drawPlan() {
   let planPoints = 0;
-  if (scene.plan) {
-    const { steps, current, done } = scene.plan;
-    steps.forEach((step, index) => {
-      const points = step.waypoints && step.waypoints.length ? step.waypoints : (step.target ? [step.target] : []);
-      if (!points.length) return;
-      planPoints += points.length;
+  if (!scene.plan) return planPoints;
+  const { steps, current, done } = scene.plan;
+  steps.forEach((step, index) => {
+    const points = step.waypoints && step.waypoints.length ? step.waypoints : (step.target ? [step.target] : []);
+    if (!points.length) return;
+    planPoints += points.length;
+    ctx.beginPath();
+    points.forEach(([x, y], k) => (k ? ctx.lineTo : ctx.moveTo).call(ctx, toScreenX(x), toScreenY(y)));
+    const now = index === current && !done;
+    ctx.strokeStyle = now ? "#ff6f00" : done ? "rgba(21, 101, 192, 0.35)" : "#1565c0";
+    ctx.lineWidth = now ? 5 : 3;
+    ctx.stroke();
+    if (step.target) {
       ctx.beginPath();
-      points.forEach(([x, y], k) => (k ? ctx.lineTo : ctx.moveTo).call(ctx, toScreenX(x), toScreenY(y)));
-      const now = index === current && !done;
-      ctx.strokeStyle = now ? "#ff6f00" : done ? "rgba(21, 101, 192, 0.35)" : "#1565c0";
-      ctx.lineWidth = now ? 5 : 3;
-      ctx.stroke();
-      if (step.target) {
-        ctx.beginPath();
-        ctx.arc(toScreenX(step.target[0]), toScreenY(step.target[1]), 4, 0, 2 * Math.PI);
-        ctx.fillStyle = ctx.strokeStyle; ctx.fill();
-      }
-    });
-  }
+      ctx.arc(toScreenX(step.target[0]), toScreenY(step.target[1]), 4, 0, 2 * Math.PI);
+      ctx.fillStyle = ctx.strokeStyle; ctx.fill();
+    }
+  });
+  return planPoints;
+}
 
-  // Objects by class; operator additions as outlined diamonds.
+// Objects by class; operator additions as outlined diamonds; close up, each one's class beside it. Returns how
+// many were drawn.
+function drawObjects({ inView }) {
+  let drawn = 0;
   const radius = view.scale > 30 ? 5 : 4;
   for (const [cls, items] of layers.byClass) {
     ctx.beginPath();
     for (const item of items) {
       if (!inView(item.x, item.y)) continue;
-      drawn.objects++;
+      drawn++;
       const sx = toScreenX(item.x), sy = toScreenY(item.y);
       ctx.moveTo(sx + radius, sy);
       ctx.arc(sx, sy, radius, 0, 2 * Math.PI);
@@ -287,7 +279,7 @@ function draw() {
   ctx.beginPath();
   for (const item of layers.operator) {
     if (!inView(item.x, item.y)) continue;
-    drawn.objects++;
+    drawn++;
     const sx = toScreenX(item.x), sy = toScreenY(item.y), r = radius + 2;
     ctx.moveTo(sx, sy - r); ctx.lineTo(sx + r, sy); ctx.lineTo(sx, sy + r); ctx.lineTo(sx - r, sy); ctx.closePath();
   }
@@ -299,8 +291,11 @@ function draw() {
       if (inView(item.x, item.y)) ctx.fillText(item.cls, toScreenX(item.x) + radius + 3, toScreenY(item.y));
     }
   }
+  return drawn;
+}
 
-  // The clicked object and the clarification's candidates: rings.
+// The clicked object and the clarification's candidates: rings.
+function drawRings() {
   const ring = (x, y, r, colour, width) => {
     ctx.beginPath(); ctx.arc(toScreenX(x), toScreenY(y), r, 0, 2 * Math.PI);
     ctx.strokeStyle = colour; ctx.lineWidth = width; ctx.stroke();
@@ -313,21 +308,21 @@ function draw() {
   }
   const selected = scene.selected && scene.items.get(scene.selected);
   if (selected) ring(selected.x, selected.y, 9, "#000", 2);
+}
 
-  // The robot.
-  if (scene.robot) {
-    const sx = toScreenX(scene.robot.x), sy = toScreenY(scene.robot.y);
-    ctx.beginPath(); ctx.arc(sx, sy, 8, 0, 2 * Math.PI);
-    ctx.fillStyle = "#ff6f00"; ctx.fill();
-    ctx.lineWidth = 2; ctx.strokeStyle = "#4e2600"; ctx.stroke();
-  }
+function drawRobot() {
+  if (!scene.robot) return;
+  const sx = toScreenX(scene.robot.x), sy = toScreenY(scene.robot.y);
+  ctx.beginPath(); ctx.arc(sx, sy, 8, 0, 2 * Math.PI);
+  ctx.fillStyle = "#ff6f00"; ctx.fill();
+  ctx.lineWidth = 2; ctx.strokeStyle = "#4e2600"; ctx.stroke();
+}
 
-  drawScaleBar();
-  frames++;
+// What the map holds and what this frame drew, in #map-stats.
+function reportFrame(drawn, planPoints, started) {
   // The first frame that shows a scene, in ms from the page's navigation start (its first paint of the map).
   if (!firstSceneMs && layers.objects.length + layers.places.length) firstSceneMs = performance.now();
-  const stats = $("map-stats");
-  Object.assign(stats.dataset, {
+  Object.assign($("map-stats").dataset, {
     rooms: layers.rooms.length, places: layers.places.length / 2, objects: layers.objects.length,
     operator: layers.operator.length, edges: scene.edges.length / 4,
     drawnRooms: drawn.rooms, drawnPlaces: drawn.places, drawnEdges: drawn.edges, drawnObjects: drawn.objects,

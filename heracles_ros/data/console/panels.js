@@ -48,33 +48,34 @@ export function offerHistoryUpTo(maxSeconds) {
   if (range.selectedOptions[0].disabled && offered.length) range.value = offered[offered.length - 1].value;
 }
 
-export function onChanges(message) {
-  const list = $("history-list");
+// A panel's list, replaced: the server's error, or `empty` when there is nothing, or one row per entry.
+function refill(id, error, entries, empty, row) {
+  const list = $(id);
   list.replaceChildren();
-  if (message.error) { list.appendChild(el("li", { class: "error" }, message.error)); return; }
-  const events = message.events || [];
-  if (!events.length) list.appendChild(el("li", {}, "nothing changed in that time"));
-  scene.moves = [];
-  for (const event of events) {
+  if (error) { list.appendChild(el("li", { class: "error" }, error)); return false; }
+  if (!entries.length) list.appendChild(el("li", {}, empty));
+  for (const entry of entries) list.appendChild(row(entry));
+  return true;
+}
+
+export function onChanges(message) {
+  const moves = [];
+  const listed = refill("history-list", message.error, message.events || [], "nothing changed in that time", (event) => {
+    if (event.kind === "moved" && event.from_position && event.position) {
+      moves.push({ symbol: event.symbol, from: event.from_position, to: event.position });
+    }
     const what = [event.time || "", event.kind, event.symbol, event.class ? `(${event.class})` : "",
       event.room ? `in ${event.room}` : "", typeof event.distance_m === "number" ? `${event.distance_m.toFixed(1)} m` : "",
       event.why || ""].filter(Boolean).join(" ");
-    list.appendChild(el("li", { data: { kind: event.kind || "", symbol: event.symbol || "" } }, what));
-    if (event.kind === "moved" && event.from_position && event.position) {
-      scene.moves.push({ symbol: event.symbol, from: event.from_position, to: event.position });
-    }
-  }
-  if (!$("history-on-map").checked) scene.moves = [];
+    return el("li", { data: { kind: event.kind || "", symbol: event.symbol || "" } }, what);
+  });
+  if (!listed) return;  // the map keeps the moves it shows
+  scene.moves = $("history-on-map").checked ? moves : [];
   requestDraw();
 }
 
 export function onCorrections(message) {
-  const list = $("corrections-list");
-  list.replaceChildren();
-  if (message.error) { list.appendChild(el("li", { class: "error" }, message.error)); return; }
-  const items = message.items || [];
-  if (!items.length) list.appendChild(el("li", {}, "no corrections"));
-  for (const item of items) {
+  refill("corrections-list", message.error, message.items || [], "no corrections", (item) => {
     const li = el("li", { data: { correctionId: item.id, status: item.status } },
       `${item.id}: ${JSON.stringify(item.original)} → ${JSON.stringify(item.value)} (${item.status}${item.author ? ", " + item.author : ""})`);
     if (item.status === "active") {
@@ -83,8 +84,8 @@ export function onCorrections(message) {
       li.appendChild(document.createTextNode(" "));
       li.appendChild(revert);
     }
-    list.appendChild(li);
-  }
+    return li;
+  });
 }
 
 export function onStatus(message) {
