@@ -7,42 +7,27 @@ labels, relationship patterns, property keys and class names come from the
 database (:mod:`.schema_facts`), the Cypher notes from the backend's dialect,
 the predicates from ``data/domain.pddl``, the answer syntax from the SLDP
 module. Each component is named so ``heracles prompt --stats`` can show what
-it costs in tokens.
+it costs in tokens. The database's description is :mod:`.database_text`'s, the
+context-window baseline's scene text :mod:`.scene_context`'s.
 """
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from heracles_ros.agent.database_text import classes_text, interface_text
 from heracles_ros.agent.llm import Message
-from heracles_ros.agent.schema_facts import FactsCache, SchemaFacts
+from heracles_ros.agent.scene_context import serialize_scene
+from heracles_ros.agent.schema_facts import FactsCache
 from heracles_ros.agent.tool import TOOL_NAME, count_tokens
 from heracles_ros.domain import TYPE_DESCRIPTIONS, Domain, load_domain
 from heracles_ros.errors import ConfigError
 from heracles_ros.formats.sldp import format_guidance
-from heracles_ros.graphdb.cypher import history as history_q
-from heracles_ros.graphdb.cypher import introspection as q
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.outcomes import ChangeKind
-from heracles_ros.schema import (
-    CHANGE_LABEL,
-    CORRECTABLE_PROPERTIES,
-    HISTORY_CLOCK_LABEL,
-    HISTORY_LABELS,
-    SEEN_LABEL,
-    Dialect,
-    Layer,
-)
+from heracles_ros.schema import CORRECTABLE_PROPERTIES, Dialect
 
 TASKS = ("ask", "command", "correct")
 METHODS = ("agentic", "single", "context")
-
-#: Class names listed per label at most (a real labelspace can be long).
-MAX_CLASSES = 80
-
 
 @dataclass(frozen=True)
 class Component:
@@ -204,177 +189,6 @@ ONTOLOGY = "\n".join(
         "</scene_graph>",
     ]
 )
-
-
-# --- live facts -------------------------------------------------------------------
-def classes_text(facts: SchemaFacts) -> str:
-    lines = [
-        "<classes>",
-        "Semantic classes present in the scene graph, per node label (the class property, spelled exactly as "
-        "stored: case matters). Map the user's words, including synonyms and plurals, to these exact names.",
-    ]
-    for label in facts.labels:
-        if label.label in HISTORY_LABELS:
-            continue  # past classes; the present ones are listed under the scene's labels
-        if not label.classes or [name for name, _ in label.classes] == [_words(label.label)]:
-            continue  # no labelspace for this layer: every node got the layer's name as its class
-        names = [name for name, _ in label.classes[:MAX_CLASSES]]
-        more = len(label.classes) - len(names)
-        tail = f", and {more} rarer classes" if more > 0 else ""
-        lines.append(f"- {label.label}: {', '.join(names)}{tail}")
-    if len(lines) == 2:
-        lines.append("(the database holds no scene yet)")
-    lines.append("</classes>")
-    return "\n".join(lines)
-
-
-def _words(label: str) -> str:
-    """MeshPlace -> "mesh place" (the class a node gets when its layer has no labelspace)."""
-    return re.sub(r"(?<!^)(?=[A-Z])", " ", label).lower()
-
-
-_LABEL_MEANINGS = {
-    Layer.OBJECT.value: "an object in the world",
-    Layer.MESH_PLACE.value: "a 2D patch of ground the robot might move to (symbols like P<n> or Q<n>)",
-    Layer.PLACE.value: "a 3D region of free space (symbols like p<n>)",
-    Layer.ROOM.value: "a room or higher-level region",
-    Layer.BUILDING.value: "a building",
-    "Robot": "the robot itself",
-    CHANGE_LABEL: "history: one thing that changed in the scene (linked to nothing; the node is named by symbol)",
-    SEEN_LABEL: "history: when a scene node was first and last seen (one per node that appeared, changed or "
-    "vanished since the history began)",
-    HISTORY_CLOCK_LABEL: "history: the time and sequence of the newest scene snapshot (t, seq) and of the first "
-    "(start_t, start_seq)",
-}
-
-_KINDS = list(ChangeKind)
-_KEY_MEANINGS = {
-    "nodeSymbol": "unique symbol, e.g. 'O12'",
-    "class": "semantic class, spelled as the scene spells it (case matters)",
-    "name": "a human-readable name",
-    "x": "position in metres",
-    "y": "position in metres",
-    "z": "position in metres",
-    "center": "the position as a 3D point",
-    "bbox_center": "centre of the bounding box, a 3D point",
-    "bbox_dim": "bounding-box size in metres (x, y, z), a 3D point",
-    "place": "symbol of the place the robot stands at",
-    "holding": "symbol of the object the robot holds ('' when none)",
-    "symbol": "the nodeSymbol of the scene node a history entry is about",
-    "kind": f"what happened: {', '.join(kind.value for kind in _KINDS[:-1])} or {_KINDS[-1].value}",
-    "t": "time in seconds since the Unix epoch (UTC)",
-    "first_t": "time in seconds since the Unix epoch (UTC)",
-    "last_t": "time in seconds since the Unix epoch (UTC)",
-    "gone_t": "time in seconds since the Unix epoch (UTC)",
-    "seq": "snapshot sequence number",
-    "first_seq": "snapshot sequence number",
-    "last_seq": "snapshot sequence number",
-    "from_x": "position before a move, in metres",
-    "from_y": "position before a move, in metres",
-    "from_z": "position before a move, in metres",
-    "from_class": "class before a relabelling",
-    "from_name": "name before a renaming",
-    "room": "symbol of the room that held the node when it changed",
-    "layer": "the label the node has (had) in the scene",
-    "present": "true while the node is in the scene",
-}
-
-
-def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: int) -> str:
-    """What the database holds and how to write Cypher for this backend."""
-    backend = "Neo4j" if dialect.name == "neo4j" else "FalkorDB"
-    lines = [
-        "<database>",
-        f"The scene graph is mirrored live in a {backend} graph database, queried with Cypher. "
-        "Node labels (node count): properties.",
-    ]
-    seen_keys: list[str] = []
-    has_history = any(label.label == CHANGE_LABEL for label in facts.labels)
-    for label in facts.labels:
-        if label.label in HISTORY_LABELS and not has_history:
-            continue  # nothing has changed since the history started: nothing to ask it yet
-        meaning = _LABEL_MEANINGS.get(label.label, "")
-        head = f"- {label.label} ({label.count}){': ' + meaning if meaning else ''}"
-        lines.append(f"{head}. Properties: {', '.join(label.keys)}")
-        seen_keys += [k for k in label.keys if k not in seen_keys]
-    glossary = _glossary(seen_keys)
-    if glossary:
-        lines.append("Property meanings: " + "; ".join(glossary) + ".")
-    if facts.relationships:
-        lines.append("Relationships, (source)-[:TYPE]->(target):")
-        lines += [f"- (:{a})-[:{rel}]->(:{b})" for a, rel, b in facts.relationships]
-    if has_history:
-        lines += history_notes()
-    lines += [
-        "(a)-[:CONTAINS]->(b) means b is inside a; (a)-[:CONTAINS*]->(b) matches containment transitively. "
-        "*_CONNECTED relationships join neighbours within one layer and are stored in both directions, so "
-        "(a)-[:MESH_PLACE_CONNECTED*1..5]->(b) reaches the same places as an undirected pattern "
-        "(count neighbour pairs with DISTINCT or a.nodeSymbol < b.nodeSymbol).",
-        "A node's kind is its label, not its symbol's first letter (mesh places may be P12 or Q12).",
-        f"Cypher notes for {backend}:",
-        f"- 3D distance between nodes a and b: {dialect.distance_expr('a', 'b')}",
-    ]
-    if dialect.has_points:
-        lines.append(
-            "- `distance` has been replaced by `point.distance`; a point literal is point({x: 1.0, y: 2.0, z: 0.0})."
-        )
-        lines.append(
-            "- Fewest hops between two places: MATCH (a:MeshPlace {nodeSymbol: 'P1'}), "
-            "(b:MeshPlace {nodeSymbol: 'P9'}) MATCH p = shortestPath((a)-[:MESH_PLACE_CONNECTED*]-(b)) "
-            "RETURN length(p) AS hops"
-        )
-    else:
-        lines.append(
-            "- center, bbox_center and bbox_dim are [x, y, z] lists, not point values: point.distance(p, q) and "
-            "point.withinBBox(p, lower, upper) work on them, but write a point literal as a list [1.0, 2.0, 0.0] "
-            "(point({x: ..}) does not work here) and read a coordinate as center[0] (not center.x)."
-        )
-        # docs/known-issues.md#falkordb-directed-ranges
-        lines.append(
-            "- Variable-length *_CONNECTED patterns run undirected here (they reach the same nodes); a node is "
-            "reached by many paths, so count nodes with DISTINCT, never paths."
-        )
-        lines.append(
-            "- Count hops with a bounded variable-length match (long bounds time out): "
-            "MATCH p = (a:MeshPlace {nodeSymbol: 'P1'})-[:MESH_PLACE_CONNECTED*1..10]->"
-            "(b:MeshPlace {nodeSymbol: 'P9'}) RETURN min(length(p)) AS hops"
-        )
-    lines += [
-        "- Places within 6 hops of a: (a)-[:MESH_PLACE_CONNECTED*1..6]->(b).",
-        "- Do not call procedures (APOC, GDS, algo.*).",
-        "- Class names are strings spelled as the scene's labelspace (or a room's name) spells them, spaces and "
-        "case included: {class: 'trash can'}; match case-insensitively with toLower(n.class) when unsure.",
-        f"- The tool is read-only. Results longer than about {result_token_budget} tokens are cut: "
-        "return symbols, counts or aggregates rather than whole nodes.",
-        "</database>",
-    ]
-    return "\n".join(lines)
-
-
-def history_notes() -> list[str]:
-    """How to ask the history (shown when the database holds one)."""
-    return [
-        "History: the scene labels above hold the present only. Questions about the past (where was, when, what "
-        f"changed, since when) are answered from {CHANGE_LABEL}, {SEEN_LABEL} and {HISTORY_CLOCK_LABEL}, which "
-        "name scene nodes by `symbol` (equal to their nodeSymbol) and share no relationships with them. A move "
-        "is recorded only beyond a threshold (0.5 m by default). Times are epoch seconds; \"now\" is the newest "
-        f"snapshot, {HISTORY_CLOCK_LABEL}.t. A node still present has {SEEN_LABEL}.present = true; a node "
-        f"there since the history began ({HISTORY_CLOCK_LABEL}.start_t) and never changed has no {SEEN_LABEL} "
-        "entry (it is in the scene labels): it was first seen at start_t.",
-        f"- What changed in room R2 in the last hour: {history_q.EXAMPLE_ROOM_LAST_HOUR}",
-        f"- Where was O12 before it moved, and when: {history_q.EXAMPLE_WHERE_BEFORE} "
-        "(answer with the time where asked, e.g. {position: POINT(1.5 -2 0.4), t: 1795000000.5})",
-    ]
-
-
-def _glossary(keys: Iterable[str]) -> list[str]:
-    """"x, y, z: position in metres" style entries, grouping keys that mean the same."""
-    groups: dict[str, list[str]] = {}
-    for key in keys:
-        meaning = _KEY_MEANINGS.get(key)
-        if meaning:
-            groups.setdefault(meaning, []).append(key)
-    return [f"{', '.join(names)}: {meaning}" for meaning, names in groups.items()]
 
 
 # --- PDDL domain ------------------------------------------------------------------
@@ -565,51 +379,3 @@ def clarify_text(task: str) -> str:
         "\"it\" or \"that one\", and to read the operator's reply to your question."
     )
     return "\n".join(lines)
-
-
-# --- context window -----------------------------------------------------------------
-CONTEXT_NOTES = (
-    "<scene_graph_notes>\nObjects are listed as (id, type, pos, parent_places). Places and mesh places as "
-    "(id, siblings, parent_rooms). Rooms as (id, type, pos, siblings). Positions are (x, y, z) in metres.\n"
-    "</scene_graph_notes>"
-)
-
-
-def serialize_scene(store: GraphStore, *, digits: int = 2) -> str:
-    """The whole scene as text, the paper's context-window baseline (its token count is the point)."""
-
-    def pos(row: dict) -> str:
-        return "(" + ", ".join(_num(row[k], digits) for k in ("x", "y", "z")) + ")"
-
-    def ids(values: list) -> str:
-        return "[" + ", ".join(sorted((str(v) for v in values if v is not None), key=_natural)) + "]"
-
-    lines = [CONTEXT_NOTES, "<objects>"]
-    for row in sorted(store.query(q.CONTEXT_OBJECTS), key=lambda r: _natural(r["id"])):
-        lines.append(f"({row['id']}, {row['type']}, {pos(row)}, {ids(row['parents'])})")
-    lines.append("</objects>")
-    for layer, tag in ((Layer.MESH_PLACE, "mesh_places"), (Layer.PLACE, "places")):
-        rows = store.query(q.context_places(layer))
-        if not rows:
-            continue
-        lines.append(f"<{tag}>")
-        for row in sorted(rows, key=lambda r: _natural(r["id"])):
-            lines.append(f"({row['id']}, {ids(row['siblings'])}, {ids(row['parents'])})")
-        lines.append(f"</{tag}>")
-    lines.append("<rooms>")
-    for row in sorted(store.query(q.CONTEXT_ROOMS), key=lambda r: _natural(r["id"])):
-        lines.append(f"({row['id']}, {row['type']}, {pos(row)}, {ids(row['siblings'])})")
-    lines.append("</rooms>")
-    return "\n".join(lines)
-
-
-def _natural(symbol: str) -> tuple[str, int]:
-    """O2 before O10."""
-    head, digits = symbol[:1], symbol[1:]
-    return (head, int(digits)) if digits.isdigit() else (symbol, -1)
-
-
-def _num(value: object, digits: int) -> str:
-    if not isinstance(value, (int, float)):
-        return "nan"
-    return json.dumps(round(float(value), digits))

@@ -1,4 +1,5 @@
-"""The prompt is built from live facts of the real database, the domain file and the dialect."""
+"""The prompt is built from live facts of the real database (database_text), the domain file and the dialect; the
+context-window baseline holds the whole scene (scene_context)."""
 from __future__ import annotations
 
 import re
@@ -6,14 +7,9 @@ import time
 
 import pytest
 
-from heracles_ros.agent.prompt import (
-    PromptBuilder,
-    ask_examples,
-    command_examples,
-    correct_examples,
-    interface_text,
-    serialize_scene,
-)
+from heracles_ros.agent.database_text import interface_text
+from heracles_ros.agent.prompt import PromptBuilder, ask_examples, command_examples, correct_examples
+from heracles_ros.agent.scene_context import serialize_scene
 from heracles_ros.agent.schema_facts import FactsCache, read_facts
 from heracles_ros.agent.tool import count_tokens
 from heracles_ros.domain import load_domain
