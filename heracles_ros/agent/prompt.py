@@ -22,7 +22,7 @@ from heracles_ros.agent.schema_facts import FactsCache
 from heracles_ros.agent.tool import TOOL_NAME, count_tokens
 from heracles_ros.domain import TYPE_DESCRIPTIONS, Domain, load_domain
 from heracles_ros.errors import ConfigError
-from heracles_ros.formats.sldp import format_guidance
+from heracles_ros.formats.sldp_guidance import format_guidance
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.schema import CORRECTABLE_PROPERTIES, Dialect
 

@@ -14,8 +14,6 @@ from heracles_ros.formats.sldp import (
     SldpSet,
     SldpValue,
     check_type,
-    example_of,
-    format_guidance,
     parse_sldp,
     parse_type,
     sldp_equal,
@@ -153,18 +151,6 @@ def test_check_type_accepts_matching_values() -> None:
 def test_unknown_type_names_are_config_errors(spec: str) -> None:
     with pytest.raises(ConfigError):
         parse_type(spec)
-
-
-@pytest.mark.parametrize("spec", [*SLDP_TYPES, "set[point]", "dict[set[string]]"])
-def test_examples_in_guidance_are_valid_values_of_their_type(spec: str) -> None:
-    check_type(parse_sldp(example_of(spec)), spec)
-    text = format_guidance(spec)
-    assert example_of(spec) in text and "POINT(x y z)" in text
-
-
-def test_guidance_without_a_type_describes_only_the_syntax() -> None:
-    text = format_guidance(None)
-    assert "<a, b, c>" in text and "must be" not in text
 
 
 # --- equality -----------------------------------------------------------------------------
