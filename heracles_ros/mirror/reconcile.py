@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
-import math
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -33,22 +32,19 @@ from heracles_ros.graphdb.cypher import mirror as q
 from heracles_ros.graphdb.point_functions import ensure_point_functions
 from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.mirror.additions import AdditionSettings
+from heracles_ros.mirror.baseline import read_baseline
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.mirror.history import ChangeEvent, History, HistorySettings
 from heracles_ros.mirror.indexes import ensure_indexes
+from heracles_ros.mirror.scene_diff import SceneDiff, empty_layers, scene_diff, touches, within
 from heracles_ros.scene.tables import (
-    EdgeKey,
     NodeRow,
     SceneTables,
-    edge_ends,
-    edge_key,
     extract_tables,
     group_edges,
-    id_of,
-    relation_of,
     symbol_of,
 )
-from heracles_ros.schema import CONNECTED_TYPES, CONTAINS, OPERATOR_SOURCE, Layer, is_scene_symbol
+from heracles_ros.schema import Layer
 
 log = logging.getLogger(__name__)
 
@@ -166,39 +162,22 @@ class Mirror:
     def _reconcile(
         self, tables: SceneTables, *, sequence: int, force: bool, stamp_s: float
     ) -> ReconcileReport:
-        started = t_extract = time.perf_counter()
+        started = time.perf_counter()
         report = ReconcileReport()
         try:
             self._ensure_schema()
             token = self._db_token()
-            if self._baseline is not None and token != self._token:
-                log.info("the mirrored graph was reset, restored or written by someone else; reading it again "
-                         "before the diff")
-                self._baseline = None
-                self.history.forget()
-            from_db = self._baseline is None
-            baseline = self._baseline if self._baseline is not None else self.read_baseline()
+            baseline, from_db = self._current_baseline(token)
             # Only a baseline read just now may vouch that a layer is empty (another writer could
             # have added nodes since an older one).
-            empty_layers = _empty_layers(baseline) if from_db else frozenset()
+            empty = empty_layers(baseline) if from_db else frozenset()
             t_diff0 = time.perf_counter()
-            diff = _diff(baseline, tables, tolerant=from_db)
+            diff = scene_diff(baseline, tables, tolerant=from_db)
             t_diff = time.perf_counter()
-            removed = len(diff.removed_nodes)
-            # Most of the mirror goes: a switch to another scene (or a restarting Hydra's empty graph).
-            replaces = (len(baseline.nodes) >= self.suspect_min_nodes
-                        and removed > self.suspect_fraction * len(baseline.nodes))
-            if replaces and not (force or self.allow_mass_removal):
-                self._baseline = baseline
-                self._token = token
-                raise SuspectSnapshot(
-                    f"snapshot would remove {removed} of {len(baseline.nodes)} mirrored nodes "
-                    f"(more than {self.suspect_fraction:.0%}); held back. Set allow_mass_removal "
-                    "(or send it again with force) if the scene really shrank."
-                )
+            replaces = self._replaces(baseline, diff, token, force=force)
             if diff.any:  # readers wait from here until the generation bump (snapshot_reads)
                 self.store.write(q.BEGIN_UPDATE)
-            self._write(diff, empty_layers=empty_layers, whole=replaces)
+            self._write(diff, empty_layers=empty, whole=replaces)
             t_write = time.perf_counter()
             touched = {symbol_of(i) for i in diff.upserted_ids}
             gone = [symbol_of(i) for i in diff.removed_nodes]
@@ -211,31 +190,17 @@ class Mirror:
                 baseline, tables, added=diff.added_nodes, changed=diff.changed_nodes, removed=diff.removed_nodes,
                 stamp_s=stamp_s, sequence=sequence,
             )
-            if diff.any or self._baseline is None:
-                rows = self.store.write(q.BUMP_GENERATION, {"sequence": sequence, "now": time.time()})
-                report.generation = int(rows[0]["generation"]) if rows else 0
-                self._token = str(rows[0]["token"]) if rows else None
-                if rows and rows[0]["previous"] != token:  # reset, restored or written meanwhile
-                    report.interfered = True
-                    self._baseline = None
-                    self.history.forget()
-                    return report
+            if (diff.any or self._baseline is None) and self._bumped_over_another(report, token, sequence):
+                return report
         except DatabaseError:
             self._baseline = None  # re-read the truth next time: part of the diff may have landed
             self.history.forget()
             raise
         self._baseline = tables
-        report.nodes_added = len(diff.added_nodes)
-        report.nodes_changed = len(diff.changed_nodes)
-        report.nodes_removed = removed
-        report.edges_added = len(diff.added_edges)
-        report.edges_removed = len(diff.removed_edges)
-        report.nodes = len(tables.nodes)
-        report.edges = len(tables.edges)
-        report.relationships = tables.relationships()
+        _count(report, diff, tables)
         end = time.perf_counter()
         report.timings = {
-            "read_baseline": t_diff0 - t_extract,
+            "read_baseline": t_diff0 - started,
             "diff": t_diff - t_diff0,
             "write": t_write - t_diff,
             "corrections": t_corrections - t_write,
@@ -244,50 +209,51 @@ class Mirror:
         }
         return report
 
-    def read_baseline(self) -> SceneTables:
-        """What the database mirrors now, in the diff's shape (nodes and edges written by others are left out).
+    def _current_baseline(self, token: str | None) -> tuple[SceneTables, bool]:
+        """The baseline to diff against, and whether it was read from the database just now (it is when none is
+        kept, or when another writer's token says the kept one is stale)."""
+        if self._baseline is not None and token != self._token:
+            log.info("the mirrored graph was reset, restored or written by someone else; reading it again "
+                     "before the diff")
+            self._baseline = None
+            self.history.forget()
+        if self._baseline is not None:
+            return self._baseline, False
+        return self.read_baseline(), True
 
-        Corrected properties hold what Hydra said (the corrections' ``original``), as the baseline
-        kept in memory does: the diff and the history compare Hydra with Hydra, so a restart
-        neither rewrites a corrected node nor records the correction as Hydra's relabel or move.
-        A connectivity edge counts only when both of its directions are there
-        (a database written before both were stored gets the missing one added).
-        """
-        tables = SceneTables()
-        nodes = tables.nodes
-        ids: dict[str, int] = {}
-        for layer in Layer:
-            for row in self.store.query(q.read_nodes(layer), timeout_s=120):
-                symbol = row["s"]
-                if not is_scene_symbol(symbol) or symbol in ids or row.get("source") == OPERATOR_SOURCE:
-                    continue  # not a mirrored node (written by someone else, added by the operator), or a duplicate
-                node_id = ids[symbol] = id_of(symbol)
-                nodes[node_id] = _row_from_db(row, layer)
-        for correction in self.corrections.active():
-            corrected = ids.get(correction.symbol)
-            if corrected is not None:
-                nodes[corrected] = _as_hydra_said(nodes[corrected], correction.property, correction.original)
-        if not ids:
-            tables.within_layer = 0
-            return tables  # no mirrored nodes, so no mirrored edges
-        within = 0
-        for relation in (CONTAINS, *CONNECTED_TYPES):
-            one_way: set[tuple[int, int]] = set()
-            for row in self.store.query(q.read_edges(relation), timeout_s=120):
-                for pair in row["pairs"] or ():
-                    first, _, second = str(pair).partition(" ")
-                    a, b = ids.get(first), ids.get(second)
-                    if a is None or b is None or relation_of(a, b, nodes) != (a, b, relation):
-                        continue
-                    if relation == CONTAINS:
-                        tables.edges.add(edge_key(a, b))
-                    elif (b, a) in one_way:
-                        tables.edges.add(edge_key(a, b))
-                        within += 1
-                    else:
-                        one_way.add((a, b))
-        tables.within_layer = within
-        return tables
+    def _replaces(self, baseline: SceneTables, diff: SceneDiff, token: str | None, *, force: bool) -> bool:
+        """Whether the snapshot replaces most of the mirror (a switch to another scene, or a restarting Hydra's
+        empty graph); SuspectSnapshot, the baseline kept, unless forced or allowed."""
+        removed = len(diff.removed_nodes)
+        replaces = (len(baseline.nodes) >= self.suspect_min_nodes
+                    and removed > self.suspect_fraction * len(baseline.nodes))
+        if replaces and not (force or self.allow_mass_removal):
+            self._baseline = baseline
+            self._token = token
+            raise SuspectSnapshot(
+                f"snapshot would remove {removed} of {len(baseline.nodes)} mirrored nodes "
+                f"(more than {self.suspect_fraction:.0%}); held back. Set allow_mass_removal "
+                "(or send it again with force) if the scene really shrank."
+            )
+        return replaces
+
+    def _bumped_over_another(self, report: ReconcileReport, token: str | None, sequence: int) -> bool:
+        """Bump the generation (readers see the new scene from here); True when the token it replaced is not the
+        one read before the diff: another writer reset, restored or wrote the graph meanwhile."""
+        rows = self.store.write(q.BUMP_GENERATION, {"sequence": sequence, "now": time.time()})
+        report.generation = int(rows[0]["generation"]) if rows else 0
+        self._token = str(rows[0]["token"]) if rows else None
+        if rows and rows[0]["previous"] != token:
+            report.interfered = True
+            self._baseline = None
+            self.history.forget()
+            return True
+        return False
+
+    def read_baseline(self) -> SceneTables:
+        """What the database mirrors now, in the diff's shape, corrected properties at Hydra's values
+        (:func:`~heracles_ros.mirror.baseline.read_baseline`)."""
+        return read_baseline(self.store, self.corrections.active())
 
     def use_store(self, store: GraphStore) -> None:
         """Write to ``store`` from now on (the server moved); its contents are read again before the next diff."""
@@ -309,7 +275,7 @@ class Mirror:
         ensure_indexes(self.store, [(layer.value, "nodeSymbol") for layer in Layer])
         self._schema_ready = True
 
-    def _write(self, diff: _Diff, *, empty_layers: frozenset[Layer], whole: bool) -> None:
+    def _write(self, diff: SceneDiff, *, empty_layers: frozenset[Layer], whole: bool) -> None:
         """Send the diff as deletions, node upserts, then edges: in one transaction when it is small.
 
         A larger diff (a first load) goes as a stream of transactions in that
@@ -328,11 +294,11 @@ class Mirror:
         else:
             self.store.write_batches(_transactions(deletions, upserts, self._edges(diff)), timeout_s=120)
 
-    def _deletions(self, diff: _Diff) -> list[tuple[str, Params]]:
+    def _deletions(self, diff: SceneDiff) -> list[tuple[str, Params]]:
         statements: list[tuple[str, Params]] = []
         removed = diff.removed_nodes
         # Edges whose end node goes away vanish with DETACH DELETE.
-        kept = (e for e in diff.removed_edges if not _touches(e, removed))
+        kept = (e for e in diff.removed_edges if not touches(e, removed))
         for kind, rows in group_edges(kept, diff.old_rows).items():
             statements += self._batched(
                 q.delete_edges(kind.source, kind.target, kind.relation, both_ways=kind.both_ways), rows
@@ -343,7 +309,7 @@ class Mirror:
             statements += [(cypher, {"symbols": chunk}) for chunk in self._chunks(symbols) for cypher in deletions]
         return statements
 
-    def _upserts(self, diff: _Diff, empty_layers: frozenset[Layer]) -> list[tuple[str, Params]]:
+    def _upserts(self, diff: SceneDiff, empty_layers: frozenset[Layer]) -> list[tuple[str, Params]]:
         """Nodes added to a layer that held no mirrored node when the baseline was read from the
         database (a first load) are CREATEd rather than MERGEd."""
         dialect = self.store.dialect
@@ -362,10 +328,10 @@ class Mirror:
             statements += self._batched(build(dialect, layer), rows)
         return statements
 
-    def _edges(self, diff: _Diff) -> Iterator[tuple[str, Params]]:
+    def _edges(self, diff: SceneDiff) -> Iterator[tuple[str, Params]]:
         new_ids = diff.added_nodes
-        fresh = [e for e in diff.added_edges if _within(e, new_ids)]
-        linking = [e for e in diff.added_edges if not _within(e, new_ids)]
+        fresh = [e for e in diff.added_edges if within(e, new_ids)]
+        linking = [e for e in diff.added_edges if not within(e, new_ids)]
         for keys, build_edges in ((fresh, q.create_edges), (linking, q.merge_edges)):
             for kind, rows in group_edges(keys, diff.rows).items():
                 yield from self._batched(
@@ -378,6 +344,18 @@ class Mirror:
     def _chunks(self, rows: list[Any]) -> Iterable[list[Any]]:
         for start in range(0, len(rows), self.batch_size):
             yield rows[start : start + self.batch_size]
+
+
+def _count(report: ReconcileReport, diff: SceneDiff, tables: SceneTables) -> None:
+    """What the reconcile wrote, and what the database mirrors after it."""
+    report.nodes_added = len(diff.added_nodes)
+    report.nodes_changed = len(diff.changed_nodes)
+    report.nodes_removed = len(diff.removed_nodes)
+    report.edges_added = len(diff.added_edges)
+    report.edges_removed = len(diff.removed_edges)
+    report.nodes = len(tables.nodes)
+    report.edges = len(tables.edges)
+    report.relationships = tables.relationships()
 
 
 def _transactions(*phases: Iterable[tuple[str, Params]]) -> Iterator[list[tuple[str, Params]]]:
@@ -393,79 +371,6 @@ def _transactions(*phases: Iterable[tuple[str, Params]]) -> Iterator[list[tuple[
         yield batch
 
 
-@dataclass
-class _Diff:
-    rows: dict[int, NodeRow]
-    old_rows: dict[int, NodeRow]
-    added_nodes: set[int]
-    changed_nodes: list[int]
-    removed_nodes: set[int]
-    added_edges: set[EdgeKey]
-    removed_edges: set[EdgeKey]
-
-    @property
-    def rows_written(self) -> int:
-        """Rows the diff's statements carry (about: an edge whose node goes is not written apart)."""
-        return (len(self.removed_edges) + len(self.removed_nodes) + len(self.changed_nodes) + len(self.added_nodes)
-                + len(self.added_edges))
-
-    @property
-    def upserted_ids(self) -> list[int]:
-        return [*self.added_nodes, *self.changed_nodes]
-
-    @property
-    def any(self) -> bool:
-        return bool(
-            self.added_nodes or self.changed_nodes or self.removed_nodes or self.added_edges or self.removed_edges
-        )
-
-
-def _diff(old: SceneTables, new: SceneTables, *, tolerant: bool = False) -> _Diff:
-    """What changed from ``old`` to ``new``.
-
-    ``tolerant`` compares floats to 1e-12 relative: a baseline read back from
-    FalkorDB carries 15 significant digits, not the 17 of the snapshot. A node
-    that moved to another layer is removed from its old label and added to its
-    new one, with its edges written again (DETACH DELETE took them).
-    """
-    old_nodes, new_nodes = old.nodes, new.nodes
-    added = set(new_nodes.keys() - old_nodes.keys())
-    removed = set(old_nodes.keys() - new_nodes.keys())
-    get = old_nodes.get
-    if tolerant:
-        changed = [k for k, row in new_nodes.items() if k in old_nodes and not _same_row(old_nodes[k], row)]
-    else:
-        changed = [k for k, row in new_nodes.items() if get(k, row) != row]
-    added_edges = new.edges - old.edges
-    moved = {k for k in changed if old_nodes[k][0] is not new_nodes[k][0]}
-    if moved:
-        changed = [k for k in changed if k not in moved]
-        added |= moved
-        removed |= moved
-        added_edges |= {e for e in new.edges if _touches(e, moved)}
-    return _Diff(
-        rows=new_nodes,
-        old_rows=old_nodes,
-        added_nodes=added,
-        changed_nodes=changed,
-        removed_nodes=removed,
-        added_edges=added_edges,
-        removed_edges=old.edges - new.edges,
-    )
-
-
-def _same_row(a: NodeRow, b: NodeRow) -> bool:
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b, strict=True):
-        if isinstance(x, float) and isinstance(y, float):
-            if not math.isclose(x, y, rel_tol=1e-12, abs_tol=1e-12):
-                return False
-        elif x != y:
-            return False
-    return True
-
-
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     enabled = gc.isenabled()
@@ -477,60 +382,9 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _empty_layers(tables: SceneTables) -> frozenset[Layer]:
-    present = {row[0] for row in tables.nodes.values()}
-    return frozenset(layer for layer in Layer if layer not in present)
-
-
-def _touches(key: EdgeKey, ids: set[int]) -> bool:
-    a, b = edge_ends(key)
-    return a in ids or b in ids
-
-
-def _within(key: EdgeKey, ids: set[int]) -> bool:
-    a, b = edge_ends(key)
-    return a in ids and b in ids
-
-
 def node_params(node_id: int, row: NodeRow) -> list[Any]:
     """Statement row of one node: [symbol, class, name, x, y, z] (+ bbox centre and size for objects)."""
     return [symbol_of(node_id), *row[1:]]
-
-
-def _row_from_db(row: dict[str, Any], layer: Layer) -> NodeRow:
-    def num(value: Any) -> float:
-        return float(value) if isinstance(value, (int, float)) else float("nan")
-
-    def triple(value: Any) -> tuple[float, float, float]:
-        # FalkorDB: [x, y, z]; Neo4j: a CartesianPoint (a tuple of x, y, z).
-        items = list(value) if isinstance(value, (list, tuple)) else []
-        return (num(items[0]), num(items[1]), num(items[2])) if len(items) == 3 else (math.nan,) * 3
-
-    cls: str = row["c"] if isinstance(row.get("c"), str) else ""
-    name: str = row["name"] if isinstance(row.get("name"), str) else ""
-    x, y, z = num(row["x"]), num(row["y"]), num(row["z"])
-    center = triple(row.get("center"))
-    if not all(math.isclose(c, v, rel_tol=1e-12, abs_tol=1e-12) for c, v in zip(center, (x, y, z), strict=True)):
-        x = math.nan  # center out of step with x, y, z (written before it existed): rewrite the node
-    if layer is Layer.OBJECT:
-        return (layer, cls, name, x, y, z, *triple(row.get("bc")), *triple(row.get("bd")))
-    return (layer, cls, name, x, y, z)
-
-
-#: Column of each correctable property in a NodeRow (layer, class, name, x, y, z, ...).
-_ROW_COLUMN = {"class": 1, "name": 2, "x": 3, "y": 4, "z": 5}
-
-
-def _as_hydra_said(row: NodeRow, prop: str, original: Any) -> NodeRow:
-    """``row`` with ``prop`` back at Hydra's value (unknown: a value no snapshot matches, so it is rewritten)."""
-    column = _ROW_COLUMN.get(prop)
-    if column is None:
-        return row
-    if column <= 2:
-        value: Any = original if isinstance(original, str) else ""
-    else:
-        value = float(original) if isinstance(original, (int, float)) else math.nan
-    return (*row[:column], value, *row[column + 1:])
 
 
 def _group_ids(ids: Iterable[int], rows: dict[int, NodeRow]) -> dict[Layer, list[str]]:
