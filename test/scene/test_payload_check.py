@@ -17,7 +17,7 @@ from support.rich_scene import rich_scene, sym
 from support.tiny_scene import tiny_scene
 
 from heracles_ros.errors import SceneDecodeError
-from heracles_ros.scene import payload_check
+from heracles_ros.scene import payload_check, payload_shapes
 from heracles_ros.scene.payload_check import check_payload
 from heracles_ros.scene.synthetic import fill_uninitialised, generate_scene
 
@@ -294,7 +294,7 @@ def test_a_small_node_is_matched_whole_by_its_shape(name: str) -> None:
     rich = rich_scene()
     keep = next(n.id.value for n in rich.nodes if type(n.attributes).__name__ == name)
     data, start, end = one_node_payload(rich, keep)
-    small = payload_check._shape(payload_check.NODE_FIELDS[name]).match(data, start)
+    small = payload_shapes.shape(payload_check.NODE_FIELDS[name]).match(data, start)
     assert small is not None and small.end() == end
     check_payload(data)
 
@@ -303,12 +303,12 @@ def test_a_node_with_long_fields_is_walked_field_by_field() -> None:
     graph = dsg.DynamicSceneGraph()
     place = dsg.Place2dNodeAttributes()
     fill_uninitialised(place)
-    place.boundary = [np.array([float(i), 0.0, 0.0]) for i in range(payload_check.SHAPE_COUNTS)]
+    place.boundary = [np.array([float(i), 0.0, 0.0]) for i in range(payload_shapes.SHAPE_COUNTS)]
     place.semantic_feature = np.ones((512, 1), dtype=np.float32)
     graph.add_node(3, sym("P", 1), place, 1)
     data, start, _ = one_node_payload(graph, sym("P", 1))
-    assert payload_check._shape(payload_check.NODE_FIELDS["Place2dNodeAttributes"]).match(data, start) is None
+    assert payload_shapes.shape(payload_check.NODE_FIELDS["Place2dNodeAttributes"]).match(data, start) is None
     check_payload(data)
-    at = data.index(length(payload_check.SHAPE_COUNTS) + b"\xcb")
+    at = data.index(length(payload_shapes.SHAPE_COUNTS) + b"\xcb")
     with pytest.raises(SceneDecodeError, match=r"node 0 boundary at byte \d+: declares 100000 elements"):
         check_payload(data[: at + 1] + struct.pack("<I", 100_000) + data[at + 5 :])
