@@ -120,6 +120,47 @@ def path_indices(pred_row: np.ndarray, source: int, target: int) -> list[int]:
 def load_place_graph(store: GraphStore) -> PlaceGraph:
     """Read places, their edges and rooms from the database (one pass over the scene)."""
     started = time.perf_counter()
+    places = _read_places(store)
+    n, nav_count = len(places.symbols), places.nav_count
+    a, b, matrix = _edges(store, places)
+    room_positions, members = _room_members(store, places.index)
+    room_names = list(members)
+    room_of = -np.ones(n, dtype=np.int64)
+    for r, room in enumerate(room_names):
+        in_room = np.array(members[room], dtype=np.int64)
+        room_of[in_room[room_of[in_room] < 0]] = r
+    outside = (room_of[a] != room_of[b]) & (a < nav_count) & (b < nav_count)
+    boundary_nodes = np.unique(np.concatenate([a[outside], b[outside]]))
+    room_places = {room: np.array(sorted(set(members[room])), dtype=np.int64) for room in room_names}
+    is_boundary = np.zeros(n, dtype=bool)
+    is_boundary[boundary_nodes] = True
+    room_boundary = {room: in_room[is_boundary[in_room]] for room, in_room in room_places.items()}
+    _, component = connected_components(matrix, directed=False)
+    graph = PlaceGraph(
+        places.symbols, places.positions, matrix, places.nav_layer, nav_count, room_places, room_boundary,
+        room_positions, room_of, np.asarray(component),
+    )  # fmt: skip
+    log.info(
+        "place graph loaded: %d places (%d %s), %d edges, %d rooms in %.2f s",
+        n, nav_count, places.nav_layer.value if places.nav_layer else "none", matrix.nnz // 2, len(room_names),
+        time.perf_counter() - started,
+    )  # fmt: skip
+    return graph
+
+
+@dataclass(frozen=True)
+class _Places:
+    """The places read for the graph: the navigation layer's first (mesh places where there are any), then the
+    3D places beside them; ``index`` gives each symbol's row."""
+
+    nav_layer: Layer | None
+    nav_count: int
+    symbols: list[str]
+    positions: np.ndarray
+    index: dict[str, int]
+
+
+def _read_places(store: GraphStore) -> _Places:
     layers = {layer: store.query(cypher.place_nodes(layer), timeout_s=120) for layer in (Layer.MESH_PLACE, Layer.PLACE)}
     layers = {layer: [r for r in rows if r["x"] is not None] for layer, rows in layers.items()}
     nav_layer = Layer.MESH_PLACE if layers[Layer.MESH_PLACE] else (Layer.PLACE if layers[Layer.PLACE] else None)
@@ -130,25 +171,28 @@ def load_place_graph(store: GraphStore) -> PlaceGraph:
     positions = np.array(
         [(float(r["x"]), float(r["y"]), float(r["z"] or 0.0)) for r in nav_rows + leaf_rows], dtype=float
     ).reshape(-1, 3)
-    index = {s: i for i, s in enumerate(symbols)}
-    nav_count = len(nav_rows)
+    return _Places(nav_layer, len(nav_rows), symbols, positions, {s: i for i, s in enumerate(symbols)})
 
+
+def _edges(store: GraphStore, places: _Places) -> tuple[np.ndarray, np.ndarray, csr_matrix]:
+    """The navigation layer's edges, each 3D place joined to its nearest navigation place within MAX_HOP_M:
+    (one end, the other end, the symmetric distance matrix)."""
+    index, nav_count, positions, n = places.index, places.nav_count, places.positions, len(places.symbols)
     a_list: list[int] = []
     b_list: list[int] = []
-    if nav_layer is not None:
-        for row in store.query(cypher.place_edges(nav_layer), timeout_s=120):
+    if places.nav_layer is not None:
+        for row in store.query(cypher.place_edges(places.nav_layer), timeout_s=120):
             a, b = index.get(row["a"]), index.get(row["b"])
             if a is not None and b is not None and a != b and a < nav_count and b < nav_count:
                 a_list.append(a)
                 b_list.append(b)
-    if leaf_rows and nav_count:  # a 3D place farther than MAX_HOP_M from every mesh place is not walked to
-        leaf_xy = np.column_stack([positions[nav_count:, :2], np.zeros(len(leaf_rows))])
+    if n > nav_count and nav_count:  # a 3D place farther than MAX_HOP_M from every mesh place is not walked to
+        leaf_xy = np.column_stack([positions[nav_count:, :2], np.zeros(n - nav_count)])
         nav_xy = np.column_stack([positions[:nav_count, :2], np.zeros(nav_count)])
         distance, nearest = cKDTree(nav_xy).query(leaf_xy)
         joined = np.atleast_1d(distance) <= MAX_HOP_M
-        a_list.extend(int(i) for i in np.arange(nav_count, len(symbols))[joined])
+        a_list.extend(int(i) for i in np.arange(nav_count, n)[joined])
         b_list.extend(int(i) for i in np.atleast_1d(nearest)[joined])
-    n = len(symbols)
     # One entry per undirected edge, whichever way (or both ways) the database lists it.
     pairs = np.unique(np.sort(np.array([a_list, b_list], dtype=np.int64).reshape(2, -1), axis=0), axis=1)
     a, b = pairs[0], pairs[1]
@@ -156,7 +200,13 @@ def load_place_graph(store: GraphStore) -> PlaceGraph:
     matrix = csr_matrix(
         (np.concatenate([weights, weights]), (np.concatenate([a, b]), np.concatenate([b, a]))), shape=(n, n)
     )
+    return a, b, matrix
 
+
+def _room_members(
+    store: GraphStore, index: dict[str, int]
+) -> tuple[dict[str, tuple[float, float, float]], dict[str, list[int]]]:
+    """Each room's position, and the rows of the places it contains (of both layers)."""
     room_rows = store.query(cypher.ROOMS, timeout_s=60)
     room_positions = {
         r["s"]: (float(r["x"] or 0.0), float(r["y"] or 0.0), float(r["z"] or 0.0)) for r in room_rows
@@ -167,25 +217,4 @@ def load_place_graph(store: GraphStore) -> PlaceGraph:
             i = index.get(row["place"])
             if i is not None and row["room"] in members:
                 members[row["room"]].append(i)
-    room_names = list(members)
-    room_of = -np.ones(n, dtype=np.int64)
-    for r, room in enumerate(room_names):
-        places = np.array(members[room], dtype=np.int64)
-        room_of[places[room_of[places] < 0]] = r
-    outside = (room_of[a] != room_of[b]) & (a < nav_count) & (b < nav_count)
-    boundary_nodes = np.unique(np.concatenate([a[outside], b[outside]]))
-    room_places = {room: np.array(sorted(set(members[room])), dtype=np.int64) for room in room_names}
-    is_boundary = np.zeros(n, dtype=bool)
-    is_boundary[boundary_nodes] = True
-    room_boundary = {room: places[is_boundary[places]] for room, places in room_places.items()}
-    _, component = connected_components(matrix, directed=False)
-    graph = PlaceGraph(
-        symbols, positions, matrix, nav_layer, nav_count, room_places, room_boundary, room_positions, room_of,
-        np.asarray(component),
-    )  # fmt: skip
-    log.info(
-        "place graph loaded: %d places (%d %s), %d edges, %d rooms in %.2f s",
-        n, nav_count, nav_layer.value if nav_layer else "none", matrix.nnz // 2, len(room_names),
-        time.perf_counter() - started,
-    )  # fmt: skip
-    return graph
+    return room_positions, members
