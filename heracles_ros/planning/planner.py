@@ -48,6 +48,9 @@ from heracles_ros.schema import ROBOT_SYMBOL, Layer
 
 log = logging.getLogger(__name__)
 
+#: One avoidance group's problem (None where the robot starts inside what it avoids), its search, and why not.
+_Outcome = tuple[AvoidanceGroup, "CompactProblem | None", "FDResult | None", str]
+
 
 class Planner:
     """Plans PDDL goals over one database's scene with Fast Downward."""
@@ -173,18 +176,7 @@ class Planner:
         notes = [start.note] if start.note else []
 
         t = time.perf_counter()
-        prepared: list[tuple[AvoidanceGroup, CompactProblem | None, str]] = []
-        for number, group in enumerate(avoidance_groups(expr)):
-            removed = removed_places(graph, group.avoid, objects)
-            if start.place in removed:
-                prepared.append((group, None, _starts_inside(graph, start, group)))
-                continue
-            problem = build_problem(
-                graph, group.goal, start, objects, removed, kinds, name=f"goal{number}", domain_name=self.domain.name
-            )
-            prepared.append((group, problem, ""))
-            if time.perf_counter() >= deadline:
-                break
+        prepared = self._problems(expr, graph, start, objects, kinds, deadline)
         timings["problem"] = time.perf_counter() - t
         left = deadline - time.perf_counter()
         if left <= 0:
@@ -202,23 +194,56 @@ class Planner:
         outcomes = [
             (group, problem, results.pop(0) if problem is not None else None, why) for group, problem, why in prepared
         ]
+        if any(fd and problem and fd.ok for _, problem, fd, _ in outcomes):
+            self._take_best(result, outcomes, graph, objects, notes)
+        else:
+            self._no_plan(result, outcomes, graph, start, objects, kinds, notes)
 
-        solved = [(fd.cost, problem, fd) for _, problem, fd, _ in outcomes if fd and problem and fd.ok]
-        if solved:
-            cost, problem, fd = min(solved, key=lambda item: item[0])
-            t = time.perf_counter()
-            result.actions = expand_plan(fd.steps, problem, graph, objects)
-            timings["expand"] = time.perf_counter() - t
-            result.total_cost = cost / COST_SCALE
-            result.status = PlanStatus.SOLVED
-            # Optimal only if every group either proved its best plan or proved it has none.
-            result.optimal = all(
-                fd_.optimal or fd_.status is FDStatus.UNSOLVABLE for _, _, fd_, _ in outcomes if fd_ is not None
+    def _problems(
+        self, expr: GoalExpr, graph: PlaceGraph, start: Start, objects: dict[str, ObjectInfo], kinds: Kinds,
+        deadline: float,
+    ) -> list[tuple[AvoidanceGroup, CompactProblem | None, str]]:
+        """A compact problem per avoidance group, or None and why where the robot starts inside what the group
+        avoids; stops early at ``deadline``."""
+        prepared: list[tuple[AvoidanceGroup, CompactProblem | None, str]] = []
+        for number, group in enumerate(avoidance_groups(expr)):
+            removed = removed_places(graph, group.avoid, objects)
+            if start.place in removed:
+                prepared.append((group, None, _starts_inside(graph, start, group)))
+                continue
+            problem = build_problem(
+                graph, group.goal, start, objects, removed, kinds, name=f"goal{number}", domain_name=self.domain.name
             )
-            if not result.optimal:
-                notes.append("cost-optimality not proved within the search budget: the best plan found is returned")
-            result.reason = "; ".join(notes)
-            return
+            prepared.append((group, problem, ""))
+            if time.perf_counter() >= deadline:
+                break
+        return prepared
+
+    def _take_best(
+        self, result: PlanResult, outcomes: list[_Outcome], graph: PlaceGraph, objects: dict[str, ObjectInfo],
+        notes: list[str],
+    ) -> None:
+        """The cheapest solved group's plan, expanded into waypoints; optimal only if every group either proved
+        its best plan or proved it has none."""
+        solved = [(fd.cost, problem, fd) for _, problem, fd, _ in outcomes if fd and problem and fd.ok]
+        cost, problem, fd = min(solved, key=lambda item: item[0])
+        t = time.perf_counter()
+        result.actions = expand_plan(fd.steps, problem, graph, objects)
+        result.timings["expand"] = time.perf_counter() - t
+        result.total_cost = cost / COST_SCALE
+        result.status = PlanStatus.SOLVED
+        result.optimal = all(
+            fd_.optimal or fd_.status is FDStatus.UNSOLVABLE for _, _, fd_, _ in outcomes if fd_ is not None
+        )
+        if not result.optimal:
+            notes.append("cost-optimality not proved within the search budget: the best plan found is returned")
+        result.reason = "; ".join(notes)
+
+    def _no_plan(
+        self, result: PlanResult, outcomes: list[_Outcome], graph: PlaceGraph, start: Start,
+        objects: dict[str, ObjectInfo], kinds: Kinds, notes: list[str],
+    ) -> None:
+        """Why no group was solved: the search's time ran out, it failed, or the goal is unsolvable (and why)."""
         statuses = {fd.status for _, _, fd, _ in outcomes if fd is not None}
         if FDStatus.TIMEOUT in statuses:
             result.status = PlanStatus.TIMEOUT
@@ -290,7 +315,7 @@ class Planner:
         start: Start,
         objects: dict[str, ObjectInfo],
         kinds: Kinds,
-        outcomes: list[tuple[AvoidanceGroup, CompactProblem | None, FDResult | None, str]],
+        outcomes: list[_Outcome],
     ) -> tuple[str, list[str]]:
         """A reason naming the goal symbols the robot cannot reach, per avoidance group."""
         cut_off: list[str] = []
