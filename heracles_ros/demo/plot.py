@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING
 from heracles_ros.errors import ConfigError
 from heracles_ros.extras import tool_library
 from heracles_ros.plan_types import Point3
-from heracles_ros.scene.tables import SceneTables, edge_ends, relation_of, symbol_of
+from heracles_ros.scene.tables import NodeRow, SceneTables, edge_ends, relation_of, symbol_of
 from heracles_ros.schema import CONTAINS, Layer
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
 #: Pale room colours (floor), strong enough to tell rooms apart, faint enough to read over.
 _ROOM_COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948", "#76b7b2", "#ff9da7", "#9c755f")
@@ -76,51 +77,86 @@ def scene_figure(tables: SceneTables, overlay: Overlay, *, dpi: int = 150) -> Fi
     A bare Figure, not pyplot's: nothing global to close, and Agg draws it without a display.
     """
     tool_library("matplotlib", "the demo's picture")
-    from matplotlib.collections import LineCollection, PatchCollection
     from matplotlib.figure import Figure
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Rectangle
-    mesh = {i: row for i, row in tables.nodes.items() if row[0] is Layer.MESH_PLACE}
-    objects = {i: row for i, row in tables.nodes.items() if row[0] is Layer.OBJECT}
-    rooms = {i: row for i, row in tables.nodes.items() if row[0] is Layer.ROOM}
-    if not mesh:
-        raise ConfigError("the scene has no mesh places to draw")
 
-    room_of: dict[int, int] = {}
-    mesh_edges: list[tuple[tuple[float, float], tuple[float, float]]] = []
-    for key in tables.edges:
-        a, b = edge_ends(key)
-        relation = relation_of(a, b, tables.nodes)
-        if relation is None:
-            continue
-        source, target, kind = relation
-        if kind == CONTAINS and source in rooms and target in mesh:
-            room_of[target] = source
-        elif kind == Layer.MESH_PLACE.connected:
-            mesh_edges.append(((mesh[a][3], mesh[a][4]), (mesh[b][3], mesh[b][4])))
-
-    cell = _cell_size(mesh_edges)
-    xs = [row[3] for row in mesh.values()] + [row[3] for row in objects.values()] + [p[0] for p in overlay.path]
-    ys = [row[4] for row in mesh.values()] + [row[4] for row in objects.values()] + [p[1] for p in overlay.path]
+    scene = _Scene.of(tables)
+    cell = _cell_size(scene.mesh_edges)
+    drawn = [*scene.mesh.values(), *scene.objects.values()]
+    xs = [row[3] for row in drawn] + [p[0] for p in overlay.path]
+    ys = [row[4] for row in drawn] + [p[1] for p in overlay.path]
     margin = 1.5 * cell
     x0, x1, y0, y1 = min(xs) - margin, max(xs) + margin, min(ys) - margin, max(ys) + margin
     width = 11.0
     height = max(4.0, min(11.0, width * (y1 - y0) / max(x1 - x0, 1e-6) + 1.2))
     fig = Figure(figsize=(width + 3.2, height), dpi=dpi)
     ax = fig.subplots()
+    _draw_floor(ax, scene, cell)
+    handles = _draw_objects(ax, scene.objects)
+    _draw_overlay(ax, overlay, cell)
+    handles += _overlay_legend(overlay)
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_aspect("equal")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.grid(False)
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False,
+              title="objects (by class) and run", title_fontsize=10, alignment="left")
+    title = overlay.title + (f"\n{overlay.subtitle}" if overlay.subtitle else "")
+    ax.set_title(title, fontsize=12, loc="left")
+    fig.tight_layout()
+    return fig
+
+
+@dataclass(frozen=True)
+class _Scene:
+    """What the picture draws of the tables: mesh places, objects, rooms, which room holds each mesh place,
+    and the mesh places' edges as line segments."""
+
+    mesh: dict[int, NodeRow]
+    objects: dict[int, NodeRow]
+    rooms: dict[int, NodeRow]
+    room_of: dict[int, int]
+    mesh_edges: list[tuple[tuple[float, float], tuple[float, float]]]
+
+    @classmethod
+    def of(cls, tables: SceneTables) -> _Scene:
+        mesh = {i: row for i, row in tables.nodes.items() if row[0] is Layer.MESH_PLACE}
+        objects = {i: row for i, row in tables.nodes.items() if row[0] is Layer.OBJECT}
+        rooms = {i: row for i, row in tables.nodes.items() if row[0] is Layer.ROOM}
+        if not mesh:
+            raise ConfigError("the scene has no mesh places to draw")
+        room_of: dict[int, int] = {}
+        mesh_edges: list[tuple[tuple[float, float], tuple[float, float]]] = []
+        for key in tables.edges:
+            a, b = edge_ends(key)
+            relation = relation_of(a, b, tables.nodes)
+            if relation is None:
+                continue
+            source, target, kind = relation
+            if kind == CONTAINS and source in rooms and target in mesh:
+                room_of[target] = source
+            elif kind == Layer.MESH_PLACE.connected:
+                mesh_edges.append(((mesh[a][3], mesh[a][4]), (mesh[b][3], mesh[b][4])))
+        return cls(mesh, objects, rooms, room_of, mesh_edges)
+
+
+def _draw_floor(ax: Axes, scene: _Scene, cell: float) -> None:
+    """One pale square per mesh place, coloured by room, the places' edges, and each room's name."""
+    from matplotlib.collections import LineCollection, PatchCollection
+    from matplotlib.patches import Rectangle
+
+    mesh, rooms, room_of = scene.mesh, scene.rooms, scene.room_of
     room_ids = sorted(rooms, key=symbol_of)
     colour_of_room = {r: _ROOM_COLOURS[k % len(_ROOM_COLOURS)] for k, r in enumerate(room_ids)}
-
-    # Floor: one pale square per mesh place, coloured by room.
     squares, colours = [], []
     for i, row in mesh.items():
         squares.append(Rectangle((row[3] - cell / 2, row[4] - cell / 2), cell, cell))
         colours.append(colour_of_room.get(room_of.get(i, -1), "#dddddd"))
     ax.add_collection(PatchCollection(squares, facecolors=colours, edgecolors="none", alpha=0.16, zorder=0))
-    ax.add_collection(LineCollection(mesh_edges, colors="#9e9e9e", linewidths=0.6, alpha=0.55, zorder=1))
+    ax.add_collection(LineCollection(scene.mesh_edges, colors="#9e9e9e", linewidths=0.6, alpha=0.55, zorder=1))
     ax.scatter([r[3] for r in mesh.values()], [r[4] for r in mesh.values()], s=5, c="#9e9e9e", zorder=1,
                linewidths=0)
-
     # Room names at the middle of their places (the room node's own position may sit elsewhere).
     members: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for place, room in room_of.items():
@@ -137,7 +173,11 @@ def scene_figure(tables: SceneTables, overlay: Overlay, *, dpi: int = 150) -> Fi
                 fontsize=11, fontweight="bold", color=colour_of_room[room], zorder=3,
                 bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none", "alpha": 0.6})
 
-    # Objects by class.
+
+def _draw_objects(ax: Axes, objects: dict[int, NodeRow]) -> list[Line2D]:
+    """Objects by class, a colour and a marker each; their legend entries."""
+    from matplotlib.lines import Line2D
+
     by_class: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for row in objects.values():
         by_class[str(row[1])].append((row[3], row[4]))
@@ -149,8 +189,14 @@ def scene_figure(tables: SceneTables, overlay: Overlay, *, dpi: int = 150) -> Fi
                    edgecolors="black", linewidths=0.5, zorder=4)
         handles.append(Line2D([], [], color=colour, marker=marker, markeredgecolor="black", linestyle="",
                               markersize=8, label=f"{cls} ({len(pts)})"))
+    return handles
 
-    _draw_overlay(ax, overlay, cell)
+
+def _overlay_legend(overlay: Overlay) -> list[Line2D]:
+    """Legend entries for what the overlay drew."""
+    from matplotlib.lines import Line2D
+
+    handles = []
     if overlay.path:
         handles.append(Line2D([], [], color=_PATH_COLOUR, linewidth=3, label="robot path"))
     if overlay.start:
@@ -162,19 +208,7 @@ def scene_figure(tables: SceneTables, overlay: Overlay, *, dpi: int = 150) -> Fi
     if overlay.targets:
         handles.append(Line2D([], [], color=_PATH_COLOUR, marker="o", markersize=15, linestyle="",
                               markerfacecolor="none", markeredgewidth=2, label="plan target"))
-
-    ax.set_xlim(x0, x1)
-    ax.set_ylim(y0, y1)
-    ax.set_aspect("equal")
-    ax.set_xlabel("x (m)")
-    ax.set_ylabel("y (m)")
-    ax.grid(False)
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False,
-              title="objects (by class) and run", title_fontsize=10, alignment="left")
-    title = overlay.title + (f"\n{overlay.subtitle}" if overlay.subtitle else "")
-    ax.set_title(title, fontsize=12, loc="left")
-    fig.tight_layout()
-    return fig
+    return handles
 
 
 def _draw_overlay(ax: Axes, overlay: Overlay, cell: float) -> None:
