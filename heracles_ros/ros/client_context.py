@@ -70,11 +70,6 @@ class ClientContext:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @property
-    def ok(self) -> bool:
-        """Whether the context is still up (not closed, not shut down)."""
-        return not self._closed and bool(self.context.ok())
-
     def action_client(self, action: Action, namespace: str | None = None, **options: Any) -> Any:
         """A client of ``action`` (in ``namespace``, else the node's own), destroyed before the node on close."""
         client = action.client(self.node, namespace=namespace, **options)

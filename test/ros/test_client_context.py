@@ -31,7 +31,7 @@ def test_its_node_hears_without_the_caller_spinning_and_leaves_the_graph_on_clos
         probe = rclpy.create_node("client_context_probe", context=context)
         ros = ClientContext(f"client_context_test_{os.getpid()}", domain_id=ros_domain_id)
         try:
-            assert ros.context is not context and ros.ok  # a context of its own, beside the process's
+            assert ros.context is not context and ros.context.ok()  # a context of its own, beside the process's
             LAST_ANSWER.subscription(ros.node, lambda message: heard.append(message.data), namespace=NS)
             ros.action_client(EXECUTE_COMMAND, NS)  # rclpy's destroy_node would leave it, and the node with it
             answer = LAST_ANSWER.publisher(probe, namespace=NS)
@@ -43,7 +43,7 @@ def test_its_node_hears_without_the_caller_spinning_and_leaves_the_graph_on_clos
             began = time.monotonic()
             ros.close()
             ros.close()  # a second close does nothing
-        assert time.monotonic() - began < 3.0 and not ros.ok
+        assert time.monotonic() - began < 3.0 and not ros.context.ok()
         wait_until(lambda: not on_graph(probe, name), 10.0, "the client's node to leave the graph")
         probe.destroy_node()
 
