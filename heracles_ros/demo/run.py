@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from heracles_ros.client.words import plan_lines, progress_line
 from heracles_ros.demo.goal import EXAMPLE_SCENE, START_ROOM_CLASS, Anchor, candidate_goals, room_anchor
@@ -27,6 +27,9 @@ from heracles_ros.demo.session import NAMESPACE, DemoSession
 from heracles_ros.errors import ExecutionError, HeraclesError
 from heracles_ros.outcomes import DispatchStatus, StepState
 from heracles_ros.plan_types import PlanResult, Point3
+
+if TYPE_CHECKING:
+    from heracles_ros.execution.robot_state import RobotStateStore
 
 #: The demo's own graph: a FalkorDB server may hold the user's real scene under another name.
 GRAPH_NAME = "heracles_demo"
@@ -121,51 +124,8 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> DemoReport:
         states = RobotStateStore(store)
         states.forget()  # a fresh robot: the example scene, not what an earlier run left behind
 
-        with DemoSession(domain_id=options.domain_id, log_level="info" if options.verbose else "warn") as session:
-            common = {"db_uri": db_uri, "graph_name": GRAPH_NAME}
-            printer.step("mirror the example scene")
-            session.start_mirror({**common, "scene_file": str(options.scene_file), "status_period_s": 0.5})
-            status = _wait_mirrored(session, options.mirror_timeout_s)
-            report.mirrored_nodes, report.mirrored_edges = int(status.nodes), int(status.edges)
-            printer.line(f"{options.scene_file.name}: {status.nodes} nodes and {status.edges} edges in the database "
-                         f"({status.last_latency_s:.2f} s); node {NAMESPACE}/dsg_mirror")
-
-            start = room_anchor(store, START_ROOM_CLASS)
-            printer.step("start the dispatcher with the simulated Spot")
-            session.start_dispatcher({
-                **common, "driver": "sim", "start_place": start.place,
-                "sim_time_scale": float(options.time_scale), "planner_timeout_s": float(options.planner_timeout_s),
-            })
-            printer.line(f"robot at {start.place} in the {start.room_class} ({start.room}); simulated time runs "
-                         f"{options.time_scale:g}x; node {NAMESPACE}/dispatcher")
-
-            with contextlib.ExitStack() as scripted:
-                language = options.language
-                if language is None:  # no model configured: the same loop, with the scripted turns
-                    model = scripted.enter_context(ScriptedModelServer())
-                    language = LanguageChoice("openai", MODEL_NAME, model.base_url, "no language model configured")
-                    report.scripted = True
-                plan_msg = _language_path(session, store, start, options, language, printer, report, common)
-
-            printer.step("execute")
-            _follow(session, plan_msg, options.execution_timeout_s, printer, report, start)
-            session.command_result(timeout_s=COMMAND_RESULT_S)
-
-        printer.step("what the database recorded")
-        robot = states.read()
-        if robot is None:
-            raise ExecutionError("the database holds no robot record after execution")
-        report.robot_place, report.holding = robot.place, robot.holding
-        printer.line(f"robot at {robot.place or 'an unknown place'} "
-                     f"({robot.position[0]:.1f}, {robot.position[1]:.1f}), "
-                     f"holding {robot.holding or 'nothing'}")
-        if report.plan is not None:
-            for action in report.plan.actions:
-                if action.name == "place":
-                    obj = action.args[0] if action.args else action.target_symbol
-                    where = states.position_of(obj)
-                    if where is not None:
-                        printer.line(f"{obj} is now at ({where[0]:.1f}, {where[1]:.1f})")
+        start = _run_system(store, db_uri, options, printer, report)
+        _recorded(states, printer, report)
 
         printer.step("picture")
         report.picture = _draw(options, report, start)
@@ -182,6 +142,60 @@ def run_demo(options: DemoOptions, out: TextIO | None = None) -> DemoReport:
     printer.text(f"demo {'finished' if report.success else 'FAILED'}: {report.status}"
                  + (f" ({report.reason})" if report.reason else ""))
     return report
+
+
+def _run_system(store: Any, db_uri: str, options: DemoOptions, printer: _Printer, report: DemoReport) -> Anchor:
+    """The three nodes on the example scene: mirror it, start the dispatcher with the simulated Spot, ask and
+    command through the language server, follow the plan to its end. Returns where the robot started."""
+    with DemoSession(domain_id=options.domain_id, log_level="info" if options.verbose else "warn") as session:
+        common = {"db_uri": db_uri, "graph_name": GRAPH_NAME}
+        printer.step("mirror the example scene")
+        session.start_mirror({**common, "scene_file": str(options.scene_file), "status_period_s": 0.5})
+        status = _wait_mirrored(session, options.mirror_timeout_s)
+        report.mirrored_nodes, report.mirrored_edges = int(status.nodes), int(status.edges)
+        printer.line(f"{options.scene_file.name}: {status.nodes} nodes and {status.edges} edges in the database "
+                     f"({status.last_latency_s:.2f} s); node {NAMESPACE}/dsg_mirror")
+
+        start = room_anchor(store, START_ROOM_CLASS)
+        printer.step("start the dispatcher with the simulated Spot")
+        session.start_dispatcher({
+            **common, "driver": "sim", "start_place": start.place,
+            "sim_time_scale": float(options.time_scale), "planner_timeout_s": float(options.planner_timeout_s),
+        })
+        printer.line(f"robot at {start.place} in the {start.room_class} ({start.room}); simulated time runs "
+                     f"{options.time_scale:g}x; node {NAMESPACE}/dispatcher")
+
+        with contextlib.ExitStack() as scripted:
+            language = options.language
+            if language is None:  # no model configured: the same loop, with the scripted turns
+                model = scripted.enter_context(ScriptedModelServer())
+                language = LanguageChoice("openai", MODEL_NAME, model.base_url, "no language model configured")
+                report.scripted = True
+            plan_msg = _language_path(session, store, start, options, language, printer, report, common)
+
+        printer.step("execute")
+        _follow(session, plan_msg, options.execution_timeout_s, printer, report, start)
+        session.command_result(timeout_s=COMMAND_RESULT_S)
+    return start
+
+
+def _recorded(states: RobotStateStore, printer: _Printer, report: DemoReport) -> None:
+    """What the database holds after the run: the robot's place and load, and where each placed object is."""
+    printer.step("what the database recorded")
+    robot = states.read()
+    if robot is None:
+        raise ExecutionError("the database holds no robot record after execution")
+    report.robot_place, report.holding = robot.place, robot.holding
+    printer.line(f"robot at {robot.place or 'an unknown place'} "
+                 f"({robot.position[0]:.1f}, {robot.position[1]:.1f}), "
+                 f"holding {robot.holding or 'nothing'}")
+    if report.plan is not None:
+        for action in report.plan.actions:
+            if action.name == "place":
+                obj = action.args[0] if action.args else action.target_symbol
+                where = states.position_of(obj)
+                if where is not None:
+                    printer.line(f"{obj} is now at ({where[0]:.1f}, {where[1]:.1f})")
 
 
 # -- the language layer ----------------------------------------------------------------
