@@ -16,11 +16,16 @@ import signal
 import socket
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from heracles_ros.cli.common import add_db_option
 from heracles_ros.demo.goal import START_ROOM_CLASS
 from heracles_ros.demo.language import PROVIDERS, choose_language_model
 from heracles_ros.errors import ConfigError, SceneError, SuspectSnapshot
+
+if TYPE_CHECKING:
+    from heracles_ros.desk.claims import GraphLock
+    from heracles_ros.desk.system import SystemOptions
 
 DEFAULT_NAMESPACE = "/spot"
 #: The nodes' shutdown_timeout_s default (config/*.yaml).
@@ -71,12 +76,52 @@ def run(args: argparse.Namespace) -> int:
     from heracles_ros.extras import tool_library
 
     tool_library("honcho", "heracles up")  # a clear error on a robot install without the tools extra
-    from heracles_ros.demo.goal import EXAMPLE_SCENE
     from heracles_ros.demo.scripted_model import LABEL
-    from heracles_ros.desk.claims import GraphLock, refuse_if_port_taken, refuse_if_running
     from heracles_ros.desk.runner import run_processes
+    from heracles_ros.desk.system import DATABASE, environment, processes
+
+    options = _system_options(args)
+    env = environment(os.environ)
+    local_only_chosen = (env.get("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST"
+                         and "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ)
+    os.environ.update(env)  # this process's own look at the ROS graph reaches what its nodes will
+    lock = _refuse_a_second_system(options)  # held (its file open) until the system has stopped
+    scene, place, embedded = options.scene_file, options.start_place, options.embedded_dir
+    owner = options.database_owner
+    print(f"heracles up: nodes in {args.namespace}, database {options.db_uri} (graph {args.graph}), simulated Spot"
+          + (f" starting at {place}" if place else "") + (f", scene {scene}" if scene else ", no scene"), flush=True)
+    language = options.language
+    print(f"heracles up: language model: {language.description if language else LABEL}", flush=True)
+    signal.signal(signal.SIGTERM, _interrupt)  # until the runner takes over: a stop during set-up cleans up
+    try:
+        if embedded is not None:
+            _start_database(embedded, owner)  # before any node, so that no node ever starts one of its own
+        if scene is not None:
+            _write_scene(options.db_uri, args.graph, scene, replace=args.replace_scene)
+    except BaseException:
+        if embedded is not None:
+            _stop_leftover_database(embedded, owner)
+        raise
+    if local_only_chosen:
+        print("heracles up: ROS discovery on this host only; in other terminals: "
+              "export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST", flush=True)
+    print("heracles up: Ctrl-C stops everything", flush=True)
+    result = run_processes(processes(options), env, sys.stdout, last={DATABASE}, grace_s=args.shutdown_timeout + 2.0,
+                           last_stop_s=DATABASE_STOP_S)
+    if embedded is not None:
+        _stop_leftover_database(embedded, owner)
+    if lock is not None:
+        lock.release()
+    with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP): the status still says it
+        print(result.summary(), file=sys.stderr if result.exit_status else sys.stdout, flush=True)
+    return result.exit_status
+
+
+def _system_options(args: argparse.Namespace) -> SystemOptions:
+    """The system the arguments ask for, every argument checked before anything starts."""
+    from heracles_ros.demo.goal import EXAMPLE_SCENE
     from heracles_ros.desk.start_place import start_place
-    from heracles_ros.desk.system import DATABASE, SystemOptions, environment, processes
+    from heracles_ros.desk.system import SystemOptions
     from heracles_ros.graphdb import parse_db_uri
     from heracles_ros.graphdb.uri import default_data_dir
 
@@ -94,50 +139,28 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"{exc}; name the robot's start with --start-place") from exc
     target = parse_db_uri(args.db)
     embedded = (target.data_dir or default_data_dir()) if target.kind == "embedded" else None
-    db_uri = f"embedded:{embedded}" if embedded is not None else args.db
     language = choose_language_model(args.llm, args.model, args.base_url)
-    owner = f"heracles up (pid {os.getpid()})"
-    options = SystemOptions(
-        db_uri=db_uri, embedded_dir=embedded, namespace=args.namespace, graph_name=args.graph, scene_file=scene,
-        start_place=place, language=language, scripted_port=_free_port() if language is None else 0,
-        time_scale=args.time_scale, shutdown_timeout_s=args.shutdown_timeout,
-        console_port=args.console_port or None, database_owner=owner,
+    return SystemOptions(
+        db_uri=f"embedded:{embedded}" if embedded is not None else args.db, embedded_dir=embedded,
+        namespace=args.namespace, graph_name=args.graph, scene_file=scene, start_place=place, language=language,
+        scripted_port=_free_port() if language is None else 0, time_scale=args.time_scale,
+        shutdown_timeout_s=args.shutdown_timeout, console_port=args.console_port or None,
+        database_owner=f"heracles up (pid {os.getpid()})",
     )
-    env = environment(os.environ)
-    local_only_chosen = (env.get("ROS_AUTOMATIC_DISCOVERY_RANGE") == "LOCALHOST"
-                         and "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ)
-    os.environ.update(env)  # this process's own look at the ROS graph reaches what its nodes will
-    # A running system is found before anything is started or written (desk/claims.py).
-    lock = GraphLock(embedded, args.graph) if embedded is not None else None
+
+
+def _refuse_a_second_system(options: SystemOptions) -> GraphLock | None:
+    """A running system for this graph, robot or console port is found before anything is started or written
+    (desk/claims.py). Returns this one's claim on the graph: the caller holds it (closing it releases it)."""
+    from heracles_ros.desk.claims import GraphLock, refuse_if_port_taken, refuse_if_running
+
+    lock = GraphLock(options.embedded_dir, options.graph_name) if options.embedded_dir is not None else None
     if lock is not None:
-        lock.acquire({"pid": os.getpid(), "namespace": args.namespace})
-    refuse_if_running(args.namespace)
+        lock.acquire({"pid": os.getpid(), "namespace": options.namespace})
+    refuse_if_running(options.namespace)
     if options.console_port is not None:
         refuse_if_port_taken(options.console_port)
-    print(f"heracles up: nodes in {args.namespace}, database {db_uri} (graph {args.graph}), simulated Spot"
-          + (f" starting at {place}" if place else "") + (f", scene {scene}" if scene else ", no scene"), flush=True)
-    print(f"heracles up: language model: {language.description if language else LABEL}", flush=True)
-    signal.signal(signal.SIGTERM, _interrupt)  # until the runner takes over: a stop during set-up cleans up
-    try:
-        if embedded is not None:
-            _start_database(embedded, owner)  # before any node, so that no node ever starts one of its own
-        if scene is not None:
-            _write_scene(db_uri, args.graph, scene, replace=args.replace_scene)
-    except BaseException:
-        if embedded is not None:
-            _stop_leftover_database(embedded, owner)
-        raise
-    if local_only_chosen:
-        print("heracles up: ROS discovery on this host only; in other terminals: "
-              "export ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST", flush=True)
-    print("heracles up: Ctrl-C stops everything", flush=True)
-    result = run_processes(processes(options), env, sys.stdout, last={DATABASE}, grace_s=args.shutdown_timeout + 2.0,
-                           last_stop_s=DATABASE_STOP_S)
-    if embedded is not None:
-        _stop_leftover_database(embedded, owner)
-    with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP): the status still says it
-        print(result.summary(), file=sys.stderr if result.exit_status else sys.stdout, flush=True)
-    return result.exit_status
+    return lock
 
 
 def _interrupt(signum: int, frame: object) -> None:
