@@ -27,13 +27,12 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from heracles_ros.errors import CorrectionError, DatabaseError
 from heracles_ros.graphdb.cypher import additions as q
 from heracles_ros.graphdb.store import GraphStore, Params
-from heracles_ros.mirror.history import iso_time
+from heracles_ros.mirror.history import iso_time, record_time
 from heracles_ros.mirror.indexes import ensure_indexes
 from heracles_ros.mirror.text_values import text_problem
 from heracles_ros.outcomes import OverlayEventKind, RecordStatus
@@ -159,9 +158,10 @@ class AdditionRecord:
         return {"id": self.id, "symbol": self.symbol, "kind": "addition", "property": q.ADDED, "value": self.cls,
                 "class": self.cls, "position": list(self.at), "near": self.near, "place": self.place,
                 "room": self.room, "source": q.OPERATOR, "status": self.status.value, "author": self.author,
-                "request": self.request, "created": _iso(self.created_s), "updated": _iso(self.updated_s),
-                "retired": _iso(self.retired_s), "replaced_by": self.replaced_by, "retired_why": self.retired_why,
-                "returned": _iso(self.returned_s)}
+                "request": self.request, "created": record_time(self.created_s),
+                "updated": record_time(self.updated_s), "retired": record_time(self.retired_s),
+                "replaced_by": self.replaced_by, "retired_why": self.retired_why,
+                "returned": record_time(self.returned_s)}
 
 
 @dataclass(frozen=True)
@@ -369,7 +369,7 @@ class Additions:
                 symbol, first_s, seen = min(near, key=near.__getitem__), stamp_s, 1
             if seen >= settings.confirm_snapshots and stamp_s - first_s >= settings.confirm_s - _STAMP_ROUNDING_S:
                 why = (f"Hydra perceived {symbol} ({record.cls}) {near[symbol]:.2f} m away in {seen} snapshots "
-                       f"from {_iso(first_s)} to {_iso(stamp_s)}")
+                       f"from {record_time(first_s)} to {record_time(stamp_s)}")
                 replaced.append({"symbol": record.symbol, "by": symbol, "why": why})
             else:
                 candidates.append({"symbol": record.symbol, "candidate": symbol, "first_s": first_s, "seen": seen})
@@ -576,8 +576,4 @@ def _record(row: dict[str, Any]) -> AdditionRecord:
 
 def _xyz(at: Point) -> str:
     return "(" + ", ".join(f"{v:.2f}" for v in at) + ")"
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds") if seconds else ""
 

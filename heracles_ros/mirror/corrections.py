@@ -24,14 +24,13 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any
 
 from heracles_ros.errors import CorrectionError
 from heracles_ros.graphdb.cypher import corrections as q
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.additions import Added, AdditionRecord, Additions, AdditionSettings, Existing, Removed
-from heracles_ros.mirror.history import iso_time
+from heracles_ros.mirror.history import iso_time, record_time
 from heracles_ros.mirror.symbols import symbol_layers
 from heracles_ros.mirror.text_values import has_control, text_problem
 from heracles_ros.outcomes import OverlayEventKind, RecordStatus
@@ -93,9 +92,9 @@ class Correction:
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "symbol": self.symbol, "property": self.property, "value": self.value,
                 "original": self.original, "status": self.status.value, "author": self.author, "request": self.request,
-                "created": _iso(self.created_s), "updated": _iso(self.updated_s), "retired": _iso(self.retired_s),
-                "retired_why": self.retired_why, "times_retired": self.times_retired,
-                "returned": _iso(self.returned_s)}
+                "created": record_time(self.created_s), "updated": record_time(self.updated_s),
+                "retired": record_time(self.retired_s), "retired_why": self.retired_why,
+                "times_retired": self.times_retired, "returned": record_time(self.returned_s)}
 
 
 @dataclass(frozen=True)
@@ -308,7 +307,7 @@ class Corrections:
         retired: list[str] = []
         if removed:
             number = f" {sequence}" if sequence >= 0 else ""
-            snapshot = f"Hydra's snapshot{number} of {_iso(stamp)}"
+            snapshot = f"Hydra's snapshot{number} of {record_time(stamp)}"
             gone = self.store.write(
                 q.RETIRE_CORRECTIONS, {"symbols": removed, "now": now, "stamp": stamp, "snapshot": snapshot}
             )
@@ -433,10 +432,6 @@ def _record(row: dict[str, Any]) -> Correction:
         retired_why=str(row.get("retired_why") or ""), times_retired=int(row.get("times_retired") or 0),
         returned_s=float(row.get("returned_s") or 0.0),
     )
-
-
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds") if seconds else ""
 
 
 def operator_name() -> str:

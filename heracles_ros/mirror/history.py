@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from heracles_ros.errors import ConfigError, DatabaseError
@@ -119,6 +120,11 @@ class ChangeEvent:
 
 def iso_time(t: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int((t % 1) * 1000):03d}Z"
+
+
+def record_time(seconds: float) -> str:
+    """When a correction's or addition's record changed, to the second (ISO 8601 UTC); '' for never (0)."""
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="seconds") if seconds else ""
 
 
 class History:

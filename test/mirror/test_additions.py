@@ -21,6 +21,18 @@ from heracles_ros.outcomes import OverlayEventKind
 T0 = 1_800_000_000.0
 #: By the bicycle O2 (4, 1, 0.5); nearest place P4 (4, 0, 0), in room R1.
 BY_BICYCLE = {"add": "fire extinguisher", "at": [4.2, 1.6, 0.5], "near": "O2"}
+#: By the bicycle too, where perception's bag O9100 (or 7, 9200) shows up in the tests of replacing it.
+BAG_BY_O2 = {"add": "Bag", "at": [4.0, 2.0, 0.5], "near": "O2"}
+
+
+def mirrored_with_a_bag(store: GraphStore, author: str = "operator") -> tuple[Mirror, Any, Corrections]:
+    """The tiny scene mirrored at T0 (its graph returned for the next snapshots) and the operator's bag A1 added."""
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph, sequence=1, stamp_s=T0)
+    corrections = Corrections(store)
+    corrections.propose([], [BAG_BY_O2], author=author)
+    return mirror, graph, corrections
 
 
 def scene_counts(store: GraphStore) -> tuple[int, int]:
@@ -113,7 +125,7 @@ def test_perception_replaces_an_addition_once_it_confirms_the_object_and_the_his
     graph = tiny_scene()
     mirror.reconcile(graph, sequence=1, stamp_s=T0)
     corrections = Corrections(store)
-    [added] = corrections.propose([], [{"add": "Bag", "at": [4.0, 2.0, 0.5], "near": "O2"}], author="ana").added
+    [added] = corrections.propose([], [BAG_BY_O2], author="ana").added
     # Hydra perceives a bag 0.5 m from it (O1 stays a bag far away; a chair nearby is another class).
     add_object(graph, 7, 1, (4.3, 2.4, 0.5), 4)
     add_object(graph, 8, 3, (4.0, 2.1, 0.5), 4)
@@ -146,11 +158,7 @@ def test_perception_replaces_an_addition_once_it_confirms_the_object_and_the_his
 
 def test_an_addition_survives_a_one_snapshot_detection(store: GraphStore) -> None:
     """Issue 39, N6: Hydra sees a same-class object within 1 m once, then loses it; the addition stays."""
-    mirror = Mirror(store)
-    graph = tiny_scene()
-    mirror.reconcile(graph, sequence=1, stamp_s=T0)
-    corrections = Corrections(store)
-    corrections.propose([], [{"add": "Bag", "at": [4.0, 2.0, 0.5], "near": "O2"}])
+    mirror, graph, corrections = mirrored_with_a_bag(store)
     blip = tiny_scene()
     add_object(blip, 9100, 1, (4.2, 2.3, 0.5), 4)
     assert mirror.reconcile(blip, sequence=2, stamp_s=T0 + 1).additions_replaced == []
@@ -177,11 +185,7 @@ def test_an_addition_survives_a_one_snapshot_detection(store: GraphStore) -> Non
 def test_an_object_is_confirmed_by_both_snapshots_and_time(
     store: GraphStore, stamps: list[float], confirmed_at: float
 ) -> None:
-    mirror = Mirror(store)
-    graph = tiny_scene()
-    mirror.reconcile(graph, sequence=1, stamp_s=T0)
-    corrections = Corrections(store)
-    corrections.propose([], [{"add": "Bag", "at": [4.0, 2.0, 0.5], "near": "O2"}])
+    mirror, graph, _ = mirrored_with_a_bag(store)
     add_object(graph, 7, 1, (4.3, 2.4, 0.5), 4)
     start = T0 + 0.123456789  # a stamp the database keeps to about the microsecond
     replaced = {stamp: mirror.reconcile(graph, sequence=2 + k, stamp_s=start + stamp).additions_replaced
@@ -190,11 +194,7 @@ def test_an_object_is_confirmed_by_both_snapshots_and_time(
 
 
 def test_an_addition_comes_back_when_the_object_that_replaced_it_disappears(store: GraphStore) -> None:
-    mirror = Mirror(store)
-    graph = tiny_scene()
-    mirror.reconcile(graph, sequence=1, stamp_s=T0)
-    corrections = Corrections(store)
-    corrections.propose([], [{"add": "Bag", "at": [4.0, 2.0, 0.5], "near": "O2"}], author="ana")
+    mirror, graph, corrections = mirrored_with_a_bag(store, author="ana")
     add_object(graph, 9100, 1, (4.3, 2.4, 0.5), 4)
     for sequence in (2, 3, 4):
         replaced = mirror.reconcile(graph, sequence=sequence, stamp_s=T0 + sequence).additions_replaced
@@ -222,11 +222,7 @@ def test_an_addition_comes_back_when_the_object_that_replaced_it_disappears(stor
 
 def test_a_goal_is_never_told_to_use_a_replacement_that_is_gone(store: GraphStore) -> None:
     """Between the snapshot that loses the replacing object and the addition's return, the goal says so."""
-    mirror = Mirror(store)
-    graph = tiny_scene()
-    mirror.reconcile(graph, sequence=1, stamp_s=T0)
-    corrections = Corrections(store)
-    corrections.propose([], [{"add": "Bag", "at": [4.0, 2.0, 0.5], "near": "O2"}])
+    mirror, graph, _ = mirrored_with_a_bag(store)
     add_object(graph, 9100, 1, (4.3, 2.4, 0.5), 4)
     for sequence in (2, 3, 4):
         mirror.reconcile(graph, sequence=sequence, stamp_s=T0 + sequence)
