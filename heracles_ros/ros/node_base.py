@@ -72,7 +72,7 @@ class HeraclesNode(Node):
         self._claim: RobotClaim | None = None
         #: What the process exits with once closed (the runner reads it): 1 when the node stepped down.
         self.exit_code = 0
-        #: Another node of this kind turned out to hold the robot: this one takes no new work and is closing.
+        #: Another node of this kind turned out to hold the robot: this one is stepping down.
         self.superseded = False
         #: Set when the node asks to be closed (it stepped down); the runner then closes it as on SIGINT.
         self.stop_requested = threading.Event()
