@@ -67,8 +67,6 @@ CHANGE_LABEL = "Change"
 SEEN_LABEL = "Seen"
 HISTORY_CLOCK_LABEL = "HistoryClock"
 HISTORY_LABELS: tuple[str, ...] = (CHANGE_LABEL, SEEN_LABEL, HISTORY_CLOCK_LABEL)
-#: Kinds of Change events.
-CHANGE_KINDS: tuple[str, ...] = ("appeared", "disappeared", "moved", "relabelled", "renamed")
 
 #: Properties an operator correction may change (narrow, typed).
 CORRECTABLE_PROPERTIES: dict[str, type] = {"class": str, "name": str, "x": float, "y": float, "z": float}

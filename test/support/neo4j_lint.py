@@ -144,7 +144,8 @@ _PROMPT_QUERY = re.compile(r"\b((?:OPTIONAL MATCH|MATCH|UNWIND|CALL|WITH) .*\bRE
 
 def prompt_statements() -> dict[str, str]:
     """The Cypher the model is shown for Neo4j: every example query and every query in the notes."""
-    from heracles_ros.agent.prompt import ask_examples, command_examples, correct_examples, interface_text
+    from heracles_ros.agent.database_text import interface_text
+    from heracles_ros.agent.prompt import ask_examples, command_examples, correct_examples
     from heracles_ros.agent.schema_facts import SchemaFacts
 
     statements: dict[str, str] = {}
