@@ -5,6 +5,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pytest
 import spark_dsg as dsg
 from scipy.sparse import coo_matrix
@@ -109,7 +110,33 @@ def test_scale_shrinks_the_large_scene() -> None:
     assert 1400 < counts["P"] < 1800
 
 
-@pytest.mark.parametrize("kind,scale", [("medium", 1.0), ("large", 0.0)])
+def _nearest_room_by_brute_force(graph: dsg.DynamicSceneGraph) -> tuple[np.ndarray, np.ndarray]:
+    """Each mesh place's room as the scene holds it, and the room whose centre (its region's seed) is nearest."""
+    rooms = sorted(graph.get_layer(4).nodes, key=lambda n: n.id.value)
+    centres = np.array([n.attributes.position[:2] for n in rooms])
+    room_ids = np.array([n.id.value for n in rooms], dtype=np.uint64)
+    places = list(graph.get_layer(3, 1).nodes)
+    held = np.array([p.get_parent() for p in places], dtype=np.uint64)
+    xy = np.array([p.attributes.position[:2] for p in places])
+    nearest = np.concatenate([  # in chunks: places x rooms at 10^5 places is 2 GB at once
+        np.argmin(((xy[i : i + 4096, None, :] - centres[None, :, :]) ** 2).sum(axis=2), axis=1)
+        for i in range(0, len(xy), 4096)
+    ])
+    return held, room_ids[nearest]
+
+
+@pytest.mark.parametrize("scale", [0.05, 6.272])
+def test_every_place_is_in_the_region_of_its_nearest_seed_at_any_scale(scale: float) -> None:
+    """6.272 is 10^5 places, past the old cap of 4 (a places x regions array of 1.9 GB then)."""
+    graph = generate_scene("large", 0, scale=scale)
+    held, nearest = _nearest_room_by_brute_force(graph)
+    assert np.array_equal(held, nearest)
+    if scale > 6:
+        assert graph.get_layer(3, 1).num_nodes() > 100_000 and graph.get_layer(4).num_nodes() == round(124 * scale)
+        assert graph.get_layer(2).num_nodes() == round(314 * scale)
+
+
+@pytest.mark.parametrize("kind,scale", [("medium", 1.0), ("large", 0.0), ("large", 101.0)])
 def test_bad_arguments_are_named(kind: str, scale: float) -> None:
     with pytest.raises(ConfigError, match=r"medium|scale"):
         generate_scene(kind, 0, scale=scale)
