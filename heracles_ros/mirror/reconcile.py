@@ -34,6 +34,7 @@ from heracles_ros.graphdb.store import GraphStore, Params
 from heracles_ros.mirror.additions import AdditionSettings
 from heracles_ros.mirror.baseline import read_baseline
 from heracles_ros.mirror.corrections import Corrections
+from heracles_ros.mirror.features import FeatureWriter
 from heracles_ros.mirror.history import ChangeEvent, History, HistorySettings
 from heracles_ros.mirror.indexes import ensure_indexes
 from heracles_ros.mirror.scene_diff import SceneDiff, empty_layers, scene_diff, touches, within
@@ -120,6 +121,7 @@ class Mirror:
         self.allow_mass_removal = allow_mass_removal
         self.corrections = Corrections(store, additions)
         self.history = History(store, history)
+        self.features = FeatureWriter()
         self._baseline: SceneTables | None = None
         #: The MirrorMeta token this instance wrote last. Whoever else writes the node (a second mirror,
         #: ``heracles load``), deletes it (``heracles db reset``) or brings back an older one (a
@@ -178,6 +180,7 @@ class Mirror:
             if diff.any:  # readers wait from here until the generation bump (snapshot_reads)
                 self.store.write(q.BEGIN_UPDATE)
             self._write(diff, empty_layers=empty, whole=replaces)
+            self.features.write(self.store, tables, reread=from_db)
             t_write = time.perf_counter()
             touched = {symbol_of(i) for i in diff.upserted_ids}
             gone = [symbol_of(i) for i in diff.removed_nodes]

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import spark_dsg as dsg
 
 from heracles_ros.errors import SceneDecodeError
@@ -114,6 +115,9 @@ class SceneTables:
     edges: set[EdgeKey] = field(default_factory=set)
     #: How many of ``edges`` join two nodes of one layer (None: not counted yet, see relationships).
     within_layer: int | None = None
+    #: Hydra's ``semantic_feature`` of the objects that carry one (flat float32), by id; kept out of the rows,
+    #: which the diff compares (mirror/features.py writes them).
+    features: dict[int, np.ndarray] = field(default_factory=dict)
 
     def relationships(self) -> int:
         """Relationships the database holds for these edges: connectivity counts twice (both directions)."""
@@ -130,6 +134,7 @@ def extract_tables(graph: dsg.DynamicSceneGraph) -> SceneTables:
     tables = SceneTables()
     nodes = tables.nodes
     edges = tables.edges
+    features = tables.features
     isfinite = math.isfinite
     within = 0
     for layer, keys in LAYER_KEYS.items():
@@ -162,6 +167,9 @@ def extract_tables(graph: dsg.DynamicSceneGraph) -> SceneTables:
                     if not isfinite(cx + cy + cz + dx + dy + dz):
                         raise SceneDecodeError(f"node {symbol_of(node.id.value)} has a non-finite bounding box")
                     nodes[node.id.value] = (layer, cls, name, x, y, z, cx, cy, cz, dx, dy, dz)
+                    feature = attrs.semantic_feature
+                    if feature.size:
+                        features[node.id.value] = np.ravel(feature).astype(np.float32)
                 else:
                     nodes[node.id.value] = (layer, cls, name, x, y, z)
                 kept += 1
