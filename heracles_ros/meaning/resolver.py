@@ -20,7 +20,7 @@ from heracles_ros.meaning.embeddings import Embedder, open_embedder
 from heracles_ros.meaning.lexicon import Lexicon
 from heracles_ros.meaning.text import content, name_term, normalise, split_place
 from heracles_ros.meaning.vocabulary import Term, Vocabulary, Words
-from heracles_ros.mirror.snapshot_reads import read_whole
+from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S, read_whole
 
 #: Distinct words (classes, names) whose objects are read and ranked.
 TOP_TERMS = 3
@@ -79,8 +79,11 @@ class Resolver:
     """``find`` (words) and ``like`` (Hydra's features) over one store's live objects; safe to share between
     threads. Resolvers of several stores may share one embedder (its vectors are cached per text)."""
 
-    def __init__(self, store: GraphStore, embedder: Embedder | None = None, lexicon: Lexicon | None = None):
+    def __init__(self, store: GraphStore, embedder: Embedder | None = None, lexicon: Lexicon | None = None, *,
+                 wait_s: float = DEFAULT_WAIT_S):
         self.store = store
+        #: How long a live read waits for a reconcile in progress (snapshot_reads).
+        self.wait_s = wait_s
         self.embedder = embedder if embedder is not None else open_embedder()
         self.lexicon = lexicon if lexicon is not None else Lexicon.load()
         self.vocabulary = Vocabulary(store, self.embedder, self.lexicon)
@@ -103,7 +106,8 @@ class Resolver:
         best = {term.text: score for term, score in scored}
         classes = sorted({cls for term, _ in scored for cls in term.classes})
         names = sorted({name for term, _ in scored for name in term.names})
-        read = read_whole(store, lambda: store.query(q.OBJECTS_OF, {"classes": classes, "names": names}))
+        read = read_whole(store, lambda: store.query(q.OBJECTS_OF, {"classes": classes, "names": names}),
+                          wait_s=self.wait_s)
         lead = scored[0][1] - scored[1][1] if len(scored) > 1 else scored[0][1]
         uncertain = scored[0][1] < UNCERTAIN_BELOW or lead < UNCERTAIN_MARGIN
         found = []
@@ -134,7 +138,8 @@ class Resolver:
         if rows[0].get("dim") is None:
             raise ConfigError(f"{symbol} has no semantic feature: the snapshots did not carry one for it (Hydra's "
                               "open-set variants fill ObjectNodeAttributes.semantic_feature)")
-        read = read_whole(store, lambda: store.query(q.objects_like(store.dialect), {"symbol": symbol, "k": k}))
+        read = read_whole(store, lambda: store.query(q.objects_like(store.dialect), {"symbol": symbol, "k": k}),
+                          wait_s=self.wait_s)
         found = [_found(row, float(row["score"]), symbol, False) for row in _one_per_object(read.value)]
         found.sort(key=lambda f: (-f.score, f.symbol))
         return Resolution(found[:k], [], whole=read.whole)
