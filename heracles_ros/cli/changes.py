@@ -9,21 +9,15 @@ same lines, or the same JSON list.
 from __future__ import annotations
 
 import argparse
-import math
-import re
-import time
-from datetime import datetime, timezone
 from typing import Any
 
 from heracles_ros.cli.common import add_db_option, print_json
 from heracles_ros.cli.live import add_live_options
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
+from heracles_ros.mirror.time_text import parse_time
 from heracles_ros.mirror.timeline import read_timeline
 from heracles_ros.ros.request_fields import MAX_CHANGES
-
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -46,38 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run)
 
 
-def parse_since(text: str, *, now: float | None = None) -> float:
-    """"10m" (ago), an ISO time or epoch seconds -> epoch seconds.
-
-    An ISO time without a zone is UTC (as every time this command prints), never the machine's zone.
-    """
-    now = time.time() if now is None else now
-    ago = _AGO.match(text)
-    if ago:
-        return now - float(ago.group(1)) * _UNITS[ago.group(2)]
-    try:
-        seconds = float(text)
-    except ValueError:
-        pass
-    else:
-        if not math.isfinite(seconds):
-            raise ConfigError(f"--since {text!r}: epoch seconds must be a finite number")
-        return seconds
-    try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise ConfigError(
-            f"--since {text!r} is neither a duration (30s, 10m, 2h, 1d), an ISO time nor epoch seconds"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
-
-
 def _run(args: argparse.Namespace) -> int:
     if not 1 <= args.limit <= MAX_CHANGES:  # the changes service returns no more at once
         raise ConfigError(f"--limit must be 1 to {MAX_CHANGES:,}, got {args.limit} (ask again from a later --since)")
-    since = parse_since(args.since)
+    since = parse_time(args.since, what="--since")
     if args.live:
         from heracles_ros.cli import live
 

@@ -62,13 +62,13 @@ def database_counts(store: GraphStore) -> dict[str, Any]:
 
 
 def _load(args: argparse.Namespace) -> int:
-    from heracles_ros.cli.changes import parse_since
     from heracles_ros.mirror.reconcile import Mirror
+    from heracles_ros.mirror.time_text import parse_time
     from heracles_ros.scene.io import load_scene
 
     started = time.perf_counter()
     graph = load_scene(args.scene)
-    stamp = parse_since(args.time) if args.time is not None else args.scene.stat().st_mtime
+    stamp = parse_time(args.time, what="--time") if args.time is not None else args.scene.stat().st_mtime
     with open_store(args.db, graph=args.graph, timeout_s=120.0) as store:
         report = Mirror(store).reconcile(graph, force=args.force, stamp_s=stamp)
         counts = database_counts(store)

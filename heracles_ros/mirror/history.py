@@ -6,24 +6,34 @@ Schema (linked to nothing, keyed by ``symbol`` rather than ``nodeSymbol``, so
 present-tense queries such as ``MATCH (o:Object)`` never see it):
 
 - ``(:Change {symbol, kind, t, seq, layer, class, name, x, y, z, from_x, from_y, from_z, from_class,
-  from_name, room})``: one event; ``kind`` is appeared, disappeared, moved, relabelled or renamed; ``t`` the
-  snapshot's time (seconds since the Unix epoch, UTC), ``seq`` its sequence number; x, y, z where the node is
-  (was, for disappeared), from_* what it was before (moved, relabelled, renamed); ``room`` the symbol of the
-  room that contained it then (null when none).
+  from_name, room, from_room, object_t})``: one event; ``kind`` is appeared, disappeared, moved, relabelled or
+  renamed; ``t`` the snapshot's time (seconds since the Unix epoch, UTC; strictly increasing from snapshot to
+  snapshot, see below), ``seq`` its sequence number; x, y, z where the node is (was, for disappeared), from_*
+  what it was before (moved, relabelled, renamed); ``room`` the symbol of the room that contained it then
+  (null when none), ``from_room`` the one that held it in the snapshot before a move; ``object_t`` is ``t``
+  again on an object's event only (the objects' events are a pool of their own, see retention).
 - ``(:Seen {symbol, layer, class, name, x, y, z, first_t, first_seq, last_t, last_seq, present, gone_t})``:
   one per node that appeared, changed or vanished since the history began; x, y, z its last recorded
   position; last_t the last snapshot that held it (for a node still present: the snapshot of its last
   change; it is in the scene now, see HistoryClock.t). A node there since the history began and never
   changed has no entry: its first sighting is HistoryClock.start_t.
-- ``(:HistoryClock {id: 'history', t, seq, start_t, start_seq})``: the newest snapshot's time and
-  sequence, and those of the first (where the history began).
+- ``(:HistoryClock {id: 'history', t, seq, start_t, start_seq, kept_from_t, object_kept_from_t})``: the
+  newest snapshot's time and sequence, those of the first (where the history began), and from when the
+  events of places and rooms, and of objects, are complete (null until pruning first deleted some).
 
 A move counts only beyond ``move_threshold_m`` from the position last recorded
 (so loop-closure re-optimisation, which nudges everything a little, writes
 nothing, and a slow drift is caught once it adds up). Retention is bounded by
-age and by count (events, and Seen entries: those of nodes gone longest go
-first; a node in the scene keeps its entry), pruned as events are written at a
-cost that does not grow with the history (see ``_prune``). The first snapshot a
+age and by count: the objects' events and the others' have a cap each, so the
+places' churn (most of a large scene's events) never prunes what the objects
+did; Seen entries too (those of nodes gone longest go first; a node in the
+scene keeps its entry). Pruning runs as events are written, at a cost that does
+not grow with the history, and deletes whole snapshots' events, raising the
+pool's ``kept_from_t`` first (see ``_prune``): the scene as of any time from
+there on is exact (:mod:`heracles_ros.mirror.as_of`). Snapshot times are made
+strictly increasing: a stamp at or before the newest (a replayed bag, a file
+loaded with an older time) is recorded 1 ms after it, with a warning the first
+time one goes back, so "the first snapshot after T" is always one snapshot. The first snapshot a
 history sees (no HistoryClock yet) is its starting point: it writes no entry
 per node, so a first load of a large map costs the history one statement
 (an entry per node cost 0.4 s on a 16k-node scene, half the database's own
@@ -34,6 +44,7 @@ threshold before the restart is not added to one after it.
 """
 from __future__ import annotations
 
+import logging
 import math
 import time
 from dataclasses import dataclass
@@ -48,6 +59,8 @@ from heracles_ros.outcomes import ChangeKind
 from heracles_ros.scene.tables import NodeRow, SceneTables, id_of, relation_of, symbol_of
 from heracles_ros.schema import CONTAINS, Layer
 
+log = logging.getLogger(__name__)
+
 Point = tuple[float, float, float]
 #: One thing a snapshot did to a node: (kind, node id, its row, its row before for a relabel or rename).
 _Found = tuple[ChangeKind, int, NodeRow, NodeRow | None]
@@ -55,17 +68,23 @@ _Found = tuple[ChangeKind, int, NodeRow, NodeRow | None]
 _ROWS_PER_STATEMENT = 5000
 #: A count cap, once passed, prunes down to this share of itself.
 PRUNE_TO = 0.9
+#: A snapshot stamped at or before the newest is recorded this much after it.
+STEP_S = 0.001
 _STATEMENTS_PER_TRANSACTION = 8
 
 
 @dataclass(frozen=True)
 class HistorySettings:
-    """``max_age_s`` / ``max_changes`` / ``max_seen``: 0 means no limit of that kind."""
+    """``max_age_s`` / ``max_changes`` / ``max_object_changes`` / ``max_seen``: 0 means no limit of that kind."""
 
     enabled: bool = True
     move_threshold_m: float = 0.5
     max_age_s: float = 30 * 86400.0
+    #: Events of places, rooms and buildings kept at most.
     max_changes: int = 200_000
+    #: Events of objects kept at most: a cap of their own, so the places' churn never prunes them (an hour
+    #: of 1 % churn of the kilometre-scale scene writes about 11,000).
+    max_object_changes: int = 50_000
     #: Seen entries kept at most (those of nodes gone longest are pruned first; 0: no count limit).
     max_seen: int = 100_000
 
@@ -76,6 +95,9 @@ class HistorySettings:
             raise ConfigError(f"history max_age_s must be >= 0 (0: no age limit), got {self.max_age_s!r}")
         if self.max_changes < 0:
             raise ConfigError(f"history max_changes must be >= 0 (0: no count limit), got {self.max_changes!r}")
+        if self.max_object_changes < 0:
+            raise ConfigError("history max_object_changes must be >= 0 (0: no count limit), got "
+                              f"{self.max_object_changes!r}")
         if self.max_seen < 0:
             raise ConfigError(f"history max_seen must be >= 0 (0: no count limit), got {self.max_seen!r}")
 
@@ -96,6 +118,8 @@ class ChangeEvent:
     from_class: str | None = None
     from_name: str | None = None
     room: str | None = None
+    #: The room that held the node in the snapshot before a move.
+    from_room: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -106,6 +130,7 @@ class ChangeEvent:
         if self.from_position is not None:
             out["from_position"] = list(self.from_position)
             out["distance_m"] = round(math.dist(self.position, self.from_position), 3)
+            out["from_room"] = self.from_room
         if self.from_class is not None:
             out["from_class"] = self.from_class
         if self.from_name is not None:
@@ -115,7 +140,7 @@ class ChangeEvent:
     def row(self) -> list[Any]:
         fx, fy, fz = self.from_position if self.from_position is not None else (None, None, None)
         return [self.symbol, self.kind.value, self.layer, self.cls, self.name, *self.position, fx, fy, fz,
-                self.from_class, self.from_name, self.room]
+                self.from_class, self.from_name, self.room, self.from_room]
 
 
 def iso_time(t: float) -> str:
@@ -137,8 +162,10 @@ class History:
         self._clock: tuple[float, int] | None = None
         #: Time and sequence of the history's first snapshot (the first sighting of a node without an entry).
         self._start: tuple[float, int] = (0.0, 0)
-        self._count = 0
+        #: Events kept, by pool: objects' (True) and the others' (False).
+        self._counts: dict[bool, int] = {True: 0, False: 0}
         self._schema_ready = False
+        self._warned_backwards = False
 
     def forget(self) -> None:
         """Read the database again before the next record (after a failure or another writer)."""
@@ -170,31 +197,48 @@ class History:
         self._ensure_loaded()
         anchors = self._anchors
         assert anchors is not None
+        t = self._snapshot_time(stamp_s)
         relayered = added & removed  # moved to another layer: the same node, compared like a changed one
         appeared = [i for i in added if i not in relayered]
         vanished = [i for i in removed if i not in relayered]
         if self._clock is None:  # the history starts here: what is there now is its baseline, not news
-            self._start = (stamp_s, sequence)
+            self._start = (t, sequence)
             appeared = []
             anchors.update((node_id, _point(row)) for node_id, row in new.nodes.items())
         found = self._found(old, new, appeared, vanished, [*changed, *relayered])
-        written = self._events(found, old, new, stamp_s, sequence)
-        statements: list[tuple[str, dict[str, Any]]] = [(q.SET_CLOCK, {"t": stamp_s, "seq": sequence})]
-        statements += [(q.CREATE_CHANGES, {"rows": chunk, "t": stamp_s, "seq": sequence})
-                       for chunk in _chunks([e.row() for e in written])]
-        statements += self._seen_statements(found, old, new, set(appeared), vanished, stamp_s, sequence)
+        written = self._events(found, old, new, t, sequence)
+        objects = [e.row() for e in written if e.layer == Layer.OBJECT.value]
+        others = [e.row() for e in written if e.layer != Layer.OBJECT.value]
+        statements: list[tuple[str, dict[str, Any]]] = [(q.SET_CLOCK, {"t": t, "seq": sequence})]
+        # One CREATE per pool, split here: a CREATE filtered by a test of its row creates only the rows passing it.
+        for create, rows in ((q.CREATE_OBJECT_CHANGES, objects), (q.CREATE_CHANGES, others)):
+            statements += [(create, {"rows": chunk, "t": t, "seq": sequence}) for chunk in _chunks(rows)]
+        statements += self._seen_statements(found, old, new, set(appeared), vanished, t, sequence)
         for start in range(0, len(statements), _STATEMENTS_PER_TRANSACTION):
             self.store.write_many(statements[start : start + _STATEMENTS_PER_TRANSACTION], timeout_s=120)
-        self._clock = (stamp_s, sequence)
+        self._clock = (t, sequence)
         for kind, node_id, row, _ in found:
             if kind is ChangeKind.APPEARED or kind is ChangeKind.MOVED:
                 anchors[node_id] = _point(row)
         for node_id in vanished:
             anchors.pop(node_id, None)
         if written:
-            self._count += len(written)
-            self._prune(stamp_s)
+            self._counts[True] += len(objects)
+            self._counts[False] += len(others)
+            self._prune(t)
         return written
+
+    def _snapshot_time(self, stamp_s: float) -> float:
+        """``stamp_s``, or 1 ms after the newest snapshot when it is not later (times strictly increase)."""
+        if self._clock is None or stamp_s > self._clock[0]:
+            return stamp_s
+        newest = self._clock[0]
+        if stamp_s < newest and not self._warned_backwards:
+            self._warned_backwards = True
+            log.warning("a snapshot stamped %s is older than the history's newest (%s): it and any other such are "
+                        "recorded just after the newest, so the history's times keep their order (a replayed "
+                        "bag? a scene file loaded with an older --time?)", iso_time(stamp_s), iso_time(newest))
+        return newest + STEP_S
 
     def _found(
         self, old: SceneTables, new: SceneTables, appeared: list[int], vanished: list[int], compared: list[int]
@@ -219,19 +263,25 @@ class History:
         return found
 
     def _events(
-        self, found: list[_Found], old: SceneTables, new: SceneTables, stamp_s: float, sequence: int
+        self, found: list[_Found], old: SceneTables, new: SceneTables, t: float, sequence: int
     ) -> list[ChangeEvent]:
-        """The Change events to write, each with the room that held its node (from the anchors as they were)."""
+        """The Change events to write, each with the room that held its node (from the anchors as they were);
+        a move also with the room that held it in the snapshot before."""
         anchors = self._anchors
         assert anchors is not None
-        rooms = _rooms({node_id for _, node_id, _, _ in found}, old, new) if found else {}
+        ids = {node_id for _, node_id, _, _ in found}
+        present = {node_id for node_id in ids if node_id in new.nodes}
+        moved = {node_id for kind, node_id, _, _ in found if kind is ChangeKind.MOVED}
+        rooms_now = _rooms(present, new)
+        rooms_before = _rooms((ids - present) | moved, old)  # one walk of the old tables for both
         return [
             ChangeEvent(
-                symbol_of(node_id), kind, row[0].value, row[1], row[2], _point(row), stamp_s, sequence,
+                symbol_of(node_id), kind, row[0].value, row[1], row[2], _point(row), t, sequence,
                 from_position=anchors.get(node_id) if kind is ChangeKind.MOVED else None,
                 from_class=before[1] if kind is ChangeKind.RELABELLED and before else None,
                 from_name=before[2] if kind is ChangeKind.RENAMED and before else None,
-                room=rooms.get(node_id),
+                room=rooms_now.get(node_id) if node_id in present else rooms_before.get(node_id),
+                from_room=rooms_before.get(node_id) if kind is ChangeKind.MOVED else None,
             )
             for kind, node_id, row, before in found
         ]
@@ -263,35 +313,46 @@ class History:
         return statements
 
     def size(self) -> dict[str, int]:
-        """Change events and Seen entries the database holds."""
+        """Change events (all, and the objects' among them) and Seen entries the database holds."""
         changes = self.store.query(q.COUNT_CHANGES)
+        objects = self.store.query(q.COUNT_OBJECT_CHANGES)
         seen = self.store.query(q.COUNT_SEEN)
-        return {"changes": int(changes[0]["n"]) if changes else 0, "seen": int(seen[0]["n"]) if seen else 0}
+        return {"changes": _count(changes), "object_changes": _count(objects), "seen": _count(seen)}
 
     def _prune(self, now: float) -> None:
-        """Age: what is older goes, read through the time indexes. Count: past a cap, the oldest go down
-        to PRUNE_TO of it, so the sort that finds them runs once per tenth of the cap, not per snapshot."""
+        """Per pool (objects', the others'): by age, what is older goes, read through the time indexes; by
+        count, past its cap, the oldest snapshots' events go until at most PRUNE_TO of it remain, so the
+        sort that finds them runs once per tenth of the cap, not per snapshot. Seen entries: past their cap,
+        those of nodes gone longest."""
         settings = self.settings
+        for objects, cap in ((True, settings.max_object_changes), (False, settings.max_changes)):
+            if settings.max_age_s > 0:
+                self._cut(objects, q.newest_before(objects), {"cutoff": now - settings.max_age_s})
+            if cap > 0 and self._counts[objects] > cap:
+                self._cut(objects, q.oldest_cut(objects), {"excess": self._counts[objects] - int(cap * PRUNE_TO)})
         if settings.max_age_s > 0:
-            cutoff = now - settings.max_age_s
-            self.store.write_many([(q.PRUNE_CHANGES_BEFORE, {"cutoff": cutoff}),
-                                   (q.PRUNE_GONE_BEFORE, {"cutoff": cutoff})], timeout_s=120)
-            rows = self.store.query(q.COUNT_CHANGES)
-            self._count = int(rows[0]["n"]) if rows else 0
-        if settings.max_changes > 0 and self._count > settings.max_changes:
-            keep = int(settings.max_changes * PRUNE_TO)
-            self.store.write(q.PRUNE_OLDEST_CHANGES, {"excess": self._count - keep}, timeout_s=120)
-            self._count = keep
+            self.store.write(q.PRUNE_GONE_BEFORE, {"cutoff": now - settings.max_age_s}, timeout_s=120)
         if settings.max_seen > 0:
-            rows = self.store.query(q.COUNT_SEEN)  # a label count: the databases keep it, nothing is scanned
-            seen = int(rows[0]["n"]) if rows else 0
+            seen = _count(self.store.query(q.COUNT_SEEN))  # a label count: the databases keep it, nothing is scanned
             if seen > settings.max_seen:
                 self.store.write(q.PRUNE_OLDEST_GONE, {"excess": seen - int(settings.max_seen * PRUNE_TO)},
                                  timeout_s=120)
 
+    def _cut(self, objects: bool, find: str, params: dict[str, Any]) -> None:
+        """Delete a pool's events up to the time ``find`` answers (whole snapshots), after recording that the
+        pool is complete from that time on only: an as-of read never trusts a range that lost events."""
+        rows = self.store.query(find, params, timeout_s=120)
+        up_to = rows[0]["t"] if rows else None
+        if up_to is None:
+            return
+        self.store.write(q.raise_kept_from(objects), {"t": up_to})
+        deleted = self.store.write(q.delete_up_to(objects), {"t": up_to}, timeout_s=120)
+        self._counts[objects] = max(0, self._counts[objects] - _count(deleted))
+
     def _ensure_loaded(self) -> None:
         if not self._schema_ready:
             ensure_indexes(self.store, q.INDEXES)
+            self.store.write(q.MARK_OBJECT_CHANGES, timeout_s=120)  # a history from before object_t, once
             self._schema_ready = True
         if self._anchors is None:
             anchors: dict[int, Point] = {}
@@ -304,8 +365,12 @@ class History:
             newest = clock[0] if clock and clock[0]["t"] is not None else None
             self._clock = (float(newest["t"]), int(newest["seq"])) if newest else None
             self._start = (float(newest["start_t"]), int(newest["start_seq"])) if newest else (0.0, 0)
-            counted = self.store.query(q.COUNT_CHANGES)
-            self._count = int(counted[0]["n"]) if counted else 0
+            objects = _count(self.store.query(q.COUNT_OBJECT_CHANGES, timeout_s=120))
+            self._counts = {True: objects, False: max(0, _count(self.store.query(q.COUNT_CHANGES)) - objects)}
+
+
+def _count(rows: list[dict[str, Any]]) -> int:
+    return int(rows[0]["n"]) if rows and rows[0]["n"] is not None else 0
 
 
 def _chunks(rows: list[Any]) -> list[list[Any]]:
@@ -320,32 +385,30 @@ def _seen_row(row: NodeRow) -> list[Any]:
     return [row[0].value, row[1], row[2], *_point(row)]
 
 
-def _rooms(ids: set[int], old: SceneTables, new: SceneTables) -> dict[int, str]:
-    """The room that contains each node (through its place), in the snapshot it was last in.
+def _rooms(wanted: set[int], tables: SceneTables) -> dict[int, str]:
+    """The room that contains each of ``wanted`` (through its place) in ``tables``.
 
     Walks up from the few changed nodes only, one pass over the edges per level
     (a parent map of the whole scene would cost more than the rest of a reconcile).
     """
     rooms: dict[int, str] = {}
-    present = {i for i in ids if i in new.nodes}
-    for tables, wanted in ((new, present), (old, ids - present)):
-        if not wanted:
-            continue
-        nodes = tables.nodes
-        # current node of each walk -> the changed nodes it started from (objects may share a place)
-        origin: dict[int, list[int]] = {i: [i] for i in wanted}
-        for _ in range(3):  # object > place > room (> building)
-            parents = _parents_of(set(origin), tables)
-            step: dict[int, list[int]] = {}
-            for child, parent in parents.items():
-                if nodes[parent][0] is Layer.ROOM:
-                    for start in origin[child]:
-                        rooms[start] = symbol_of(parent)
-                elif nodes[parent][0] is not Layer.BUILDING:
-                    step.setdefault(parent, []).extend(origin[child])
-            if not step:
-                break
-            origin = step
+    if not wanted:
+        return rooms
+    nodes = tables.nodes
+    # current node of each walk -> the changed nodes it started from (objects may share a place)
+    origin: dict[int, list[int]] = {i: [i] for i in wanted}
+    for _ in range(3):  # object > place > room (> building)
+        parents = _parents_of(set(origin), tables)
+        step: dict[int, list[int]] = {}
+        for child, parent in parents.items():
+            if nodes[parent][0] is Layer.ROOM:
+                for start in origin[child]:
+                    rooms[start] = symbol_of(parent)
+            elif nodes[parent][0] is not Layer.BUILDING:
+                step.setdefault(parent, []).extend(origin[child])
+        if not step:
+            break
+        origin = step
     return rooms
 
 
@@ -372,7 +435,7 @@ def read_changes(store: GraphStore, *, since: float, room: str | None = None, li
             str(r["symbol"]), ChangeKind(r["kind"]), str(r["layer"]), str(r["class"]), str(r["name"]),
             (float(r["x"]), float(r["y"]), float(r["z"])), float(r["t"]), int(r["seq"]),
             from_position=(float(r["from_x"]), float(r["from_y"]), float(r["from_z"])) if moved else None,
-            from_class=r["from_class"], from_name=r["from_name"], room=r["room"],
+            from_class=r["from_class"], from_name=r["from_name"], room=r["room"], from_room=r["from_room"],
         ))
     return events
 

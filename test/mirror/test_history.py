@@ -163,17 +163,20 @@ def _churn(step: int) -> object:
 
 
 class _RetentionOracle:
-    """The README's retention rules, applied to what the test itself sent (not to the library's output).
+    """The docs' retention rules, applied to what the test itself sent (not to the library's output).
 
-    Events: older than ``max_age_s`` before the newest snapshot go; past ``max_changes`` the oldest
-    (by time, then symbol and kind) go down to 90 % of it. Seen entries: gone ones older than the age
-    go; past ``max_seen`` those gone longest go down to 90 %; a node in the scene keeps its entry.
+    Events (here all of objects, so under ``max_changes``' sibling cap for objects): older than ``max_age_s``
+    before the newest snapshot go; past the cap, the oldest snapshots' events go, whole, until at most 90 % of
+    it remain; the history is complete from the newest time deleted on (``kept_from``). Seen entries: gone
+    ones older than the age go; past ``max_seen`` those gone longest go down to 90 %; a node in the scene
+    keeps its entry.
     """
 
     def __init__(self, max_changes: int, max_seen: int, max_age_s: float) -> None:
         self.max_changes, self.max_seen, self.max_age_s = max_changes, max_seen, max_age_s
         self.changes: list[tuple[float, str, str]] = []  # (t, symbol, kind)
         self.seen: dict[str, tuple[bool, float]] = {}  # symbol -> (present, last_t)
+        self.kept_from: float | None = None
 
     def snapshot(self, t: float, appeared: str, vanished: str | None, previous_t: float) -> None:
         self.changes.append((t, appeared, "appeared"))
@@ -182,14 +185,20 @@ class _RetentionOracle:
             self.changes.append((t, vanished, "disappeared"))
             self.seen[vanished] = (False, previous_t)  # last held by the snapshot before this one
         if self.max_age_s > 0:
-            self.changes = [c for c in self.changes if c[0] >= t - self.max_age_s]
+            self._cut_up_to(max((c[0] for c in self.changes if c[0] < t - self.max_age_s), default=None))
             self.seen = {s: v for s, v in self.seen.items() if v[0] or v[1] >= t - self.max_age_s}
         if self.max_changes > 0 and len(self.changes) > self.max_changes:
-            self.changes = sorted(self.changes)[len(self.changes) - int(0.9 * self.max_changes):]
+            excess = len(self.changes) - int(0.9 * self.max_changes)
+            self._cut_up_to(sorted(self.changes)[excess - 1][0])
         if self.max_seen > 0 and len(self.seen) > self.max_seen:
             gone = sorted((v[1], s) for s, v in self.seen.items() if not v[0])
             for _, symbol in gone[: len(self.seen) - int(0.9 * self.max_seen)]:
                 del self.seen[symbol]
+
+    def _cut_up_to(self, t: float | None) -> None:
+        if t is not None:
+            self.changes = [c for c in self.changes if c[0] > t]
+            self.kept_from = max(t, self.kept_from or t)
 
 
 @pytest.mark.parametrize(
@@ -200,8 +209,10 @@ def test_retention_by_count_and_age_matches_the_rules(
     store: GraphStore, max_changes: int, max_seen: int, max_age_s: float
 ) -> None:
     """Under churn (a renumbered detection every snapshot) Change and Seen stay within their bounds,
-    and what is kept is exactly what the rules keep, after every snapshot."""
-    mirror = Mirror(store, history=HistorySettings(max_changes=max_changes, max_seen=max_seen, max_age_s=max_age_s))
+    and what is kept is exactly what the rules keep, after every snapshot; so is the time from which
+    the objects' events are complete."""
+    settings = HistorySettings(max_changes=1, max_object_changes=max_changes, max_seen=max_seen, max_age_s=max_age_s)
+    mirror = Mirror(store, history=settings)  # max_changes=1: the places' cap never touches the objects' events
     mirror.reconcile(tiny_scene(), stamp_s=T0)  # the start: no events
     oracle = _RetentionOracle(max_changes, max_seen, max_age_s)
     previous_t = T0
@@ -214,6 +225,8 @@ def test_retention_by_count_and_age_matches_the_rules(
         assert sorted((r["t"], r["s"], r["k"]) for r in changes) == sorted(oracle.changes), f"step {step}"
         seen = store.query("MATCH (s:Seen) RETURN s.symbol AS s, s.present AS p, s.last_t AS t")
         assert {r["s"]: (r["p"], r["t"]) for r in seen} == oracle.seen, f"step {step}"
+        clock = store.query("MATCH (h:HistoryClock) RETURN h.object_kept_from_t AS k, h.kept_from_t AS other")
+        assert clock == [{"k": oracle.kept_from, "other": None}], f"step {step}"
     assert max_changes == 0 or len(oracle.changes) <= max_changes
     assert max_seen == 0 or len(oracle.seen) <= max_seen
     assert len(oracle.changes) < 79 or len(oracle.seen) < 40  # some bound did cut
@@ -249,8 +262,8 @@ def new_york(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 def test_history_times_are_utc_whatever_the_local_zone(store: GraphStore, new_york: None) -> None:
     """Issue 21: times read without a zone passed only because the machine ran in UTC."""
-    from heracles_ros.cli.changes import parse_since
     from heracles_ros.mirror.history import iso_time, read_changes
+    from heracles_ros.mirror.time_text import parse_time
 
     t0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z, 03:00 in New York
     assert iso_time(t0 + 0.25) == "2027-01-15T08:00:00.250Z"
@@ -258,12 +271,12 @@ def test_history_times_are_utc_whatever_the_local_zone(store: GraphStore, new_yo
     mirror.reconcile(tiny_scene(), stamp_s=t0)
     mirror.reconcile(changed_scene(), stamp_s=t0 + 3600)  # 09:00Z
     # `heracles changes --since` with a time without a zone means UTC, not the local clock.
-    assert parse_since("2027-01-15T08:30:00") == t0 + 1800
-    assert parse_since("2027-01-15T03:30:00-05:00") == t0 + 1800
-    events = read_changes(store, since=parse_since("2027-01-15T08:30:00"))
+    assert parse_time("2027-01-15T08:30:00", what="--since") == t0 + 1800
+    assert parse_time("2027-01-15T03:30:00-05:00", what="--since") == t0 + 1800
+    events = read_changes(store, since=parse_time("2027-01-15T08:30:00", what="--since"))
     assert events and {e.t for e in events} == {t0 + 3600}
     assert all(e.to_json()["time"] == "2027-01-15T09:00:00.000Z" for e in events)
-    assert read_changes(store, since=parse_since("2027-01-15T09:30:00")) == []
+    assert read_changes(store, since=parse_time("2027-01-15T09:30:00", what="--since")) == []
 
 
 def test_an_event_carries_what_changed_and_nothing_else_in_both_directions(store: GraphStore) -> None:
@@ -353,7 +366,7 @@ def test_the_clock_and_the_size_read_back_what_was_written(store: GraphStore) ->
     assert read_clock(store) == T0
     mirror.reconcile(changed_scene(), stamp_s=T0 + 60)
     assert read_clock(store) == T0 + 60
-    assert mirror.history.size() == {"changes": 3, "seen": 3}  # O0 moved, O3 gone, O5 new: 3 events, 3 entries
+    assert mirror.history.size() == {"changes": 3, "object_changes": 3, "seen": 3}  # O0 moved, O3 gone, O5 new
 
 
 def test_times_keep_their_milliseconds_whatever_the_second() -> None:
@@ -398,9 +411,10 @@ def test_a_restarted_mirror_counts_the_events_already_kept_against_the_cap(store
     mirror.reconcile(tiny_scene(), stamp_s=T0)
     for step in range(1, 7):  # 11 events, no cap yet
         mirror.reconcile(_churn(step), stamp_s=T0 + step)
-    capped = Mirror(store, history=HistorySettings(max_changes=10, max_age_s=0))  # no age pass to recount
+    capped = Mirror(store, history=HistorySettings(max_object_changes=10, max_age_s=0))
     capped.reconcile(_churn(7), stamp_s=T0 + 7)  # 2 more: 13 kept before pruning, past the cap of 10
-    assert capped.history.size()["changes"] == 9  # down to 90 % of the cap
+    # The oldest snapshots, whole, until at most 90 % of the cap remain: T0+1 (1 event), T0+2 and T0+3 (2 each).
+    assert capped.history.size() == {"changes": 8, "object_changes": 8, "seen": 7}
 
 
 def test_a_removal_alone_carries_the_room_it_left(store: GraphStore) -> None:
@@ -411,3 +425,101 @@ def test_a_removal_alone_carries_the_room_it_left(store: GraphStore) -> None:
     [gone] = mirror.reconcile(graph, stamp_s=T0 + 1).changes
     assert (gone.kind, gone.symbol, gone.room) == ("disappeared", "O3", "R1")
     assert gone.from_position is None  # only a move says where from
+
+
+def test_a_move_carries_the_room_it_left_and_the_room_it_entered(store: GraphStore) -> None:
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph, stamp_s=T0)
+    graph.remove_edge(node_id("P0"), node_id("O0"))  # carried from P0 (room R0) to P4 (room R1)
+    graph.insert_edge(node_id("P4"), node_id("O0"))
+    graph.get_node(node_id("O0")).attributes.position = np.array([4.0, 1.0, 0.5])
+    [moved] = mirror.reconcile(graph, stamp_s=T0 + 1).changes
+    assert (moved.kind, moved.room, moved.from_room) == ("moved", "R1", "R0")
+    assert moved.to_json()["from_room"] == "R0"
+    assert store.query("MATCH (c:Change {symbol: 'O0'}) RETURN c.room AS room, c.from_room AS from_room") == [
+        {"room": "R1", "from_room": "R0"}]
+    graph.get_node(node_id("O1")).attributes.semantic_label = 3  # a relabel has no from_room
+    [relabelled] = mirror.reconcile(graph, stamp_s=T0 + 2).changes
+    assert (relabelled.kind, relabelled.room, relabelled.from_room) == ("relabelled", "R0", None)
+
+
+def test_snapshot_times_strictly_increase_even_when_stamps_go_back(
+    store: GraphStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A replayed bag or a file loaded with an older --time: each such snapshot is recorded 1 ms after the newest,
+    so the first snapshot after a time is always one snapshot; the first going back is logged, once."""
+    mirror = Mirror(store)
+    graph = tiny_scene()
+    mirror.reconcile(graph, stamp_s=T0)
+    o2 = graph.get_node(node_id("O2")).attributes
+    times = []
+    for step, stamp in enumerate((T0 - 100, T0 - 50, T0, T0 + 10), start=1):
+        o2.position = np.array([4.0 + step, 1.0, 0.5])
+        [event] = mirror.reconcile(graph, stamp_s=stamp).changes
+        times.append(event.t)
+    assert times == pytest.approx([T0 + 0.001, T0 + 0.002, T0 + 0.003, T0 + 10], abs=1e-6)
+    assert read_clock(store) == T0 + 10
+    warnings = [r for r in caplog.records if "older than the history's newest" in r.getMessage()]
+    assert len(warnings) == 1 and "2027-01-15T07:58:20.000Z" in warnings[0].getMessage()
+
+
+def _move_place(graph: object, step: int) -> None:
+    graph.get_node(node_id("P2")).attributes.position = np.array([2.0, float(step), 0.0])  # 1 m a step
+
+
+def test_the_objects_events_and_the_others_are_pruned_apart(store: GraphStore) -> None:
+    """The places' churn (most of a large scene's events) never prunes what the objects did, and each pool says
+    from when it is complete."""
+    mirror = Mirror(store, history=HistorySettings(max_changes=4, max_object_changes=100, max_age_s=0))
+    graph = tiny_scene()
+    mirror.reconcile(graph, stamp_s=T0)
+    graph.get_node(node_id("O0")).attributes.position = np.array([3.0, 1.0, 0.5])
+    _move_place(graph, 1)
+    mirror.reconcile(graph, stamp_s=T0 + 1)  # O0 and P2 move
+    for step in range(2, 7):  # P2 alone, 5 more moves: past the places' cap of 4
+        _move_place(graph, step)
+        mirror.reconcile(graph, stamp_s=T0 + step)
+    kept = store.query("MATCH (c:Change) RETURN c.symbol AS s, c.t AS t, c.object_t AS ot ORDER BY t, s")
+    # The fifth place event passed the cap of 4: the oldest two snapshots' went (down to 90 % of 4, 3 kept);
+    # the object's event, in the oldest snapshot, stayed.
+    places = [{"s": "P2", "t": T0 + n, "ot": None} for n in (3, 4, 5, 6)]
+    assert kept == [{"s": "O0", "t": T0 + 1, "ot": T0 + 1}, *places]
+    assert store.query("MATCH (h:HistoryClock) RETURN h.kept_from_t AS k, h.object_kept_from_t AS ok") == [
+        {"k": T0 + 2, "ok": None}]
+    assert mirror.history.size() == {"changes": 5, "object_changes": 1, "seen": 2}
+
+
+def test_object_events_from_before_object_t_join_their_pool(store: GraphStore) -> None:
+    """A history written before the objects' pool existed: its object events get object_t when a mirror starts,
+    after the index exists, and count against the objects' cap."""
+    Mirror(store).reconcile(tiny_scene(), stamp_s=T0)
+    Mirror(store).reconcile(changed_scene(), stamp_s=T0 + 1)
+    store.write("MATCH (c:Change) REMOVE c.object_t")  # as an older version wrote them
+    store.write("CREATE (:Change {symbol: 'P9', kind: 'moved', layer: 'MeshPlace', t: $t})", {"t": T0 + 1})
+    mirror = Mirror(store, history=HistorySettings(max_object_changes=2, max_age_s=0))
+    mirror.reconcile(changed_scene(), stamp_s=T0 + 2)  # no news: nothing to prune yet
+    assert store.query("MATCH (c:Change) WHERE c.object_t = c.t RETURN count(c) AS n") == [{"n": 3}]
+    assert store.query("MATCH (c:Change {symbol: 'P9'}) RETURN c.object_t AS ot") == [{"ot": None}]
+    graph = changed_scene()
+    graph.get_node(node_id("O2")).attributes.position = np.array([5.0, 1.0, 0.5])
+    mirror.reconcile(graph, stamp_s=T0 + 3)  # a fourth object event: past the cap of 2, the oldest snapshot goes
+    assert store.query("MATCH (c:Change) RETURN c.symbol AS s ORDER BY s") == [{"s": "O2"}, {"s": "P9"}]
+    assert store.query("MATCH (h:HistoryClock) RETURN h.object_kept_from_t AS ok") == [{"ok": T0 + 1}]
+
+
+def test_the_time_indexes_answer_ranges_as_a_scan_does(store: GraphStore) -> None:
+    """History indexes exist before the first event: an indexed range returns what a scan (``+ 0`` defeats the
+    index) returns, for both pools, after churn and pruning."""
+    mirror = Mirror(store, history=HistorySettings(max_changes=30, max_object_changes=30))
+    graph = tiny_scene()
+    mirror.reconcile(graph, stamp_s=T0)
+    for step in range(1, 41):
+        churned = _churn(step)
+        _move_place(churned, step)
+        mirror.reconcile(churned, stamp_s=T0 + step)
+    for at in (T0, T0 + 10.5, T0 + 30, T0 + 39):
+        for time_of in ("c.t", "c.object_t"):
+            indexed = store.query(f"MATCH (c:Change) WHERE {time_of} > $at RETURN count(c) AS n", {"at": at})
+            scanned = store.query(f"MATCH (c:Change) WHERE {time_of} + 0 > $at RETURN count(c) AS n", {"at": at})
+            assert indexed == scanned and indexed[0]["n"] > 0, (at, time_of)
