@@ -56,8 +56,8 @@ from heracles_ros.graphdb.cypher import history as q
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.indexes import ensure_indexes
 from heracles_ros.outcomes import ChangeKind
-from heracles_ros.scene.tables import NodeRow, SceneTables, id_of, relation_of, symbol_of
-from heracles_ros.schema import CONTAINS, Layer
+from heracles_ros.scene.tables import NodeRow, SceneTables, id_of, symbol_of
+from heracles_ros.schema import Layer
 
 log = logging.getLogger(__name__)
 
@@ -386,44 +386,9 @@ def _seen_row(row: NodeRow) -> list[Any]:
 
 
 def _rooms(wanted: set[int], tables: SceneTables) -> dict[int, str]:
-    """The room that contains each of ``wanted`` (through its place) in ``tables``.
-
-    Walks up from the few changed nodes only, one pass over the edges per level
-    (a parent map of the whole scene would cost more than the rest of a reconcile).
-    """
-    rooms: dict[int, str] = {}
-    if not wanted:
-        return rooms
-    nodes = tables.nodes
-    # current node of each walk -> the changed nodes it started from (objects may share a place)
-    origin: dict[int, list[int]] = {i: [i] for i in wanted}
-    for _ in range(3):  # object > place > room (> building)
-        parents = _parents_of(set(origin), tables)
-        step: dict[int, list[int]] = {}
-        for child, parent in parents.items():
-            if nodes[parent][0] is Layer.ROOM:
-                for start in origin[child]:
-                    rooms[start] = symbol_of(parent)
-            elif nodes[parent][0] is not Layer.BUILDING:
-                step.setdefault(parent, []).extend(origin[child])
-        if not step:
-            break
-        origin = step
-    return rooms
-
-
-def _parents_of(children: set[int], tables: SceneTables) -> dict[int, int]:
-    nodes = tables.nodes
-    low64 = (1 << 64) - 1
-    parents: dict[int, int] = {}
-    for key in tables.edges:
-        a, b = key >> 64, key & low64
-        if a not in children and b not in children:
-            continue
-        found = relation_of(a, b, nodes)
-        if found is not None and found[2] == CONTAINS and found[1] in children:
-            parents[found[1]] = found[0]
-    return parents
+    """The room that contains each of ``wanted`` (through its place) in ``tables``: a walk up the tables' parent
+    index, carried from snapshot to snapshot by the mirror's diffs (no pass over the edges)."""
+    return {node: symbol_of(room) for node, room in tables.rooms(wanted).items()} if wanted else {}
 
 
 def read_changes(store: GraphStore, *, since: float, room: str | None = None, limit: int = 1000) -> list[ChangeEvent]:

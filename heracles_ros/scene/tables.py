@@ -118,6 +118,8 @@ class SceneTables:
     #: Hydra's ``semantic_feature`` of the objects that carry one (flat float32), by id; kept out of the rows,
     #: which the diff compares (mirror/features.py writes them).
     features: dict[int, np.ndarray] = field(default_factory=dict)
+    #: Each node's parents through CONTAINS (None: not indexed yet, see parent_index).
+    parents: dict[int, tuple[int, ...]] | None = None
 
     def relationships(self) -> int:
         """Relationships the database holds for these edges: connectivity counts twice (both directions)."""
@@ -127,6 +129,75 @@ class SceneTables:
                 1 for key in self.edges if nodes[key >> 64][0] is nodes[key & _LOW64][0]
             )
         return len(self.edges) + self.within_layer
+
+    def parent_index(self) -> dict[int, tuple[int, ...]]:
+        """Each node's CONTAINS parents: one pass over the edges the first time (0.1 s at 10^5 nodes), then
+        carried over by :meth:`changed`."""
+        if self.parents is None:
+            parents: dict[int, tuple[int, ...]] = {}
+            for key in self.edges:
+                _link(parents, key, self.nodes)
+            self.parents = parents
+        return self.parents
+
+    def rooms(self, ids: Iterable[int]) -> dict[int, int]:
+        """The room that holds each of ``ids`` through its parents (object, place, room), where one does; the
+        smallest parent is followed where a node has several."""
+        parents, nodes = self.parent_index(), self.nodes
+        rooms: dict[int, int] = {}
+        for start in ids:
+            node = start
+            for _ in range(3):  # object > place > room (> building)
+                above = parents.get(node)
+                if not above:
+                    break
+                node = min(above)
+                layer = nodes[node][0]
+                if layer is Layer.ROOM:
+                    rooms[start] = node
+                if layer is Layer.ROOM or layer is Layer.BUILDING:
+                    break
+        return rooms
+
+    def changed(
+        self,
+        rows: Mapping[int, NodeRow | None],
+        features: Mapping[int, np.ndarray],
+        added_edges: Iterable[EdgeKey],
+        removed_edges: Iterable[EdgeKey],
+    ) -> SceneTables:
+        """A copy with ``rows`` set (None: the node goes), their ``features`` (a node of ``rows`` absent from it
+        has none) and the edges added and removed; the relationship count and parent index carried over. The
+        copy is two C-level table copies (15 ms at 10^5 nodes), the rest proportional to the change. A node
+        that changes layer must not be among ``rows``: the counts would be wrong."""
+        nodes = dict(self.nodes)
+        edges = set(self.edges)
+        kept_features = dict(self.features)
+        parents = dict(self.parents) if self.parents is not None else None
+        within = self.within_layer
+        for key in removed_edges:
+            if key in edges:
+                edges.discard(key)
+                within = _count_within(within, key, self.nodes, -1)
+                if parents is not None:
+                    _unlink(parents, key, self.nodes)
+        for node, row in rows.items():
+            if row is None:
+                nodes.pop(node, None)
+            else:
+                nodes[node] = row
+            feature = features.get(node)
+            if feature is None:
+                kept_features.pop(node, None)
+            else:
+                kept_features[node] = feature
+        for key in added_edges:
+            if key not in edges:
+                edges.add(key)
+                within = _count_within(within, key, nodes, 1)
+                if parents is not None:
+                    _link(parents, key, nodes)
+        return SceneTables(nodes, edges, within, kept_features, parents)
 
 
 def extract_tables(graph: dsg.DynamicSceneGraph) -> SceneTables:
@@ -197,6 +268,39 @@ def extract_tables(graph: dsg.DynamicSceneGraph) -> SceneTables:
             edges.add(a << 64 | b)
     tables.within_layer = within
     return tables
+
+
+def _contains(key: EdgeKey, nodes: Mapping[int, NodeRow]) -> tuple[int, int] | None:
+    """(parent, child) of a CONTAINS edge, None for any other."""
+    kind = kind_of(key, nodes)
+    if kind is None or kind.relation != CONTAINS:
+        return None
+    low, high = key >> 64, key & _LOW64
+    return (high, low) if kind.flipped else (low, high)
+
+
+def _count_within(within: int | None, key: EdgeKey, nodes: Mapping[int, NodeRow], step: int) -> int | None:
+    if within is None or nodes[key >> 64][0] is not nodes[key & _LOW64][0]:
+        return within
+    return within + step
+
+
+def _link(parents: dict[int, tuple[int, ...]], key: EdgeKey, nodes: Mapping[int, NodeRow]) -> None:
+    ends = _contains(key, nodes)
+    if ends is not None:
+        parent, child = ends
+        parents[child] = (*parents.get(child, ()), parent)
+
+
+def _unlink(parents: dict[int, tuple[int, ...]], key: EdgeKey, nodes: Mapping[int, NodeRow]) -> None:
+    ends = _contains(key, nodes)
+    if ends is not None:
+        parent, child = ends
+        left = tuple(p for p in parents.get(child, ()) if p != parent)
+        if left:
+            parents[child] = left
+        else:
+            parents.pop(child, None)
 
 
 def edge_key(a: int, b: int) -> EdgeKey:
