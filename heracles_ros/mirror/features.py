@@ -53,7 +53,7 @@ class FeatureWriter:
             self._indexed = False
         held = self._held
         gone = sorted(symbol for symbol in held if symbol not in wanted)
-        changed = [[symbol, feature.tolist(), int(feature.size), mark]
+        changed = [[symbol, _unit(feature).tolist(), int(feature.size), mark]
                    for symbol, (feature, mark) in sorted(wanted.items()) if held.get(symbol) != mark]
         if not gone and not changed:
             return 0
@@ -75,3 +75,9 @@ class FeatureWriter:
         self._held = None
         self._indexed = False
 
+
+
+def _unit(feature: np.ndarray) -> np.ndarray:
+    """The direction is what "like" compares: stored at length 1, the cosine is a dot product on any backend."""
+    norm = float(np.linalg.norm(feature))
+    return feature / norm if norm > 0.0 else feature
