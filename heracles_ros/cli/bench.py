@@ -1,4 +1,4 @@
-"""``heracles bench mirror|plan|db|read-path|limits|stop|cypher-parse|console``: measure, print figures.
+"""``heracles bench mirror|plan|db|read-path|limits|stop|cypher-parse|console|find``: measure, print figures.
 
 ``--json`` prints them as one object, for scripts.
 """
@@ -20,6 +20,7 @@ BENCHMARKS = {
     "stop": "from 'heracles stop' starting to the simulated robot standing still, with the CLI's own start-up",
     "cypher-parse": "FalkorDB's parse time against nesting depth per construct, and the worst the query guard admits",
     "console": "the console's map on the kilometre-scale scene: full message, one object moved, the page's first paint",
+    "find": "heracles find at the kilometre-scale scene: latency, first use, memory, and accuracy on the query set",
 }
 
 
