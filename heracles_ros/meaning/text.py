@@ -16,14 +16,15 @@ STOP_WORDS = frozenset((
     "its", "there", "this", "these", "those",
 ))
 _SPACES = re.compile(r"\s+")
+_PUNCTUATION = re.compile(r"[^\w\s']")
 _TRAILING_INDEX = re.compile(r"[\s_#-]*\d+$")
 #: Words that introduce where a thing is: "the bag in the road".
 _PLACE_WORDS = re.compile(r"\s(?:in|inside|at|near|by|on|from)\s(?=\S)")
 
 
 def normalise(text: str) -> str:
-    """Lower case, ``_`` and ``-`` as spaces, one space between words."""
-    return _SPACES.sub(" ", text.replace("_", " ").replace("-", " ").lower()).strip()
+    """Lower case, ``_``, ``-`` and punctuation as spaces, one space between words."""
+    return _SPACES.sub(" ", _PUNCTUATION.sub(" ", text.replace("_", " ")).lower()).strip()
 
 
 def content(text: str) -> str:
