@@ -1,0 +1,120 @@
+"""``heracles where SYMBOL [--at TIME]`` and ``heracles scene [--at TIME]``: the scene as of a time.
+
+Where one node was (any layer), or which objects were there and where, read back from the mirror's history
+(:mod:`heracles_ros.mirror.as_of`, which says how exact a position is). TIME takes the forms of ``changes
+--since``; without it, now. A time before what the history keeps is an error that says what it keeps.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from heracles_ros.cli.common import add_db_option, as_text, print_json
+from heracles_ros.errors import ConfigError
+from heracles_ros.graphdb import open_store
+from heracles_ros.graphdb.scene_presence import require_graph
+from heracles_ros.mirror.as_of import HistoryRange, NodeAt, OutOfRange, node_at, scene_at
+from heracles_ros.mirror.history import iso_time
+from heracles_ros.mirror.time_text import parse_time
+from heracles_ros.schema import is_scene_symbol
+
+_AT_HELP = ("the time: 30s, 10m, 2h, 1d ago, an ISO time (UTC unless it names a zone) or seconds since the epoch "
+            "(default: now)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    where = sub.add_parser(
+        "where", help="where a node was at a time (default: now), from the mirror's history",
+        description="Where SYMBOL was at TIME: class, position, room, whether it was in the scene, and when the "
+        "mirror last saw it. A position the history recorded (before a move, or when last seen) is exact unless "
+        "the node drifted less than the mirror's move_threshold_m first; otherwise it is the position now, "
+        "within twice that threshold of where it was.",
+    )
+    where.add_argument("symbol", help="the node's symbol, e.g. O12")
+    scene = sub.add_parser(
+        "scene", help="the objects in the scene at a time (default: now) and where each was",
+        description="The objects there at TIME, with class, position and room, from the mirror's history "
+        "(positions as precise as 'heracles where' says).",
+    )
+    scene.add_argument("--class", dest="cls", default=None, metavar="CLASS",
+                       help="only objects of this class then (any case), e.g. chair")
+    scene.add_argument("--room", default=None, metavar="SYMBOL", help="only objects in this room then, e.g. R2")
+    for parser, run in ((where, _where), (scene, _scene)):
+        parser.add_argument("--at", default=None, metavar="AGO|TIME", help=_AT_HELP)
+        parser.add_argument("--json", action="store_true", help="print the answer as one JSON object")
+        add_db_option(parser)
+        parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+        parser.set_defaults(func=run)
+
+
+def _where(args: argparse.Namespace) -> int:
+    if not is_scene_symbol(args.symbol):
+        raise ConfigError(f"{args.symbol!r} is not a scene symbol (a letter and a number, e.g. O12)")
+    at = parse_time(args.at, what="--at") if args.at is not None else None
+    with open_store(args.db, graph=args.graph) as store:
+        require_graph(store, reader="heracles where")  # a misspelt --graph is not an empty past
+        found = node_at(store, args.symbol, at)
+    if isinstance(found, OutOfRange):
+        raise ConfigError(found.message)
+    if found is None:
+        raise ConfigError(f"{args.symbol}: no such node in the scene, nor in the history it keeps")
+    answer = {**found.to_json(), **_when(at)}
+    if args.json:
+        print_json(answer)
+    else:
+        print(_where_line(found, at))
+    return 0
+
+
+def _scene(args: argparse.Namespace) -> int:
+    at = parse_time(args.at, what="--at") if args.at is not None else None
+    with open_store(args.db, graph=args.graph) as store:
+        require_graph(store, reader="heracles scene")
+        found = scene_at(store, at, cls=args.cls, room=args.room)
+    if isinstance(found, OutOfRange):
+        raise ConfigError(found.message)
+    objects = [node.to_json() for node in found.objects]
+    if args.json:
+        print_json({**_when(at), **_kept(found.range), "whole": found.whole, "objects": objects})
+        return 0
+    when = "now" if at is None else f"at {iso_time(at)}"
+    print(f"objects {when}{_kept_text(found.range)}: {len(objects)}")
+    if objects:
+        print(as_text([_scene_row(node) for node in found.objects]))
+    if not found.whole:
+        print("note: a mirror update overlapped the read; what is listed may mix two snapshots", file=sys.stderr)
+    return 0
+
+
+def _when(at: float | None) -> dict[str, Any]:
+    return {"at": at, "time": iso_time(at) if at is not None else "now"}
+
+
+def _kept(history: HistoryRange | None) -> dict[str, Any]:
+    if history is None:
+        return {"kept_from": None, "newest": None}
+    return {"kept_from": history.earliest(objects=True), "newest": history.newest_t}
+
+
+def _kept_text(history: HistoryRange | None) -> str:
+    return f" (the history answers from {iso_time(history.earliest(objects=True))})" if history else ""
+
+
+def _where_line(node: NodeAt, at: float | None) -> str:
+    when = "now" if at is None else iso_time(at)
+    seen = f"; last seen {iso_time(node.last_seen)}" if node.last_seen else ""
+    if not node.present or node.position is None:
+        return f"{when}  {node.symbol} ({node.cls}) not in the scene{seen}"
+    room = f" in {node.room}" if node.room else ""
+    how = ", as recorded" if node.recorded else ""
+    return f"{when}  {node.symbol} ({node.cls}) at {_xyz(node.position)}{room}{how}{seen}"
+
+
+def _scene_row(node: NodeAt) -> dict[str, Any]:
+    return {"symbol": node.symbol, "class": node.cls, "name": node.name, "position": _xyz(node.position),
+            "room": node.room, "recorded": node.recorded}
+
+
+def _xyz(point: tuple[float, float, float] | None) -> str:
+    return "(" + ", ".join(f"{v:.2f}" for v in point) + ")" if point is not None else "-"
