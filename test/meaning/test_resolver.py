@@ -113,7 +113,7 @@ def test_after_moves_relabels_and_removals_it_returns_objects_where_they_are_now
 
 def test_across_many_mirrored_snapshots_it_returns_every_current_object_and_no_removed_one(store, embedder) -> None:
     """40 snapshots of the small scene, each moving 5 objects, relabelling 2 to or from chair, removing 2 and
-    bringing back the oldest beyond 4 removed: the chairs found are the snapshot's chairs, at its positions, every time."""
+    bringing back the oldest beyond 4 removed: the chairs found are the snapshot's chairs, at its positions."""
     base = extract_tables(generate_scene("small", 0))
     mirror = Mirror(store)
     mirror.reconcile(base, stamp_s=0.0)
