@@ -67,6 +67,9 @@ CHANGE_LABEL = "Change"
 SEEN_LABEL = "Seen"
 HISTORY_CLOCK_LABEL = "HistoryClock"
 HISTORY_LABELS: tuple[str, ...] = (CHANGE_LABEL, SEEN_LABEL, HISTORY_CLOCK_LABEL)
+#: Hydra's semantic_feature of an object, on a node of its own the mirror writes only when it changes (linked to
+#: nothing, hidden from the model's schema: graphdb/cypher/meaning.py).
+OBJECT_FEATURE_LABEL = "ObjectFeature"
 
 #: Properties an operator correction may change (narrow, typed).
 CORRECTABLE_PROPERTIES: dict[str, type] = {"class": str, "name": str, "x": float, "y": float, "z": float}

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from heracles_ros.graphdb.cypher import introspection as q
 from heracles_ros.graphdb.cypher.mirror import READ_META
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.schema import CORRECTION_LABEL, MIRROR_META_LABEL
+from heracles_ros.schema import CORRECTION_LABEL, MIRROR_META_LABEL, OBJECT_FEATURE_LABEL
 
 log = logging.getLogger(__name__)
 
 #: Bookkeeping labels the model has no use for.
-HIDDEN_LABELS = frozenset({CORRECTION_LABEL, MIRROR_META_LABEL})
+HIDDEN_LABELS = frozenset({CORRECTION_LABEL, MIRROR_META_LABEL, OBJECT_FEATURE_LABEL})
 #: Nodes per label whose keys are sampled (labels are homogeneous; this bounds the cost).
 KEY_SAMPLE = 50
 

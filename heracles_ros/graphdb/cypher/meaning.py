@@ -12,11 +12,11 @@ compares every feature with one, by brute force (under a millisecond for the kil
 """
 from __future__ import annotations
 
-from heracles_ros.schema import CONTAINS, CORRECTION_LABEL, MIRROR_META_LABEL, Dialect, Layer
+from heracles_ros.schema import CONTAINS, CORRECTION_LABEL, MIRROR_META_LABEL, OBJECT_FEATURE_LABEL, Dialect, Layer
 
 _OBJECT = Layer.OBJECT.value
 _ROOM = Layer.ROOM.value
-_FEATURE = "ObjectFeature"
+_FEATURE = OBJECT_FEATURE_LABEL
 #: The (label, property) feature lookups go through: indexed by the mirror before its first feature write.
 FEATURE_INDEX: tuple[str, str] = (_FEATURE, "symbol")
 
@@ -63,7 +63,7 @@ def write_features(dialect: Dialect) -> str:
 
     The old vector is removed before the new one is set: on the bundled FalkorDB (4.16.3) a ``SET`` of a
     vecf32 over another kept the old vector in 11 of 20 random trials (widths 2 to 63; 0 of 100 after a
-    ``REMOVE``); test/mirror/test_features.py keeps a canary of it.
+    ``REMOVE``; docs/known-issues.md#falkordb-vector-set); test/mirror/test_features.py keeps a canary of it.
     """
     vector = "r[1]" if dialect.name == "neo4j" else "vecf32(r[1])"
     return (
