@@ -21,6 +21,7 @@ BENCHMARKS = {
     "cypher-parse": "FalkorDB's parse time against nesting depth per construct, and the worst the query guard admits",
     "console": "the console's map on the kilometre-scale scene: full message, one object moved, the page's first paint",
     "find": "heracles find at the kilometre-scale scene: latency, first use, memory, and accuracy on the query set",
+    "as-of": "the scene as of a time at the kilometre-scale scene after an hour of churn: latency to the horizon",
 }
 
 
