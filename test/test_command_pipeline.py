@@ -10,6 +10,7 @@ import pytest
 from support.scripted_llm import ScriptedLLMServer, adapter, call, say, slow
 
 from heracles_ros.agent.loop import Agent
+from heracles_ros.agent.settings import AgentSettings
 from heracles_ros.command_pipeline import CommandPipeline
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
@@ -51,10 +52,10 @@ def _symbol(store: Any, query: str) -> str:
 
 
 def _setup(
-    store: Any, server: ScriptedLLMServer, **agent_options: Any
+    store: Any, server: ScriptedLLMServer, settings: AgentSettings | None = None
 ) -> tuple[Agent, CommandPipeline, CountingPlanner]:
     planner = CountingPlanner(Planner(store))
-    agent = Agent(store, adapter(server), checker=planner, **agent_options)
+    agent = Agent(store, adapter(server), settings, checker=planner)
     return agent, CommandPipeline(planner), planner
 
 
@@ -81,7 +82,7 @@ def test_the_agent_alone_only_grounds_and_plan_false_plans_nothing(small_store, 
 
 def test_goal_retries_are_bounded_and_nothing_reaches_the_planner(small_store, llm_server) -> None:
     server = llm_server([say("<answer>(holding O999)</answer>")] * 3)
-    agent, pipeline, planner = _setup(small_store, server, max_goal_retries=2)
+    agent, pipeline, planner = _setup(small_store, server, AgentSettings(max_goal_retries=2))
     result = pipeline.command(agent, "Pick up the unicorn")
     assert result.error.startswith("GoalError: unknown symbol 'O999'")
     assert result.goal == "" and result.plan is None and planner.planned == []

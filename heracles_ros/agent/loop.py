@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from heracles_ros.agent.llm import LLM, Message, Reply
-from heracles_ros.agent.prompt import METHODS, Prompt, PromptBuilder
+from heracles_ros.agent.prompt import Prompt, PromptBuilder
 from heracles_ros.agent.referents import Referents
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult, Usage
 from heracles_ros.agent.sessions import Exchange, Sessions
+from heracles_ros.agent.settings import AgentSettings
 from heracles_ros.agent.tool import CYPHER_TOOL, TOOL_NAME, CypherTool
 from heracles_ros.errors import (
     AnswerFormatError,
@@ -59,10 +60,7 @@ from heracles_ros.formats.sldp import (
 )
 from heracles_ros.graphdb.scene_presence import require_scene
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.mirror.additions import AdditionSettings
-from heracles_ros.mirror.corrections import MAX_NODES, Applied, Corrections
-from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S
-from heracles_ros.schema import ROBOT_SYMBOL
+from heracles_ros.mirror.corrections import Applied, Corrections
 
 log = logging.getLogger(__name__)
 
@@ -114,44 +112,26 @@ class Agent:
         self,
         store: GraphStore,
         llm: LLM,
+        settings: AgentSettings | None = None,
         *,
         checker: Any = None,
-        method: str = "agentic",
-        max_tool_calls: int | None = None,
-        max_goal_retries: int = 2,
-        max_answer_retries: int = 1,
-        max_correction_retries: int = 1,
-        correction_max_nodes: int = MAX_NODES,
-        additions: AdditionSettings | None = None,
-        query_timeout_s: float = 10.0,
-        snapshot_wait_s: float = DEFAULT_WAIT_S,
-        result_token_budget: int = 2000,
-        request_timeout_s: float | None = None,
-        prompts: PromptBuilder | None = None,
-        robot_symbol: str = ROBOT_SYMBOL,
         sessions: Sessions | None = None,
         query_store: GraphStore | None = None,
     ):
         """``query_store`` serves the model's Cypher tool (e.g. a read replica); ``store`` everything else."""
-        if method not in METHODS:
-            raise ConfigError(f"unknown agent method {method!r}; choose one of {', '.join(METHODS)}")
         self.store = store
         self.llm = llm
-        self.method = method
-        self.max_tool_calls = llm.settings.max_tool_calls if max_tool_calls is None else max_tool_calls
-        self.retries = {"answer": max_answer_retries, "goal": max_goal_retries, "correction": max_correction_retries}
-        self.correction_max_nodes = correction_max_nodes
-        self.additions = additions
-        self.request_timeout_s = request_timeout_s
+        self.settings = settings = AgentSettings() if settings is None else settings
+        self.max_tool_calls = llm.settings.max_tool_calls
         self.tool = CypherTool(
-            query_store or store, timeout_s=query_timeout_s, token_budget=result_token_budget,
-            snapshot_wait_s=snapshot_wait_s,
+            query_store or store, timeout_s=settings.query_timeout_s, token_budget=settings.result_token_budget,
+            snapshot_wait_s=settings.snapshot_wait_s,
         )
-        self.prompts = prompts or PromptBuilder(
-            store, max_tool_calls=self.max_tool_calls, result_token_budget=result_token_budget
+        self.prompts = PromptBuilder(
+            store, max_tool_calls=self.max_tool_calls, result_token_budget=settings.result_token_budget
         )
         self._checker = checker
-        self.referents = Referents(store, robot_symbol=robot_symbol)
+        self.referents = Referents(store, robot_symbol=settings.robot_symbol)
         #: Recent exchanges per session id (requests without a session neither read nor add any).
         self.sessions = Sessions() if sessions is None else sessions  # an empty one is falsy: keep it
 
@@ -245,7 +225,7 @@ class Agent:
         error like any set-up failure.
         """
         result = CorrectResult()
-        corrections = Corrections(self.store, self.additions)
+        corrections = Corrections(self.store, self.settings.additions)
 
         def check(text: str) -> Applied | None:
             try:
@@ -255,7 +235,7 @@ class Agent:
                 triples = [item for item in proposed if isinstance(item, tuple)]
                 additions = [item for item in proposed if isinstance(item, dict)]
                 applied = corrections.propose(
-                    triples, additions, max_nodes=self.correction_max_nodes, author=author,
+                    triples, additions, max_nodes=self.settings.correction_max_nodes, author=author,
                     request=instruction.strip(),
                 )
             except CorrectionError as exc:
@@ -319,7 +299,8 @@ class Agent:
                 raise ConfigError(f"empty {task} request")
             # Before the model: an empty or misspelt graph would read as an empty room ("0 bags").
             require_scene(self.store, reader=f"cannot {task}")
-            prompt: Prompt = self.prompts.build(task, request.strip(), method=self.method, answer_type=answer_type)
+            prompt: Prompt = self.prompts.build(task, request.strip(), method=self.settings.method,
+                                               answer_type=answer_type)
         except HeraclesError as exc:
             result.error = describe(exc)
             result.usage.latency_s = time.monotonic() - started
@@ -343,7 +324,7 @@ class Agent:
             session.usage.latency_s = time.monotonic() - session.started
 
     def _converse(self, session: _Session, check: Callable[[str], T]) -> tuple[T | Clarification, str, str]:
-        retries = dict(self.retries)
+        retries = self.settings.retries
         # Every turn either runs a query, spends a retry, or ends the request; the slack
         # covers a model that keeps calling tools after they were withdrawn.
         max_turns = self.max_tool_calls + sum(retries.values()) + 3
@@ -395,7 +376,7 @@ class Agent:
     @property
     def _query_limit(self) -> int:
         """Queries one request may run under this method."""
-        return {"context": 0, "single": 1}.get(self.method, self.max_tool_calls)
+        return {"context": 0, "single": 1}.get(self.settings.method, self.max_tool_calls)
 
     def _may_query(self, session: _Session) -> bool:
         return session.usage.tool_calls < self._query_limit
@@ -436,11 +417,12 @@ class Agent:
             )
 
     def _check_deadline(self, session: _Session) -> None:
-        if self.request_timeout_s is None:
+        limit_s = self.settings.request_timeout_s
+        if limit_s is None:
             return
         elapsed = time.monotonic() - session.started
-        if elapsed > self.request_timeout_s:
-            raise LLMTimeout(f"the request took longer than its {self.request_timeout_s:g} s limit ({elapsed:.1f} s)")
+        if elapsed > limit_s:
+            raise LLMTimeout(f"the request took longer than its {limit_s:g} s limit ({elapsed:.1f} s)")
 
 
 # --- answer text ------------------------------------------------------------------------

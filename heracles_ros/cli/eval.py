@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     from heracles_ros.agent.factory import make_llm
     from heracles_ros.agent.llm import LLMSettings
     from heracles_ros.agent.loop import Agent
+    from heracles_ros.agent.settings import AgentSettings
     from heracles_ros.graphdb import open_store
 
     settings = LLMSettings(provider=args.llm, model=args.model, timeout_s=args.timeout,
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         for method in methods:
             llm = make_llm(settings)
             try:
-                agent = _GoalOnly(Agent(store, llm, method=method))
+                agent = _GoalOnly(Agent(store, llm, AgentSettings(method=method)))
                 results.extend(run_dataset(dataset, agent, method, progress=not args.no_progress))
             finally:
                 llm.close()

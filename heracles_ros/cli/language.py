@@ -191,6 +191,7 @@ def _request(args: argparse.Namespace, result_type: type[R], run: Callable[[Any]
     from heracles_ros.agent.factory import make_llm
     from heracles_ros.agent.llm import LLMSettings
     from heracles_ros.agent.loop import Agent
+    from heracles_ros.agent.settings import AgentSettings
     from heracles_ros.graphdb import open_store
 
     stack = contextlib.ExitStack()
@@ -202,7 +203,7 @@ def _request(args: argparse.Namespace, result_type: type[R], run: Callable[[Any]
             stack.callback(llm.close)
             store = stack.enter_context(open_store(args.db, graph=args.graph))
             query_store = stack.enter_context(open_store(args.db, graph=args.graph, read_replica=True))
-            agent = Agent(store, llm, method=args.method, query_store=query_store)
+            agent = Agent(store, llm, AgentSettings(method=args.method), query_store=query_store)
         except HeraclesError as exc:
             return result_type(error=describe(exc))
         return run(agent)

@@ -35,8 +35,8 @@ robot and exits when it finds it late (:mod:`~heracles_ros.ros.claims`).
 Shutting down (:meth:`DispatcherNode.close`) cancels the plan, stops the robot
 and releases the driver (the lease) within ``shutdown_timeout_s``.
 
-Parameters: :data:`PARAMETERS`. The driver's settings come straight from the
-driver factory's tables, as ``sim_<setting>`` and ``spot_<setting>``; what the
+Parameters: :mod:`.dispatcher_settings` (the driver's, ``sim_<setting>`` and
+``spot_<setting>``, straight from the driver factory's tables). What the
 robot holds and where it starts come from its record in the database, restored
 together, or are reset together (at ``start_place``, or when there is no record
 or it names what the scene lacks), never from parameters; the log says which
@@ -82,35 +82,31 @@ from std_srvs.srv import Trigger
 from heracles_ros.action import ExecutePlan
 from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
 from heracles_ros.execution.driver import CancelToken, Pose, RobotDriver
-from heracles_ros.execution.driver_factory import DRIVER_KINDS, checked_settings, make_driver
-from heracles_ros.execution.driver_factory import SETTINGS as DRIVER_SETTINGS
-from heracles_ros.execution.plan_check import PlanLimits
-from heracles_ros.execution.plan_runner import (
-    DispatchConfig,
-    DispatchOutcome,
-    PlanRunner,
-    ProgressEvent,
-    Replanner,
-)
-from heracles_ros.execution.robot_state import RobotState, RobotStateStore, check_symbol, starting_state
+from heracles_ros.execution.driver_factory import make_driver
+from heracles_ros.execution.plan_runner import DispatchOutcome, PlanRunner, ProgressEvent, Replanner
+from heracles_ros.execution.robot_state import RobotState, RobotStateStore, starting_state
 from heracles_ros.execution.stop_record import LatchedStop, StopRecord, default_path
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.scene_presence import misspelt_graph_suspected, wait_for_graph
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.msg import DispatchResult, StopState
+from heracles_ros.nodes.dispatcher_settings import (
+    DRIVER_PARAMETER_NAMES,
+    PARAMETERS,
+    DispatcherSettings,
+    driver_settings,
+)
 from heracles_ros.nodes.markers import MarkerBook, plan_markers, robot_markers
 from heracles_ros.outcomes import DispatchStatus, StepState
-from heracles_ros.plan_types import MAX_HOP_M, PlanResult
+from heracles_ros.plan_types import PlanResult
 from heracles_ros.ros import interfaces
 from heracles_ros.ros.client_presence import ClientPresence
 from heracles_ros.ros.node_base import HeraclesNode
-from heracles_ros.ros.parameters import SNAPSHOT_WAIT
+from heracles_ros.ros.node_settings import settings_from
 from heracles_ros.ros.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
 from heracles_ros.ros.request_fields import plan_problem, resume_problem, text_problem
-from heracles_ros.ros.runner import SHUTDOWN_TIMEOUT
 from heracles_ros.ros.single_goal import SingleGoalServer, end_goal, wait_until_done
 from heracles_ros.ros.stop_socket import StopSocket
-from heracles_ros.settings import Setting
 from heracles_ros.srv import Resume
 
 log = logging.getLogger(__name__)
@@ -137,134 +133,6 @@ REAL_POSE_WAIT_S = 5.0
 #: Seconds a shutting-down node waits for its last dispatch_result to be acknowledged.
 RESULT_ACK_WAIT_S = 2.0
 
-#: Driver settings the node fills in itself (from the robot's recorded state), not parameters.
-_FROM_STATE = {"start_pose", "holding"}
-
-
-def _driver_parameter(kind: str, name: str) -> str:
-    """ROS parameter name of one driver setting: sim_<name> / spot_<name> (spot_name stays)."""
-    prefix = "sim_" if kind == "sim" else "spot_"
-    return name if name.startswith(prefix) else prefix + name
-
-
-#: kind -> {parameter name: driver setting name}, straight from the driver factory's tables.
-DRIVER_PARAMETERS: dict[str, dict[str, str]] = {
-    kind: {_driver_parameter(kind, s.name): s.name for s in table if s.name not in _FROM_STATE}
-    for kind, table in DRIVER_SETTINGS.items()
-}
-
-
-def _driver_spec(kind: str, setting: Setting) -> Setting:
-    return replace(
-        setting,
-        name=_driver_parameter(kind, setting.name),
-        description=f"{kind}: {setting.description}",
-        items=setting.item_type,
-    )
-
-
-PARAMETERS: tuple[Setting, ...] = (
-    Setting("db_uri", "embedded", "Graph database: embedded[:DIR] | falkordb://host:port | neo4j://host:port[/db]"),
-    Setting("graph_name", "heracles", "FalkorDB graph holding the mirrored scene (ignored by Neo4j)"),
-    Setting("robot_symbol", "robot", "nodeSymbol of the robot's node in the database"),
-    Setting("driver", "sim", "Robot driver: sim (kinematic simulator) or spot_ros2", choices=DRIVER_KINDS),
-    Setting("map_frame", "map", "Frame of plan positions, progress and markers"),
-    Setting("start_place", "", "Place symbol the robot starts at (recorded in the database); '' keeps the record"),
-    Setting("start_robot_at_launch", False,
-            "Claim, power on and stand the robot when the node starts (else when the first plan starts)"),
-    Setting("step_timeout_s", 60.0, "Time limit of every step, seconds", minimum=0.1),
-    Setting("timeout_per_metre_s", 2.0, "Extra time a walk gets per metre of path, seconds", minimum=0.0),
-    Setting("max_replans", 2, "Replans allowed after failed steps before a plan fails", minimum=0, maximum=20),
-    Setting("planner_timeout_s", 10.0, "Time limit of one replan (Fast Downward included), seconds", minimum=0.1),
-    SNAPSHOT_WAIT,
-    Setting("max_plan_steps", 200, "Most steps a plan may have; a longer one is rejected", minimum=1, maximum=100000),
-    Setting("max_plan_path_m", 5000.0, "Longest total walk a plan may ask for, metres; a longer one is rejected",
-            minimum=0.001),
-    Setting("plan_tolerance_m", 1.0,
-            "Farthest a plan's target or waypoint may be from where the database has its symbol, metres "
-            "(also how near an object a pick without a named place needs the robot)", minimum=0.001),
-    Setting("plan_max_hop_m", MAX_HOP_M,
-            "Farthest a walk may go between two points no edge of the place graph joins (from the robot onto the "
-            "graph, or between a 3D place and its mesh place), metres; a plan with a longer hop is rejected",
-            minimum=0.001, maximum=1000.0),
-    Setting("client_lost_s", 3.0,
-            "Seconds a goal's client_node may be gone from the ROS graph before its plan is cancelled and the "
-            "robot stops (reason client_lost); 0 keeps ROS behaviour (the plan runs on)", minimum=0.0),
-    SHUTDOWN_TIMEOUT,
-    *(
-        _driver_spec(kind, setting)
-        for kind, table in DRIVER_SETTINGS.items()
-        for setting in table
-        if setting.name not in _FROM_STATE
-    ),
-)
-
-
-@dataclass(frozen=True)
-class DispatcherSettings:
-    """The node's parameters, checked and grouped for the library."""
-
-    db_uri: str
-    graph_name: str
-    robot_symbol: str
-    driver: str
-    map_frame: str
-    start_place: str
-    start_robot_at_launch: bool
-    planner_timeout_s: float
-    snapshot_wait_s: float
-    client_lost_s: float
-    shutdown_timeout_s: float
-    dispatch: DispatchConfig
-    #: Checked settings of every driver kind, by kind (robot-state settings not included).
-    drivers: dict[str, dict[str, Any]]
-
-    @classmethod
-    def from_values(cls, v: dict[str, Any]) -> DispatcherSettings:
-        """ConfigError naming the parameter for anything the library refuses."""
-        for name in ("robot_symbol", "map_frame"):
-            if not v[name].strip():
-                raise ConfigError(f"parameter {name} must not be empty")
-        if v["start_place"]:
-            try:
-                check_symbol(v["start_place"])
-            except ExecutionError as exc:
-                raise ConfigError(f"parameter start_place: {exc}") from exc
-        return cls(
-            db_uri=v["db_uri"],
-            graph_name=v["graph_name"],
-            robot_symbol=v["robot_symbol"],
-            driver=v["driver"],
-            map_frame=v["map_frame"],
-            start_place=v["start_place"],
-            start_robot_at_launch=v["start_robot_at_launch"],
-            planner_timeout_s=v["planner_timeout_s"],
-            snapshot_wait_s=v["snapshot_wait_s"],
-            client_lost_s=v["client_lost_s"],
-            shutdown_timeout_s=v["shutdown_timeout_s"],
-            dispatch=DispatchConfig(
-                step_timeout_s=v["step_timeout_s"],
-                timeout_per_metre_s=v["timeout_per_metre_s"],
-                max_replans=v["max_replans"],
-                limits=PlanLimits(
-                    max_steps=v["max_plan_steps"],
-                    max_path_length_m=v["max_plan_path_m"],
-                    tolerance_m=v["plan_tolerance_m"],
-                    max_hop_m=v["plan_max_hop_m"],
-                ),
-            ),
-            drivers=_driver_settings(v),
-        )
-
-
-def _driver_settings(v: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every driver kind's settings checked by the driver factory, whichever driver is chosen."""
-    checked: dict[str, dict[str, Any]] = {}
-    for kind, names in DRIVER_PARAMETERS.items():
-        values = checked_settings(kind, {setting: v[param] for param, setting in names.items()})
-        checked[kind] = {name: value for name, value in values.items() if name not in _FROM_STATE}
-    return checked
-
 
 @dataclass
 class _Job:
@@ -286,7 +154,8 @@ class DispatcherNode(HeraclesNode):
     PARAMETERS = PARAMETERS
 
     def setup(self, values: dict[str, Any]) -> None:
-        self.settings = DispatcherSettings.from_values(values)
+        self.settings = settings_from(DispatcherSettings, values, read_elsewhere=DRIVER_PARAMETER_NAMES)
+        self.drivers = driver_settings(values)
         #: monotonic time by which closing must be done (None while running).
         self._deadline: float | None = None
         self.claim_robot(interfaces.DISPATCHER_CLAIM, CLAIM_WAIT_S)
@@ -373,7 +242,7 @@ class DispatcherNode(HeraclesNode):
 
     def _make_driver(self, initial: RobotState) -> RobotDriver:
         kind = self.settings.driver
-        settings = {**self.settings.drivers[kind], "holding": initial.holding}
+        settings = {**self.drivers[kind], "holding": initial.holding}
         if kind == "sim":
             settings["start_pose"] = list(initial.position)
         return make_driver(kind, node=self, **settings)

@@ -18,6 +18,8 @@ mirrored, at most every ``scene_markers_period_s``, and not sent when it came ou
 
 One mirror per robot: a second one in the same namespace refuses to start before it opens or writes
 anything, or stops once it finds the first's claim late (``instance_check_s``, :mod:`~heracles_ros.ros.claims`).
+
+Parameters: :mod:`.mirror_settings`.
 """
 from __future__ import annotations
 
@@ -34,8 +36,8 @@ from rclpy.node import Node
 
 from heracles_ros.errors import ConfigError, DatabaseBusy, HeraclesError
 from heracles_ros.graphdb import open_store, parse_db_uri
-from heracles_ros.mirror.additions import Additions, AdditionSettings
-from heracles_ros.mirror.history import HistorySettings, read_changes, read_clock
+from heracles_ros.mirror.additions import Additions
+from heracles_ros.mirror.history import read_changes, read_clock
 from heracles_ros.mirror.loop import MirrorLoop, MirrorState, Snapshot
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.mirror.scene_view import read_scene_view
@@ -50,75 +52,16 @@ from heracles_ros.nodes.markers import (
     moved_markers,
     scene_markers,
 )
+from heracles_ros.nodes.mirror_settings import PARAMETERS, RUNTIME_PARAMETERS, MirrorSettings
 from heracles_ros.ros import interfaces
 from heracles_ros.ros.node_base import HeraclesNode
+from heracles_ros.ros.node_settings import settings_from
 from heracles_ros.ros.request_fields import changes_limit, since_problem, text_problem
 from heracles_ros.ros.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
-from heracles_ros.scene.io import DEFAULT_MAX_SNAPSHOT_BYTES
-from heracles_ros.settings import Setting
-
-PARAMETERS: tuple[Setting, ...] = (
-    Setting("db_uri", "embedded", "graph database: embedded[:DATA_DIR], falkordb://host:port, neo4j://host:port "
-              "or bolt://host:port (credentials only from NEO4J_USERNAME / NEO4J_PASSWORD / FALKORDB_PASSWORD)"),
-    Setting("graph_name", "heracles", "FalkorDB graph that holds the scene (ignored by Neo4j: use the URI path)"),
-    Setting("dsg_topic", interfaces.DSG_UPDATE.name, "hydra_msgs/msg/DsgUpdate topic with full scene-graph snapshots"),
-    Setting("scene_file", "", "spark_dsg file (.json or binary) to mirror at start; empty: none"),
-    Setting("allow_mass_removal", False, "apply snapshots that would remove most of the mirror (otherwise held "
-              "back as suspect, e.g. the empty graph of a restarting Hydra)"),
-    Setting("suspect_fraction", 0.5, "share of mirrored nodes a single snapshot may remove before it is suspect",
-              minimum=0.0, maximum=1.0),
-    Setting("suspect_min_nodes", 20, "mirrors smaller than this are never suspect", minimum=0),
-    Setting("retry_period_s", 2.0, "seconds between retries while the database is unavailable",
-              minimum=0.05, maximum=3600.0),
-    Setting("batch_size", 5000, "rows per database statement", minimum=1, maximum=1_000_000),
-    Setting("query_timeout_s", 60.0, "per-query time limit of the database, in seconds",
-              minimum=0.1, maximum=3600.0),
-    Setting("history", True, "record the scene's history (Change / Seen nodes: what appeared, disappeared, moved, "
-              "was relabelled or renamed, and when)"),
-    Setting("move_threshold_m", HistorySettings.move_threshold_m,
-              "a node counts as moved only this far from where the history last recorded it (map optimisation "
-              "nudges everything a little)", minimum=0.0, maximum=1000.0),
-    Setting("addition_merge_radius_m", 1.0, "an object the operator added is retired when Hydra perceives one of "
-              "its class this close, in metres (keep it equal to language_server's)", minimum=0.0, maximum=1000.0),
-    Setting("addition_confirm_snapshots", AdditionSettings.confirm_snapshots,
-              "a perceived object retires an addition only once seen in this many snapshots in a row (one spurious "
-              "detection replaces nothing; the addition comes back when the object disappears)",
-              minimum=1, maximum=1000),
-    Setting("addition_confirm_s", AdditionSettings.confirm_s,
-              "... and over snapshots whose stamps span at least this many seconds", minimum=0.0, maximum=3600.0),
-    Setting("max_snapshot_bytes", DEFAULT_MAX_SNAPSHOT_BYTES,
-              "a DsgUpdate (or the scene file) larger than this is refused before it is decoded; every length it "
-              "declares is checked against its bytes first", minimum=1024, maximum=2**34),
-    Setting("history_max_age_s", HistorySettings.max_age_s,
-              "history events older than this are pruned; 0: no age limit", minimum=0.0),
-    Setting("history_max_changes", HistorySettings.max_changes,
-              "at most this many history events are kept (oldest pruned first); 0: no count limit", minimum=0),
-    Setting("history_max_seen", HistorySettings.max_seen,
-              "at most this many Seen entries (one per node with an event) are kept; those of nodes gone longest are "
-              "pruned first, a node in the scene keeps its entry; 0: no count limit", minimum=0),
-    Setting("moved_markers_window_s", 600.0, "history_markers show what moved within this many seconds before the "
-              "newest snapshot (refreshed every 2 s); 0: no markers", minimum=0.0),
-    Setting("marker_frame", "map", "frame of the history and scene markers (Hydra's map frame)"),
-    Setting("scene_markers_period_s", 5.0, "scene_markers (rooms, places, perceived objects) are rebuilt from the "
-              "database at most this often, in seconds, once a snapshot was mirrored (a rebuild of the "
-              "kilometre-scale scene: ~0.3 s of reads, ~0.1 s to build); 0: no scene markers",
-              minimum=0.0, maximum=3600.0),
-    Setting("scene_markers_max", 10_000, "at most this many scene_markers per namespace (two per room or object; "
-              "the rest are left out, with a warning)", minimum=2, maximum=1_000_000),
-    Setting("instance_check_s", 2.0, "at start, how long to look for another dsg_mirror's claim on this robot "
-              "before writing anything (one mirror per robot: an older one found = refuse to start, found later = "
-              "stop); 0: not looked for (this one's claim is still announced)", minimum=0.0, maximum=60.0),
-    SHUTDOWN_TIMEOUT,
-    Setting("status_period_s", 5.0, "republish the last status this often even without snapshots; 0: only on "
-              "change", minimum=0.0, maximum=3600.0),
-)
-
 
 #: Library loggers whose records this node forwards to its ROS logger (not the whole package: other
 #: nodes may share the process).
 _LIBRARY_LOGGERS = ("heracles_ros.mirror.loop", "heracles_ros.mirror.reconcile")
-#: Parameters that may change while the node runs (the Mirror attributes of the same names, and the loop's period).
-_RUNTIME_PARAMETERS = {"allow_mass_removal", "suspect_fraction", "suspect_min_nodes", "retry_period_s"}
 
 
 def _dsg_update_type() -> Any:
@@ -154,71 +97,66 @@ class DsgMirrorNode(HeraclesNode):
 
     NODE_NAME = "dsg_mirror"
     PARAMETERS = PARAMETERS
-    RUNTIME_PARAMETERS = _RUNTIME_PARAMETERS
+    RUNTIME_PARAMETERS = RUNTIME_PARAMETERS
 
     def __init__(self, **kwargs: Any):
         self.loop: MirrorLoop | None = None
         super().__init__(**kwargs)
 
-    def setup(self, params: dict[str, Any]) -> None:
-        self.claim_robot(interfaces.MIRROR_CLAIM, params["instance_check_s"])  # before anything is opened or written
+    def setup(self, values: dict[str, Any]) -> None:
+        self.settings = settings = settings_from(MirrorSettings, values)
+        self.claim_robot(interfaces.MIRROR_CLAIM, settings.instance_check_s)  # before anything is opened or written
         self._log_handler = _RosLogHandler(self)
         for name in _LIBRARY_LOGGERS:  # the node's ROS logger is their one output while it runs
             library = logging.getLogger(name)
             library.addHandler(self._log_handler)
             library.setLevel(logging.INFO)
             library.propagate = False
-        self._target = parse_db_uri(params["db_uri"])  # a malformed URI fails here, naming the value
+        self._target = parse_db_uri(settings.db_uri)  # a malformed URI fails here, naming the value
         _dsg_update_type()  # before anything is opened: without Hydra's messages the mirror has nothing to read
-        self._params = params
         # One store for everything this node reads and writes: it follows the database through a stop,
         # a crash and a restart (never starting it itself), and its connections are reused.
-        self.store = open_store(params["db_uri"], graph=params["graph_name"], timeout_s=params["query_timeout_s"])
+        self.store = open_store(settings.db_uri, graph=settings.graph_name, timeout_s=settings.query_timeout_s)
         mirror = Mirror(
             self.store,
-            batch_size=params["batch_size"],
-            suspect_fraction=params["suspect_fraction"],
-            suspect_min_nodes=params["suspect_min_nodes"],
-            allow_mass_removal=params["allow_mass_removal"],
-            history=HistorySettings(
-                enabled=params["history"],
-                move_threshold_m=params["move_threshold_m"],
-                max_age_s=params["history_max_age_s"],
-                max_changes=params["history_max_changes"],
-                max_seen=params["history_max_seen"],
-            ),
-            additions=AdditionSettings(merge_radius_m=params["addition_merge_radius_m"],
-                                       confirm_snapshots=params["addition_confirm_snapshots"],
-                                       confirm_s=params["addition_confirm_s"]),
+            batch_size=settings.batch_size,
+            suspect_fraction=settings.suspect_fraction,
+            suspect_min_nodes=settings.suspect_min_nodes,
+            allow_mass_removal=settings.allow_mass_removal,
+            history=settings.history_settings(),
+            additions=settings.addition_settings(),
         )
         self._status = interfaces.MIRROR_STATUS.publisher(self)
-        self.loop = MirrorLoop(mirror, on_state=self._publish, retry_period_s=params["retry_period_s"],
-                               max_snapshot_bytes=params["max_snapshot_bytes"])
+        self.loop = MirrorLoop(mirror, on_state=self._publish, retry_period_s=settings.retry_period_s,
+                               max_snapshot_bytes=settings.max_snapshot_bytes)
         self.get_logger().info(
-            f"mirroring {params['dsg_topic']} into {self.store.description}"
-            + (f", starting from {params['scene_file']}" if params["scene_file"] else "")
+            f"mirroring {settings.dsg_topic} into {self.store.description}"
+            + (f", starting from {settings.scene_file}" if settings.scene_file else "")
         )
         self.loop.start()
-        if params["scene_file"]:
-            self.loop.submit_file(params["scene_file"])
-        interfaces.DSG_UPDATE.subscription(self, self._on_update, name=params["dsg_topic"])
+        if settings.scene_file:
+            self.loop.submit_file(settings.scene_file)
+        interfaces.DSG_UPDATE.subscription(self, self._on_update, name=settings.dsg_topic)
         interfaces.CHANGES.serve(self, self._on_changes)
-        # Timers on the steady clock: a ROS clock on simulated time (use_sim_time given at start) with no /clock
-        # stands still, and the status (the console's health) must not.
+        self._start_timers(settings)
+
+    def _start_timers(self, settings: MirrorSettings) -> None:
+        """The markers' and the status's refreshes, on the steady clock: a ROS clock on simulated time
+        (use_sim_time given at start) with no /clock stands still, and the status (the console's health) must not."""
         steady = Clock(clock_type=ClockType.STEADY_TIME)
-        if params["moved_markers_window_s"] > 0:
+        if settings.moved_markers_window_s > 0:
             self._markers = interfaces.HISTORY_MARKERS.publisher(self)
             self._marker_book = MarkerBook()
             self.create_timer(_MARKER_PERIOD_S, self._refresh_markers, clock=steady)
-        if params["scene_markers_period_s"] > 0:
+        if settings.scene_markers_period_s > 0:
             self._scene_pub = interfaces.SCENE_MARKERS.publisher(self)
             self._scene_book = MarkerBook()
             self._scene_drawn_after = -1  # snapshots_applied when the scene was last drawn
             self._scene_shown: list[Any] | None = None
             self._scene_left_out: dict[str, int] = {}
-            self.create_timer(params["scene_markers_period_s"], self._refresh_scene_markers, clock=steady)
-        if params["status_period_s"] > 0:
-            self.create_timer(params["status_period_s"], lambda: self._publish(self._current_state()), clock=steady)
+            self.create_timer(settings.scene_markers_period_s, self._refresh_scene_markers, clock=steady)
+        if settings.status_period_s > 0:
+            self.create_timer(settings.status_period_s, lambda: self._publish(self._current_state()), clock=steady)
 
     def apply_parameter(self, name: str, value: Any) -> None:
         """Suspect-snapshot policy and retry period may change at run time (the rest is read-only)."""
@@ -291,13 +229,13 @@ class DsgMirrorNode(HeraclesNode):
                 if not free:
                     return
                 newest = read_clock(self.store)
-                since = (newest or 0.0) - self._params["moved_markers_window_s"]
+                since = (newest or 0.0) - self.settings.moved_markers_window_s
                 events = read_changes(self.store, since=since, limit=1000) if newest is not None else []
                 added = Additions(self.store).active()
         except HeraclesError as exc:
             self.get_logger().debug(f"history markers not refreshed: {exc}")
             return
-        frame, stamp = self._params["marker_frame"], self.get_clock().now().to_msg()
+        frame, stamp = self.settings.marker_frame, self.get_clock().now().to_msg()
         markers = [*moved_markers(events, frame_id=frame, stamp=stamp), *added_markers(added, frame_id=frame,
                                                                                        stamp=stamp)]
         self._markers.publish(self._marker_book.update(markers, (NS_MOVED, NS_ADDED)))
@@ -315,19 +253,19 @@ class DsgMirrorNode(HeraclesNode):
             with self._between_reconciles(0.0) as free:
                 if not free:
                     return
-                view = read_scene_view(self.store, timeout_s=self._params["query_timeout_s"])
+                view = read_scene_view(self.store, timeout_s=self.settings.query_timeout_s)
         except HeraclesError as exc:
             self.get_logger().debug(f"scene markers not refreshed: {exc}")
             return
         self._scene_drawn_after = applied
-        built = scene_markers(view, frame_id=self._params["marker_frame"],
-                              max_per_namespace=self._params["scene_markers_max"])
+        built = scene_markers(view, frame_id=self.settings.marker_frame,
+                              max_per_namespace=self.settings.scene_markers_max)
         if built.left_out != self._scene_left_out:
             self._scene_left_out = built.left_out
             for ns, count in built.left_out.items():
                 self.get_logger().warning(
                     f"scene_markers: {count} markers of {ns} left out (scene_markers_max = "
-                    f"{self._params['scene_markers_max']} per namespace)")
+                    f"{self.settings.scene_markers_max} per namespace)")
         if built.markers == self._scene_shown:
             return
         self._scene_shown = built.markers

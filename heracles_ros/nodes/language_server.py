@@ -17,7 +17,7 @@ Interface (names relative, so a robot namespace applies):
   (namespace :data:`NS_ANSWER`, id 0, so each replaces the one before). Both
   are transient-local, depth 1: a console that starts later still gets it.
 
-Parameters: :data:`PARAMETERS`. API keys come only from the environment
+Parameters: :mod:`.language_settings`. API keys come only from the environment
 (``OPENAI_API_KEY``), never from parameters.
 
 One language server per robot: a second one in the same namespace refuses to
@@ -50,35 +50,32 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from rclpy.callback_groups import ReentrantCallbackGroup
 from std_msgs.msg import Header, String
 from visualization_msgs.msg import Marker, MarkerArray
 
-from heracles_ros.agent.llm import LLM, PROVIDERS, LLMSettings
+from heracles_ros.agent.llm import LLM
 from heracles_ros.agent.loop import Agent
-from heracles_ros.agent.prompt import METHODS
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult, Usage
 from heracles_ros.agent.sessions import Sessions
 from heracles_ros.command_pipeline import CommandPipeline
-from heracles_ros.errors import ConfigError, HeraclesError, describe
+from heracles_ros.errors import HeraclesError, describe
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.mirror.additions import AdditionSettings
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.command_action import CommandAction, candidate_msgs, clip
+from heracles_ros.nodes.language_settings import PARAMETERS, LanguageSettings
 from heracles_ros.nodes.markers import make_marker
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
 from heracles_ros.ros import interfaces
 from heracles_ros.ros.node_base import HeraclesNode
-from heracles_ros.ros.parameters import SNAPSHOT_WAIT
+from heracles_ros.ros.node_settings import settings_from
 from heracles_ros.ros.request_fields import answer_type_problem, text_problem
-from heracles_ros.ros.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
-from heracles_ros.settings import Setting
+from heracles_ros.ros.runner import CLOSE_SHARE
 from heracles_ros.srv import Ask, Command, Correct, ManageCorrections
 
 log = logging.getLogger(__name__)
@@ -100,129 +97,6 @@ SPARE_THREADS = 3
 #: Time limit of the node's own database reads (planner, robot record), seconds; the model's
 #: queries get ``query_timeout_s``.
 STORE_TIMEOUT_S = 60.0
-
-PARAMETERS: tuple[Setting, ...] = (
-    Setting("db_uri", "embedded", "Graph database: embedded[:DIR] | falkordb://host:port | neo4j://host:port[/db]"),
-    Setting("graph_name", "heracles", "FalkorDB graph holding the mirrored scene (ignored by Neo4j)"),
-    Setting("robot_symbol", "robot", "nodeSymbol of the robot's node in the database (plans start from it)"),
-    Setting("llm", "openai", "Language model provider: openai (key from OPENAI_API_KEY) or ollama",
-              choices=PROVIDERS),
-    Setting("model", "", "Model name; '' = the provider's default (gpt-4.1 / qwen3:32b)"),
-    Setting("base_url", "", "OpenAI-compatible base URL or Ollama host; '' = OPENAI_BASE_URL / OLLAMA_HOST / "
-              "the provider's default"),
-    Setting("temperature", 0.0, "Sampling temperature of the model", minimum=0.0, maximum=2.0),
-    Setting("llm_timeout_s", 120.0, "Time limit of one model call, seconds", minimum=0.1),
-    Setting("request_timeout_s", 240.0, "Time limit of a whole request (all model turns and queries), seconds",
-              minimum=0.1),
-    Setting("max_tool_calls", 5, "Cypher queries the model may run per request", minimum=0, maximum=50),
-    Setting("method", "agentic", "agentic (queries as needed) | single (one query) | context (scene in the prompt)",
-              choices=METHODS),
-    Setting("max_goal_retries", 2, "Times a rejected goal goes back to the model with the checker's problems",
-              minimum=0, maximum=10),
-    Setting("query_timeout_s", 10.0, "Time limit of each Cypher query the model runs, seconds", minimum=0.1),
-    Setting("addition_max_distance_m", 5.0, "An object the operator adds stands at most this far from the node "
-              "its statement refers to (near), metres", minimum=0.0, maximum=1000.0),
-    Setting("addition_max_place_distance_m", 3.0, "An object the operator adds stands at most this far from a "
-              "connected place (the mapped area), metres", minimum=0.0, maximum=1000.0),
-    Setting("addition_merge_radius_m", 1.0, "An object of the same class this close is the one the operator "
-              "means: nothing is added (keep it equal to dsg_mirror's), metres", minimum=0.0, maximum=1000.0),
-    Setting("addition_max_per_request", 10, "Objects one correction may add; an answer with more is refused",
-              minimum=1, maximum=1000),
-    SNAPSHOT_WAIT,
-    Setting("result_token_budget", 2000, "Tokens of query results the model gets per call (the rest is cut)",
-              minimum=50, maximum=1_000_000),
-    Setting(
-        "planner_timeout_s", 10.0, "Time limit of planning one command (problem building and Fast Downward), seconds",
-        minimum=0.1,
-    ),
-    Setting("map_frame", "map", "Frame of published plans and of the answer marker"),
-    Setting("request_workers", 4, "Requests answered at once; one more is refused as busy", minimum=1, maximum=64),
-    Setting("require_confirmation", False, "execute_command waits for the confirm service before the robot moves "
-              "(a goal can also ask for it)"),
-    Setting("confirm_timeout_s", 120.0, "How long a command waits for confirmation before it is refused, seconds",
-              minimum=0.1),
-    Setting("session_exchanges", 6, "Recent exchanges a session keeps for the model", minimum=1, maximum=100),
-    Setting("max_sessions", 100, "Sessions kept at once (the least recently used is forgotten)", minimum=1,
-              maximum=100_000),
-    Setting("client_lost_s", 3.0, "An execute_command goal whose client_node has been gone from the ROS graph "
-              "this long is cancelled and its plan with it (reason client_lost), seconds; 0 = never (plain ROS)",
-              minimum=0.0, maximum=3600.0),
-    Setting("instance_check_s", 2.0, "At start, how long to look for another language_server's claim on this "
-              "robot (discovery is not instant); an older one found = refuse to start, found later = stop, seconds; "
-              "0 = not looked for (this one's claim is still announced)", minimum=0.0, maximum=60.0),
-    SHUTDOWN_TIMEOUT,
-)
-#: How often the start-up check reads the graph for another language_server, seconds.
-
-
-@dataclass(frozen=True)
-class LanguageSettings:
-    """The node's parameters, checked and grouped for the library."""
-
-    db_uri: str
-    graph_name: str
-    robot_symbol: str
-    llm: LLMSettings
-    method: str
-    max_goal_retries: int
-    query_timeout_s: float
-    additions: AdditionSettings
-    snapshot_wait_s: float
-    result_token_budget: int
-    request_timeout_s: float
-    planner_timeout_s: float
-    map_frame: str
-    request_workers: int
-    require_confirmation: bool
-    confirm_timeout_s: float
-    session_exchanges: int
-    max_sessions: int
-    client_lost_s: float
-    instance_check_s: float
-    shutdown_timeout_s: float
-
-    @classmethod
-    def from_values(cls, v: dict[str, Any]) -> LanguageSettings:
-        """ConfigError naming the parameter for anything the library refuses."""
-        for name in ("robot_symbol", "map_frame", "graph_name"):
-            if not v[name].strip():
-                raise ConfigError(f"parameter {name} must not be empty")
-        llm = LLMSettings(
-            provider=v["llm"],
-            model=v["model"],
-            temperature=v["temperature"],
-            timeout_s=v["llm_timeout_s"],
-            max_tool_calls=v["max_tool_calls"],
-            base_url=v["base_url"] or None,
-        )
-        return cls(
-            db_uri=v["db_uri"],
-            graph_name=v["graph_name"],
-            robot_symbol=v["robot_symbol"],
-            llm=llm,
-            method=v["method"],
-            max_goal_retries=v["max_goal_retries"],
-            query_timeout_s=v["query_timeout_s"],
-            additions=AdditionSettings(
-                max_distance_m=v["addition_max_distance_m"],
-                max_place_distance_m=v["addition_max_place_distance_m"],
-                merge_radius_m=v["addition_merge_radius_m"],
-                max_per_request=v["addition_max_per_request"],
-            ),
-            snapshot_wait_s=v["snapshot_wait_s"],
-            result_token_budget=v["result_token_budget"],
-            request_timeout_s=v["request_timeout_s"],
-            planner_timeout_s=v["planner_timeout_s"],
-            map_frame=v["map_frame"],
-            request_workers=v["request_workers"],
-            require_confirmation=v["require_confirmation"],
-            confirm_timeout_s=v["confirm_timeout_s"],
-            session_exchanges=v["session_exchanges"],
-            max_sessions=v["max_sessions"],
-            client_lost_s=v["client_lost_s"],
-            instance_check_s=v["instance_check_s"],
-            shutdown_timeout_s=v["shutdown_timeout_s"],
-        )
 
 
 def plan_summary(plan: PlanResult | None) -> str:
@@ -266,7 +140,7 @@ class LanguageServerNode(HeraclesNode):
     PARAMETERS = PARAMETERS
 
     def setup(self, values: dict[str, Any]) -> None:
-        self.settings = LanguageSettings.from_values(values)
+        self.settings = settings_from(LanguageSettings, values)
         self.claim_robot(interfaces.LANGUAGE_SERVER_CLAIM, self.settings.instance_check_s)
         self.store: GraphStore = open_store(
             self.settings.db_uri, graph=self.settings.graph_name, timeout_s=STORE_TIMEOUT_S
@@ -319,9 +193,9 @@ class LanguageServerNode(HeraclesNode):
             self._get_agent()
         except HeraclesError as exc:  # e.g. no API key yet: every request will say so, and retry
             self.get_logger().error(f"the language model is not usable yet: {exc}")
+        model = self.settings.model_settings()
         self.get_logger().info(
-            f"answering with {self.settings.llm.provider}:{self.settings.llm.model_name} "
-            f"({self.settings.method}) on {self.store.description}"
+            f"answering with {model.provider}:{model.model_name} ({self.settings.method}) on {self.store.description}"
         )
 
     # -- the agent -------------------------------------------------------------------
@@ -331,23 +205,9 @@ class LanguageServerNode(HeraclesNode):
             if self._agent is None:
                 from heracles_ros.agent.factory import make_llm
 
-                s = self.settings
-                llm = make_llm(s.llm)
-                self._agent = Agent(
-                    self.store,
-                    llm,
-                    checker=self._planner,
-                    method=s.method,
-                    max_goal_retries=s.max_goal_retries,
-                    query_timeout_s=s.query_timeout_s,
-                    additions=s.additions,
-                    snapshot_wait_s=s.snapshot_wait_s,
-                    result_token_budget=s.result_token_budget,
-                    request_timeout_s=s.request_timeout_s,
-                    robot_symbol=s.robot_symbol,
-                    sessions=self._sessions,
-                    query_store=self.query_store,
-                )
+                llm = make_llm(self.settings.model_settings())
+                self._agent = Agent(self.store, llm, self.settings.agent_settings(), checker=self._planner,
+                                    sessions=self._sessions, query_store=self.query_store)
                 self._llm = llm
             return self._agent
 

@@ -1,8 +1,9 @@
 """Declared ROS parameters, one table per node.
 
-Each node module lists its parameters as :class:`~heracles_ros.settings.Setting` entries
-(``PARAMETERS``); :func:`declare` declares them all with descriptions, and the
-same table lets tests check ``config/*.yaml`` and the launch files statically
+Each node lists its parameters as :class:`~heracles_ros.settings.Setting` entries
+(``PARAMETERS``, composed with the shared ones of :mod:`.node_settings`); :func:`declare`
+declares them all with descriptions, and the same table lets tests check
+``config/*.yaml`` and the launch files statically
 (every key set is declared, every default documented). rclpy is imported only
 when a node actually declares, so the tables can be read without ROS.
 
@@ -22,27 +23,20 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from heracles_ros.errors import ConfigError
-from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S
 from heracles_ros.ros.params_files import ParamsSection, read_params_files
 from heracles_ros.settings import Setting
 
 #: The widest ROS IntegerRange (int64) for a bound a Setting leaves open.
 _INT64 = (-(2**63), 2**63 - 1)
 
-#: The node modules whose PARAMETERS a shared (wildcard) params-file section may set.
-NODE_MODULES = ("heracles_ros.nodes.dsg_mirror", "heracles_ros.nodes.language_server", "heracles_ros.nodes.dispatcher")
+#: The nodes' parameter tables (each module's PARAMETERS), which a shared (wildcard) params-file section may set.
+NODE_MODULES = ("heracles_ros.nodes.mirror_settings", "heracles_ros.nodes.language_settings",
+                "heracles_ros.nodes.dispatcher_settings")
 #: Parameters rclpy declares by itself on demand (a publisher's QoS overrides), never in a PARAMETERS table.
 _RCLPY_PREFIXES = ("qos_overrides.",)
 #: rclpy declares it on every node, writable: set while a node runs, it would put the node's ROS timers on a
 #: clock that may stand still. Given at start it is honoured (the node's safety timers run on wall-clock time).
 USE_SIM_TIME = "use_sim_time"
-
-#: Shared by the nodes that read the scene (the language server's model and planner, the dispatcher's replans).
-SNAPSHOT_WAIT = Setting(
-    "snapshot_wait_s", DEFAULT_WAIT_S,
-    "How long a read waits for a mirror update in progress to end; past it the rows may mix two snapshots "
-    "(the model is told), seconds", minimum=0.0, maximum=600.0,
-)
 
 
 def declare(node: Any, specs: Sequence[Setting], *, runtime: Collection[str] = ()) -> dict[str, Any]:

@@ -10,6 +10,7 @@ import spark_dsg
 from support.scripted_llm import RecordedRequest, Turn, adapter, call, calls, garbage, say, slow
 
 from heracles_ros.agent.loop import Agent, extract_answer, parse_changes
+from heracles_ros.agent.settings import AgentSettings
 from heracles_ros.errors import ConfigError, CorrectionError
 from heracles_ros.mirror.reconcile import Mirror
 
@@ -122,7 +123,7 @@ def test_malformed_goal_gets_the_syntax_problem(small_store, llm_server):
 def test_oversized_result_reaches_the_model_trimmed(small_store, llm_server):
     everything = call("MATCH (p:MeshPlace) RETURN p.nodeSymbol AS s, p.x AS x, p.y AS y")
     server = llm_server([everything, say("<answer>104</answer>")])
-    agent = Agent(small_store, adapter(server), result_token_budget=250)
+    agent = Agent(small_store, adapter(server), AgentSettings(result_token_budget=250))
     result = agent.ask("How many mesh places?")
     assert result.ok
     seen = server.requests[1].tool_results()[0]
@@ -143,7 +144,7 @@ def test_slow_model_times_out_with_a_clear_error(small_store, llm_server, provid
 
 def test_request_deadline_covers_the_whole_conversation(small_store, llm_server):
     server = llm_server([slow(0.4, call("MATCH (n) RETURN count(n) AS n"))] * 4)
-    agent = Agent(small_store, adapter(server), request_timeout_s=1.0)
+    agent = Agent(small_store, adapter(server), AgentSettings(request_timeout_s=1.0))
     result = agent.ask("How many nodes?")
     assert result.error.startswith("LLMTimeout: the request took longer than its 1 s limit")
     assert result.usage.latency_s < 1.8
@@ -203,7 +204,7 @@ def test_single_query_method_runs_exactly_one_query(small_store, llm_server):
         calls("MATCH (o:Object {class: 'box'}) RETURN count(o) AS n", "RETURN 1 AS one"),
         say("<answer>5</answer>"),
     ])
-    result = Agent(small_store, adapter(server), method="single").ask("How many boxes?")
+    result = Agent(small_store, adapter(server), AgentSettings(method="single")).ask("How many boxes?")
     assert result.ok and result.usage.tool_calls == 1
     results = server.requests[1].tool_results()
     assert results[1].startswith("NOT RUN: the limit of 1 query is reached")
@@ -213,7 +214,7 @@ def test_single_query_method_runs_exactly_one_query(small_store, llm_server):
 
 def test_context_window_method_sends_the_scene_and_no_tool(small_store, llm_server):
     server = llm_server([say("<answer>5</answer>")])
-    result = Agent(small_store, adapter(server), method="context").ask("How many boxes?")
+    result = Agent(small_store, adapter(server), AgentSettings(method="context")).ask("How many boxes?")
     assert result.ok and result.usage.tool_calls == 0
     request = server.requests[0]
     assert request.tools == []
@@ -295,8 +296,8 @@ def test_empty_request_and_bad_method(small_store, llm_server):
     result = Agent(small_store, adapter(server)).ask("   ")
     assert result.error == "ConfigError: empty ask request" and server.requests == []
     with pytest.raises(ConfigError, match="unknown agent method"):
-        Agent(small_store, adapter(server), method="python")
-    refused = Agent(small_store, adapter(server), method="context").correct("The bicycle is a bag")
+        AgentSettings(method="python")
+    refused = Agent(small_store, adapter(server), AgentSettings(method="context")).correct("The bicycle is a bag")
     assert refused.error.startswith("ConfigError: corrections need the database tool") and refused.changes == []
     assert server.requests == []
 

@@ -258,6 +258,7 @@ def test_eight_nested_questions_through_the_agent_end_within_a_minute(
     from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, adapter, call, say
 
     from heracles_ros.agent.loop import Agent
+    from heracles_ros.agent.settings import AgentSettings
 
     _, mirror_store = primary
 
@@ -273,7 +274,7 @@ def test_eight_nested_questions_through_the_agent_end_within_a_minute(
     limit_s = 10.0 if guard == "real limits" else 1.0
     read = open_read_store(tmp_path, timeout_s=limit_s)
     with ScriptedLLMServer(model) as llm_server:
-        agents = [Agent(mirror_store, adapter(llm_server), query_store=read, query_timeout_s=limit_s)
+        agents = [Agent(mirror_store, adapter(llm_server), AgentSettings(query_timeout_s=limit_s), query_store=read)
                   for _ in range(8)]
         if guard != "real limits":
             for agent in agents:

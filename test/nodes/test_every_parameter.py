@@ -215,7 +215,7 @@ def _no_instance_look(live: MirrorLive) -> None:
     another one; the default looks for 2 s before it starts."""
     started = time.monotonic()
     other = DsgMirrorNode(namespace="/elsewhere", parameter_overrides=overrides(
-        MIRROR_A, db_uri=live.node._params["db_uri"], graph_name=live.node._params["graph_name"], scene_file=""))
+        MIRROR_A, db_uri=live.node.settings.db_uri, graph_name=live.node.settings.graph_name, scene_file=""))
     took = time.monotonic() - started
     other.destroy_node()
     assert took < 2.0, took
@@ -512,6 +512,11 @@ def _agent(live: Live) -> Any:
     return live.language._get_agent()
 
 
+def _additions(live: Live) -> Any:
+    """The bounds the agent's corrections check additions against."""
+    return _agent(live).settings.additions
+
+
 def _snapshot_wait(live: Live) -> None:
     """snapshot_wait_s 0.2: a query during a stuck mirror update waits 0.2 s, not the 3 s default, and says so."""
     tool = _agent(live).tool
@@ -550,15 +555,15 @@ LANGUAGE_STATIC: Table = {
         lambda r, live: r.headers.get("host") and r.headers["host"] in live.server.ollama_host)),
     "temperature": Row(0.7, _the_model_was_asked(lambda r, live: r.body["options"]["temperature"] == 0.7)),
     "llm_timeout_s": Row(33.0, lambda live: _eq(_agent(live).llm.settings.timeout_s, 33.0)),
-    "request_timeout_s": Row(99.0, lambda live: _eq(_agent(live).request_timeout_s, 99.0)),
+    "request_timeout_s": Row(99.0, lambda live: _eq(_agent(live).settings.request_timeout_s, 99.0)),
     "max_tool_calls": Row(3, lambda live: _eq(_agent(live).max_tool_calls, 3)),
-    "method": Row("single", lambda live: _eq(_agent(live).method, "single")),
-    "max_goal_retries": Row(4, lambda live: _eq(_agent(live).retries["goal"], 4)),
+    "method": Row("single", lambda live: _eq(_agent(live).settings.method, "single")),
+    "max_goal_retries": Row(4, lambda live: _eq(_agent(live).settings.retries["goal"], 4)),
     "query_timeout_s": Row(4.5, lambda live: _eq(_agent(live).tool.timeout_s, 4.5)),
-    "addition_max_distance_m": Row(7.5, lambda live: _eq(_agent(live).additions.max_distance_m, 7.5)),
-    "addition_max_place_distance_m": Row(2.5, lambda live: _eq(_agent(live).additions.max_place_distance_m, 2.5)),
-    "addition_merge_radius_m": Row(0.75, lambda live: _eq(_agent(live).additions.merge_radius_m, 0.75)),
-    "addition_max_per_request": Row(3, lambda live: _eq(_agent(live).additions.max_per_request, 3)),
+    "addition_max_distance_m": Row(7.5, lambda live: _eq(_additions(live).max_distance_m, 7.5)),
+    "addition_max_place_distance_m": Row(2.5, lambda live: _eq(_additions(live).max_place_distance_m, 2.5)),
+    "addition_merge_radius_m": Row(0.75, lambda live: _eq(_additions(live).merge_radius_m, 0.75)),
+    "addition_max_per_request": Row(3, lambda live: _eq(_additions(live).max_per_request, 3)),
     "snapshot_wait_s": Row(0.2, _snapshot_wait),
     "result_token_budget": Row(300, lambda live: _eq(_agent(live).tool.token_budget, 300)),
     "planner_timeout_s": Row(8.5, lambda live: _eq(live.language._planner.timeout_s, 8.5)),
