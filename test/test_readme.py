@@ -118,7 +118,7 @@ def test_every_shell_line_of_the_docs_is_run_or_listed() -> None:
     assert not stale, f"NOT_RUN lists lines the docs no longer show: {stale}"
 
 
-_TAKES_DB = ("load", "summary", "cypher", "changes", "corrections", "goal", "plan", "find")
+_TAKES_DB = ("load", "summary", "cypher", "changes", "where", "scene", "corrections", "goal", "plan", "find")
 
 
 @pytest.mark.backends("falkordb")
