@@ -31,11 +31,11 @@ happens, with outcome cancelled and the goal ABORTED, when the goal's
 wait is bounded and gives up when the node closes. The client watch and every
 deadline here run on wall-clock (steady) time, whatever the ROS clock does.
 
-Execution goes through the dispatcher's ``execute_plan`` action, so whether a
-plan was taken is known from the dispatcher's own acceptance.
+Execution goes through the dispatcher's ``execute_plan`` action (:mod:`.plan_dispatch`).
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
@@ -50,13 +50,14 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from std_msgs.msg import Header
 
-from heracles_ros.action import ExecuteCommand, ExecutePlan
+from heracles_ros.action import ExecuteCommand
 from heracles_ros.agent.loop import Agent
 from heracles_ros.agent.results import Candidate, CommandResult
 from heracles_ros.command_pipeline import CommandPipeline
 from heracles_ros.errors import HeraclesError, describe
 from heracles_ros.msg import Candidate as CandidateMsg
 from heracles_ros.msg import CommandRejection, StopState
+from heracles_ros.nodes.plan_dispatch import POLL_S, PlanDispatch
 from heracles_ros.outcomes import SUCCESSFUL_COMMANDS, CommandOutcome, RejectionCode
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.ros import interfaces
@@ -66,18 +67,9 @@ from heracles_ros.ros.request_fields import MAX_ID_CHARS, MAX_TEXT_CHARS, text_p
 from heracles_ros.ros.single_goal import SingleGoalServer, end_goal
 from heracles_ros.srv import Confirm
 
-#: Seconds to wait for the dispatcher to accept or reject a plan.
-DISPATCH_ACCEPT_TIMEOUT_S = 10.0
-#: How often a waiting command looks for a cancel, seconds.
-_POLL_S = 0.05
 #: A command slot reserved by an accepted goal that rclpy never handed over (it failed to create the goal
 #: handle) is free again after this many seconds.
 STALE_RESERVATION_S = 10.0
-#: Seconds without the dispatcher's action server before a running command gives its plan up as lost.
-DISPATCHER_LOST_S = 5.0
-#: After cancelling its plan, a command waits this long for the dispatcher's result before it reports
-#: the cancel as sent but unconfirmed.
-CANCEL_CONFIRM_S = 3.0
 #: Characters of an instruction that reach the log.
 LOGGED_CHARS = 120
 
@@ -379,7 +371,9 @@ class CommandAction:
         if interrupted:
             result.outcome, result.reason = CommandOutcome.CANCELLED.value, f"{interrupted}; nothing moved"
             return
-        self._dispatch(running, goal, plan, result)
+        PlanDispatch(self.node, self.plans, self.closing, feedback=functools.partial(self._feedback, goal),
+                     interruption=functools.partial(self._interruption, running, goal),
+                     stopped=self._stopped_before_moving).run(plan, result)
 
     def _stopped_before_moving(self, result: ExecuteCommand.Result, when: str) -> bool:
         stop = self.stopped()
@@ -400,7 +394,7 @@ class CommandAction:
                        plan_summary=result.plan_summary, plan=result.plan)
         running.waiting = True  # only now: an approval before the plan was shown approves nothing seen
         deadline = time.monotonic() + self.confirm_timeout_s
-        while not running.decided.wait(_POLL_S):
+        while not running.decided.wait(POLL_S):
             interrupted = self._interruption(running, goal, "waiting for confirmation")
             if interrupted:
                 result.outcome, result.reason = CommandOutcome.CANCELLED.value, f"{interrupted}; nothing moved"
@@ -415,101 +409,6 @@ class CommandAction:
             result.outcome, result.reason = CommandOutcome.REFUSED.value, "the operator refused the plan; nothing moved"
             return False
         return True
-
-    def _dispatch(self, running: _Running, goal: ServerGoalHandle, plan: Any, result: ExecuteCommand.Result) -> None:
-        """Run the plan through the dispatcher's action, forwarding its feedback, until its result.
-
-        Every wait is bounded: the goal response by :data:`DISPATCH_ACCEPT_TIMEOUT_S`, the
-        dispatcher's presence by :data:`DISPATCHER_LOST_S`, a cancelled plan's result by
-        :data:`CANCEL_CONFIRM_S`.
-        """
-        if not self.plans.server_is_ready():
-            result.outcome = CommandOutcome.FAILED.value
-            result.reason = "the dispatcher went away before the plan could be sent"
-            return
-        answered = threading.Event()
-        order = threading.Lock()
-        executing = [False]
-
-        def announce_executing() -> None:
-            """The ``executing`` stage, once, before any step (the first step can beat the goal response)."""
-            with order:
-                if not executing[0]:
-                    executing[0] = True
-                    self._feedback(goal, "executing", f"the dispatcher runs plan {plan.plan_id}")
-
-        def forward(message: Any) -> None:
-            step = message.feedback.progress
-            announce_executing()
-            self._feedback(goal, "step", f"step {step.step_index + 1}/{step.step_count} {step.state}: {step.message}",
-                           step=step)
-
-        # The dispatcher watches us in turn: if this node dies, it cancels the plan (the robot stops).
-        sent = self.plans.send_goal_async(
-            ExecutePlan.Goal(plan=plan, client_node=self.node.get_fully_qualified_name()), feedback_callback=forward)
-        sent.add_done_callback(lambda _: answered.set())
-        # Not given up on a cancel (the plan's handle is what a cancel needs), but on closing after a
-        # grace: a plan accepted after this node is gone is cancelled by the dispatcher (client_lost).
-        deadline = time.monotonic() + DISPATCH_ACCEPT_TIMEOUT_S
-        while not answered.wait(_POLL_S):
-            if self.closing.is_set():
-                deadline = min(deadline, time.monotonic() + CANCEL_CONFIRM_S)
-            if time.monotonic() > deadline:
-                break
-        if not answered.is_set() or sent.result() is None:
-            result.outcome = CommandOutcome.FAILED.value
-            result.reason = "the dispatcher did not answer the plan in time" + (
-                " (the language server is shutting down)" if self.closing.is_set() else
-                f" ({DISPATCH_ACCEPT_TIMEOUT_S:g} s)")
-            return
-        plan_goal = sent.result()
-        assert plan_goal is not None
-        if not plan_goal.accepted:
-            if self._stopped_before_moving(result, "as the plan was sent"):
-                return
-            result.outcome = CommandOutcome.REJECTED.value
-            result.reason = (f"the dispatcher rejected plan {plan.plan_id} (it runs another plan, is stopped or "
-                             "is shutting down; its dispatch_result says which)")
-            return
-        announce_executing()
-        finished = threading.Event()
-        outcome = plan_goal.get_result_async()
-        outcome.add_done_callback(lambda _: finished.set())
-        interrupted = ""
-        cancel_sent_at = 0.0
-        lost_since: float | None = None
-        while not finished.wait(_POLL_S):
-            now = time.monotonic()
-            if not interrupted:
-                interrupted = self._interruption(running, goal, "executing")
-                if interrupted:
-                    self.node.get_logger().warning(f"cancelling plan {plan.plan_id}: {interrupted}")
-                    plan_goal.cancel_goal_async()  # sent at once, executor or not
-                    cancel_sent_at = now
-            if interrupted and now - cancel_sent_at > CANCEL_CONFIRM_S:
-                result.outcome = CommandOutcome.CANCELLED.value
-                result.reason = (f"{interrupted}; the cancel of plan {plan.plan_id} was sent, but the dispatcher "
-                                 f"did not confirm it within {CANCEL_CONFIRM_S:g} s")
-                return
-            lost_since = None if self.plans.server_is_ready() else (lost_since or now)
-            if lost_since is not None and now - lost_since > DISPATCHER_LOST_S:
-                result.outcome = CommandOutcome.FAILED.value
-                result.reason = (f"the dispatcher went away while running plan {plan.plan_id}; "
-                                 "what the robot did since is unknown")
-                return
-        response = outcome.result()
-        assert response is not None
-        dispatched = response.result.result
-        result.outcome = dispatched.status or CommandOutcome.FAILED.value
-        result.reason = dispatched.reason
-        if interrupted and result.outcome == CommandOutcome.CANCELLED:
-            result.reason = f"{interrupted}; the dispatcher stopped the robot" + (
-                f" ({dispatched.reason})" if dispatched.reason else "")
-        result.steps_completed = dispatched.steps_completed
-        result.replans = dispatched.replans
-        result.robot_place = dispatched.robot_place
-        result.holding = dispatched.holding
-        result.driver = dispatched.driver
 
     def close(self, timeout_s: float = 0.0) -> bool:
         """Refuse new goals; a running command stops waiting (for the model's next turn, a confirmation, the
