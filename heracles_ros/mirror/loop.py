@@ -4,7 +4,9 @@ The ROS callback only drops the payload into a one-slot mailbox and returns;
 the worker decodes and reconciles. When the mirror is slower than Hydra, older
 waiting snapshots are replaced (and counted as dropped): every snapshot is a
 full graph, so only the newest matters. When the database is down the newest
-snapshot is kept and retried, so nothing is lost when it comes back.
+snapshot is kept and retried, so nothing is lost when it comes back. The
+snapshots' sequence numbers tell of those the transport lost or reordered
+(:mod:`.sequence_gaps`): counted, reported, and a late one is not applied.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from typing import Any
 
 from heracles_ros.errors import DatabaseUnavailable, HeraclesError, SceneError, SuspectSnapshot
 from heracles_ros.mirror.reconcile import Mirror, ReconcileReport
+from heracles_ros.mirror.sequence_gaps import SequenceWatch
 from heracles_ros.scene.io import DEFAULT_MAX_SNAPSHOT_BYTES, SnapshotDecoder, load_scene
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,10 @@ class MirrorState:
     snapshots_received: int = 0
     snapshots_applied: int = 0
     snapshots_dropped: int = 0
+    snapshots_missed: int = 0
+    snapshots_late: int = 0
+    gaps_detectable: bool = False
+    last_gap: str = ""
     suspect_held: bool = False
     corrections_active: int = 0
     corrections_retired: tuple[str, ...] = ()
@@ -86,7 +93,8 @@ class MirrorLoop:
     """Owns the worker thread that applies snapshots to a :class:`Mirror`.
 
     ``on_state`` is called from the worker thread after every piece of work
-    handled (applied, rejected, held back or failed), with the new state.
+    handled (applied, rejected, held back or failed), and from :meth:`submit`
+    for a snapshot refused as late, with the new state.
     ``reconnect`` is called before each retry after the database was
     unavailable (e.g. to find an embedded server that came back on a new port).
     """
@@ -109,6 +117,10 @@ class MirrorLoop:
         self._state = MirrorState()
         self._state_lock = threading.Lock()
         self._pending: Work | None = None
+        self._sequences = SequenceWatch()
+        self._sequence_lock = threading.Lock()
+        #: Set at a gap: the next snapshot is decoded whole, not compared with the one applied last.
+        self._whole_next = threading.Event()
         self._wake = threading.Condition()
         self._stopping = False
         self._idle = threading.Event()
@@ -138,9 +150,17 @@ class MirrorLoop:
             return self._state
 
     def submit(self, snapshot: Snapshot) -> None:
-        """Hand over a snapshot (returns at once); a waiting older one is dropped."""
-        self._put(snapshot)
-        self._update(publish=False, received=1)
+        """Hand over a snapshot (returns at once); a waiting older one is dropped, a late one refused."""
+        with self._sequence_lock:  # the transport's order, whichever thread delivers
+            verdict = self._sequences.see(snapshot.sequence)
+            if verdict.missed:
+                self._whole_next.set()
+            if verdict.apply:
+                self._put(snapshot)
+            self._update(publish=not verdict.apply, received=1, missed=verdict.missed, late=int(not verdict.apply),
+                         gaps_detectable=verdict.detectable, last_gap=verdict.note or self.state.last_gap)
+        if verdict.note:
+            log.warning("%s", verdict.note)
 
     def submit_file(self, path: str | Path) -> None:
         """Mirror a scene file in the worker (the node's ``scene_file`` parameter)."""
@@ -210,8 +230,10 @@ class MirrorLoop:
                 f"snapshot {work.sequence} is incremental (full_update=false); the mirror needs full "
                 "snapshots (Hydra's default), so it was ignored"
             )
-        graph = self._decoder.decode(work.payload)
-        report = self.mirror.reconcile(graph, sequence=work.sequence, stamp_s=work.stamp_s)
+        whole = self._whole_next.is_set()
+        self._whole_next.clear()
+        report = self.mirror.reconcile_payload(work.payload, self._decoder, sequence=work.sequence,
+                                               stamp_s=work.stamp_s, compare=not whole)
         self._applied(report, sequence=work.sequence, started=work.received_s)
 
     def _applied(self, report: ReconcileReport, *, sequence: int, started: float) -> None:
@@ -234,7 +256,8 @@ class MirrorLoop:
         self._update(sequence=sequence, last_error=message, suspect_held=suspect_held)
 
     def _update(
-        self, *, publish: bool = True, received: int = 0, applied: int = 0, dropped: int = 0, **changes: object
+        self, *, publish: bool = True, received: int = 0, applied: int = 0, dropped: int = 0, missed: int = 0,
+        late: int = 0, **changes: object
     ) -> None:
         with self._state_lock:
             state = self._state
@@ -243,6 +266,8 @@ class MirrorLoop:
                 snapshots_received=state.snapshots_received + received,
                 snapshots_applied=state.snapshots_applied + applied,
                 snapshots_dropped=state.snapshots_dropped + dropped,
+                snapshots_missed=state.snapshots_missed + missed,
+                snapshots_late=state.snapshots_late + late,
                 **changes,  # type: ignore[arg-type]
             )
             state = self._state

@@ -37,7 +37,9 @@ from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.mirror.features import FeatureWriter
 from heracles_ros.mirror.history import ChangeEvent, History, HistorySettings
 from heracles_ros.mirror.indexes import ensure_indexes
+from heracles_ros.mirror.payload_diff import AppliedPayload, payload_diff
 from heracles_ros.mirror.scene_diff import SceneDiff, empty_layers, scene_diff, touches, within
+from heracles_ros.scene.io import SnapshotDecoder
 from heracles_ros.scene.tables import (
     NodeRow,
     SceneTables,
@@ -123,6 +125,9 @@ class Mirror:
         self.history = History(store, history)
         self.features = FeatureWriter()
         self._baseline: SceneTables | None = None
+        #: The payload ``_baseline`` was extracted from (None: it was read from the database, or came from a graph
+        #: or tables): the next payload is compared with it.
+        self._applied: AppliedPayload | None = None
         #: The MirrorMeta token this instance wrote last. Whoever else writes the node (a second mirror,
         #: ``heracles load``), deletes it (``heracles db reset``) or brings back an older one (a
         #: restore) leaves another token, which makes the cached baseline stale.
@@ -147,22 +152,47 @@ class Mirror:
         tens of thousands of rows and no cycles, and the collections those
         allocations would trigger cost about 5 % of a reconcile.
         """
-        stamp = time.time() if stamp_s is None else stamp_s
         with _gc_paused():
             started = time.perf_counter()
             tables = scene if isinstance(scene, SceneTables) else extract_tables(scene)
-            extract_s = time.perf_counter() - started
-            report = self._reconcile(tables, sequence=sequence, force=force, stamp_s=stamp)
-            if report.interfered:  # once: the whole snapshot again, over whatever the other writer left
-                log.warning("the mirrored graph was reset, restored or written by someone else during this "
-                            "reconcile; writing the whole snapshot again")
-                report = self._reconcile(tables, sequence=sequence, force=force, stamp_s=stamp)
-        report.timings["extract"] = extract_s
-        report.timings["total"] = report.timings.get("total", 0.0) + extract_s
+            incoming = _Incoming(tables=tables, extract_s=time.perf_counter() - started)
+            return self._apply(incoming, sequence=sequence, force=force, stamp_s=stamp_s)
+
+    def reconcile_payload(
+        self,
+        payload: bytes,
+        decoder: SnapshotDecoder,
+        *,
+        sequence: int = -1,
+        force: bool = False,
+        stamp_s: float | None = None,
+        compare: bool = True,
+    ) -> ReconcileReport:
+        """Make the database mirror a snapshot's spark_dsg payload (SceneDecodeError if it is not one).
+
+        While the baseline is the tables of the payload applied last, ``payload`` is compared with that one
+        (:mod:`.payload_diff`): only what differs is decoded. Otherwise, or with ``compare`` false (after a
+        gap in the snapshots' numbers), ``decoder`` decodes it whole.
+        """
+        with _gc_paused():
+            incoming = _Incoming(payload=decoder.admit(payload), decoder=decoder, compare=compare)
+            return self._apply(incoming, sequence=sequence, force=force, stamp_s=stamp_s)
+
+    def _apply(
+        self, incoming: _Incoming, *, sequence: int, force: bool, stamp_s: float | None
+    ) -> ReconcileReport:
+        stamp = time.time() if stamp_s is None else stamp_s
+        report = self._reconcile(incoming, sequence=sequence, force=force, stamp_s=stamp)
+        if report.interfered:  # once: the whole snapshot again, over whatever the other writer left
+            log.warning("the mirrored graph was reset, restored or written by someone else during this "
+                        "reconcile; writing the whole snapshot again")
+            report = self._reconcile(incoming, sequence=sequence, force=force, stamp_s=stamp)
+        report.timings["extract"] = incoming.extract_s
+        report.timings["total"] = report.timings.get("total", 0.0) + incoming.extract_s
         return report
 
     def _reconcile(
-        self, tables: SceneTables, *, sequence: int, force: bool, stamp_s: float
+        self, incoming: _Incoming, *, sequence: int, force: bool, stamp_s: float
     ) -> ReconcileReport:
         started = time.perf_counter()
         report = ReconcileReport()
@@ -174,7 +204,11 @@ class Mirror:
             # have added nodes since an older one).
             empty = empty_layers(baseline) if from_db else frozenset()
             t_diff0 = time.perf_counter()
-            diff = scene_diff(baseline, tables, tolerant=from_db)
+            extracted_before = incoming.extract_s
+            diff = incoming.diff(baseline, self._applied, from_db=from_db)
+            extracting = incoming.extract_s - extracted_before  # a payload is read here (reported apart)
+            tables = incoming.tables
+            assert tables is not None
             t_diff = time.perf_counter()
             replaces = self._replaces(baseline, diff, token, force=force)
             if diff.any:  # readers wait from here until the generation bump (snapshot_reads)
@@ -196,21 +230,26 @@ class Mirror:
             if (diff.any or self._baseline is None) and self._bumped_over_another(report, token, sequence):
                 return report
         except DatabaseError:
-            self._baseline = None  # re-read the truth next time: part of the diff may have landed
-            self.history.forget()
+            self._forget_baseline()  # re-read the truth next time: part of the diff may have landed
             raise
-        self._baseline = tables
+        self._baseline, self._applied = tables, incoming.applied
         _count(report, diff, tables)
         end = time.perf_counter()
         report.timings = {
             "read_baseline": t_diff0 - started,
-            "diff": t_diff - t_diff0,
+            "diff": t_diff - t_diff0 - extracting,
             "write": t_write - t_diff,
             "corrections": t_corrections - t_write,
             "history": end - t_corrections,
-            "total": end - started,
+            "total": end - started - extracting,
         }
         return report
+
+    def _forget_baseline(self) -> None:
+        """Read the database before the next diff (and decode the next payload whole)."""
+        self._baseline = None
+        self._applied = None
+        self.history.forget()
 
     def _current_baseline(self, token: str | None) -> tuple[SceneTables, bool]:
         """The baseline to diff against, and whether it was read from the database just now (it is when none is
@@ -218,8 +257,7 @@ class Mirror:
         if self._baseline is not None and token != self._token:
             log.info("the mirrored graph was reset, restored or written by someone else; reading it again "
                      "before the diff")
-            self._baseline = None
-            self.history.forget()
+            self._forget_baseline()
         if self._baseline is not None:
             return self._baseline, False
         return self.read_baseline(), True
@@ -248,8 +286,7 @@ class Mirror:
         self._token = str(rows[0]["token"]) if rows else None
         if rows and rows[0]["previous"] != token:
             report.interfered = True
-            self._baseline = None
-            self.history.forget()
+            self._forget_baseline()
             return True
         return False
 
@@ -264,6 +301,7 @@ class Mirror:
         self.corrections = Corrections(store, self.corrections.additions.settings)
         self.history.use_store(store)
         self._baseline = None
+        self._applied = None
         self._schema_ready = False
 
     # -- internals -------------------------------------------------------------
@@ -347,6 +385,39 @@ class Mirror:
     def _chunks(self, rows: list[Any]) -> Iterable[list[Any]]:
         for start in range(0, len(rows), self.batch_size):
             yield rows[start : start + self.batch_size]
+
+
+@dataclass
+class _Incoming:
+    """A snapshot on its way in: its tables, or the payload they are read from (then, once read, the payload
+    to keep for comparing the next one)."""
+
+    tables: SceneTables | None = None
+    payload: bytes = b""
+    decoder: SnapshotDecoder | None = None
+    compare: bool = True
+    applied: AppliedPayload | None = None
+    #: Seconds spent decoding and extracting (or comparing with the payload applied last).
+    extract_s: float = 0.0
+
+    def diff(self, baseline: SceneTables, applied: AppliedPayload | None, *, from_db: bool) -> SceneDiff:
+        """The diff against ``baseline``; ``applied``: the payload it was extracted from, if any. A baseline read
+        back from the database (``from_db``) carries 15 digits, not 17: floats are compared to 1e-12 then."""
+        if self.tables is None:
+            started = time.perf_counter()
+            found = None
+            if applied is not None and self.compare and not from_db:
+                found = payload_diff(applied, baseline, self.payload)
+            if found is not None:
+                self.tables, self.applied = found.tables, found.applied
+                self.extract_s = time.perf_counter() - started
+                return found.diff
+            assert self.decoder is not None
+            self.tables = extract_tables(self.decoder.decode(self.payload))
+            assert self.decoder.layout is not None
+            self.applied = AppliedPayload(self.payload, self.decoder.layout)
+            self.extract_s = time.perf_counter() - started
+        return scene_diff(baseline, self.tables, tolerant=from_db)
 
 
 def _count(report: ReconcileReport, diff: SceneDiff, tables: SceneTables) -> None:

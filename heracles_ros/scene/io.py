@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import spark_dsg as dsg
 
 from heracles_ros.errors import ConfigError, SceneDecodeError
-from heracles_ros.scene.payload_check import check_payload
+from heracles_ros.scene.payload_check import PayloadLayout, check_payload
+from heracles_ros.scene.payload_records import moved_between_layers, record_layers
 
 #: Suffixes spark_dsg's own load/save accept; any other file is read as spark_dsg binary.
 SPARK_DSG_SUFFIXES = (".json", ".bson", ".sparkdsg")
@@ -50,7 +52,10 @@ class SnapshotDecoder:
 
     A payload refused by the size cap or the length check never reaches spark_dsg, and the
     graph is kept; after a failed decode the graph may be half-updated, so the next payload
-    is decoded from scratch.
+    is decoded from scratch. ``update_from_binary`` makes the graph the payload's whatever it
+    held before, so it may skip payloads (the mirror compares most instead), except that it
+    leaves a node in its old layer when the payload puts it in another: then the payload is
+    decoded from scratch too (the records' layers are compared first, 20 ms at 10^5 nodes).
     """
 
     def __init__(self, max_bytes: int = DEFAULT_MAX_SNAPSHOT_BYTES) -> None:
@@ -58,21 +63,32 @@ class SnapshotDecoder:
             raise ConfigError(f"max_snapshot_bytes must be >= 1, got {max_bytes}")
         self.max_bytes = max_bytes
         self._graph: dsg.DynamicSceneGraph | None = None
+        #: Each node's id and layer in the graph (record_layers of the payload decoded last).
+        self._layers: tuple[np.ndarray, np.ndarray] | None = None
+        #: Where the parts of the payload decoded last are (its check's result).
+        self.layout: PayloadLayout | None = None
 
-    def decode(self, payload: bytes | bytearray | memoryview) -> dsg.DynamicSceneGraph:
+    def admit(self, payload: bytes | bytearray | memoryview) -> bytes:
+        """The payload as bytes, once it passes the size cap (SceneDecodeError if it does not)."""
         if not payload:
             raise SceneDecodeError("empty scene-graph payload")
         size = len(payload) if not isinstance(payload, memoryview) else payload.nbytes
         if size > self.max_bytes:
             raise SceneDecodeError(f"payload of {size} bytes is larger than max_snapshot_bytes ({self.max_bytes})")
-        data = bytes(payload)
-        check_payload(data)
+        return payload if isinstance(payload, bytes) else bytes(payload)
+
+    def decode(self, payload: bytes | bytearray | memoryview) -> dsg.DynamicSceneGraph:
+        data = self.admit(payload)
+        self.layout = None
+        layout = check_payload(data)
+        layers = record_layers(data, layout)
         try:
-            if self._graph is None:
+            if self._graph is None or self._layers is None or moved_between_layers(self._layers, layers):
                 self._graph = dsg.DynamicSceneGraph.from_binary(data)
             else:
                 self._graph.update_from_binary(data)
         except Exception as exc:
-            self._graph = None
+            self._graph = self._layers = None
             raise SceneDecodeError(f"payload of {len(data)} bytes is not a spark_dsg graph: {exc}") from exc
+        self.layout, self._layers = layout, layers
         return self._graph

@@ -27,8 +27,11 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
+
+import numpy as np
 
 from heracles_ros.errors import SceneDecodeError
 from heracles_ros.scene.binary_format import (
@@ -297,13 +300,139 @@ _EDGE_HEAD = compile_pattern(EDGE_HEAD)
 _LAYER_KEY = compile_pattern(LAYER_KEY)
 
 
-def check_payload(data: bytes) -> None:
+@dataclass(frozen=True)
+class PayloadLayout:
+    """Where a checked payload's parts are: the header (layer keys, attribute names, layer names, metadata),
+    each node record, the edges, then the mesh, in the order spark_dsg writes them. Its containers are all
+    ordered maps, so the same graph always gives the same bytes, and an unchanged node the same record."""
+
+    #: Where the header ends and the node array's start marker (0x00) is.
+    header_end: int
+    #: Each node record's first byte (its layer), in the payload's order.
+    node_starts: list[int]
+    #: The node array's end marker (0x01): the last record ends there.
+    nodes_end: int
+    #: One past the edge array's end marker (the array starts at nodes_end + 1).
+    edges_end: int
+    #: Every edge is a plain record of PLAIN_EDGE_BYTES (default attributes, empty metadata).
+    plain_edges: bool
+
+
+def check_payload(data: bytes) -> PayloadLayout:
     """Raise SceneDecodeError, naming the field, if ``data`` declares more than its bytes hold.
 
     Also when it declares more than MAX_LAYERS layers or MAX_ATTRIBUTE_NAMES attribute types, or
     its metadata JSON nests deeper than MAX_JSON_DEPTH or would take more memory than its budget.
+    Where its parts are comes back (recording it costs the walk nothing measurable).
     """
     walk = _Walk(data)
+    node_types, edge_types = _header(walk)
+    header_end = walk.pos
+    node_starts: list[int] = []
+    _elements(walk, "node", _NODE_HEAD, node_types, starts=node_starts)
+    nodes_end = walk.pos - 1
+    edges_end, plain = _tail(walk, edge_types)
+    if len(walk.layers) > MAX_LAYERS:
+        walk.refuse(f"it declares or fills {len(walk.layers)} layers and partitions, more than {MAX_LAYERS}")
+    _check_json(walk)
+    return PayloadLayout(header_end, node_starts, nodes_end, edges_end, plain)
+
+
+class Changed(NamedTuple):
+    """What :func:`check_changed` found."""
+
+    layout: PayloadLayout
+    #: The indexes of the records whose bytes differ.
+    records: list[int]
+    #: The edges and the mesh are the same bytes.
+    same_tail: bool
+
+
+def check_changed(data: bytes, before: bytes, layout: PayloadLayout) -> Changed | None:
+    """Check ``data`` against ``before`` (checked, its parts at ``layout``) walking only what differs.
+
+    Where the two differ only inside node records that keep their length, id and layer (Hydra's active
+    window: update times, positions) and after the nodes, those records, and the edges and mesh if they
+    differ, are walked again: every other byte is the same byte at the same place, checked already. Returns
+    ``data``'s layout and the indexes of the records whose bytes differ; None where that does not hold (the
+    header or the nodes' length differ, a record changed shape or gained metadata to judge, or a walk failed):
+    then :func:`check_payload` walks it all, and names what is wrong.
+    """
+    starts, nodes_end = layout.node_starts, layout.nodes_end
+    if len(data) <= nodes_end or not starts or data[nodes_end] != DYNAMIC_END:
+        return None
+    candidates = _differing_records(data, before, starts, layout.header_end, nodes_end)
+    if candidates is None:
+        return None
+    walk = _Walk(data)
+    node_types, edge_types = _header(walk)
+    walk.json.clear()  # the header is the one checked before
+    differing = []
+    for k in candidates:
+        start = starts[k]
+        end = starts[k + 1] if k + 1 < len(starts) else nodes_end
+        if data[start:end] == before[start:end]:
+            continue  # a word that straddled it differed in its neighbour
+        if data[start:start + _NODE_KEY_END] != before[start:start + _NODE_KEY_END]:  # another layer or node
+            return None
+        walk.pos = start
+        try:
+            _element(walk, "node", _NODE_HEAD, node_types, k)
+        except SceneDecodeError:
+            return None
+        if walk.pos != end:
+            return None
+        differing.append(k)
+    if walk.json:
+        return None
+    if same_bytes(data, nodes_end, before, nodes_end):
+        return Changed(layout, differing, True)
+    walk.pos = nodes_end + 1
+    try:
+        edges_end, plain = _tail(walk, edge_types)
+    except SceneDecodeError:
+        return None
+    if walk.json:
+        return None
+    return Changed(PayloadLayout(layout.header_end, starts, nodes_end, edges_end, plain), differing, False)
+
+
+def _differing_records(data: bytes, before: bytes, starts: list[int], header_end: int, nodes_end: int
+                       ) -> list[int] | None:
+    """Indexes of the records holding a byte that differs (and maybe their neighbours), compared eight bytes at a
+    time; None when the header or the array's start marker differs."""
+    if data[:header_end + 1] != before[:header_end + 1]:
+        return None
+    count = (nodes_end - header_end) // 8
+    old = np.frombuffer(before, dtype="<u8", count=count, offset=header_end)
+    new = np.frombuffer(data, dtype="<u8", count=count, offset=header_end)
+    offsets = np.flatnonzero(old != new) * 8 + header_end
+    rest = header_end + 8 * count
+    if data[rest:nodes_end] != before[rest:nodes_end]:
+        offsets = np.append(offsets, rest)
+    if not len(offsets):
+        return []
+    first = np.asarray(starts, dtype=np.int64)
+    records = np.union1d(np.searchsorted(first, offsets, "right"), np.searchsorted(first, offsets + 7, "right")) - 1
+    if len(records) and records[0] < 0:
+        return None
+    return [int(k) for k in records if k < len(starts)]
+
+
+def same_bytes(data: bytes, start: int, before: bytes, before_start: int) -> bool:
+    """Whether ``data`` from ``start`` on is ``before`` from ``before_start`` on (eight bytes at a time, copying
+    neither: a slice of a 54 MB payload costs more than the comparison)."""
+    if len(data) - start != len(before) - before_start:
+        return False
+    count = (len(data) - start) // 8
+    rest = 8 * count
+    return data[start + rest:] == before[before_start + rest:] and bool(np.array_equal(
+        np.frombuffer(data, dtype="<u8", count=count, offset=start),
+        np.frombuffer(before, dtype="<u8", count=count, offset=before_start)))
+
+
+def _header(walk: _Walk) -> tuple[list[Type | None], list[Type | None]]:
+    """The header, up to the nodes: the layers it declares, and what each node and edge type byte reads."""
     for index in range(walk.count(("layer keys",), SIZE[LAYER_KEY])):
         walk.layers.add(_layer(walk.fixed(_LAYER_KEY, ("layer key", index))))
     node_types = _types(_names(walk, "node attribute names"), NODE_FIELDS, _registered()[0])
@@ -314,14 +443,17 @@ def check_payload(data: bytes) -> None:
     metadata = walk.pos
     walk.skip(("graph metadata",), 1)
     walk.json.append((metadata + 5, walk.pos, ("graph metadata",)))
-    _elements(walk, "node", _NODE_HEAD, node_types)
-    _elements(walk, "edge", _EDGE_HEAD, edge_types, plain_edges(edge_types, EDGE_FIELDS["EdgeAttributes"]))
-    if walk.pos < walk.end and data[walk.pos] == TRUE:  # spark_dsg reads anything else as "no mesh"
+    return node_types, edge_types
+
+
+def _tail(walk: _Walk, edge_types: list[Type | None]) -> tuple[int, bool]:
+    """The edges and the mesh: where the edges end, and whether all of them are plain."""
+    plain = _elements(walk, "edge", _EDGE_HEAD, edge_types, plain_edges(edge_types, EDGE_FIELDS["EdgeAttributes"]))
+    edges_end = walk.pos
+    if walk.pos < walk.end and walk.data[walk.pos] == TRUE:  # spark_dsg reads anything else as "no mesh"
         walk.pos += 1
         walk.fields(MESH, ("graph",))
-    if len(walk.layers) > MAX_LAYERS:
-        walk.refuse(f"it declares or fills {len(walk.layers)} layers and partitions, more than {MAX_LAYERS}")
-    _check_json(walk)
+    return edges_end, plain
 
 
 def _layer(key: re.Match[bytes]) -> tuple[int, int]:
@@ -331,6 +463,7 @@ def _layer(key: re.Match[bytes]) -> tuple[int, int]:
 
 _LAYER_KEY_VALUES = struct.Struct("<6xqxI")  # a LayerKey's layer (INT64) and partition (UINT32)
 _NODE_LAYER = struct.Struct("<6xq10xI")  # a node's layer and partition, around its id
+_NODE_KEY_END = 28  # a node record's layer, id and partition end here (its type byte's tag follows)
 _JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _NOT_JSON_TOKENS = bytes(b for b in range(256) if b not in b"[]{},:")
 
@@ -394,16 +527,21 @@ def _elements(
     head: re.Pattern[bytes],
     types: list[Type | None],
     run: re.Pattern[bytes] | None = None,
-) -> None:
+    *,
+    starts: list[int] | None = None,
+) -> bool:
     """The nodes or the edges: a dynamic array of a fixed head and a type byte, then that type's fields.
 
-    ``run`` matches any number of the commonest elements at once, each ``PLAIN_EDGE_BYTES`` long.
+    ``run`` matches any number of the commonest elements at once, each ``PLAIN_EDGE_BYTES`` long; True
+    when it matched them all. ``starts`` gets each element's first byte.
     """
     data = walk.data
     if walk.pos >= walk.end or data[walk.pos] != DYNAMIC_START:
         walk.fail((f"the {kind}s",), "expected the start of a dynamic array (0x00)")
     walk.pos += 1
     index = 0
+    all_run = run is not None
+    record = starts.append if starts is not None else None
     while True:
         plain = run.match(data, walk.pos) if run is not None else None
         if plain:
@@ -413,21 +551,30 @@ def _elements(
             walk.fail((f"the {kind}s",), "the payload ends before their end marker")
         if data[walk.pos] == DYNAMIC_END:
             walk.pos += 1
-            return
-        found = head.match(data, walk.pos) or walk.fixed(head, (kind, index))  # the second raises, saying why
-        if head is _NODE_HEAD:
-            walk.layers.add(_NODE_LAYER.unpack_from(data, walk.pos))
-        walk.pos = found.end()
-        type_id = data[walk.pos - 1]
-        known = types[type_id] if type_id < len(types) else None
-        if known is not None:
-            steps, shape = known
-            small = shape.match(data, walk.pos) if shape is not None else None
-            if small:
-                walk.pos = small.end()
-            else:
-                walk.fields(steps, (kind, index))
+            return all_run
+        all_run = False
+        if record is not None:
+            record(walk.pos)
+        _element(walk, kind, head, types, index)
         index += 1
+
+
+def _element(walk: _Walk, kind: str, head: re.Pattern[bytes], types: list[Type | None], index: int) -> None:
+    """One node or edge: its head, then what its type reads, matched whole by the type's shape where it can be."""
+    data = walk.data
+    found = head.match(data, walk.pos) or walk.fixed(head, (kind, index))  # the second raises, saying why
+    if head is _NODE_HEAD:
+        walk.layers.add(_NODE_LAYER.unpack_from(data, walk.pos))
+    walk.pos = found.end()
+    type_id = data[walk.pos - 1]
+    known = types[type_id] if type_id < len(types) else None
+    if known is not None:
+        steps, shape = known
+        small = shape.match(data, walk.pos) if shape is not None else None
+        if small:
+            walk.pos = small.end()
+        else:
+            walk.fields(steps, (kind, index))
 
 
 @lru_cache(maxsize=1)

@@ -157,3 +157,45 @@ def test_a_reconcile_report_sets_every_state_field_it_shares_by_name() -> None:
     state = MirrorState(**report_counts(report))  # type: ignore[arg-type]
     assert (state.nodes_added, state.nodes_changed, state.nodes_removed, state.edges_added, state.edges_removed,
             state.nodes, state.edges, state.corrections_retired) == (1, 2, 3, 4, 5, 6, 7, ("O1",))
+
+
+def test_a_gap_in_sequence_numbers_is_reported_and_the_next_snapshot_repairs_it(store: FalkorStore) -> None:
+    """1, 2, 5, 4, 6: snapshots 3 and 4 are missed when 5 arrives, 4 comes late (older than what is
+    mirrored: not applied), 6 goes on; each is a full graph, so the database equals the newest applied."""
+    scenes = {1: tiny_scene(), 2: without("O0"), 4: without("O3"), 5: without("O1"), 6: without("O1", "O2")}
+    states: list[MirrorState] = []
+    loop = MirrorLoop(Mirror(store), on_state=states.append)
+    loop.start()
+    try:
+        for sequence in (1, 2, 5, 4):
+            loop.submit(Snapshot(payload(scenes[sequence]), sequence=sequence))
+            assert loop.wait_idle(10.0)
+        state = loop.state
+        assert (state.snapshots_missed, state.snapshots_late, state.gaps_detectable) == (2, 1, True)
+        assert "4 arrived after 5" in state.last_gap and state.last_error == ""
+        assert any("3..4 never arrived" in s.last_gap for s in states)
+        assert_mirrors(store, scenes[5])  # not the late 4
+        loop.submit(Snapshot(payload(scenes[6]), sequence=6))
+        assert loop.wait_idle(10.0)
+    finally:
+        loop.stop()
+    state = loop.state
+    assert (state.sequence, state.snapshots_received, state.snapshots_applied) == (6, 5, 4)
+    assert (state.snapshots_missed, state.snapshots_late) == (2, 1)
+    assert_mirrors(store, scenes[6])
+
+
+def test_unnumbered_snapshots_never_report_a_gap(store: FalkorStore) -> None:
+    """Hydra-ROS on ROS 2 leaves sequence_number at 0: every snapshot is applied, no gap is claimed."""
+    loop = MirrorLoop(Mirror(store))
+    loop.start()
+    try:
+        for graph in (tiny_scene(), without("O0"), without("O0", "O1")):
+            loop.submit(Snapshot(payload(graph), sequence=0))
+            assert loop.wait_idle(10.0)
+    finally:
+        loop.stop()
+    state = loop.state
+    assert (state.snapshots_applied, state.snapshots_missed, state.snapshots_late) == (3, 0, 0)
+    assert (state.gaps_detectable, state.last_gap) == (False, "")
+    assert_mirrors(store, without("O0", "O1"))

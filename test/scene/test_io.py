@@ -9,7 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import spark_dsg as dsg
 from support.decode_fuzz import SLACK_BYTES
+from support.hydra_scene import hydra_scene
+from support.hydra_scene import node_id as hydra_node_id
 from support.tiny_scene import node_id, tiny_scene
 
 from heracles_ros.errors import ConfigError, SceneDecodeError
@@ -109,3 +112,23 @@ def test_fuzzed_snapshots_are_refused_clearly_and_cost_under_ten_times_their_siz
         # A length field changed: refused before spark_dsg reads it; the few "decoded" are a 0xdd byte inside a number.
         assert outcomes["refused before decoding"] >= 0.99 * sum(outcomes.values()), (kind, outcomes)
         assert report[kind]["most_bytes"]["refused before decoding"] <= SLACK_BYTES, (kind, report[kind])
+
+
+def test_a_node_that_changes_layer_is_decoded_from_scratch() -> None:
+    """spark_dsg's update in place keeps a node in its old layer when the payload puts it in another (a
+    3D place that comes back as a mesh place under the same id): the decoder gives the payload's graph."""
+    decoder = SnapshotDecoder()
+    graph = hydra_scene()
+    first = decoder.decode(graph.to_binary(include_mesh=False))
+    place = hydra_node_id("p0")
+    position = graph.get_node(place).attributes.position
+    graph.remove_node(place)
+    mesh_place = dsg.Place2dNodeAttributes()
+    mesh_place.position = position
+    graph.add_node(3, place, mesh_place, 1)
+    data = graph.to_binary(include_mesh=False)
+    second = decoder.decode(data)
+    assert second is not first and second.to_binary(include_mesh=False) == data
+    graph.get_node(place).attributes.position = position + 1.0
+    assert decoder.decode(graph.to_binary(include_mesh=False)) is second  # in place again
+    assert decoder.layout is not None and len(decoder.layout.node_starts) == graph.num_nodes()

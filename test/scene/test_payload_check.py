@@ -12,6 +12,8 @@ import struct
 import numpy as np
 import pytest
 import spark_dsg as dsg
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from support.hydra_scene import hydra_scene
 from support.rich_scene import rich_scene, sym
 from support.tiny_scene import tiny_scene
@@ -312,3 +314,89 @@ def test_a_node_with_long_fields_is_walked_field_by_field() -> None:
     at = data.index(length(payload_shapes.SHAPE_COUNTS) + b"\xcb")
     with pytest.raises(SceneDecodeError, match=r"node 0 boundary at byte \d+: declares 100000 elements"):
         check_payload(data[: at + 1] + struct.pack("<I", 100_000) + data[at + 5 :])
+
+
+# --- where the parts are, and the check of what differs from a payload checked before -------------------
+_ID = struct.Struct("<Q")
+
+
+@pytest.mark.parametrize("name", ["rich", "small", "empty"])
+def test_the_layout_names_each_node_record_and_the_edges(name: str) -> None:
+    graph = SCENES[name]()
+    data = graph.to_binary(include_mesh=True)
+    layout = check_payload(data)
+    ids = [_ID.unpack_from(data, start + 15)[0] for start in layout.node_starts]
+    assert sorted(ids) == sorted(n.id.value for n in graph.nodes)
+    assert data[layout.header_end] == 0x00 and data[layout.nodes_end] == 0x01 and data[layout.edges_end - 1] == 0x01
+    edges = graph.num_edges()
+    assert layout.plain_edges == (name != "rich")  # the rich scene's edges carry metadata (no edges: all plain)
+    if layout.plain_edges:
+        assert layout.edges_end - layout.nodes_end - 3 == edges * payload_shapes.PLAIN_EDGE_BYTES
+
+
+def _hydra_like(graph: dsg.DynamicSceneGraph, every: int) -> tuple[bytes, list[int]]:
+    """Hydra's active window: every ``every``-th mesh place gets a new update time, nothing the mirror keeps."""
+    data = graph.to_binary(include_mesh=False)
+    places = sorted(n.id.value for n in graph.get_layer(3, 1).nodes)[::every]
+    for place in places:
+        graph.get_node(place).attributes.last_update_time_ns = 123_456_789
+    return data, places
+
+
+def test_only_the_records_that_differ_are_walked_again() -> None:
+    graph = generate_scene("small")
+    before, touched = _hydra_like(graph, 7)
+    after = graph.to_binary(include_mesh=False)
+    layout = check_payload(before)
+    again = payload_check.check_changed(after, before, layout)
+    assert again is not None and again.same_tail
+    assert again.layout == check_payload(after)
+    assert sorted(_ID.unpack_from(after, layout.node_starts[k] + 15)[0] for k in again.records) == touched
+    assert payload_check.check_changed(bytes(before), before, layout) == (layout, [], True)
+
+
+def test_a_payload_that_differs_in_shape_is_left_to_the_whole_walk() -> None:
+    graph = tiny_scene()
+    before = graph.to_binary(include_mesh=False)
+    layout = check_payload(before)
+    graph.get_node(sym("O", 1)).attributes.name = "a longer name than before"  # the record grows
+    assert payload_check.check_changed(graph.to_binary(include_mesh=False), before, layout) is None
+    graph = tiny_scene()
+    graph.metadata.add({"labelspaces": {"_l2p0": [[0, "crate"]]}})  # the header
+    assert payload_check.check_changed(graph.to_binary(include_mesh=False), before, layout) is None
+    for start in layout.node_starts[1:]:  # a record's first bytes share their eight with the record before
+        broken = before[:start] + b"\x00" + before[start + 1 :]
+        with pytest.raises(SceneDecodeError):
+            check_payload(broken)
+        assert payload_check.check_changed(broken, before, layout) is None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_check_of_what_differs_agrees_with_the_whole_walk(data: st.DataObject) -> None:
+    """Any bytes overwritten anywhere: either both checks refuse, or the short one gives the whole walk's layout
+    and exactly the records whose bytes differ (or leaves the payload to the whole walk)."""
+    before = _RICH
+    layout = _RICH_LAYOUT
+    changed = bytearray(before)
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(before) - 1))
+        piece = data.draw(st.binary(min_size=1, max_size=9))
+        changed[at : at + len(piece)] = piece[: len(before) - at]
+    after = bytes(changed)
+    try:
+        whole = check_payload(after)
+    except SceneDecodeError:
+        whole = None
+    short = payload_check.check_changed(after, before, layout)
+    if short is None:
+        return
+    assert whole is not None and short.layout == whole
+    ends = [*layout.node_starts[1:], layout.nodes_end]
+    assert short.records == [k for k, (s, e) in enumerate(zip(layout.node_starts, ends, strict=True))
+                             if after[s:e] != before[s:e]]
+    assert short.same_tail == (after[layout.nodes_end :] == before[layout.nodes_end :])
+
+
+_RICH = rich_scene().to_binary(include_mesh=True)
+_RICH_LAYOUT = check_payload(_RICH)
