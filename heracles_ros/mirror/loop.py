@@ -157,8 +157,9 @@ class MirrorLoop:
                 self._whole_next.set()
             if verdict.apply:
                 self._put(snapshot)
+            late = {} if verdict.apply else {"sequence": snapshot.sequence}  # handled: refused, as a bad one is
             self._update(publish=not verdict.apply, received=1, missed=verdict.missed, late=int(not verdict.apply),
-                         gaps_detectable=verdict.detectable, last_gap=verdict.note or self.state.last_gap)
+                         gaps_detectable=verdict.detectable, last_gap=verdict.note or self.state.last_gap, **late)
         if verdict.note:
             log.warning("%s", verdict.note)
 

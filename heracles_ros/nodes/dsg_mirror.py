@@ -2,7 +2,9 @@
 
 Thin by design: the subscription callback copies the payload into the
 :class:`MirrorLoop` mailbox and returns, the loop's worker thread decodes,
-diffs and writes, and every outcome is published as ``mirror_status``. The
+diffs and writes, and every outcome is published as ``mirror_status``, with the
+snapshots the DsgUpdates' sequence numbers say never arrived or came late (none
+can be told while Hydra-ROS leaves them at 0). The
 ``changes`` service (heracles_ros/srv/Changes) answers what the history
 recorded since a time, corrections retired and returned with their nodes included
 (as ``heracles changes``); each snapshot's time is its DsgUpdate header stamp.

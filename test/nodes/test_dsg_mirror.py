@@ -300,6 +300,34 @@ def test_status_is_republished_periodically(ros_domain_id: int, db_params: dict[
         assert (first.sequence, first.snapshots_received, first.last_error) == (-1, 0, "")
 
 
+def test_a_gap_in_sequence_numbers_is_reported_and_the_next_snapshot_repairs_it(
+    ros_domain_id: int, db_params: dict[str, Any], store: GraphStore
+) -> None:
+    """Over DDS: 3 and 4 never arrive, 4 comes late (not applied over 5), 6 goes on; numbered 0 (Hydra-ROS on
+    ROS 2), nothing can be told and nothing is claimed."""
+    scenes = {1: tiny_scene()}
+    for sequence, symbol in ((2, "O0"), (4, "O3"), (5, "O1"), (6, "O2")):
+        scenes[sequence] = tiny_scene()
+        scenes[sequence].remove_node(node_id(symbol))
+    with mirror_node(ros_domain_id, **db_params) as mirror:
+        for sequence in (1, 2):
+            assert mirror.send(scenes[sequence], sequence).gaps_detectable
+        status = mirror.send(scenes[5], 5)
+        assert (status.snapshots_missed, status.snapshots_late) == (2, 0)
+        assert "3..4 never arrived" in status.last_gap
+        assert_mirrors(store, scenes[5])
+        status = mirror.publish(scenes[4].to_binary(include_mesh=False), 4)
+        assert (status.snapshots_missed, status.snapshots_late, status.snapshots_applied) == (2, 1, 3)
+        assert "4 arrived after 5" in status.last_gap
+        assert_mirrors(store, scenes[5])
+        status = mirror.send(scenes[6], 6)
+        assert (status.snapshots_applied, status.snapshots_missed, status.snapshots_late) == (4, 2, 1)
+        assert_mirrors(store, scenes[6])
+        status = mirror.send(tiny_scene(), 0)
+        assert (status.gaps_detectable, status.snapshots_missed, status.snapshots_applied) == (False, 2, 5)
+        assert_mirrors(store, tiny_scene())
+
+
 # --- the database going away and coming back under running nodes ---------------------------------
 def _cli(*argv: str) -> tuple[int, str, float]:
     """``heracles ARGV`` as the operator runs it (this tree's code); exit code, output, seconds taken."""
