@@ -90,7 +90,9 @@ class _Churn:
     def run(self, mirror: Mirror, snapshots: int) -> dict[float, _Truth]:
         """Mirror the scene, then ``snapshots`` changed ones a second apart; the objects' truth every
         TRUTH_EVERY snapshots (and at the last), by snapshot time."""
-        start = time.time() - snapshots - 1
+        # Whole seconds: FalkorDB returns a double with 15 significant digits, so a fractional start could read
+        # back later than the first snapshot's truth and leave that truth unchecked.
+        start = float(int(time.time()) - snapshots - 1)
         truths: dict[float, _Truth] = {}
         for n in range(snapshots + 1):
             if n:
