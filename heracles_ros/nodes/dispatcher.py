@@ -23,8 +23,8 @@ Interface (names relative, so a robot namespace applies):
   These and ``cancel`` have their own callback group and the executor has
   threads to spare, so they are never queued behind a plan or a query; the
   stop reaches the driver before anything else is done, touches no database,
-  and is then kept on disk (:mod:`~heracles_ros.execution.stop_record`), so a
-  restarted dispatcher is still stopped until someone resumes.
+  and is kept on disk, so a restarted dispatcher is still stopped until someone
+  resumes (:mod:`.stop_latch`).
 
 A goal naming its sender (``client_node``) is given up once that node has been
 gone from the ROS graph for ``client_lost_s``: the plan is cancelled, the robot
@@ -37,11 +37,9 @@ and releases the driver (the lease) within ``shutdown_timeout_s``.
 
 Parameters: :mod:`.dispatcher_settings` (the driver's, ``sim_<setting>`` and
 ``spot_<setting>``, straight from the driver factory's tables). What the
-robot holds and where it starts come from its record in the database, restored
-together, or are reset together (at ``start_place``, or when there is no record
-or it names what the scene lacks), never from parameters; the log says which
-(:func:`~heracles_ros.execution.robot_state.starting_state`). At start the record
-takes the robot's real pose from its driver. The robot is claimed, powered on and stood
+robot holds and where it starts come from its record in the database, never from
+parameters (:mod:`.dispatcher_robot`). At start the record takes the robot's real
+pose from its driver. The robot is claimed, powered on and stood
 up when the first plan starts (``start_robot_at_launch``: when the node starts).
 
 One plan at a time (decision): a goal that arrives while another plan runs is
@@ -61,7 +59,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import queue
 import sys
 import threading
@@ -70,33 +67,30 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from geometry_msgs.msg import PoseStamped
 from rclpy.action import CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
-from std_msgs.msg import Header
 from std_srvs.srv import Trigger
 
 from heracles_ros.action import ExecutePlan
-from heracles_ros.errors import ConfigError, ExecutionError, HeraclesError
-from heracles_ros.execution.driver import CancelToken, Pose, RobotDriver
-from heracles_ros.execution.driver_factory import make_driver
-from heracles_ros.execution.plan_runner import DispatchOutcome, PlanRunner, ProgressEvent, Replanner
-from heracles_ros.execution.robot_state import RobotState, RobotStateStore, starting_state
-from heracles_ros.execution.stop_record import LatchedStop, StopRecord, default_path
+from heracles_ros.errors import HeraclesError
+from heracles_ros.execution.driver import CancelToken
+from heracles_ros.execution.plan_runner import DispatchOutcome, ProgressEvent
+from heracles_ros.execution.stop_record import StopRecord, default_path
 from heracles_ros.graphdb import open_store
-from heracles_ros.graphdb.scene_presence import misspelt_graph_suspected, wait_for_graph
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.msg import DispatchResult, StopState
+from heracles_ros.msg import DispatchResult
+from heracles_ros.nodes.dispatcher_robot import open_robot
 from heracles_ros.nodes.dispatcher_settings import (
     DRIVER_PARAMETER_NAMES,
     PARAMETERS,
     DispatcherSettings,
     driver_settings,
 )
-from heracles_ros.nodes.markers import MarkerBook, plan_markers, robot_markers
+from heracles_ros.nodes.robot_view import RobotView
+from heracles_ros.nodes.stop_latch import StopLatch
 from heracles_ros.outcomes import DispatchStatus, StepState
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.ros import interfaces
@@ -104,10 +98,8 @@ from heracles_ros.ros.client_presence import ClientPresence
 from heracles_ros.ros.node_base import HeraclesNode
 from heracles_ros.ros.node_settings import settings_from
 from heracles_ros.ros.plan_msgs import outcome_to_msg, plan_from_msg, progress_to_msg
-from heracles_ros.ros.request_fields import plan_problem, resume_problem, text_problem
+from heracles_ros.ros.request_fields import plan_problem, text_problem
 from heracles_ros.ros.single_goal import SingleGoalServer, end_goal, wait_until_done
-from heracles_ros.ros.stop_socket import StopSocket
-from heracles_ros.srv import Resume
 
 log = logging.getLogger(__name__)
 
@@ -117,17 +109,11 @@ NODE_NAME = "dispatcher"
 EXECUTOR_THREADS = 8
 #: Seconds a starting dispatcher listens for another one's claim on its robot (discovery is not instant).
 CLAIM_WAIT_S = 3.0
-#: How long a starting dispatcher waits for its graph when the database holds other graphs but not its own
-#: (a mirror started beside it creates it); past it a misspelt graph_name stops the dispatcher instead of
-#: creating a stray graph.
-GRAPH_WAIT_S = 30.0
 #: Seconds between checks of a running goal's client (client_lost_s) and of the shutdown deadline.
 GOAL_POLL_S = 0.1
 #: Seconds between marker refreshes (robot pose, remaining path); well within the robot marker's lifetime.
 MARKER_PERIOD_S = 0.2
 
-#: Seconds the stop service waits, after the driver's stop, for the latched stop to be kept on disk.
-KEEP_STOP_WAIT_S = 2.0
 #: How long the node waits for the robot's real pose at start before keeping the recorded one.
 REAL_POSE_WAIT_S = 5.0
 #: Seconds a shutting-down node waits for its last dispatch_result to be acknowledged.
@@ -160,49 +146,38 @@ class DispatcherNode(HeraclesNode):
         self._deadline: float | None = None
         self.claim_robot(interfaces.DISPATCHER_CLAIM, CLAIM_WAIT_S)
         self.store: GraphStore = open_store(self.settings.db_uri, graph=self.settings.graph_name)
-        # The robot's state is written next, which would create a misspelt graph beside the real one:
-        # wait for the mirror's (a fresh database, holding no graph yet, is the mirror's to fill).
-        if misspelt_graph_suspected(self.store):
-            self.get_logger().info(f"waiting up to {GRAPH_WAIT_S:g} s for {self.store.description}: the mirror "
-                                   "creates it (graph_name must match the mirror's)")
-            wait_for_graph(self.store, GRAPH_WAIT_S, reader=f"no graph after {GRAPH_WAIT_S:g} s",
-                           stopping=lambda: not self.context.ok())
-        self.states = RobotStateStore(self.store, symbol=self.settings.robot_symbol)
-        try:
-            start = starting_state(self.states, self.settings.start_place)
-        except ExecutionError as exc:
-            raise ConfigError(f"parameter start_place: {exc}") from exc
-        initial = start.state
-        self.driver = self._make_driver(initial)
-        self.states.write(initial)
-        replan = self._make_replanner()
-        self.dispatcher = PlanRunner(
-            self.driver,
-            state_store=self.states,
-            replan=replan,
-            config=self.settings.dispatch,
-            on_progress=self._on_progress,
-            initial=initial,
-        )
+        robot = open_robot(self, self.store, self.settings, self.drivers, on_progress=self._on_progress)
+        self.states, self.driver, self.dispatcher = robot.states, robot.driver, robot.runner
         self._active: _Job | None = None
-        self._stop_record = StopRecord(default_path(self.get_namespace(), self.settings.robot_symbol,
-                                                    self.store.description))
-        self._stop = self._kept_stop()
+        self.latch = StopLatch(
+            self, self._lock, StopRecord(default_path(self.get_namespace(), self.settings.robot_symbol,
+                                                      self.store.description)),
+            frame=self.settings.map_frame, driver_name=self.driver.name,
+            stop_robot=lambda hard: self._stop_driver(hard=hard), on_latch=self._on_latch,
+        )
+        self.view = RobotView(self, self.dispatcher, frame=self.settings.map_frame,
+                              robot_symbol=self.settings.robot_symbol, stop_label=self.latch.label)
         self._ids = itertools.count(1)
-        self._book = MarkerBook()
-        self._view: tuple[PlanResult | None, int] = (None, 0)
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
         self._presence = ClientPresence(self, self.settings.client_lost_s)
         #: Driver state, kept by the worker: started (claimed, powered) and whether a hard stop undid that.
         self._started = False
         self._restart = False
+        self._driver_error = ""
+        self._serve()
+        self._worker = threading.Thread(target=self._work, name="dispatcher-worker", daemon=True)
+        self.view.publish_pose()
+        self._worker.start()
+        self.latch.publish()
+        self.get_logger().info(f"dispatching with the {self.driver.name} driver on {self.store.description}; "
+                               f"robot {self.settings.robot_symbol!r} {robot.start.account}")
+        if self.latch.state.stopped:
+            self.get_logger().warning(f"{self.latch.state.reason}: plans are refused until resume")
 
+    def _serve(self) -> None:
+        """The node's topics, its action, the operator's controls and the markers' refresh."""
         self._progress_pub = interfaces.DISPATCH_PROGRESS.publisher(self)
         self._result_pub = interfaces.DISPATCH_RESULT.publisher(self)
-        self._markers_pub = interfaces.PLAN_MARKERS.publisher(self)
-        self._stop_pub = interfaces.STOP_STATE.publisher(self)
-        self._pose_pub = interfaces.ROBOT_POSE.publisher(self)
-        self._pose_sent: Pose | None = None
         self._action = self.destroyed_with_node(SingleGoalServer(
             self, interfaces.EXECUTE_PLAN, judge=self._on_goal, start=self._on_accepted,
             cancel=self._on_cancel_goal, callback_group=ReentrantCallbackGroup(),
@@ -210,26 +185,10 @@ class DispatcherNode(HeraclesNode):
         # The operator's controls: their own group, never behind a plan, a query or the markers.
         controls = MutuallyExclusiveCallbackGroup()
         interfaces.CANCEL.serve(self, self._on_cancel, callback_group=controls)
-        interfaces.STOP.serve(self, lambda rq, rs: self._on_stop(rs, hard=False), callback_group=controls)
-        interfaces.HARD_STOP.serve(self, lambda rq, rs: self._on_stop(rs, hard=True), callback_group=controls)
-        interfaces.RESUME.serve(self, self._on_resume, callback_group=controls)
-        try:  # the same stop without ROS, for heracles stop on this machine (no rclpy start-up, no discovery)
-            self.destroyed_with_node(StopSocket(self.get_namespace(), self.context.get_domain_id(), self._stop_now))
-        except OSError as exc:
-            self.get_logger().warning(f"no local fast path for the stop ({exc}): heracles stop goes through ROS")
+        self.latch.serve(controls)
         # On the steady clock: a ROS clock switched to simulated time (use_sim_time) must not freeze the robot's view.
-        self.create_timer(MARKER_PERIOD_S, self._publish_markers, callback_group=MutuallyExclusiveCallbackGroup(),
+        self.create_timer(MARKER_PERIOD_S, self.view.publish, callback_group=MutuallyExclusiveCallbackGroup(),
                           clock=Clock(clock_type=ClockType.STEADY_TIME))
-
-        self._driver_error = ""
-        self._worker = threading.Thread(target=self._work, name="dispatcher-worker", daemon=True)
-        self._publish_pose()
-        self._worker.start()
-        self._publish_stop_state()
-        self.get_logger().info(f"dispatching with the {self.driver.name} driver on {self.store.description}; "
-                               f"robot {self.settings.robot_symbol!r} {start.account}")
-        if self._stop.stopped:
-            self.get_logger().warning(f"{self._stop.reason}: plans are refused until resume")
 
     # -- construction ------------------------------------------------------------
     def on_superseded(self) -> None:
@@ -240,32 +199,15 @@ class DispatcherNode(HeraclesNode):
             job.cancel.cancel("another dispatcher runs this robot; this one is exiting")
         self._stop_driver(hard=False)
 
-    def _make_driver(self, initial: RobotState) -> RobotDriver:
-        kind = self.settings.driver
-        settings = {**self.drivers[kind], "holding": initial.holding}
-        if kind == "sim":
-            settings["start_pose"] = list(initial.position)
-        return make_driver(kind, node=self, **settings)
-
-    def _make_replanner(self) -> Replanner:
-        # Imported here: the planner pulls in Fast Downward's runner, which only this path needs.
-        from heracles_ros.planning.planner import Planner
-
-        planner = Planner(
-            self.store, timeout_s=self.settings.planner_timeout_s, robot_symbol=self.settings.robot_symbol,
-            snapshot_wait_s=self.settings.snapshot_wait_s,
-        )
-        planner.preload()  # a replan must not wait seconds for a kilometre-scale place graph
-        return lambda goal, start: planner.plan(goal, from_symbol=start)
-
     # -- the execute_plan action -------------------------------------------------------
     def _refusal_locked(self) -> tuple[DispatchStatus, str] | None:
         """Why a new plan cannot start now (None when it can); call with the lock held."""
         if self._closed or self.superseded:
             return DispatchStatus.REJECTED, "the dispatcher is shutting down"
-        if self._stop.stopped:
+        latched = self.latch.state
+        if latched.stopped:
             return DispatchStatus.STOPPED, (
-                f"stopped: {self._stop.reason}; motion goals are refused until resume (heracles resume --operator NAME)"
+                f"stopped: {latched.reason}; motion goals are refused until resume (heracles resume --operator NAME)"
             )
         if self._active is not None:
             return DispatchStatus.REJECTED, (
@@ -370,92 +312,11 @@ class DispatcherNode(HeraclesNode):
         response.message = f"cancelling plan {job.plan_id}; its dispatch_result will say cancelled"
         return response
 
-    def _stop_now(self, hard: bool) -> tuple[bool, str]:
-        """The stop from the local socket (:mod:`.stop_socket`), answered as the service answers."""
-        response = self._on_stop(Trigger.Response(), hard=hard, via="on the local socket")
-        return bool(response.success), str(response.message)
-
-    def _on_stop(self, response: Trigger.Response, *, hard: bool, via: str = "service") -> Trigger.Response:
-        """Latch the stop, cancel the plan, stop the robot; stopping twice is fine (and may harden it)."""
-        service = "hard_stop" if hard else "stop"
-        reason = f"stopped by the operator ({service} {via})"
-        with self._lock:
-            before = self._stop
-            changed = not before.stopped or (hard and not before.hard)
-            if changed:
-                self._stop = LatchedStop(stopped=True, hard=hard or before.hard, reason=reason)
-            stop = self._stop
-            job = self._active
-            if job is not None:
-                job.stopped = True
-            if hard:
-                self._restart = True  # the e-stop cut power: the next plan starts the robot again
-        if job is not None:
-            job.cancel.cancel(reason)  # first, so the plan's result carries this reason
-        # Kept on disk beside the driver's stop, never before it: a slow disk must not delay the robot, nor a
-        # driver slow to answer its stop leave the latch unkept meanwhile.
-        keeping: list[str] = []
-        keeper = threading.Thread(target=lambda: keeping.append(self._keep_stop(stop)), name="keep-stop",
-                                  daemon=True) if changed else None  # fmt: skip
-        if keeper is not None:
-            keeper.start()
-        error = self._stop_driver(hard=hard)
-        unkept = ""
-        if keeper is not None:
-            keeper.join(KEEP_STOP_WAIT_S)
-            unkept = keeping[0] if keeping else f"the disk did not take it within {KEEP_STOP_WAIT_S:g} s"
-        if not changed:
-            text = "already stopped" + (" (hard)" if before.hard else "")
-        else:
-            self.get_logger().warning(reason + (f"; plan {job.plan_id} cancelled" if job is not None else ""))
-            self._publish_stop_state()
-            text = ("hard-stopped" if hard else "stopped") + (f"; plan {job.plan_id} cancelled" if job else "")
-        response.success = not error
-        response.message = f"{text}; plans are refused until resume" + (
-            f"; but the {self.driver.name} driver's stop failed: {error}" if error else ""
-        ) + (f"; a restarted dispatcher would not know of this stop: {unkept}" if unkept else "")
-        return response
-
-    def _on_resume(self, request: Resume.Request, response: Resume.Response) -> Resume.Response:
-        problem = resume_problem(request.operator_name, request.reason)
-        if problem:
-            response.success, response.message = False, problem
-            return response
-        operator, why = request.operator_name.strip(), request.reason.strip()
-        said = f"resumed by {operator}" + (f": {why}" if why else "")
-        with self._lock:
-            before = self._stop
-            if before.stopped:
-                self._stop = LatchedStop(stopped=False, hard=False, reason=said, operator=operator)
-        if not before.stopped:
-            response.success, response.message = False, "not stopped: nothing to resume"
-            return response
-        self.get_logger().warning(f"{said} (was {before.reason})")
-        self._publish_stop_state()
-        kept = ""
-        try:
-            self._stop_record.clear()
-        except OSError as exc:
-            self.get_logger().error(f"the kept stop {self._stop_record.path} could not be removed: {exc}")
-            kept = f"; but a restarted dispatcher would still be stopped ({exc})"
-        response.success, response.message = True, f"{said}; plans are accepted again{kept}"
-        return response
-
-    def _kept_stop(self) -> LatchedStop:
-        """The stop kept from before this dispatcher started (or not stopped)."""
-        kept = self._stop_record.read()
-        if not kept.stopped:
-            return kept
-        return replace(kept, reason=f"{kept.reason}; kept from before this dispatcher started")
-
-    def _keep_stop(self, stop: LatchedStop) -> str:
-        """Keep the latched stop on disk for a restarted dispatcher (after the robot was stopped); "" or why not."""
-        try:
-            self._stop_record.keep(stop)
-        except OSError as exc:
-            self.get_logger().error(f"the stop could not be kept in {self._stop_record.path}: {exc}")
-            return str(exc)
-        return ""
+    def _on_latch(self, hard: bool) -> _Job | None:
+        """As a stop latches (under the lock): the running plan it cuts short; a hard stop cut the robot's power."""
+        if hard:
+            self._restart = True  # the e-stop cut power: the next plan starts the robot again
+        return self._active
 
     def _stop_driver(self, *, hard: bool) -> str:
         """Stop the robot now; "" or why the driver could not."""
@@ -466,15 +327,6 @@ class DispatcherNode(HeraclesNode):
             return str(exc) or repr(exc)
         return ""
 
-    def _publish_stop_state(self) -> None:
-        with self._lock:
-            stop = self._stop
-        self._stop_pub.publish(StopState(
-            header=Header(frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg()),
-            stopped=stop.stopped, hard=stop.hard, reason=stop.reason, operator_name=stop.operator,
-            driver=self.driver.name,
-        ))  # fmt: skip
-
     def _on_progress(self, event: ProgressEvent) -> None:
         """Called on the worker thread, in order, for every step event."""
         msg = progress_to_msg(event, frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg())
@@ -484,9 +336,9 @@ class DispatcherNode(HeraclesNode):
         if job is not None and job.goal is not None and job.plan_id == event.plan_id:
             job.goal.publish_feedback(ExecutePlan.Feedback(progress=msg))
         if event.state is StepState.STARTED:
-            self._set_view(event.plan, event.step_index)
+            self.view.show(event.plan, event.step_index)
         elif event.state is StepState.SUCCEEDED:
-            self._set_view(event.plan, event.step_index + 1)
+            self.view.show(event.plan, event.step_index + 1)
 
     # -- the worker --------------------------------------------------------------------
     def _work(self) -> None:
@@ -496,7 +348,7 @@ class DispatcherNode(HeraclesNode):
         on service calls the executor must serve; :meth:`close` shuts it down.
         """
         self.dispatcher.adopt_real_pose(REAL_POSE_WAIT_S)
-        self._publish_pose()
+        self.view.publish_pose()
         if self.settings.start_robot_at_launch:
             self._start_driver()
         while (job := self._jobs.get()) is not None:
@@ -507,13 +359,13 @@ class DispatcherNode(HeraclesNode):
             if outcome is None:
                 if restart or not self._started:
                     self._start_driver()
-                self._set_view(job.plan, 0)
+                self.view.show(job.plan, 0)
                 outcome = self._run(job) if self._started else self._not_started(job)
             with self._lock:
                 self._active = None
                 if job.stopped and outcome.status is DispatchStatus.CANCELLED:
                     outcome = replace(outcome, status=DispatchStatus.STOPPED)
-            self._set_view(None, 0)  # deletes the plan's markers before the result is out
+            self.view.show(None, 0)  # deletes the plan's markers before the result is out
             self._publish_result(outcome)
             job.outcome = outcome
             job.done.set()
@@ -562,37 +414,6 @@ class DispatcherNode(HeraclesNode):
 
     def _publish_result(self, outcome: DispatchOutcome) -> None:
         self._result_pub.publish(self._result_msg(outcome))
-
-    # -- markers ---------------------------------------------------------------------
-    def _set_view(self, plan: PlanResult | None, step_index: int) -> None:
-        with self._lock:
-            self._view = (plan, step_index)
-        self._publish_markers()
-
-    def _publish_pose(self) -> None:
-        """The robot's pose on the latched ``robot_pose``, whenever it changed: from the first moment a
-        console or RViz looks, the robot the dispatcher works with (the state it started from, then its moves)."""
-        pose = self.dispatcher.pose()
-        with self._lock:
-            if pose == self._pose_sent:
-                return
-            self._pose_sent = pose
-            msg = PoseStamped(header=Header(frame_id=self.settings.map_frame, stamp=self.get_clock().now().to_msg()))
-            msg.pose.position.x, msg.pose.position.y, msg.pose.position.z = pose.position
-            msg.pose.orientation.z, msg.pose.orientation.w = math.sin(pose.yaw / 2), math.cos(pose.yaw / 2)
-            self._pose_pub.publish(msg)
-
-    def _publish_markers(self) -> None:
-        self._publish_pose()
-        robot, pose = self.dispatcher.robot, self.dispatcher.pose()
-        label = self.settings.robot_symbol + (f" holding {robot.holding}" if robot.holding else "")
-        frame, stamp = self.settings.map_frame, self.get_clock().now().to_msg()
-        with self._lock:  # the book's view and the publish order must agree
-            plan, step = self._view
-            stop = ("HARD STOP" if self._stop.hard else "STOPPED") if self._stop.stopped else ""
-            markers = plan_markers(plan, step, pose.position, frame_id=frame, stamp=stamp)
-            markers += robot_markers(pose, label=label, frame_id=frame, stamp=stamp, stop=stop)
-            self._markers_pub.publish(self._book.update(markers))
 
     # -- shutdown ----------------------------------------------------------------------
     def finish(self) -> None:

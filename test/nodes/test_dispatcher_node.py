@@ -966,7 +966,7 @@ def test_a_dispatcher_waits_for_the_mirrors_graph_and_never_creates_a_misspelt_o
     the server holds) and creates nothing. (A fresh database, holding no graph, is test_launch's robot launch.)"""
     from heracles_ros.graphdb import open_store
     from heracles_ros.mirror.reconcile import Mirror
-    from heracles_ros.nodes.dispatcher import GRAPH_WAIT_S
+    from heracles_ros.nodes.dispatcher_robot import GRAPH_WAIT_S
 
     with open_store(falkordb_uri, graph=f"{graph_name}_real") as real:  # the scene the misspelling misses
         Mirror(real).reconcile(small_scene)
