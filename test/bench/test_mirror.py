@@ -34,6 +34,10 @@ def test_the_small_scene_is_measured_with_the_read_replica_attached(
         figures = json.loads(capsys.readouterr().out)
         assert figures["read_replica"] is True and figures["nodes"] > 100
         assert figures["full_load_s"] > 0 and figures["changed_1pct_writes"] > 0
+        # Both kinds of unchanged snapshot were mirrored with zero writes (the run refuses otherwise), and the
+        # mirror's own process was measured.
+        assert figures["nochange_ms"] > 0 and figures["nochange_identical_ms"] > 0
+        assert 50 < figures["mirror_peak_rss_mb"] < figures["peak_rss_mb"] * 4
         assert ReadReplica(EmbeddedServer(tmp_path)).running() is not None  # the replica followed the writes
     finally:
         EmbeddedServer(tmp_path).stop()
