@@ -136,10 +136,12 @@ CORRECT = Service("correct", "heracles_ros.srv.Correct", _LANGUAGE_SERVER)
 CORRECTIONS = Service("corrections", "heracles_ros.srv.ManageCorrections", _LANGUAGE_SERVER)
 LAST_ANSWER = Topic("last_answer", "std_msgs.msg.String", _LANGUAGE_SERVER, _LATCHED)
 ANSWER_MARKER = Topic("answer_marker", _MARKERS, _LANGUAGE_SERVER, _LATCHED)
+FIND = Service("find", "heracles_ros.srv.Find", _LANGUAGE_SERVER)
 
 # -- the mirror ----------------------------------------------------------------------------------------------
 MIRROR_STATUS = Topic("mirror_status", "heracles_ros.msg.MirrorStatus", _MIRROR, Qos(10))
 CHANGES = Service("changes", "heracles_ros.srv.Changes", _MIRROR)
+SCENE_AT = Service("scene_at", "heracles_ros.srv.SceneAt", _MIRROR)
 HISTORY_MARKERS = Topic("history_markers", _MARKERS, _MIRROR, Qos(1))
 SCENE_MARKERS = Topic("scene_markers", _MARKERS, _MIRROR, _LATCHED)
 #: Hydra's snapshots, with Hydra's QoS (a transient-local subscriber would not match); the name is the
@@ -156,6 +158,6 @@ MIRROR_CLAIM = Topic("dsg_mirror_claim", "std_msgs.msg.String", _MIRROR, _CLAIMS
 LINKS: tuple[Link, ...] = (
     EXECUTE_PLAN, DISPATCH_PROGRESS, DISPATCH_RESULT, PLAN_MARKERS, STOP_STATE, ROBOT_POSE, CANCEL, STOP, HARD_STOP,
     RESUME, EXECUTE_COMMAND, COMMAND_REJECTIONS, CONFIRM, ASK, COMMAND, CORRECT, CORRECTIONS, LAST_ANSWER,
-    ANSWER_MARKER, MIRROR_STATUS, CHANGES, HISTORY_MARKERS, SCENE_MARKERS, DSG_UPDATE, DISPATCHER_CLAIM,
+    ANSWER_MARKER, FIND, MIRROR_STATUS, CHANGES, SCENE_AT, HISTORY_MARKERS, SCENE_MARKERS, DSG_UPDATE, DISPATCHER_CLAIM,
     LANGUAGE_SERVER_CLAIM, MIRROR_CLAIM,
 )
