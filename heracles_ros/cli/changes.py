@@ -17,6 +17,7 @@ from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.mirror.time_text import parse_time
 from heracles_ros.mirror.timeline import read_timeline
+from heracles_ros.outcomes import OverlayEventKind
 from heracles_ros.ros.request_fields import MAX_CHANGES
 
 
@@ -68,7 +69,7 @@ def _line(what: dict[str, Any]) -> str:
         return f"{what['time']}  {what['text']}"
     if what["kind"].startswith("correction "):
         value = f"correction {what['correction']} = {what['value']!r}"
-        if what["kind"] == "correction retired":
+        if what["kind"] == OverlayEventKind.CORRECTION_RETIRED:
             return f"{what['time']}  {what['symbol']}: {value} retired: {what.get('why', '')}"
         return f"{what['time']}  {what['symbol']}: {value} returned with its node"
     if "from_position" in what:

@@ -15,6 +15,7 @@ from heracles_ros.cli.confirm import EXIT_NOT_CONFIRMED, add_yes_option, confirm
 from heracles_ros.cli.live import add_live_options
 from heracles_ros.graphdb import open_store
 from heracles_ros.mirror.corrections import Corrections, operator_name
+from heracles_ros.outcomes import RecordStatus
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -61,7 +62,7 @@ def record_line(record: dict[str, Any]) -> str:
                 f"({record['room'] or 'no room'}){near}  {record['status']}")
     else:
         line = f"{record['id']} = {record['value']!r} (was {record['original']!r})  {record['status']}"
-    if record.get("retired_why") and record["status"] == "retired":
+    if record.get("retired_why") and record["status"] == RecordStatus.RETIRED:
         line += f" ({record['retired_why']})"
     line += f"  by {record.get('author') or 'unknown'} at {record.get('created') or '?'}"
     return line + (f": {record['request']!r}" if record.get("request") else "")

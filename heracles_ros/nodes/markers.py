@@ -56,6 +56,7 @@ from heracles_ros.execution.driver import Pose as RobotPose
 from heracles_ros.mirror.additions import AdditionRecord
 from heracles_ros.mirror.history import ChangeEvent
 from heracles_ros.mirror.scene_view import DrawnLayer, DrawnNode, SceneView
+from heracles_ros.outcomes import ChangeKind
 from heracles_ros.plan_types import PlanAction, PlanResult, Point3
 from heracles_ros.ros.plan_msgs import point_msg
 
@@ -189,7 +190,7 @@ def moved_markers(events: Iterable[ChangeEvent], *, frame_id: str, stamp: Time |
     header = Header(frame_id=frame_id, stamp=stamp or Time())
     latest: dict[str, ChangeEvent] = {}
     for event in events:
-        if event.kind == "moved" and event.from_position is not None:
+        if event.kind == ChangeKind.MOVED and event.from_position is not None:
             latest[event.symbol] = event
     markers: list[Marker] = []
     for index, event in enumerate(sorted(latest.values(), key=lambda e: e.symbol)):
