@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.common import add_db_options, print_json
 from heracles_ros.cli.live import add_live_options
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
@@ -35,8 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--limit", type=int, default=1000, metavar="N",
                         help=f"at most N events (default: 1000; at most {MAX_CHANGES:,})")
     parser.add_argument("--json", action="store_true", help="print the events as a JSON list")
-    add_db_option(parser)
-    parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+    add_db_options(parser)
     add_live_options(parser, what="dsg_mirror (its changes service)")
     parser.set_defaults(func=_run)
 

@@ -8,9 +8,12 @@ import sys
 from typing import Any
 
 DEFAULT_DB = os.environ.get("HERACLES_DB", "embedded")
+#: The graph the nodes use unless told otherwise (their graph_name parameter's default).
+DEFAULT_GRAPH = "heracles"
 
 
-def add_db_option(parser: argparse.ArgumentParser) -> None:
+def add_db_options(parser: argparse.ArgumentParser, graph_help: str | None = "graph name on FalkorDB") -> None:
+    """``--db`` and, unless ``graph_help`` is None, ``--graph`` (default ``heracles``, the nodes' graph_name)."""
     parser.add_argument(
         "--db",
         default=DEFAULT_DB,
@@ -18,6 +21,8 @@ def add_db_option(parser: argparse.ArgumentParser) -> None:
         help="graph database: embedded[:DATA_DIR] (default), falkordb://host:port, "
         "neo4j://host:port or bolt://host:port (env HERACLES_DB)",
     )
+    if graph_help is not None:
+        parser.add_argument("--graph", default=DEFAULT_GRAPH, help=f"{graph_help} (default: {DEFAULT_GRAPH})")
 
 
 def print_json(value: Any) -> None:

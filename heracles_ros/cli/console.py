@@ -14,7 +14,7 @@ import itertools
 import os
 import sys
 
-from heracles_ros.cli.common import add_db_option
+from heracles_ros.cli.common import add_db_options
 from heracles_ros.client.system import DEFAULT_NAMESPACE
 from heracles_ros.console.protocol import CLIENT_LOST_S
 
@@ -41,8 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS",
                         help=f"robot namespace of the running nodes (default {DEFAULT_NAMESPACE})")
-    add_db_option(parser)
-    parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+    add_db_options(parser)
     parser.add_argument("--client-lost-s", type=float, default=CLIENT_LOST_S, metavar="S",
                         help="seconds a closed tab's commands run on before they are cancelled, as the language "
                         f"server's client_lost_s does for any client (default {CLIENT_LOST_S:g}; 0: never)")

@@ -10,7 +10,7 @@ import argparse
 from typing import Any
 
 from heracles_ros.cli import live
-from heracles_ros.cli.common import add_db_option, print_report
+from heracles_ros.cli.common import add_db_options, print_report
 from heracles_ros.cli.confirm import EXIT_NOT_CONFIRMED, add_yes_option, confirmed
 from heracles_ros.cli.live import add_live_options
 from heracles_ros.graphdb import open_store
@@ -31,8 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     revert.add_argument("id", help="the id as 'list' prints it, e.g. O43.class, or A1 for an addition")
     clear = actions.add_parser("clear", help="revert every active correction and delete all records")
     for action, func in ((listing, _list), (revert, _revert), (clear, _clear)):
-        add_db_option(action)
-        action.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+        add_db_options(action)
         add_live_options(action, what="language_server (its corrections service)")
         action.add_argument("--json", action="store_true", help="print one JSON document on stdout instead of text")
         action.set_defaults(func=func)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from heracles_ros.cli.common import add_db_option, print_report
+from heracles_ros.cli.common import add_db_options, print_report
 from heracles_ros.graphdb import open_store
 
 
@@ -16,8 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "are not read (a note on stderr says how many the query produced).",
     )
     parser.add_argument("query", help="Cypher text, e.g. \"MATCH (o:Object) RETURN o.class AS c, count(*) AS n\"")
-    add_db_option(parser)
-    parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+    add_db_options(parser)
     parser.add_argument("--timeout", type=float, default=30.0, metavar="S", help="query time limit in seconds")
     parser.add_argument(
         "--max-rows", type=_positive_int, default=10_000, metavar="N", help="print at most N rows (default: 10000)"

@@ -6,7 +6,7 @@ import sys
 import time
 from typing import Any
 
-from heracles_ros.cli.common import add_db_option, print_report
+from heracles_ros.cli.common import DEFAULT_GRAPH, add_db_options, print_report
 from heracles_ros.cli.confirm import EXIT_NOT_CONFIRMED, add_yes_option, confirmed
 from heracles_ros.cli.scene import database_counts
 from heracles_ros.errors import ConfigError, DatabaseError, DataDirError
@@ -29,10 +29,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "compact", help="rewrite the append-only file into a snapshot now (a stop does it too); --rebuild also "
         "replaces each graph by a fresh copy of itself first")
     for action, func in ((start, _start), (stop, _stop), (status, _status), (reset, _reset), (compact, _compact)):
-        add_db_option(action)
+        add_db_options(action, graph_help=None)
         action.set_defaults(func=func)
-    status.add_argument("--graph", default="heracles", help="graph to count in detail (default: heracles)")
-    reset.add_argument("--graph", default="heracles",
+    status.add_argument("--graph", default=DEFAULT_GRAPH, help=f"graph to count in detail (default: {DEFAULT_GRAPH})")
+    reset.add_argument("--graph", default=DEFAULT_GRAPH,
                        help="graph to reset on an external server (the embedded one resets all its graphs)")
     reset.add_argument("--keep-corrections", action="store_true",
                        help="keep the operator corrections; they apply again when their nodes are mirrored")

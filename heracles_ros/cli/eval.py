@@ -17,7 +17,7 @@ from typing import Any
 from heracles_ros.agent.llm import PROVIDERS
 from heracles_ros.agent.prompt import METHODS
 from heracles_ros.agent.results import AskResult, CommandResult
-from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.common import add_db_options, print_json
 from heracles_ros.errors import ConfigError
 from heracles_ros.eval.dataset import KINDS, Dataset, SceneRef, load_dataset
 from heracles_ros.eval.report import summarize, write_report
@@ -34,8 +34,7 @@ def register(sub: Any) -> None:
                         help="agentic (default), single or context; repeat to compare methods")
     parser.add_argument("--out", type=Path, default=None,
                         help="directory for the table, plot and JSON (default: eval_<dataset>_<UTC time>)")
-    add_db_option(parser)
-    parser.add_argument("--graph", default="heracles", help="FalkorDB graph name (default: heracles)")
+    add_db_options(parser)
     parser.add_argument("--load-scene", action="store_true",
                         help="mirror the dataset's scene into the graph first (synthetic kind/seed or file)")
     parser.add_argument("--verify-gold", action="store_true",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.common import add_db_options, print_json
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.meaning.embeddings import KINDS, open_embedder
@@ -29,8 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--like", default=None, metavar="SYMBOL",
                         help="instead of words: the objects most like this one by Hydra's semantic_feature")
     parser.add_argument("--json", action="store_true", help="print the objects as a JSON list")
-    add_db_option(parser)
-    parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+    add_db_options(parser)
     parser.add_argument("--embeddings", default="wordllama", choices=KINDS,
                         help="word vectors: wordllama (offline, default), openai or ollama")
     parser.add_argument("--embedding-model", default="", metavar="NAME",

@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.common import add_db_options, print_json
 from heracles_ros.errors import GoalError
 from heracles_ros.formats.goal_ast import atoms, symbols
 from heracles_ros.formats.pddl_goal import check_goal
@@ -20,8 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Exit status 0 when the goal is valid; otherwise 1, with every problem printed.",
     )
     check.add_argument("goal", help='PDDL goal, e.g. "(and (safe O3) (not (visited-room R1)))"')
-    add_db_option(check)
-    check.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+    add_db_options(check)
     check.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     check.set_defaults(func=_check)
 

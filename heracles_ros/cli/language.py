@@ -27,7 +27,7 @@ from heracles_ros.agent.llm import PROVIDERS
 from heracles_ros.agent.prompt import METHODS, TASKS
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult
 from heracles_ros.cli import live
-from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.common import add_db_options, print_json
 from heracles_ros.cli.execute import EXIT_CLARIFY, execute
 from heracles_ros.cli.live import add_live_options
 from heracles_ros.errors import ConfigError, HeraclesError, describe
@@ -80,8 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
-    add_db_option(parser)
-    parser.add_argument("--graph", default="heracles", help="FalkorDB graph name (default: heracles)")
+    add_db_options(parser)
 
 
 def _add_llm_options(parser: argparse.ArgumentParser) -> None:

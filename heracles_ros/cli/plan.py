@@ -5,7 +5,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from heracles_ros.cli.common import add_db_option, print_json
+from heracles_ros.cli.common import add_db_options, print_json
 from heracles_ros.graphdb import open_store
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
@@ -18,8 +18,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Exit status 0 when a plan was found, 1 otherwise (invalid goal, unsolvable, timeout, error).",
     )
     parser.add_argument("goal", help='PDDL goal, e.g. "(object-in-place O3 P12)"')
-    add_db_option(parser)
-    parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+    add_db_options(parser)
     parser.add_argument("--from", dest="from_symbol", metavar="SYMBOL", help="start place instead of the robot's")
     parser.add_argument("--timeout", type=float, default=10.0, metavar="S",
                         help="planning time limit: problem building and Fast Downward (default: 10)")

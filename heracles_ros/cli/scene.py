@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from heracles_ros.cli.common import add_db_option, print_report
+from heracles_ros.cli.common import add_db_options, print_report
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.cypher import admin as q
@@ -25,8 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                       "seconds (default: the file's modification time)")
     summary = sub.add_parser("summary", help="print what the database mirrors: counts by layer, class and relation")
     for parser in (load, summary):
-        add_db_option(parser)
-        parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+        add_db_options(parser)
     load.set_defaults(func=_load)
     summary.set_defaults(func=_summary)
 

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from heracles_ros.cli.common import add_db_option
+from heracles_ros.cli.common import add_db_options
 from heracles_ros.demo.goal import START_ROOM_CLASS
 from heracles_ros.demo.language import PROVIDERS, choose_language_model
 from heracles_ros.errors import ConfigError, SceneError, SuspectSnapshot
@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "command only). Talk to it from another terminal: heracles command --execute '...', heracles stop, "
         "heracles replay ...",
     )
-    add_db_option(parser)
+    add_db_options(parser, graph_help="graph the nodes use")
     parser.add_argument("--scene", type=Path, default=None, metavar="FILE",
                         help="spark_dsg file the mirror starts from (default: the bundled example scene)")
     parser.add_argument("--no-scene", action="store_true",
@@ -56,7 +56,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"{START_ROOM_CLASS}; with --no-scene: where the database last had it)")
     parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS",
                         help=f"robot namespace of the nodes (default {DEFAULT_NAMESPACE})")
-    parser.add_argument("--graph", default="heracles", help="graph the nodes use (default: heracles)")
     parser.add_argument("--llm", choices=PROVIDERS, default=None,
                         help="language model provider (default: openai if OPENAI_API_KEY or --base-url is set, "
                         "ollama if OLLAMA_HOST is set, else the scripted model turns)")

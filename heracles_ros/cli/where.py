@@ -10,7 +10,7 @@ import argparse
 import sys
 from typing import Any
 
-from heracles_ros.cli.common import add_db_option, as_text, print_json
+from heracles_ros.cli.common import add_db_options, as_text, print_json
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.scene_presence import require_graph
@@ -43,8 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     for parser, run in ((where, _where), (scene, _scene)):
         parser.add_argument("--at", default=None, metavar="AGO|TIME", help=_AT_HELP)
         parser.add_argument("--json", action="store_true", help="print the answer as one JSON object")
-        add_db_option(parser)
-        parser.add_argument("--graph", default="heracles", help="graph name on FalkorDB (default: heracles)")
+        add_db_options(parser)
         parser.set_defaults(func=run)
 
 
