@@ -21,6 +21,7 @@ from functools import partial
 from typing import Any
 
 from heracles_ros.bench.mirror import _database, _fresh_graph
+from heracles_ros.bench.scene_size import add_scale_argument, scene_name
 from heracles_ros.errors import ConfigError, HeraclesError
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.as_of import NodeAt, OutOfRange, node_at, read_range, scene_at
@@ -44,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", choices=("small", "large"), default="large",
                         help="synthetic scene (default: large, the kilometre-scale one)")
     parser.add_argument("--seed", type=int, default=0, help="scene and churn seed (default: 0)")
+    add_scale_argument(parser)
     parser.add_argument("--snapshots", type=int, default=3600, metavar="N",
                         help="snapshots of churn, one a second (default: 3600, an hour)")
     parser.add_argument("--reads", type=int, default=20, metavar="N", help="reads at each time (default: 20)")
@@ -57,8 +59,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ConfigError(f"--snapshots and --reads must be >= 1, got {args.snapshots} and {args.reads}")
     from heracles_ros.scene.synthetic import generate_scene
 
-    tables = extract_tables(generate_scene(args.kind, args.seed))
-    figures: dict[str, Any] = {"scene": f"{args.kind} seed {args.seed}", "nodes": len(tables.nodes),
+    tables = extract_tables(generate_scene(args.kind, args.seed, scale=args.scale))
+    figures: dict[str, Any] = {"scene": scene_name(args.kind, args.seed, args.scale), "nodes": len(tables.nodes),
                                "objects": sum(row[0] is Layer.OBJECT for row in tables.nodes.values())}
     with _database(args.db) as uri, _fresh_graph(uri) as store:
         mirror = Mirror(store, history=HistorySettings())

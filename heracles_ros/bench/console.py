@@ -1,6 +1,6 @@
 """``heracles bench console``: what the operator console's map costs on the kilometre-scale scene.
 
-The scene is mirrored into a throwaway embedded FalkorDB (or ``--db``), then:
+The scene (``--scale`` F: the large one times F) is mirrored into a throwaway embedded FalkorDB (or ``--db``), then:
 
 - ``scene_read_s``: the server's read of the whole map (``read_scene_view``: one query per layer);
 - ``full_build_ms`` / ``full_message_mb``: the first full ``scene`` message a page gets (the feed's diff
@@ -36,6 +36,7 @@ import numpy as np
 import spark_dsg as dsg
 
 from heracles_ros.bench.mirror import _database, _fresh_graph
+from heracles_ros.bench.scene_size import add_scale_argument, scene_name
 from heracles_ros.errors import ConfigError, HeraclesError
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.mirror.scene_view import read_scene_view
@@ -50,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", choices=("small", "large"), default="large",
                         help="synthetic scene (default: large, the kilometre-scale one with 16k places)")
     parser.add_argument("--seed", type=int, default=0, help="scene seed (default: 0)")
+    add_scale_argument(parser)
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measure; medians are reported")
     parser.add_argument("--no-browser", action="store_true", help="leave out the page's figures (no Chromium)")
     parser.add_argument("--no-stop", action="store_true",
@@ -65,9 +67,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from heracles_ros.console.scene_feed import SceneFeed
     from heracles_ros.scene.synthetic import generate_scene
 
-    scene = generate_scene(args.kind, args.seed)
+    scene = generate_scene(args.kind, args.seed, scale=args.scale)
     graph = f"bench_console_{uuid.uuid4().hex[:8]}"
-    figures: dict[str, Any] = {"scene": f"{args.kind} seed {args.seed}"}
+    figures: dict[str, Any] = {"scene": scene_name(args.kind, args.seed, args.scale)}
     with _database(args.db) as uri, _fresh_graph(uri, graph) as store:
         Mirror(store).reconcile(scene)
         reads, builds, feed, text = [], [], SceneFeed(), ""

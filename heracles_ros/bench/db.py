@@ -41,6 +41,7 @@ from typing import Any
 import psutil
 
 from heracles_ros.bench.mirror import changed_copy
+from heracles_ros.bench.scene_size import add_scale_argument
 from heracles_ros.embedded.maintenance import compact, rebuild_graphs
 from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.errors import ConfigError
@@ -53,7 +54,7 @@ from heracles_ros.mirror.reconcile import Mirror
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--loads", type=int, default=100, help="changing snapshots to mirror (default: 100)")
     parser.add_argument("--seed", type=int, default=0, help="scene seed (default: 0)")
-    parser.add_argument("--scale", type=float, default=1.0, help="size factor of the kilometre-scale scene")
+    add_scale_argument(parser)
     parser.add_argument("--no-history", action="store_true",
                         help="mirror with the history off, to tell its share of the size from FalkorDB's own")
     parser.add_argument("--data-dir", type=Path, default=None,

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 import spark_dsg as dsg
 
+from heracles_ros.bench.scene_size import add_scale_argument, scene_name
 from heracles_ros.embedded.server import temporary_server
 from heracles_ros.errors import ConfigError, HeraclesError
 from heracles_ros.graphdb import open_store
@@ -76,8 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", choices=("small", "large"), default="large",
                         help="synthetic scene to measure (default: large, the kilometre-scale one)")
     parser.add_argument("--seed", type=int, default=0, help="scene seed (default: 0)")
-    parser.add_argument("--scale", type=float, default=1.0,
-                        help="size factor of the large scene (default 1: 15,945 places; 6.272: 10^5)")
+    add_scale_argument(parser)
     parser.add_argument("--repeat", type=int, default=4,
                         help="rounds of the steady-state steps (each: 2 changed, 2 unchanged of each kind, 2 decode "
                         "floors); medians are reported")
@@ -119,7 +119,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                                                                  mesh=bool(args.mesh)))
     tables = extract_tables(scene)
     figures: dict[str, Any] = {
-        "scene": f"{args.kind} seed {args.seed}" + (f" scale {args.scale:g}" if args.kind == "large" else ""),
+        "scene": scene_name(args.kind, args.seed, args.scale),
         "nodes": len(tables.nodes),
         "places": sum(1 for row in tables.nodes.values() if row[0] in (Layer.MESH_PLACE, Layer.PLACE)),
         "edges": len(tables.edges),

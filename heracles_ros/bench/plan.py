@@ -1,6 +1,6 @@
 """``heracles bench plan``: goal text to expanded plan on the kilometre-scale scene.
 
-The large synthetic scene (~16,000 mesh places) is mirrored into a throwaway
+The large synthetic scene (~16,000 mesh places; ``--scale`` 6.272: 10^5) is mirrored into a throwaway
 embedded FalkorDB; seeded random goals of 1-5 symbols (a third of them ``or``
 goals, some forbidding a room) are planned from random start places, timing
 each ``Planner.plan`` call from goal text to expanded plan (the place graph is
@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import spark_dsg as dsg
 
+from heracles_ros.bench.scene_size import add_scale_argument, scene_name
 from heracles_ros.embedded.server import temporary_server
 from heracles_ros.errors import ConfigError
 from heracles_ros.formats.goal_ast import symbols
@@ -50,6 +51,7 @@ TARGET_P95_S = 0.5
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="scene and goal seed (default: 0)")
+    add_scale_argument(parser)
     parser.add_argument("--goals", type=int, default=60, help="goals to plan on the large scene (default: 60)")
     parser.add_argument("--prove", type=float, default=1.0, metavar="S",
                         help="planner's budget for proving a plan optimal (default: 1)")
@@ -64,9 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.goals < 1 or args.naive_goals < 1:
         raise ConfigError("--goals and --naive-goals must be at least 1")
-    figures: dict[str, Any] = {}
+    figures: dict[str, Any] = {"scene": scene_name("large", args.seed, args.scale)}
     with temporary_server("heracles-bench-plan-") as uri:
-        with _mirrored(uri, generate_scene("large", args.seed)) as (store, scene):
+        with _mirrored(uri, generate_scene("large", args.seed, scale=args.scale)) as (store, scene):
             planner = Planner(store, prove_s=args.prove, timeout_s=30.0)
             figures.update(_compact_figures(planner, scene, args))
         if not args.skip_naive:
@@ -102,6 +104,7 @@ def _compact_figures(planner: Planner, scene: dsg.DynamicSceneGraph, args: argpa
     p95 = _percentile(seconds, 95)
     return {
         "scene_places": graph.size,
+        "scene_nav_places": graph.nav_count,
         "place_graph_load_s": load_s,
         "goals": len(goals),
         "statuses": statuses,

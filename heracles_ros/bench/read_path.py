@@ -1,6 +1,6 @@
 """``heracles bench read-path``: do expensive model queries on the read replica leave the mirror alone?
 
-On a throwaway embedded database holding the kilometre-scale scene, four
+On a throwaway embedded database holding the kilometre-scale scene (``--scale`` F: times F), four
 threads each run ``MATCH (a),(b),(c) RETURN count(*)`` (the server stops each at
 its time limit) through the read path the language layer uses; meanwhile the
 mirror reconciles snapshots with one node moved on the primary, and trivial
@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import spark_dsg as dsg
 
+from heracles_ros.bench.scene_size import add_scale_argument, scene_name
 from heracles_ros.embedded.replica import REPLICA_MODULE_ARGS
 from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.errors import HeraclesError
@@ -34,6 +35,7 @@ TRIVIAL = "MATCH (r:Room) RETURN count(r) AS n"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_scale_argument(parser)
     parser.add_argument("--expensive", type=int, default=4, help="concurrent cartesian-product queries (default 4)")
     parser.add_argument("--seconds", type=float, default=8.0, help="how long the trivial work is measured")
     parser.add_argument("--compare", action="store_true",
@@ -43,8 +45,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from heracles_ros.scene.synthetic import generate_scene
 
-    scene = generate_scene("large", 0)
-    figures: dict[str, Any] = {"replica_limits": " ".join(REPLICA_MODULE_ARGS), "expensive_queries": args.expensive}
+    scene = generate_scene("large", 0, scale=args.scale)
+    figures: dict[str, Any] = {"scene": scene_name("large", 0, args.scale),
+                               "replica_limits": " ".join(REPLICA_MODULE_ARGS), "expensive_queries": args.expensive}
     with tempfile.TemporaryDirectory(prefix="heracles-bench-read-") as tmp:
         server = EmbeddedServer(Path(tmp))
         try:

@@ -6,6 +6,9 @@ import json
 import pytest
 
 from heracles_ros.cli import main
+from heracles_ros.scene.synthetic import generate_scene
+from heracles_ros.scene.tables import extract_tables
+from heracles_ros.schema import Layer
 
 
 def test_the_small_scene_after_churn_is_read_back_as_it_was(capsys: pytest.CaptureFixture[str]) -> None:
@@ -18,6 +21,15 @@ def test_the_small_scene_after_churn_is_read_back_as_it_was(capsys: pytest.Captu
     assert (figures["presence_errors"], figures["class_errors"]) == (0, 0)
     assert 0 < figures["max_position_error_m"] <= 1.0  # the drifts: within twice the 0.5 m move threshold
     assert figures["scene_at_p95_ms"] > 0 and figures["where_p95_ms"] > 0 and "target_met" in figures
+
+
+def test_the_large_scene_is_churned_at_the_scale_given(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "as-of", "--scale", "0.05", "--snapshots", "12", "--reads", "1", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    layers = [row[0] for row in extract_tables(generate_scene("large", 0, scale=0.05)).nodes.values()]
+    assert figures["scene"] == "large seed 0 scale 0.05"
+    assert (figures["nodes"], figures["objects"]) == (len(layers), layers.count(Layer.OBJECT))
+    assert (figures["presence_errors"], figures["class_errors"]) == (0, 0)
 
 
 def test_a_run_without_snapshots_is_refused(capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,3 +34,14 @@ def test_without_a_browser_or_the_stop_they_are_left_out_saying_so(capsys) -> No
     figures = json.loads(capsys.readouterr().out)
     assert figures["page"] == "left out (--no-browser)" and "page_first_scene_ms" not in figures
     assert figures["stop"] == "left out (--no-stop)" and "stop_idle_ms" not in figures
+
+
+def test_the_large_scene_is_measured_at_the_scale_given(capsys) -> None:
+    argv = ["bench", "console", "--scale", "0.05", "--repeat", "1", "--no-browser", "--no-stop", "--json"]
+    assert main(argv) == 0
+    figures = json.loads(capsys.readouterr().out)
+    layers = [row[0] for row in extract_tables(generate_scene("large", 0, scale=0.05)).nodes.values()]
+    assert figures["scene"] == "large seed 0 scale 0.05"
+    assert (figures["rooms"], figures["places"], figures["objects"]) == (
+        layers.count(Layer.ROOM), layers.count(Layer.MESH_PLACE), layers.count(Layer.OBJECT))
+    assert figures["update_items"] == 1

@@ -10,6 +10,9 @@ from heracles_ros.cli import main
 from heracles_ros.embedded.replica import ReadReplica
 from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.scene.synthetic import generate_scene
+from heracles_ros.scene.tables import extract_tables
+from heracles_ros.schema import Layer
 
 COUNT_ALL = "MATCH (n) RETURN count(n) AS n"
 
@@ -43,3 +46,16 @@ def test_the_small_scene_is_measured_with_the_read_replica_attached(
         EmbeddedServer(tmp_path).stop()
     assert main(["bench", "mirror", "--kind", "small", "--read-replica", "--db", "neo4j://127.0.0.1:1"]) == 1
     assert "--read-replica needs an embedded database" in capsys.readouterr().err
+
+
+def test_the_large_scene_is_measured_at_the_scale_given(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "mirror", "--scale", "0.05", "--repeat", "1", "--no-rss", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    tables = extract_tables(generate_scene("large", 0, scale=0.05))
+    layers = [row[0] for row in tables.nodes.values()]
+    assert figures["scene"] == "large seed 0 scale 0.05"
+    assert (figures["nodes"], figures["edges"]) == (len(tables.nodes), len(tables.edges))
+    assert figures["places"] == layers.count(Layer.MESH_PLACE) + layers.count(Layer.PLACE)
+    # 1 % of the nodes changed: three in four moved, one in four removed (each removal also drops its edges).
+    assert figures["changed_1pct_writes"] >= round(0.01 * len(tables.nodes))
+    assert "mirror_peak_rss_mb" not in figures

@@ -6,15 +6,21 @@ Downward search, so their costs must agree.
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from heracles_ros.bench.plan import naive_problem, random_goals
+from heracles_ros.cli import main
 from heracles_ros.formats.pddl_goal import parse_goal
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.planning.fast_downward import run_fast_downward
 from heracles_ros.planning.planner import Planner
 from heracles_ros.planning.problem import COST_SCALE
+from heracles_ros.scene.synthetic import generate_scene
+from heracles_ros.scene.tables import extract_tables
+from heracles_ros.schema import Layer
 
 GOALS = [
     "(or (visited-room R3) (holding O1))",
@@ -45,3 +51,14 @@ def test_random_goals_are_valid_and_sized(small_store: GraphStore) -> None:
         planner.check(goal)
         assert 1 <= len({a for a in goal.replace("(", " ").replace(")", " ").split() if a[1:].isdigit()}) <= 5
         parse_goal(goal)
+
+
+def test_the_benchmark_plans_on_the_large_scene_at_the_scale_given(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "plan", "--scale", "0.05", "--goals", "5", "--skip-naive", "--json"]) == 0
+    figures = json.loads(capsys.readouterr().out)
+    layers = [row[0] for row in extract_tables(generate_scene("large", 0, scale=0.05)).nodes.values()]
+    assert figures["scene"] == "large seed 0 scale 0.05"
+    assert figures["scene_nav_places"] == layers.count(Layer.MESH_PLACE)
+    assert figures["scene_places"] == layers.count(Layer.MESH_PLACE) + layers.count(Layer.PLACE)
+    assert figures["goals"] == 5 and sum(figures["statuses"].values()) == 5
+    assert 0 < figures["median_s"] <= figures["p95_s"] <= figures["max_s"]
