@@ -42,6 +42,8 @@ FIND_TIMEOUT_S = 5.0
 ANSWER_TIMEOUT_S = 10.0
 #: Seconds to wait for a language request (ask, plan, correct): the model's turns, queries and planning.
 LANGUAGE_TIMEOUT_S = 300.0
+#: Seconds to wait for a find's answer: the first loads the word vectors; a provider's embeddings take a call.
+FIND_ANSWER_TIMEOUT_S = 60.0
 #: Seconds between looks at the graph while waiting for a service (rclpy's own wait looks every 0.25 s).
 _POLL_S = 0.01
 
@@ -155,6 +157,16 @@ class HeraclesClient:
         if response.error:
             raise RequestFailed(f"corrections {action}: {response.error}")
         return response
+
+    def find(self, text: str = "", *, like_symbol: str = "", k: int = 0,
+             timeout_s: float = FIND_ANSWER_TIMEOUT_S) -> list[dict[str, Any]]:
+        """The scene's objects ``text`` names (or, with ``like_symbol``, the ones most like it by Hydra's features),
+        best first, at most ``k`` (0: 5); each a dict with symbol, class, name, score, x, y, z, room."""
+        request = interfaces.FIND.type.Request(text=text, like_symbol=like_symbol, k=int(k))
+        response = self._call(interfaces.FIND, request, timeout_s)
+        if response.error:
+            raise RequestFailed(f"find: {response.error}")
+        return [json.loads(entry) for entry in response.objects]
 
     # -- the mirror ---------------------------------------------------------------------------------------
     def changes(self, *, since_s: float = 0.0, room: str = "", limit: int = 0) -> list[dict[str, Any]]:
