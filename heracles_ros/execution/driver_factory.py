@@ -8,19 +8,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from heracles_ros.errors import ConfigError
 from heracles_ros.execution.driver import Pose, RobotDriver
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
+from heracles_ros.execution.sim_hydra import SENSOR_RANGE_M
 from heracles_ros.execution.spot_config import MAP_FRAME_SOURCES, SpotConfig
 from heracles_ros.execution.spot_frames import FRAMES, SE2Transform
+from heracles_ros.ros.interfaces import DSG_UPDATE
 from heracles_ros.settings import Setting
 
 if TYPE_CHECKING:  # the adapter imports bosdyn and grpc: only when a spot_ros2 driver is made
     from heracles_ros.execution.spot_ros2 import SpotRos2Driver
 
 _SIM = SimConfig()
+#: Hydra publishes about once a second.
+HYDRA_PERIOD_S = 1.0
 _SPOT = SpotConfig()
 
 
@@ -42,7 +47,16 @@ SIM_SETTINGS: tuple[Setting, ...] = (
     _number("seed", _SIM.seed, "Seed of the failure draw.", None),
     Setting("start_pose", [0.0, 0.0, 0.0, 0.0], "Simulated robot's start pose in the map frame: x, y[, z[, yaw]]."),
     Setting("holding", "", "Symbol of the object in the gripper at start ('' for none)."),
+    Setting("world", "", "Scene file of the simulated Hydra's world: the map and objects not yet seen ('' for no "
+            "simulated Hydra)."),
+    _number("sensor_range_m", SENSOR_RANGE_M, "Simulated Hydra: how far the robot sees objects in its room, m.",
+            0.01),
+    Setting("dsg_topic", DSG_UPDATE.name, "Simulated Hydra: DsgUpdate topic it publishes on (the mirror's "
+            "dsg_topic)."),
+    _number("hydra_period_s", HYDRA_PERIOD_S, "Simulated Hydra: wall-clock seconds between snapshots.", 0.01),
 )
+#: The simulator's settings that belong to the simulated Hydra, not to the driver.
+SIM_HYDRA_SETTINGS = ("world", "sensor_range_m", "dsg_topic", "hydra_period_s")
 
 SPOT_ROS2_SETTINGS: tuple[Setting, ...] = (
     Setting("spot_name", "", "Namespace of the spot_ros2 driver (its spot_name; '' for none)."),
@@ -116,7 +130,29 @@ def make_driver(kind: str, *, node: Any = None, **settings: Any) -> RobotDriver:
     return _make_spot_ros2(node, values)
 
 
+@dataclass(frozen=True)
+class SimHydraSettings:
+    """The simulated Hydra's settings (the simulator's ``world`` and its siblings)."""
+
+    world: str
+    sensor_range_m: float
+    dsg_topic: str
+    hydra_period_s: float
+
+
+def sim_hydra_settings(settings: Mapping[str, Any]) -> SimHydraSettings | None:
+    """The simulated Hydra asked for by the sim driver's checked ``settings``; None without a world."""
+    values = {name: settings[name] for name in SIM_HYDRA_SETTINGS}
+    if not str(values["world"]).strip():
+        return None
+    if not str(values["dsg_topic"]).strip():
+        raise ConfigError("sim_dsg_topic must not be empty when sim_world is set")
+    return SimHydraSettings(**values)
+
+
 def _make_sim(values: dict[str, Any]) -> SimSpotDriver:
+    for name in SIM_HYDRA_SETTINGS:  # the simulated Hydra's, not the driver's
+        values.pop(name)
     start = _floats("sim", "start_pose", values.pop("start_pose"), 2, 4)
     holding = values.pop("holding")
     values["fail_steps"] = frozenset(values["fail_steps"])

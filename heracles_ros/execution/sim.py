@@ -139,9 +139,12 @@ class SimSpotDriver(RobotDriver):
 
     name = "sim"
 
-    def __init__(self, config: SimConfig | None = None, *, start: Pose | None = None, holding: str = ""):
+    def __init__(self, config: SimConfig | None = None, *, start: Pose | None = None, holding: str = "",
+                 observer: Callable[[Pose, Pose], None] | None = None):
         self.config = config or SimConfig()
         self._pose = start or Pose(0.0, 0.0, 0.0)
+        #: Told every move (from, to) on the walking thread: the simulated Hydra looks along it.
+        self.observer = observer
         self._holding = holding
         self._lock = threading.Lock()
         self._steps = 0
@@ -227,7 +230,9 @@ class SimSpotDriver(RobotDriver):
     # -- state changes (called from _Run) ------------------------------------------
     def _set_pose(self, pose: Pose) -> None:
         with self._lock:
-            self._pose = pose
+            before, self._pose = self._pose, pose
+        if self.observer is not None:
+            self.observer(before, pose)
 
     def _grasp(self, action: PlanAction) -> None:
         self._holding = action.target_symbol

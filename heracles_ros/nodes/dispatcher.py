@@ -36,7 +36,10 @@ Shutting down (:meth:`DispatcherNode.close`) cancels the plan, stops the robot
 and releases the driver (the lease) within ``shutdown_timeout_s``.
 
 Parameters: :mod:`.dispatcher_settings` (the driver's, ``sim_<setting>`` and
-``spot_<setting>``, straight from the driver factory's tables). What the
+``spot_<setting>``, straight from the driver factory's tables). With the sim
+driver and ``sim_world``, the node is also a simulated Hydra: it publishes what
+the simulated robot has seen of that world as Hydra's snapshots on
+``sim_dsg_topic`` (:mod:`.sim_hydra_feed`). What the
 robot holds and where it starts come from its record in the database, never from
 parameters (:mod:`.dispatcher_robot`). At start the record takes the robot's real
 pose from its driver. The robot is claimed, powered on and stood
@@ -90,6 +93,7 @@ from heracles_ros.nodes.dispatcher_settings import (
     driver_settings,
 )
 from heracles_ros.nodes.robot_view import RobotView
+from heracles_ros.nodes.sim_hydra_feed import SimHydraFeed
 from heracles_ros.nodes.stop_latch import StopLatch
 from heracles_ros.outcomes import DispatchStatus, StepState
 from heracles_ros.plan_types import PlanResult
@@ -165,6 +169,8 @@ class DispatcherNode(HeraclesNode):
         self._restart = False
         self._driver_error = ""
         self._serve()
+        #: The simulated Hydra's publisher (sim driver with sim_world only).
+        self.hydra_feed = SimHydraFeed(self, *robot.hydra) if robot.hydra is not None else None
         self._worker = threading.Thread(target=self._work, name="dispatcher-worker", daemon=True)
         self.view.publish_pose()
         self._worker.start()

@@ -1,5 +1,5 @@
 """The robot a dispatcher runs, put together at start: its record in the database, its driver, and the plan
-runner over both with the replanner.
+runner over both with the replanner; with ``sim_world``, the simulated Hydra the simulated robot feeds.
 
 What the robot holds and where it starts come from its record, restored together, or are reset together (at
 ``start_place``, or when there is no record or it names what the scene lacks), never from parameters; the log
@@ -12,13 +12,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from heracles_ros.errors import ConfigError, ExecutionError
-from heracles_ros.execution.driver import RobotDriver
-from heracles_ros.execution.driver_factory import make_driver
+from heracles_ros.execution.driver import Pose, RobotDriver
+from heracles_ros.execution.driver_factory import SimHydraSettings, make_driver, sim_hydra_settings
 from heracles_ros.execution.plan_runner import PlanRunner, ProgressEvent, Replanner
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore, StartingState, starting_state
+from heracles_ros.execution.sim import SimSpotDriver
+from heracles_ros.execution.sim_hydra import SimHydra
 from heracles_ros.graphdb.scene_presence import misspelt_graph_suspected, wait_for_graph
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.nodes.dispatcher_settings import DispatcherSettings
+from heracles_ros.nodes.sim_hydra_feed import open_sim_hydra
 from heracles_ros.ros.node_base import HeraclesNode
 
 #: How long a starting dispatcher waits for its graph when the database holds other graphs but not its own
@@ -35,6 +38,8 @@ class DispatcherRobot:
     driver: RobotDriver
     runner: PlanRunner
     start: StartingState
+    #: The simulated Hydra the sim driver feeds, with its settings (None: no sim_world).
+    hydra: tuple[SimHydra, SimHydraSettings] | None = None
 
 
 def open_robot(node: HeraclesNode, store: GraphStore, settings: DispatcherSettings,
@@ -56,10 +61,28 @@ def open_robot(node: HeraclesNode, store: GraphStore, settings: DispatcherSettin
         raise ConfigError(f"parameter start_place: {exc}") from exc
     initial = start.state
     driver = _make_driver(node, settings.driver, drivers[settings.driver], initial)
+    hydra = _sim_hydra(node, store, driver, drivers["sim"]) if settings.driver == "sim" else None
     states.write(initial)
     runner = PlanRunner(driver, state_store=states, replan=_replanner(store, settings), config=settings.dispatch,
                         on_progress=on_progress, initial=initial)
-    return DispatcherRobot(states, driver, runner, start)
+    return DispatcherRobot(states, driver, runner, start, hydra)
+
+
+def _sim_hydra(node: HeraclesNode, store: GraphStore, driver: RobotDriver,
+               settings: dict[str, Any]) -> tuple[SimHydra, SimHydraSettings] | None:
+    """With ``sim_world``: the simulated Hydra, told every move of the simulated robot."""
+    hydra_settings = sim_hydra_settings(settings)
+    if hydra_settings is None or not isinstance(driver, SimSpotDriver):
+        return None
+    hydra = open_sim_hydra(store, hydra_settings)
+    logger = node.get_logger()
+
+    def look(before: Pose, after: Pose) -> None:
+        for symbol in hydra.observe(before.position, after.position):
+            logger.info(f"simulated Hydra: {symbol} ({hydra.world.objects[symbol].class_name}) seen")
+
+    driver.observer = look
+    return hydra, hydra_settings
 
 
 def _make_driver(node: HeraclesNode, kind: str, settings: dict[str, Any], initial: RobotState) -> RobotDriver:

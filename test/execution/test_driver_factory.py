@@ -12,7 +12,14 @@ from support.ros import ros_session
 
 from heracles_ros.errors import ConfigError, DriverError
 from heracles_ros.execution.driver import CancelToken, Pose
-from heracles_ros.execution.driver_factory import DRIVER_KINDS, SETTINGS, checked_settings, make_driver
+from heracles_ros.execution.driver_factory import (
+    DRIVER_KINDS,
+    SETTINGS,
+    SIM_HYDRA_SETTINGS,
+    checked_settings,
+    make_driver,
+    sim_hydra_settings,
+)
 from heracles_ros.execution.sim import SimConfig, SimSpotDriver
 from heracles_ros.execution.spot_config import SpotConfig
 from heracles_ros.plan_types import PlanAction
@@ -105,7 +112,7 @@ def test_spot_settings_become_the_config():
 @pytest.mark.parametrize(
     ("kind", "config", "extra"),
     [
-        ("sim", SimConfig(), {"start_pose", "holding"}),
+        ("sim", SimConfig(), {"start_pose", "holding", *SIM_HYDRA_SETTINGS}),
         ("spot_ros2", SpotConfig(), {"spot_name", "holding"}),
     ],
 )
@@ -137,3 +144,13 @@ def test_the_sim_driver_and_the_dispatcher_node_import_neither_bosdyn_nor_grpc()
     ) == []
     # The probe sees them when they are imported: the spot_ros2 adapter needs bosdyn.
     assert any(m.startswith("bosdyn") for m in _heavy_modules_after("import heracles_ros.execution.spot_ros2"))
+
+
+def test_the_simulated_hydra_is_asked_for_by_a_world_only():
+    assert sim_hydra_settings(checked_settings("sim", {})) is None
+    settings = sim_hydra_settings(checked_settings("sim", {"world": "/w.json", "dsg_topic": "/a/hydra/backend/dsg"}))
+    assert settings is not None and settings.world == "/w.json" and settings.dsg_topic == "/a/hydra/backend/dsg"
+    assert settings.sensor_range_m == 3.0 and settings.hydra_period_s == 1.0
+    with pytest.raises(ConfigError, match="sim_dsg_topic must not be empty"):
+        sim_hydra_settings(checked_settings("sim", {"world": "/w.json", "dsg_topic": " "}))
+    assert isinstance(make_driver("sim", world="/w.json"), SimSpotDriver)  # the driver ignores the world's settings

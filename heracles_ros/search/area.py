@@ -1,0 +1,57 @@
+"""The search's view of the live map: rooms and their labels, the objects and their rooms, each room's
+viewpoint, and the walk from anywhere to each viewpoint over the place graph (the planner's)."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+from scipy.sparse.csgraph import dijkstra
+
+from heracles_ros.graphdb.cypher import search as q
+from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.planning.places import PlaceGraph
+from heracles_ros.search.ranking import MapObject
+from heracles_ros.search.runner import XY, SearchArea
+
+
+def search_area(store: GraphStore, graph: PlaceGraph) -> SearchArea:
+    """The map as the search reads it, from ``store`` and its place graph ``graph``."""
+    labels = {str(row["symbol"]): str(row["class"] or "room") for row in store.query(q.ROOMS)}
+    nav = range(graph.nav_count)
+    place_room = {graph.symbols[i]: _room(graph, i) for i in nav}
+    place_xy = {graph.symbols[i]: (float(graph.positions[i][0]), float(graph.positions[i][1])) for i in nav}
+    objects = []
+    for row in store.query(q.OBJECTS):
+        if row.get("x") is None or row.get("class") is None:
+            continue
+        near = graph.nearest_place((float(row["x"]), float(row["y"]), 0.0))
+        objects.append(MapObject(str(row["class"]), _room(graph, near) if near is not None else ""))
+    viewpoints = {}
+    for room, indices in graph.room_places.items():
+        nav_indices = [int(i) for i in indices if i < graph.nav_count]
+        if room in labels and nav_indices:
+            centre = np.asarray(graph.positions[nav_indices])[:, :2].mean(axis=0)
+            viewpoints[room] = graph.symbols[min(
+                nav_indices, key=lambda i: (float(np.linalg.norm(graph.positions[i][:2] - centre)), i))]
+    rooms = {room: label for room, label in labels.items() if room in viewpoints}
+    return SearchArea(rooms, objects, place_xy, place_room, viewpoints)
+
+
+def walk_lengths(graph: PlaceGraph, area: SearchArea, start: XY) -> Mapping[str, float]:
+    """Metres from ``start`` (onto its nearest place, then along the place graph) to each room's viewpoint."""
+    near = graph.nearest_place((start[0], start[1], 0.0))
+    if near is None:
+        return {}
+    hop = float(np.linalg.norm(graph.positions[near][:2] - np.asarray(start)))
+    distances = dijkstra(graph.matrix, directed=False, indices=near)
+    lengths = {}
+    for room, place in area.viewpoints.items():
+        metres = float(distances[graph.index[place]])
+        if np.isfinite(metres):
+            lengths[room] = hop + metres
+    return lengths
+
+
+def _room(graph: PlaceGraph, index: int) -> str:
+    room = int(graph.room_of[index])
+    return graph.room_names[room] if room >= 0 else ""
