@@ -51,6 +51,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--replace-scene", action="store_true",
                         help="replace the scene the database holds by --scene even when that removes most of it "
                         "(a switch to another scene; otherwise refused as a suspect snapshot)")
+    parser.add_argument("--world", type=Path, default=None, metavar="FILE",
+                        help="scene file of a simulated Hydra's world (the map plus objects not yet seen): the "
+                        "simulated robot perceives it as it walks and the mirror receives what it saw")
     parser.add_argument("--start-place", default=None, metavar="SYMBOL",
                         help=f"place the simulated robot starts at (default: the middle of the scene's "
                         f"{START_ROOM_CLASS}; with --no-scene: where the database last had it)")
@@ -136,6 +139,9 @@ def _system_options(args: argparse.Namespace) -> SystemOptions:
             start_place(scene, START_ROOM_CLASS) if scene is not None else "")
     except SceneError as exc:
         raise ConfigError(f"{exc}; name the robot's start with --start-place") from exc
+    world = args.world.expanduser().resolve() if args.world is not None else None
+    if world is not None and not world.is_file():
+        raise ConfigError(f"--world {world}: no such file")
     target = parse_db_uri(args.db)
     embedded = (target.data_dir or default_data_dir()) if target.kind == "embedded" else None
     language = choose_language_model(args.llm, args.model, args.base_url)
@@ -144,7 +150,7 @@ def _system_options(args: argparse.Namespace) -> SystemOptions:
         namespace=args.namespace, graph_name=args.graph, scene_file=scene, start_place=place, language=language,
         scripted_port=_free_port() if language is None else 0, time_scale=args.time_scale,
         shutdown_timeout_s=args.shutdown_timeout, console_port=args.console_port or None,
-        database_owner=f"heracles up (pid {os.getpid()})",
+        database_owner=f"heracles up (pid {os.getpid()})", world_file=world,
     )
 
 

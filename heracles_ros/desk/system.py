@@ -56,6 +56,8 @@ class SystemOptions:
     console_port: int | None = None
     #: Who starts the embedded server (recorded with it): the database process stops only a server it names.
     database_owner: str = "heracles up"
+    #: The simulated Hydra's world (the dispatcher's sim_world), or None for none.
+    world_file: Path | None = None
 
 
 def processes(options: SystemOptions) -> list[Process]:
@@ -80,6 +82,11 @@ def processes(options: SystemOptions) -> list[Process]:
         "dispatcher": {**common, "driver": "sim", "start_place": options.start_place,
                        "sim_time_scale": options.time_scale},
     }
+    if options.world_file is not None:  # one topic of this namespace's own: two systems must not feed each other
+        topic = f"{options.namespace.rstrip('/')}/hydra/backend/dsg"
+        parameters["dsg_mirror"] = {**parameters["dsg_mirror"], "dsg_topic": topic}
+        parameters["dispatcher"] = {**parameters["dispatcher"], "sim_world": str(options.world_file),
+                                    "sim_dsg_topic": topic}
     for node in NODES:
         args = [python, "-m", f"heracles_ros.nodes.{node}", "--ros-args", "-r", f"__ns:={options.namespace}"]
         for name, value in parameters[node].items():
