@@ -149,17 +149,18 @@ def check_range(history: HistoryRange | None, at: float | None, *, objects: bool
 
 def scene_at(
     store: GraphStore, at: float | None, *, cls: str | None = None, room: str | None = None,
-    wait_s: float = DEFAULT_WAIT_S,
+    wait_s: float = DEFAULT_WAIT_S, timeout_s: float = 60.0,
 ) -> SceneAt | OutOfRange:
-    """The objects there at ``at`` (epoch seconds; None: now), optionally of one class (any case) or in one room."""
+    """The objects there at ``at`` (epoch seconds; None: now), optionally of one class (any case) or in one room;
+    each of its two large queries may take ``timeout_s``."""
     refused = check_range(read_range(store), at, objects=True)
     if refused is not None:
         return refused
 
     def read() -> tuple[HistoryRange | None, list[Row], list[Row]]:
         history = read_range(store)
-        live = store.query(q.LIVE_OBJECTS, timeout_s=60)
-        events = (store.query(q.FIRST_OBJECT_EVENTS_AFTER, {"at": at}, timeout_s=60)
+        live = store.query(q.LIVE_OBJECTS, timeout_s=timeout_s)
+        events = (store.query(q.FIRST_OBJECT_EVENTS_AFTER, {"at": at}, timeout_s=timeout_s)
                   if at is not None and history is not None and at < history.newest_t else [])
         return history, live, events
 
