@@ -4,7 +4,8 @@ Runs on the web server's asyncio loop, and keeps it free: every blocking call (t
 database, the bridge's services) goes to a thread, the stop to a pool of its own so
 it never waits behind an ask or a confirm, questions (a model's turns: minutes at
 worst) to another; the map's diff and its encoding (a tenth of a second at 16k
-places) to a thread too. Each message is encoded once, however many tabs get it.
+places) to a thread too, and the map as of a past time to a small pool, one read
+per tab at a time. Each message is encoded once, however many tabs get it.
 Each tab has a bounded outbox that its writer drains, so a slow page never holds up
 the others and a page that stops reading is cut off. A tab that goes away has its
 commands cancelled after ``client_lost_s``, as the language server does for a client
@@ -24,6 +25,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from heracles_ros.console import protocol
+from heracles_ros.console.as_of_view import read_as_of
 from heracles_ros.console.object_details import read_object
 from heracles_ros.console.protocol import (
     CLIENT_LOST_S,
@@ -40,6 +42,7 @@ from heracles_ros.console.protocol import (
     RefuseOp,
     ResumeOp,
     RevertOp,
+    SceneAtOp,
     ServerMessage,
     StopOp,
 )
@@ -57,6 +60,8 @@ REFRESH_S = 1.0
 SCENE_TIMEOUT_S = 60.0
 #: Questions in flight at once (more wait their turn; the language server answers one model query per slot).
 ASK_THREADS = 4
+#: Reads of the map as of a past time in flight at once, all tabs together (one per tab; more wait their turn).
+AS_OF_THREADS = 2
 
 #: Seconds a page asking for a session still held by an open tab waits for that tab to close (a reloaded page
 #: can reach the server before its old socket's close does); a session still held then stays with its tab.
@@ -88,6 +93,8 @@ class Tab:
         self.ended = ""
         #: The tab has its whole map: what is broadcast from now on is for it too.
         self.joined = False
+        #: A read of the map as of a past time runs for this tab (a second one is refused meanwhile).
+        self.reading_as_of = False
 
     def send(self, message: ServerMessage) -> None:
         self.send_text(protocol.encode(message))
@@ -157,6 +164,8 @@ class ConsoleHub:
         self._stop_pool = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="console-stop")
         self._ask_pool = concurrent.futures.ThreadPoolExecutor(max_workers=ASK_THREADS,
                                                                thread_name_prefix="console-ask")
+        self._as_of_pool = concurrent.futures.ThreadPoolExecutor(max_workers=AS_OF_THREADS,
+                                                                 thread_name_prefix="console-as-of")
         self._closing = asyncio.Event()
         self._scene_due = True
         self._mirror: MirrorReport | None = None
@@ -186,7 +195,7 @@ class ConsoleHub:
             await self._refresher
         if self.bridge is not None:
             await asyncio.to_thread(self.bridge.close)
-        for pool in (self._stop_pool, self._ask_pool):
+        for pool in (self._stop_pool, self._ask_pool, self._as_of_pool):
             pool.shutdown(wait=False, cancel_futures=True)
         if self._store is not None:
             self._store.close()
@@ -378,6 +387,8 @@ class ConsoleHub:
             store = await self._database_store()
             details = await asyncio.to_thread(read_object, store, op.symbol)
             tab.send(details.to_message())
+        elif isinstance(op, SceneAtOp):
+            await self._scene_at(tab, op.ago_s)
         elif isinstance(op, ChangesOp):
             events = await asyncio.to_thread(bridge.changes, op.since_s)
             tab.send(protocol.changes(events))
@@ -387,6 +398,19 @@ class ConsoleHub:
         elif isinstance(op, CorrectionsOp):
             items = await asyncio.to_thread(bridge.corrections)
             tab.send(protocol.corrections(items))
+
+    async def _scene_at(self, tab: Tab, ago_s: float) -> None:
+        """The objects as of ``ago_s`` seconds ago, marked against the map the tab has now (one read at a time)."""
+        if tab.reading_as_of:
+            raise ConsoleMessageError("scene_at: this page's last as-of read has not been answered yet; ask again "
+                                      "once it is", about="scene_at")
+        tab.reading_as_of = True
+        try:
+            store = await self._database_store()
+            loop = asyncio.get_running_loop()
+            tab.send(await loop.run_in_executor(self._as_of_pool, read_as_of, store, ago_s, self.feed.items()))
+        finally:
+            tab.reading_as_of = False
 
     def _command(self, tab: Tab, text: str, execute: bool) -> None:
         """Start it; the page gets its id at once (to cancel it before its first stage)."""

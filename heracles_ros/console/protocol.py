@@ -121,6 +121,13 @@ class MirrorHealth(TypedDict):
     lag_s: float
     last_error: str
     age_s: float
+    #: Snapshots the DsgUpdates' sequence numbers say never arrived, and those that came after a newer one.
+    snapshots_missed: int
+    snapshots_late: int
+    #: False while the sender leaves its sequence numbers at 0: then no gap can be told (never "none missed").
+    gaps_detectable: bool
+    #: The last gap, late snapshot or restarted count, in words ('' if none yet).
+    last_gap: str
 
 
 class DatabaseHealth(TypedDict):
@@ -213,6 +220,35 @@ class ObjectMessage(TypedDict):
     error: str
 
 
+class AsOfItem(TypedDict):
+    """One object as it was at the time asked (``moved``: drawn where it was, not where the map has it now;
+    ``gone``: not in the scene now)."""
+
+    symbol: str
+    cls: str
+    name: str
+    x: float
+    y: float
+    room: str
+    moved: bool
+    gone: bool
+
+
+class SceneAtMessage(TypedDict):
+    type: Literal["scene_at"]
+    #: The request's ago_s, echoed: the page keeps only the answer to its latest request.
+    ago_s: float
+    #: The time answered (epoch seconds, UTC) and the same as ISO 8601.
+    at_s: float
+    time: str
+    #: From when the history answers exactly (None: no history).
+    kept_from_s: float | None
+    objects: list[AsOfItem]
+    #: Objects on the map now that were not there then (drawn hidden).
+    hidden: list[str]
+    error: str
+
+
 class CommandMessage(TypedDict):
     type: Literal["command"]
     command_id: str
@@ -242,7 +278,7 @@ class ErrorMessage(TypedDict):
 
 ServerMessage = (HelloMessage | SceneMessage | RobotMessage | StopMessage | StatusMessage | StageMessage
                  | ResultMessage | AnswerMessage | ObjectMessage | CommandMessage | ChangesMessage
-                 | CorrectionsMessage | ErrorMessage)
+                 | CorrectionsMessage | SceneAtMessage | ErrorMessage)
 
 #: Every message the server sends, by its ``type``.
 SERVER_MESSAGES: dict[str, type[Any]] = {
@@ -309,6 +345,13 @@ def changes(events: list[dict[str, Any]], error_text: str = "") -> ChangesMessag
 
 def corrections(items: list[dict[str, Any]], error_text: str = "") -> CorrectionsMessage:
     return {"type": "corrections", "items": items, "error": error_text}
+
+
+def scene_at(ago_s: float, at_s: float, time_text: str, kept_from_s: float | None, objects: list[AsOfItem],
+             hidden: list[str], error_text: str = "") -> SceneAtMessage:
+    """The objects as of a time (or, with ``error_text``, why that time cannot be shown)."""
+    return {"type": "scene_at", "ago_s": ago_s, "at_s": at_s, "time": time_text, "kept_from_s": kept_from_s,
+            "objects": objects, "hidden": hidden, "error": error_text}
 
 
 def error(message: str, about: str = "") -> ErrorMessage:
@@ -416,6 +459,14 @@ class ChangesOp:
 
 
 @dataclass(frozen=True)
+class SceneAtOp:
+    """The objects as they were ``ago_s`` seconds ago (at most SINCE_MAX_S), from the mirror's history."""
+
+    op_name: ClassVar[str] = "scene_at"
+    ago_s: float
+
+
+@dataclass(frozen=True)
 class CorrectionsOp:
     op_name: ClassVar[str] = "corrections"
 
@@ -427,12 +478,12 @@ class RevertOp:
 
 
 PageOp = (CommandOp | AskOp | ApproveOp | RefuseOp | CancelOp | ChooseOp | StopOp | ResumeOp | ObjectOp
-          | ChangesOp | CorrectionsOp | RevertOp)
+          | ChangesOp | SceneAtOp | CorrectionsOp | RevertOp)
 
 #: Every op a page may send, by its ``op``.
 OPS: dict[str, type[Any]] = {kind.op_name: kind for kind in (
     CommandOp, AskOp, ApproveOp, RefuseOp, CancelOp, ChooseOp, StopOp, ResumeOp, ObjectOp, ChangesOp,
-    CorrectionsOp, RevertOp)}
+    SceneAtOp, CorrectionsOp, RevertOp)}
 #: Fields holding free text (the longer bound); every other string is a name.
 _TEXT_FIELDS = {"text", "reason"}
 #: What no field may hold: NUL and the other C0 control characters but tab, line feed and carriage return

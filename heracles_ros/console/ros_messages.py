@@ -34,11 +34,17 @@ class MirrorReport:
     last_error: str
     stamp_s: float
     revision: tuple[int, int, int]
+    snapshots_missed: int = 0
+    snapshots_late: int = 0
+    gaps_detectable: bool = False
+    last_gap: str = ""
 
     def to_json(self, now_s: float | None = None) -> MirrorHealth:
         now_s = time.time() if now_s is None else now_s
         return {"sequence": self.sequence, "nodes": self.nodes, "lag_s": self.lag_s, "last_error": self.last_error,
-                "age_s": round(max(0.0, now_s - self.stamp_s), 3)}
+                "age_s": round(max(0.0, now_s - self.stamp_s), 3), "snapshots_missed": self.snapshots_missed,
+                "snapshots_late": self.snapshots_late, "gaps_detectable": self.gaps_detectable,
+                "last_gap": self.last_gap}
 
 
 def mirror_report(status: Any) -> MirrorReport:
@@ -46,7 +52,9 @@ def mirror_report(status: Any) -> MirrorReport:
     stamp_s = stamp.sec + stamp.nanosec * 1e-9 or time.time()
     return MirrorReport(int(status.sequence), int(status.nodes), float(status.last_latency_s),
                         str(status.last_error), stamp_s,
-                        (int(status.snapshots_applied), int(status.corrections_active), int(status.nodes)))
+                        (int(status.snapshots_applied), int(status.corrections_active), int(status.nodes)),
+                        snapshots_missed=int(status.snapshots_missed), snapshots_late=int(status.snapshots_late),
+                        gaps_detectable=bool(status.gaps_detectable), last_gap=str(status.last_gap))
 
 
 def stop_message(state: Any) -> Emitted:

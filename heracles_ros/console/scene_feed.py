@@ -20,6 +20,7 @@ interpreter's lock for long. The message's shape is
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -142,6 +143,10 @@ class SceneFeed:
 
     def item(self, symbol: str) -> SceneItem | None:
         return self._shown.items.get(symbol)
+
+    def items(self) -> Mapping[str, SceneItem]:
+        """What the map shows now, by symbol (a state replaced whole on each change, never changed in place)."""
+        return self._shown.items
 
 
 def _edge(a: str, b: str) -> MapEdge:
