@@ -4,7 +4,8 @@ that differ.
 Hydra's snapshots are full graphs that mostly repeat the one before. The same graph gives the same bytes, so
 the payload applied last (the source of the mirror's baseline) tells what is new: identical bytes change
 nothing; otherwise the records that differ (found by :func:`~heracles_ros.scene.payload_check.check_changed`
-where only records' contents moved, else by comparing the records of both walks) are decoded alone, from a
+where only records' contents moved, by :func:`~heracles_ros.scene.payload_realign.check_shifted` where records
+were added or removed, else by comparing the records of both walks) are decoded alone, from a
 payload of the header and those records, and compared with the baseline's rows, and the edges are compared as
 sorted numbers. What a snapshot costs follows what changed in it, not the scene's size.
 
@@ -23,6 +24,7 @@ import spark_dsg as dsg
 from heracles_ros.errors import SceneDecodeError
 from heracles_ros.mirror.scene_diff import SceneDiff
 from heracles_ros.scene.payload_check import PayloadLayout, check_changed, check_payload, same_bytes
+from heracles_ros.scene.payload_realign import check_shifted
 from heracles_ros.scene.payload_records import (
     compare_records,
     edge_delta,
@@ -77,6 +79,8 @@ def payload_diff(applied: AppliedPayload, baseline: SceneTables, data: bytes) ->
     if data == applied.data:
         return PayloadDiff(_empty_diff(baseline), baseline, applied)
     changed = check_changed(data, applied.data, applied.layout)
+    shifted = None if changed is not None else check_shifted(data, applied.data, applied.layout,
+                                                             applied.record_ids())
     if changed is not None:  # the same records at the same places, some with other contents
         current = AppliedPayload(data, changed.layout, applied.record_ids())
         if changed.same_tail:
@@ -85,6 +89,13 @@ def payload_diff(applied: AppliedPayload, baseline: SceneTables, data: bytes) ->
         removed: list[int] = []
         differing = [record_id(data, changed.layout, k) for k in changed.records]
         same_tail = changed.same_tail
+    elif shifted is not None:  # records added or removed, the others the same bytes shifted
+        current = AppliedPayload(data, shifted.layout)
+        if shifted.same_tail:
+            current._edge_keys = applied._edge_keys
+        added = [record_id(data, shifted.layout, k) for k in shifted.added]
+        differing = [record_id(data, shifted.layout, k) for k in shifted.differing]
+        removed, same_tail = shifted.removed, shifted.same_tail
     else:
         current = AppliedPayload(data, check_payload(data))
         if data[: current.layout.header_end] != applied.data[: applied.layout.header_end]:
