@@ -97,14 +97,15 @@ _KEY_MEANINGS = {
 }
 
 
-def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: int) -> str:
-    """What the database holds and how to write Cypher for this backend."""
+def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: int, *, time_tool: bool = False) -> str:
+    """What the database holds and how to write Cypher for this backend (``time_tool``: the model has the
+    ``scene_at`` tool, and the history's notes point to it)."""
     backend = "Neo4j" if dialect.name == "neo4j" else "FalkorDB"
     lines = [
         "<database>",
         f"The scene graph is mirrored live in a {backend} graph database, queried with Cypher. "
         "Node labels (node count): properties.",
-        *_contents(facts),
+        *_contents(facts, time_tool=time_tool),
         "(a)-[:CONTAINS]->(b) means b is inside a; (a)-[:CONTAINS*]->(b) matches containment transitively. "
         "*_CONNECTED relationships join neighbours within one layer and are stored in both directions, so "
         "(a)-[:MESH_PLACE_CONNECTED*1..5]->(b) reaches the same places as an undirected pattern "
@@ -124,7 +125,7 @@ def interface_text(facts: SchemaFacts, dialect: Dialect, result_token_budget: in
     return "\n".join(lines)
 
 
-def _contents(facts: SchemaFacts) -> list[str]:
+def _contents(facts: SchemaFacts, *, time_tool: bool = False) -> list[str]:
     """Each label with its count, meaning and properties; what the properties mean; the relationships; and how
     to ask the history once it holds something."""
     lines: list[str] = []
@@ -144,7 +145,7 @@ def _contents(facts: SchemaFacts) -> list[str]:
         lines.append("Relationships, (source)-[:TYPE]->(target):")
         lines += [f"- (:{a})-[:{rel}]->(:{b})" for a, rel, b in facts.relationships]
     if has_history:
-        lines += history_notes()
+        lines += history_notes(time_tool=time_tool)
     return lines
 
 
@@ -170,8 +171,13 @@ def _dialect_notes(dialect: Dialect) -> list[str]:
     ]
 
 
-def history_notes() -> list[str]:
-    """How to ask the history (shown when the database holds one)."""
+def history_notes(*, time_tool: bool = False) -> list[str]:
+    """How to ask the history (shown when the database holds one); with the ``scene_at`` tool, where it helps."""
+    tool = [
+        "- The scene at a past time (where a node was, which objects were in a room, whether it was there): the "
+        "scene_at tool, which undoes every change after that time exactly; prefer it to reading Change entries "
+        "for positions or presence.",
+    ] if time_tool else []
     return [
         "History: the scene labels above hold the present only. Questions about the past (where was, when, what "
         f"changed, since when) are answered from {CHANGE_LABEL}, {SEEN_LABEL} and {HISTORY_CLOCK_LABEL}, which "
@@ -183,6 +189,7 @@ def history_notes() -> list[str]:
         f"- What changed in room R2 in the last hour: {history_q.EXAMPLE_ROOM_LAST_HOUR}",
         f"- Where was O12 before it moved, and when: {history_q.EXAMPLE_WHERE_BEFORE} "
         "(answer with the time where asked, e.g. {position: POINT(1.5 -2 0.4), t: 1795000000.5})",
+        *tool,
     ]
 
 

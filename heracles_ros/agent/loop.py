@@ -1,8 +1,10 @@
 """The agent loop: prompt, model turns, Cypher tool calls, checked final answers.
 
-One request is a conversation with the model. It may call ``run_cypher_query``
-up to a limit (the paper's agentic method), exactly once (single-query), or not
-at all with the whole scene in its prompt (context window). Its final answer is
+One request is a conversation with the model. It may call its tools
+(:mod:`~heracles_ros.agent.toolbox`: read-only Cypher, ``find_objects`` for the
+operator's words, ``scene_at`` for the past) up to a limit (the paper's agentic
+method), make exactly one Cypher query (single-query), or none at all with the
+whole scene in its prompt (context window). Its final answer is
 read from ``<answer>…</answer>`` and checked before anyone relies on it: SLDP
 answers against the requested type, PDDL goals by the planner's checker,
 corrections by the corrections overlay. A rejected answer goes back to the
@@ -22,18 +24,22 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from heracles_ros.agent.llm import LLM, Message, Reply
+from heracles_ros.agent.find_tool import FindTool
+from heracles_ros.agent.llm import LLM, Message, Reply, ToolSpec
 from heracles_ros.agent.prompt import Prompt, PromptBuilder
 from heracles_ros.agent.referents import Referents
 from heracles_ros.agent.results import AskResult, CommandResult, CorrectResult, Usage
 from heracles_ros.agent.sessions import Exchange, Sessions
 from heracles_ros.agent.settings import AgentSettings
-from heracles_ros.agent.tool import CYPHER_TOOL, TOOL_NAME, CypherTool
+from heracles_ros.agent.time_tool import TimeTool, gone_notes
+from heracles_ros.agent.tool import CypherTool, ToolOutput
+from heracles_ros.agent.toolbox import Toolbox
 from heracles_ros.errors import (
     AnswerFormatError,
     ConfigError,
@@ -60,6 +66,7 @@ from heracles_ros.formats.sldp import (
 )
 from heracles_ros.graphdb.scene_presence import require_scene
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.meaning.resolver import Resolver
 from heracles_ros.mirror.corrections import Applied, Corrections
 
 log = logging.getLogger(__name__)
@@ -117,15 +124,28 @@ class Agent:
         checker: Any = None,
         sessions: Sessions | None = None,
         query_store: GraphStore | None = None,
+        resolver: Callable[[], Resolver] | None = None,
     ):
-        """``query_store`` serves the model's Cypher tool (e.g. a read replica); ``store`` everything else."""
+        """``query_store`` serves the model's tools (e.g. a read replica); ``store`` everything else.
+        ``resolver`` makes the resolver ``find_objects`` asks, on the tool's first call (a node passes its own,
+        shared with its ``find`` service; a failure is the call's tool error, tried again on the next call);
+        without it, one with the offline word vectors on the tools' store."""
         self.store = store
         self.llm = llm
         self.settings = settings = AgentSettings() if settings is None else settings
         self.max_tool_calls = llm.settings.max_tool_calls
+        tools_store = query_store or store
+        self._make_resolver = resolver
+        self._resolver: Resolver | None = None
+        self._resolver_lock = threading.Lock()
+        #: The Cypher tool (the toolbox's first).
         self.tool = CypherTool(
-            query_store or store, timeout_s=settings.query_timeout_s, token_budget=settings.result_token_budget,
+            tools_store, timeout_s=settings.query_timeout_s, token_budget=settings.result_token_budget,
             snapshot_wait_s=settings.snapshot_wait_s,
+        )
+        self.tools = Toolbox(
+            self.tool, FindTool(self.resolver, token_budget=settings.result_token_budget),
+            TimeTool(tools_store, token_budget=settings.result_token_budget, snapshot_wait_s=settings.snapshot_wait_s),
         )
         self.prompts = PromptBuilder(
             store, max_tool_calls=self.max_tool_calls, result_token_budget=settings.result_token_budget
@@ -134,6 +154,15 @@ class Agent:
         self.referents = Referents(store, robot_symbol=settings.robot_symbol)
         #: Recent exchanges per session id (requests without a session neither read nor add any).
         self.sessions = Sessions() if sessions is None else sessions  # an empty one is falsy: keep it
+
+    def resolver(self) -> Resolver:
+        """The resolver ``find_objects`` asks (made on first use when none was given)."""
+        with self._resolver_lock:
+            if self._resolver is None:
+                make = self._make_resolver
+                self._resolver = (make() if make is not None
+                                  else Resolver(self.tool.store, wait_s=self.settings.snapshot_wait_s))
+            return self._resolver
 
     @property
     def checker(self) -> Any:
@@ -187,11 +216,12 @@ class Agent:
             try:
                 goal: GoalExpr = self.checker.check(text)
             except GoalError as exc:
-                problems = "\n".join(f"- {p}" for p in exc.problems)
+                problems = "\n".join(f"- {p}" for p in [*exc.problems, *gone_notes(self.store, text)])
                 feedback = (
                     f"The goal {text.strip()} was rejected by the goal checker:\n{problems}\n"
                     "Fix the goal (query the database again if you need to) and give the corrected goal "
-                    "between <answer> tags."
+                    "between <answer> tags. A goal is about the scene now: it names only nodes that are in the "
+                    "scene now; if the instruction asks for a past state, ask the operator back."
                 )
                 raise Rejected("goal", feedback, exc) from exc
             return goal
@@ -334,7 +364,7 @@ class Agent:
             self._check_deadline(session)
             session.check_cancelled("the next model turn")
             offer = self._may_query(session)
-            reply = self.llm.chat(session.messages, [CYPHER_TOOL] if offer else [])
+            reply = self.llm.chat(session.messages, self._offered() if offer else [])
             session.turns += 1
             session.add(reply)
             if reply.tool_calls:
@@ -378,11 +408,15 @@ class Agent:
         """Queries one request may run under this method."""
         return {"context": 0, "single": 1}.get(self.settings.method, self.max_tool_calls)
 
+    def _offered(self) -> list[ToolSpec]:
+        return self.tools.offered(self.settings.method)
+
     def _may_query(self, session: _Session) -> bool:
         return session.usage.tool_calls < self._query_limit
 
     def _run_tools(self, session: _Session, reply: Reply, *, offered: bool) -> None:
-        """Answer every call (each call id needs a reply), running those within the limit."""
+        """Answer every call (each call id needs a reply), running those within the limit (every call counts,
+        whichever tool it names)."""
         limit = self._query_limit
         for call in reply.tool_calls:
             session.check_cancelled("a query")
@@ -391,24 +425,22 @@ class Agent:
                     f"NOT RUN: the limit of {limit} {'query' if limit == 1 else 'queries'} is reached. "
                     "Give your final answer now from what you already know."
                 )
-            elif call.name != TOOL_NAME:
-                session.usage.tool_calls += 1
-                text = f"ERROR: there is no tool {call.name!r}; the only tool is {TOOL_NAME}."
-            elif call.arguments is None:
-                session.usage.tool_calls += 1
-                raw = call.raw_arguments[:200]
-                text = f'ERROR: the arguments must be a JSON object {{"query": "..."}}, got {raw!r}.'
             else:
                 session.usage.tool_calls += 1
-                query = call.arguments.get("query")
-                session.usage.queries.append(str(query))
                 self._check_deadline(session)
-                output = self.tool.run(query)
-                if session.on_query is not None:
-                    session.on_query(str(query))
+                tool = self.tools.tool_for(call, self._offered())
+                if isinstance(tool, ToolOutput):
+                    output = tool
+                else:
+                    arguments = call.arguments or {}
+                    recorded = tool.record(arguments)
+                    session.usage.queries.append(recorded)
+                    output = tool.run(arguments)
+                    if session.on_query is not None:
+                        session.on_query(recorded)
                 text = output.text
                 if output.error:
-                    log.info("query failed, fed back to the model: %s", output.error)
+                    log.info("%s call failed, fed back to the model: %s", call.name, output.error)
             session.messages.append(Message("tool", text, tool_call_id=call.id, name=call.name))
         if not self._may_query(session):
             # The paper's second step: with no queries left, ask for the answer outright.

@@ -5,6 +5,7 @@ ontology, class names, interface description, PDDL domain (commands), in-context
 examples, the request, answer-format guidance. What can go stale is generated:
 labels, relationship patterns, property keys and class names come from the
 database (:mod:`.schema_facts`), the Cypher notes from the backend's dialect,
+when to use which tool from the tool table (:mod:`.toolbox`),
 the predicates from ``data/domain.pddl``, the answer syntax from the SLDP
 module. Each component is named so ``heracles prompt --stats`` can show what
 it costs in tokens. The database's description is :mod:`.database_text`'s, the
@@ -16,9 +17,11 @@ from dataclasses import dataclass
 from typing import Literal
 
 from heracles_ros.agent.database_text import classes_text, interface_text
+from heracles_ros.agent.find_tool import FIND_TOOL_NAME
 from heracles_ros.agent.llm import Message
 from heracles_ros.agent.scene_context import serialize_scene
 from heracles_ros.agent.schema_facts import FactsCache
+from heracles_ros.agent.time_tool import TIME_TOOL_NAME
 from heracles_ros.agent.tool import TOOL_NAME, count_tokens
 from heracles_ros.domain import TYPE_DESCRIPTIONS, Domain, load_domain
 from heracles_ros.errors import ConfigError
@@ -104,7 +107,10 @@ class PromptBuilder:
         if method == "context":
             parts.append(Component("interface", self._scene_text(facts.generation)))
         else:
-            parts.append(Component("interface", interface_text(facts, dialect, self.result_token_budget)))
+            parts.append(Component("interface", interface_text(facts, dialect, self.result_token_budget,
+                                                               time_tool=method == "agentic")))
+        if method == "agentic":
+            parts.append(Component("tools", tools_text(task)))
         if task == "command":
             parts.append(Component("pddl_domain", pddl_text(self.domain)))
         if task == "correct":
@@ -154,14 +160,38 @@ def _role(task: str, method: str, max_tool_calls: int) -> str:
         )
     else:
         how = (
-            f"Query the information you need with the tool {TOOL_NAME}, then use it to {_GOAL[task]}. "
-            f"You can call the tool up to {max_tool_calls} times; explain your reasoning briefly before each query."
+            f"Query the information you need with your tools ({TOOL_NAME}, {FIND_TOOL_NAME}, {TIME_TOOL_NAME}), "
+            f"then use it to {_GOAL[task]}. You can call the tools up to {max_tool_calls} times in all; explain "
+            "your reasoning briefly before each call."
         )
     return (
         f"{head} You have access to a graph database holding the robot's 3D scene graph, which stores spatial "
         f"information the robot uses to understand the world. {how} Counts, distances and symbols must come "
         "from query results, never from guesses. When producing a final answer, follow the format and be concise."
     )
+
+
+# --- tools (agentic) ---------------------------------------------------------------
+def tools_text(task: str) -> str:
+    """When to use which tool: one short paragraph each (the agentic method offers all three)."""
+    goals = (
+        " Goals are about the scene now: a goal names only nodes in the scene now, never a past state; when an "
+        "instruction asks for one (\"go where the box was an hour ago\"), ask back." if task == "command" else ""
+    )
+    return "\n".join([
+        "<tools>",
+        f"- {TOOL_NAME}: read-only Cypher over the database described above: counts, distances, containment, "
+        "what changed (the history's entries).",
+        f"- {FIND_TOOL_NAME}: when the operator's words are not a class listed above (a synonym, a kind, a "
+        "description of use: \"something to sit on\", \"a lorry\"), call it with those words first: it returns "
+        "the objects they most likely mean, best first, with class, position and room. Then query or answer with "
+        "those symbols; an 'uncertain' note means a weak match: check it, or ask back.",
+        f"- {TIME_TOOL_NAME}: the past. Give a time ('10m' ago, an ISO time, epoch seconds, or 'now') and a "
+        "symbol (where it was then, whether it was there, when it was last seen) or a class / room (the objects "
+        "there then). Answer \"where was\" with a POINT, \"when did you last see\" with the time (epoch seconds), "
+        f"\"what changed in\" a room with the symbols.{goals}",
+        "</tools>",
+    ])
 
 
 # --- ontology ---------------------------------------------------------------------

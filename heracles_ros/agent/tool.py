@@ -1,4 +1,4 @@
-"""The agent's one tool: ``run_cypher_query``, read-only, bounded in time, size and concurrency.
+"""The agent's Cypher tool, ``run_cypher_query``: read-only, bounded in time, size and concurrency.
 
 The query runs through :meth:`GraphStore.query_capped`, so the *server* refuses
 writes and stops the query at its time limit, and rows past what the token
@@ -145,14 +145,14 @@ class CypherTool:
 
     def run(self, query: Any) -> ToolOutput:
         if not isinstance(query, str) or not query.strip():
-            return _error("the tool takes one argument, 'query': a non-empty Cypher string.")
+            return tool_error("the tool takes one argument, 'query': a non-empty Cypher string.")
         try:
             check_model_query(query, self.limits)
         except QueryRefused as exc:
-            return _error(f"the query was not sent: {exc}")
+            return tool_error(f"the query was not sent: {exc}")
         # A query waits at most its own time limit for a slot.
         if not self._slots.acquire(timeout=self.timeout_s):
-            return _error(
+            return tool_error(
                 f"busy: this process already runs {self._slot_count} model quer"
                 f"{'y' if self._slot_count == 1 else 'ies'} at once (the cap) and none finished within "
                 f"{self.timeout_s:g} s; try again, or ask something cheaper."
@@ -163,21 +163,21 @@ class CypherTool:
                 wait_s=self.snapshot_wait_s,
             )
         except QueryRefused as exc:
-            return _error(f"the query was not sent: {exc}")
+            return tool_error(f"the query was not sent: {exc}")
         except ReadOnlyViolation as exc:
-            return _error(f"the query tried to write; this tool is read-only. {exc}")
+            return tool_error(f"the query tried to write; this tool is read-only. {exc}")
         except QueryTimeout as exc:
-            return _error(
+            return tool_error(
                 f"time limit: the query ran longer than {self.timeout_s:g} s and was stopped; narrow it down. {exc}"
             )
         except QueryAborted as exc:
-            return _error(f"the database stopped while running the query; ask again. {exc}")
+            return tool_error(f"the database stopped while running the query; ask again. {exc}")
         except QueryTooLarge as exc:
-            return _error(f"memory limit: the query needed too much memory and was stopped; narrow it down. {exc}")
+            return tool_error(f"memory limit: the query needed too much memory and was stopped; narrow it down. {exc}")
         except DatabaseBusy as exc:
-            return _error(f"busy: {exc}. Try again, or ask something cheaper.")
+            return tool_error(f"busy: {exc}. Try again, or ask something cheaper.")
         except QueryError as exc:
-            return _error(str(exc))
+            return tool_error(str(exc))
         finally:
             self._slots.release()
         output = self._format(read.value)
@@ -186,44 +186,55 @@ class CypherTool:
         return replace(output, text=output.text + "\n" + _MIXED_NOTE)
 
     def _format(self, result: CappedRows) -> ToolOutput:
-        total = result.total
         if result.graph_missing:
             return ToolOutput("[] (the graph is empty: nothing has been mirrored into it yet)", 0, 0)
-        if total == 0:
+        if result.total == 0:
             return ToolOutput("[] (the query matched nothing)", 0, 0)
-        lines = [
-            json.dumps(self._compact(row), separators=(",", ":"), ensure_ascii=False, default=str)
-            for row in result.rows
-        ]
-        full = "[" + ",\n".join(lines) + "]"
-        if result.complete and count_tokens(full) <= self.token_budget:
-            return ToolOutput(full, total, total)
-        # Room for the note, then as many whole rows as fit (each row's tokens counted once).
-        budget = self.token_budget - 60
-        shown, used = 0, 0
-        for line in lines:
-            cost = count_tokens(line) + 1
-            if used + cost > budget:
-                break
-            used += cost
-            shown += 1
-        cut = total - shown
-        why = f"{result.cut_by_size}; " if result.cut_by_size and shown == len(lines) else ""
-        note = (
-            f"(note: {cut} of {total} rows cut to fit the {self.token_budget}-token result budget; "
-            f"{why}aggregate, filter or add LIMIT to see what matters)"
-        )
-        return ToolOutput("[" + ",\n".join(lines[:shown]) + "]\n" + note, total, shown)
-    def _compact(self, value: Any) -> Any:
-        """Round floats (positions to the millimetre) so rows cost fewer tokens."""
-        if isinstance(value, float):
-            rounded = round(value, self.float_digits)
-            return int(rounded) if rounded.is_integer() else rounded
-        if isinstance(value, dict):
-            return {k: self._compact(v) for k, v in value.items()}
-        if isinstance(value, (list, tuple)):
-            return [self._compact(v) for v in value]
-        return value
+        return format_rows(result, token_budget=self.token_budget, float_digits=self.float_digits)
+
+
+def format_rows(
+    result: CappedRows, *, token_budget: int, float_digits: int = 3,
+    advice: str = "aggregate, filter or add LIMIT to see what matters",
+) -> ToolOutput:
+    """Rows as compact JSON, one per line, floats rounded, cut to whole rows within ``token_budget`` tokens with a
+    note saying how many were cut: how every tool's rows reach the model."""
+    total = result.total
+    lines = [
+        json.dumps(_compact(row, float_digits), separators=(",", ":"), ensure_ascii=False, default=str)
+        for row in result.rows
+    ]
+    full = "[" + ",\n".join(lines) + "]"
+    if result.complete and count_tokens(full) <= token_budget:
+        return ToolOutput(full, total, total)
+    # Room for the note, then as many whole rows as fit (each row's tokens counted once).
+    budget = token_budget - 60
+    shown, used = 0, 0
+    for line in lines:
+        cost = count_tokens(line) + 1
+        if used + cost > budget:
+            break
+        used += cost
+        shown += 1
+    cut = total - shown
+    why = f"{result.cut_by_size}; " if result.cut_by_size and shown == len(lines) else ""
+    note = (
+        f"(note: {cut} of {total} rows cut to fit the {token_budget}-token result budget; "
+        f"{why}{advice})"
+    )
+    return ToolOutput("[" + ",\n".join(lines[:shown]) + "]\n" + note, total, shown)
+
+
+def _compact(value: Any, digits: int) -> Any:
+    """Round floats (positions to the millimetre) so rows cost fewer tokens."""
+    if isinstance(value, float):
+        rounded = round(value, digits)
+        return int(rounded) if rounded.is_integer() else rounded
+    if isinstance(value, dict):
+        return {k: _compact(v, digits) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_compact(v, digits) for v in value]
+    return value
 
 
 _MIXED_NOTE = (
@@ -232,5 +243,6 @@ _MIXED_NOTE = (
 )
 
 
-def _error(message: str) -> ToolOutput:
+def tool_error(message: str) -> ToolOutput:
+    """What a call that could not run returns: ``ERROR: message``, for the model to repair its call."""
     return ToolOutput(f"ERROR: {message}", error=message)

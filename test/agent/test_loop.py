@@ -53,7 +53,7 @@ def test_multi_step_tool_use(small_store, llm_server, provider):
     first = server.requests[0]
     assert first.messages[0]["role"] == "system" and "<database>" in first.messages[0]["content"]
     assert first.messages[1]["content"].startswith("Question: How many bicycles are there?")
-    assert [t["function"]["name"] for t in first.tools] == ["run_cypher_query"]
+    assert [t["function"]["name"] for t in first.tools] == ["run_cypher_query", "find_objects", "scene_at"]
 
 
 def test_cypher_syntax_error_is_fed_back_and_repaired(small_store, llm_server):
@@ -109,7 +109,8 @@ def test_hallucinated_symbol_is_rejected_fed_back_and_fixed(small_store, llm_ser
     feedback = server.requests[1].last("user")["content"]
     assert "rejected by the goal checker" in feedback
     assert "unknown symbol 'O999'" in feedback and "unknown symbol 'R77'" in feedback
-    assert [t["function"]["name"] for t in server.requests[1].tools] == ["run_cypher_query"]  # may query again
+    assert [t["function"]["name"] for t in server.requests[1].tools] == [  # may query again
+        "run_cypher_query", "find_objects", "scene_at"]
 
 
 def test_malformed_goal_gets_the_syntax_problem(small_store, llm_server):

@@ -20,6 +20,7 @@ Usage::
     from support.scripted_llm import ScriptedLLMServer, adapter, call, say
 
     script = [call("MATCH (o:Object) RETURN count(o) AS n"), say("<answer>5</answer>")]
+    # the other tools: find("something to sit on"), scene_at("10m", symbol="O3"), use(name, arguments)
     with ScriptedLLMServer(script) as server:
         agent = Agent(store, adapter(server, "openai"))   # or "ollama"; or settings_for(server)
         result = agent.ask("How many objects?")
@@ -86,6 +87,24 @@ def call(query: str, text: str = "", **kwargs: Any) -> Turn:
 def calls(*queries: str, text: str = "") -> Turn:
     """A reply asking for several ``run_cypher_query`` calls at once."""
     return Turn(text=text, tool_calls=[("run_cypher_query", {"query": q}) for q in queries])
+
+
+def use(tool: str, arguments: dict[str, Any] | str, text: str = "") -> Turn:
+    """A reply asking for one call of any tool by name (``find_objects``, ``scene_at``, or one that does not
+    exist), with these arguments (a ``str`` is sent verbatim: broken JSON)."""
+    return Turn(text=text, tool_calls=[(tool, arguments)])
+
+
+def find(words: str, k: int | None = None, text: str = "") -> Turn:
+    """A reply asking ``find_objects`` for the objects ``words`` name."""
+    return use("find_objects", {"text": words, **({"k": k} if k is not None else {})}, text)
+
+
+def scene_at(time: str, text: str = "", **filters: str) -> Turn:
+    """A reply asking ``scene_at`` for the scene at ``time``; ``filters``: symbol, room, or cls (sent as
+    ``class``)."""
+    arguments = {"time": time, **{("class" if key == "cls" else key): value for key, value in filters.items()}}
+    return use("scene_at", arguments, text)
 
 
 def slow(seconds: float, turn: Turn | None = None) -> Turn:
