@@ -81,8 +81,6 @@ def test_search_execute_walks_until_the_mirror_holds_the_thing_and_names_it_the_
         time.sleep(1.0)
         assert robot_xy(small_store) == still  # the leg was cancelled once it was seen: the robot stands
         assert time.monotonic() - started < 90
-    for node in (dispatcher, mirror):
-        node.destroy_node()
 
 
 def test_a_search_for_what_the_world_lacks_ends_not_found_in_bounded_time_listing_the_rooms(
@@ -97,8 +95,6 @@ def test_a_search_for_what_the_world_lacks_ends_not_found_in_bounded_time_listin
         assert result["outcome"] == "not_found" and result["found"] is None
         assert sorted(result["visited"]) == ["R0", "R1", "R2", "R3"], result  # the shed cannot be reached
         assert time.monotonic() - started < 150
-    for node in (dispatcher, mirror):
-        node.destroy_node()
 
 
 def test_heracles_stop_during_a_search_stops_it_like_any_plan(system, ros_domain_id, falkordb_uri, graph_name,
@@ -119,5 +115,3 @@ def test_heracles_stop_during_a_search_stops_it_like_any_plan(system, ros_domain
         still = robot_xy(small_store)
         time.sleep(1.0)
         assert robot_xy(small_store) == still
-    for node in (probe, dispatcher, mirror):
-        node.destroy_node()

@@ -65,8 +65,6 @@ def test_a_walk_past_a_hidden_object_reaches_the_mirror_in_hydras_numbered_snaps
             assert numbers == list(range(numbers[0], numbers[0] + len(numbers))) and numbers[0] in (1, 2)
             assert all(m.full_update and m.header.frame_id == "map" for m in snapshots.messages)
             assert status.latest is not None and status.latest.last_error == ""
-        for node in (probe, dispatcher, mirror):
-            node.destroy_node()
 
 
 def test_without_a_world_the_dispatcher_publishes_no_snapshots(ros_domain_id, falkordb_uri, graph_name, small_store):
