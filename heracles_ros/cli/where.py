@@ -3,6 +3,9 @@
 Where one node was (any layer), or which objects were there and where, read back from the mirror's history
 (:mod:`heracles_ros.mirror.as_of`, which says how exact a position is). TIME takes the forms of ``changes
 --since``; without it, now. A time before what the history keeps is an error that says what it keeps.
+``--live`` asks the running mirror's ``scene_at`` service instead of reading ``--db`` here; both print
+the same lines and the same JSON fields for each node (the service does not carry the scene's
+``kept_from``, ``newest`` and ``whole``).
 """
 from __future__ import annotations
 
@@ -11,10 +14,11 @@ import sys
 from typing import Any
 
 from heracles_ros.cli.common import add_db_options, as_text, print_json
+from heracles_ros.cli.live import add_live_options
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.scene_presence import require_graph
-from heracles_ros.mirror.as_of import HistoryRange, NodeAt, OutOfRange, node_at, scene_at
+from heracles_ros.mirror.as_of import HistoryRange, OutOfRange, node_at, scene_at
 from heracles_ros.mirror.history import iso_time
 from heracles_ros.mirror.time_text import parse_time
 from heracles_ros.schema import is_scene_symbol
@@ -44,6 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         parser.add_argument("--at", default=None, metavar="AGO|TIME", help=_AT_HELP)
         parser.add_argument("--json", action="store_true", help="print the answer as one JSON object")
         add_db_options(parser)
+        add_live_options(parser, what="dsg_mirror (its scene_at service)")
         parser.set_defaults(func=run)
 
 
@@ -51,23 +56,33 @@ def _where(args: argparse.Namespace) -> int:
     if not is_scene_symbol(args.symbol):
         raise ConfigError(f"{args.symbol!r} is not a scene symbol (a letter and a number, e.g. O12)")
     at = parse_time(args.at, what="--at") if args.at is not None else None
-    with open_store(args.db, graph=args.graph) as store:
-        require_graph(store, reader="heracles where")  # a misspelt --graph is not an empty past
-        found = node_at(store, args.symbol, at)
-    if isinstance(found, OutOfRange):
-        raise ConfigError(found.message)
-    if found is None:
-        raise ConfigError(f"{args.symbol}: no such node in the scene, nor in the history it keeps")
-    answer = {**found.to_json(), **_when(at)}
-    if args.json:
-        print_json(answer)
+    if args.live:
+        (node,) = _live(args, at, symbol=args.symbol)
     else:
-        print(_where_line(found, at))
+        with open_store(args.db, graph=args.graph) as store:
+            require_graph(store, reader="heracles where")  # a misspelt --graph is not an empty past
+            found = node_at(store, args.symbol, at)
+        if isinstance(found, OutOfRange):
+            raise ConfigError(found.message)
+        if found is None:
+            raise ConfigError(f"{args.symbol}: no such node in the scene, nor in the history it keeps")
+        node = found.to_json()
+    if args.json:
+        print_json({**node, **_when(at)})
+    else:
+        print(_where_line(node, at))
     return 0
 
 
 def _scene(args: argparse.Namespace) -> int:
     at = parse_time(args.at, what="--at") if args.at is not None else None
+    if args.live:
+        objects = _live(args, at, class_name=args.cls or "", room=args.room or "")
+        if args.json:
+            print_json({**_when(at), "objects": objects})
+        else:
+            _print_scene(objects, at, "")
+        return 0
     with open_store(args.db, graph=args.graph) as store:
         require_graph(store, reader="heracles scene")
         found = scene_at(store, at, cls=args.cls, room=args.room)
@@ -77,13 +92,26 @@ def _scene(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**_when(at), **_kept(found.range), "whole": found.whole, "objects": objects})
         return 0
-    when = "now" if at is None else f"at {iso_time(at)}"
-    print(f"objects {when}{_kept_text(found.range)}: {len(objects)}")
-    if objects:
-        print(as_text([_scene_row(node) for node in found.objects]))
+    _print_scene(objects, at, _kept_text(found.range))
     if not found.whole:
         print("note: a mirror update overlapped the read; what is listed may mix two snapshots", file=sys.stderr)
     return 0
+
+
+def _live(args: argparse.Namespace, at: float | None, **request: str) -> list[dict[str, Any]]:
+    """The running mirror's answer: one JSON object per node, as ``to_json`` gives it here."""
+    from heracles_ros.client import HeraclesClient
+
+    with HeraclesClient(args.namespace, node_name="heracles_cli", find_timeout_s=args.server_timeout,
+                        answer_timeout_s=args.server_timeout, short_lease=False) as client:
+        return client.scene_at(at_s=at if at is not None else 0.0, **request)
+
+
+def _print_scene(objects: list[dict[str, Any]], at: float | None, kept: str) -> None:
+    when = "now" if at is None else f"at {iso_time(at)}"
+    print(f"objects {when}{kept}: {len(objects)}")
+    if objects:
+        print(as_text([_scene_row(node) for node in objects]))
 
 
 def _when(at: float | None) -> dict[str, Any]:
@@ -100,20 +128,22 @@ def _kept_text(history: HistoryRange | None) -> str:
     return f" (the history answers from {iso_time(history.earliest(objects=True))})" if history else ""
 
 
-def _where_line(node: NodeAt, at: float | None) -> str:
+def _where_line(node: dict[str, Any], at: float | None) -> str:
     when = "now" if at is None else iso_time(at)
-    seen = f"; last seen {iso_time(node.last_seen)}" if node.last_seen else ""
-    if not node.present or node.position is None:
-        return f"{when}  {node.symbol} ({node.cls}) not in the scene{seen}"
-    room = f" in {node.room}" if node.room else ""
-    how = ", as recorded" if node.recorded else ""
-    return f"{when}  {node.symbol} ({node.cls}) at {_xyz(node.position)}{room}{how}{seen}"
+    seen = f"; last seen {iso_time(node['last_seen'])}" if node["last_seen"] else ""
+    what = f"{node['symbol']} ({node['class']})"
+    if not node["present"] or node["x"] is None:
+        return f"{when}  {what} not in the scene{seen}"
+    room = f" in {node['room']}" if node["room"] else ""
+    how = ", as recorded" if node["recorded"] else ""
+    return f"{when}  {what} at {_xyz(node)}{room}{how}{seen}"
 
 
-def _scene_row(node: NodeAt) -> dict[str, Any]:
-    return {"symbol": node.symbol, "class": node.cls, "name": node.name, "position": _xyz(node.position),
-            "room": node.room, "recorded": node.recorded}
+def _scene_row(node: dict[str, Any]) -> dict[str, Any]:
+    return {"symbol": node["symbol"], "class": node["class"], "name": node["name"], "position": _xyz(node),
+            "room": node["room"], "recorded": node["recorded"]}
 
 
-def _xyz(point: tuple[float, float, float] | None) -> str:
-    return "(" + ", ".join(f"{v:.2f}" for v in point) + ")" if point is not None else "-"
+def _xyz(node: dict[str, Any]) -> str:
+    point = (node["x"], node["y"], node["z"])
+    return "(" + ", ".join(f"{v:.2f}" for v in point) + ")" if None not in point else "-"

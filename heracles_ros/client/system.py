@@ -177,6 +177,16 @@ class HeraclesClient:
             raise RequestFailed(f"changes: {response.error}")
         return [json.loads(entry) for entry in response.changes]
 
+    def scene_at(self, *, at_s: float = 0.0, symbol: str = "", class_name: str = "", room: str = ""
+                 ) -> list[dict[str, Any]]:
+        """One node (``symbol``), or the objects there (of ``class_name``, in ``room``), as of ``at_s`` (epoch seconds;
+        < 0: that many seconds ago; 0: now), each as ``heracles where``/``scene --json`` prints it."""
+        request = interfaces.SCENE_AT.type.Request(at_s=float(at_s), symbol=symbol, class_name=class_name, room=room)
+        response = self._call(interfaces.SCENE_AT, request)
+        if response.error:
+            raise RequestFailed(f"scene_at: {response.error}")
+        return [json.loads(entry) for entry in response.nodes]
+
     # -- a command through the execute_command action ----------------------------------------------------
     def command(self, instruction: str, *, execute: bool = True, require_confirmation: bool = False,
                 session: str = "", command_id: str = "", wait: bool = True) -> str:

@@ -7,7 +7,10 @@ snapshots the DsgUpdates' sequence numbers say never arrived or came late (none
 can be told while Hydra-ROS leaves them at 0). The
 ``changes`` service (heracles_ros/srv/Changes) answers what the history
 recorded since a time, corrections retired and returned with their nodes included
-(as ``heracles changes``); each snapshot's time is its DsgUpdate header stamp.
+(as ``heracles changes``); each snapshot's time is its DsgUpdate header stamp. The
+``scene_at`` service (heracles_ros/srv/SceneAt) answers where one node was, or which
+objects were there, as of a time (:mod:`heracles_ros.mirror.as_of`, as ``heracles where``
+and ``heracles scene --at``).
 ``history_markers`` (MarkerArray, namespace ``heracles/moved``) shows what
 moved within ``moved_markers_window_s`` of the newest snapshot, and
 ``heracles/added`` the objects the operator added. ``scene_markers`` (MarkerArray, transient local)
@@ -28,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import time
 from collections.abc import Iterator
 from dataclasses import fields
@@ -39,10 +43,12 @@ from rclpy.node import Node
 from heracles_ros.errors import ConfigError, DatabaseBusy, HeraclesError
 from heracles_ros.graphdb import open_store, parse_db_uri
 from heracles_ros.mirror.additions import Additions
+from heracles_ros.mirror.as_of import OutOfRange, SceneAt, node_at, scene_at
 from heracles_ros.mirror.history import read_changes, read_clock
 from heracles_ros.mirror.loop import MirrorLoop, MirrorState, Snapshot
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.mirror.scene_view import read_scene_view
+from heracles_ros.mirror.text_values import has_control
 from heracles_ros.mirror.timeline import read_timeline
 from heracles_ros.msg import MirrorStatus
 from heracles_ros.nodes.markers import (
@@ -58,8 +64,9 @@ from heracles_ros.nodes.mirror_settings import PARAMETERS, RUNTIME_PARAMETERS, M
 from heracles_ros.ros import interfaces
 from heracles_ros.ros.node_base import HeraclesNode
 from heracles_ros.ros.node_settings import settings_from
-from heracles_ros.ros.request_fields import changes_limit, since_problem, text_problem
+from heracles_ros.ros.request_fields import MAX_ID_CHARS, MAX_SINCE_S, changes_limit, since_problem, text_problem
 from heracles_ros.ros.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
+from heracles_ros.schema import is_scene_symbol
 
 #: Library loggers whose records this node forwards to its ROS logger (not the whole package: other
 #: nodes may share the process).
@@ -140,6 +147,7 @@ class DsgMirrorNode(HeraclesNode):
             self.loop.submit_file(settings.scene_file)
         interfaces.DSG_UPDATE.subscription(self, self._on_update, name=settings.dsg_topic)
         interfaces.CHANGES.serve(self, self._on_changes)
+        interfaces.SCENE_AT.serve(self, self._on_scene_at)
         self._start_timers(settings)
 
     def _start_timers(self, settings: MirrorSettings) -> None:
@@ -202,6 +210,36 @@ class DsgMirrorNode(HeraclesNode):
             response.error = str(exc)
             return response
         response.changes = [json.dumps(e.to_json()) for e in events]
+        return response
+
+    def _on_scene_at(self, request: Any, response: Any) -> Any:
+        """One node, or the objects, as of a time; a bad request, a time before what the history keeps, an unknown
+        symbol or an unreachable database is answered in ``error``."""
+        problem = scene_at_problem(request)
+        if problem:
+            response.error = problem
+            return response
+        at_s = float(request.at_s)
+        at = at_s if at_s > 0 else time.time() + at_s if at_s < 0 else None
+        try:
+            with self._between_reconciles(_CHANGES_WAIT_S) as free:
+                if not free:
+                    raise DatabaseBusy(f"the mirror has been writing a snapshot for {_CHANGES_WAIT_S:g} s; "
+                                       "ask again")
+                # No reconcile runs while the lock is held: the read sees one snapshot without waiting.
+                found = (node_at(self.store, request.symbol, at, wait_s=0.0) if request.symbol else
+                         scene_at(self.store, at, cls=request.class_name or None, room=request.room or None,
+                                  wait_s=0.0))
+        except HeraclesError as exc:
+            response.error = str(exc)
+            return response
+        if isinstance(found, OutOfRange):
+            response.error = found.message
+        elif found is None:
+            response.error = f"{request.symbol}: no such node in the scene, nor in the history it keeps"
+        else:
+            nodes = found.objects if isinstance(found, SceneAt) else (found,)
+            response.nodes = [json.dumps(node.to_json()) for node in nodes]
         return response
 
     @contextlib.contextmanager
@@ -309,6 +347,24 @@ MIRROR_STATE_FIELDS = tuple(f.name for f in fields(MirrorState))
 _MARKER_PERIOD_S = 2.0
 #: Longest wait of the ``changes`` service for a reconcile in progress.
 _CHANGES_WAIT_S = 5.0
+
+
+def scene_at_problem(request: Any) -> str:
+    """Why a SceneAt request is refused, or '': a time that is not a finite number within bounds, a symbol that is
+    not a scene symbol, fields longer than a line or holding a control character, filters beside a symbol."""
+    if not math.isfinite(request.at_s) or abs(request.at_s) > MAX_SINCE_S:
+        return (f"at_s must be a finite number of seconds within ±{MAX_SINCE_S:g} (epoch seconds, or <= 0: seconds "
+                f"before now, 0: now), got {request.at_s!r}")
+    problem = text_problem(symbol=request.symbol, room=request.room)
+    if problem:
+        return problem
+    if len(request.class_name) > MAX_ID_CHARS or has_control(request.class_name):
+        return f"class_name must be one line of at most {MAX_ID_CHARS} printable characters"
+    if request.symbol and not is_scene_symbol(request.symbol):
+        return f"symbol {request.symbol!r} is not a scene symbol (a letter and a number, e.g. O12)"
+    if request.symbol and (request.class_name or request.room):
+        return "class_name and room filter the objects of a scene; with a symbol leave them empty"
+    return ""
 
 
 def status_msg(state: MirrorState, stamp: Any) -> MirrorStatus:

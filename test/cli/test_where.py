@@ -4,11 +4,13 @@ the issue's held-out scenario, on both backends."""
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
 from support.cli import heracles
 from support.history_scene import MOVED_FROM, MOVED_TO, NUDGED_TO, changed_scene
+from support.mirror_node import mirror_node
 from support.tiny_scene import tiny_scene
 
 T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -116,3 +118,33 @@ def test_bad_input_is_named(loaded, capsys) -> None:
 def test_a_misspelt_graph_is_not_an_empty_past(loaded, capsys) -> None:
     status, _, err = heracles(capsys, "scene", "--at", BETWEEN, "--db", loaded[1], "--graph", "no_such_graph")
     assert status == 1 and "heracles scene: " in err and "does not exist" in err
+
+
+def test_live_through_the_running_mirror_prints_what_the_database_path_prints(
+        ros_domain_id, db_uri, graph_name, store, capsys) -> None:
+    """The issue's two loads sent to a dsg_mirror node over DDS; ``--live`` asks its scene_at service: the same
+    lines, the same JSON for each node, the same refusal before the history."""
+    db = ["--db", db_uri, "--graph", graph_name]
+    live = ["--live", "--namespace", "/", "--server-timeout", "20"]
+    with mirror_node(ros_domain_id, db_uri=db_uri, graph_name=graph_name) as mirror:
+        for sequence, graph, stamp in ((1, tiny_scene(), T0), (2, changed_scene(), T0 + 60)):
+            mirror.send(graph, sequence, stamp_s=stamp)
+        for argv in (["where", "O0", "--at", BETWEEN], ["where", "O3"], ["where", "O5", "--at", BETWEEN],
+                     ["scene", "--at", BETWEEN, "--room", "R1"], ["scene", "--at", BETWEEN, "--class", "BOX"],
+                     ["scene"]):
+            for form in (["--json"], []):
+                answer = heracles(capsys, *argv, *form, *live)
+                offline = heracles(capsys, *argv, *form, *db)
+                assert answer[0] == 0 and offline[0] == 0, (argv, answer[2], offline[2])
+                if argv[0] == "scene" and form:  # the service does not carry the history's range
+                    for key in ("kept_from", "newest", "whole"):
+                        offline[1].pop(key)
+                elif argv[0] == "scene":
+                    offline = (0, re.sub(r" \(the history answers from [^)]*\)", "", offline[1], count=1), "")
+                assert answer[1] == offline[1], (argv, form)
+        status, _, err = heracles(capsys, "where", "O0", "--at", "2027-01-15T07:59:59.999Z", *live)
+        missing = heracles(capsys, "where", "O99", *live)
+    assert (status, err) == (1, "error: scene_at: 2027-01-15T07:59:59.999Z is before the history began: it answers "
+                                "from 2027-01-15T08:00:00.000Z to 2027-01-15T08:01:00.000Z (and the present)\n")
+    assert missing[0] == 1 and missing[2] == ("error: scene_at: O99: no such node in the scene, nor in the history "
+                                              "it keeps\n")
