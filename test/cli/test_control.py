@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from heracles_ros.action import ExecutePlan
 from heracles_ros.msg import DispatchProgress, DispatchResult
 from rclpy.action import ActionClient
 from support.actions import goal_result, send_goal
+from support.node_program import node_program, params
 from support.ros import Collector, ros_session, spinning
 from visualization_msgs.msg import MarkerArray
 
@@ -54,20 +54,9 @@ def robot_xy(markers: Collector[MarkerArray]) -> tuple[float, float]:
 
 @pytest.fixture
 def dispatcher(ros_domain_id, falkordb_uri, graph_name, small_store) -> Iterator[subprocess.Popen[str]]:
-    env = {**os.environ, "ROS_DOMAIN_ID": str(ros_domain_id), "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "heracles_ros.nodes.dispatcher", "--ros-args", "-r", f"__ns:={NS}",
-         "-p", f"db_uri:={falkordb_uri}", "-p", f"graph_name:={graph_name}", "-p", "start_place:=P0"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    yield process
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.communicate(timeout=15.0)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
+    with node_program("dispatcher", ros_domain_id, "-r", f"__ns:={NS}", *params(
+            f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", "start_place:=P0")) as process:
+        yield process
 
 
 def test_stop_resume_and_cancel_reach_the_dispatcher_directly(ros_domain_id, dispatcher, small_store):

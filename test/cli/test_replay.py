@@ -23,6 +23,7 @@ from heracles_ros.srv import Changes
 from mcap.reader import make_reader
 from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
 from support.mcap_recording import dsg_update, write_recording
+from support.node_program import node_program, params
 from support.ros import call_service, ros_session, spinning, wait_until
 from support.tiny_scene import tiny_scene
 
@@ -44,20 +45,9 @@ def replay(domain: int, *argv: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def mirror(ros_domain_id, db_uri, graph_name, store) -> Iterator[subprocess.Popen[str]]:
-    env = {**os.environ, "ROS_DOMAIN_ID": str(ros_domain_id), "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "heracles_ros.nodes.dsg_mirror", "--ros-args", "-p", f"db_uri:={db_uri}",
-         "-p", f"graph_name:={graph_name}", "-p", f"dsg_topic:={TOPIC}"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    yield process
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.communicate(timeout=15.0)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
+    with node_program("dsg_mirror", ros_domain_id, *params(
+            f"db_uri:={db_uri}", f"graph_name:={graph_name}", f"dsg_topic:={TOPIC}")) as process:
+        yield process
 
 
 def moves(store: GraphStore) -> list[dict[str, object]]:

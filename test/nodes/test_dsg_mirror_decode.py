@@ -7,12 +7,8 @@ The report (issue 39, N4): one length field changed in a 76 KB snapshot took the
 """
 from __future__ import annotations
 
-import os
 import re
-import signal
 import struct
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +16,7 @@ import pytest
 import rclpy
 from heracles_ros.msg import MirrorStatus
 from hydra_msgs.msg import DsgUpdate
+from support.node_program import node_program, params
 from support.ros import Collector, qos, ros_session, spinning, wait_for_subscribers, wait_until
 
 from heracles_ros.graphdb.store import GraphStore
@@ -27,7 +24,6 @@ from heracles_ros.scene.synthetic import generate_scene
 
 pytestmark = pytest.mark.backends("falkordb")  # the decode is the same whatever the database
 
-ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "/test/hostile_dsg"
 #: Issue 39's bound for a malformed snapshot: the mirror's peak memory under 10 x the message's size.
 MEMORY_FACTOR = 10
@@ -35,23 +31,11 @@ MEMORY_FACTOR = 10
 
 @pytest.fixture
 def mirror_process(ros_domain_id: int, db_uri: str, graph_name: str, store: GraphStore) -> Iterator[int]:
-    env = {**os.environ, "ROS_DOMAIN_ID": str(ros_domain_id), "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "heracles_ros.nodes.dsg_mirror", "--ros-args", "-p", f"db_uri:={db_uri}",
-         "-p", f"graph_name:={graph_name}", "-p", f"dsg_topic:={TOPIC}", "-p", "instance_check_s:=0.0"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
+    with node_program("dsg_mirror", ros_domain_id, *params(
+            f"db_uri:={db_uri}", f"graph_name:={graph_name}", f"dsg_topic:={TOPIC}", "instance_check_s:=0.0",
+    )) as process:
         yield process.pid
         assert process.poll() is None, process.communicate()[0][-3000:]  # alive after every snapshot
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.communicate(timeout=15.0)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.communicate()
 
 
 def memory_kb(pid: int) -> tuple[int, int]:
