@@ -166,18 +166,31 @@ ensure_neo4j_lint() {
 # What the demo and the CLI need: the runtime, the desk tools, this package's interfaces, and the
 # stand-in for Hydra-ROS's hydra_msgs (the mirror node subscribes to its DsgUpdate) where no ROS
 # workspace provides the real one.
+# One set-up at a time per environment: two terminals (or test runs) building into the same build folders
+# break each other's CMake builds; the second waits for the first, then finds its stamps current.
+lock_setup() {
+  exec {SETUP_LOCK}>"$VENV/.setup.lock"
+  flock "$SETUP_LOCK"
+}
+unlock_setup() {
+  exec {SETUP_LOCK}>&-
+}
+
 setup() {
   ensure_venv
+  lock_setup
   ensure_python_deps
   build_interfaces interfaces "$REPO" msg srv action CMakeLists.txt package.xml
   build_interfaces test_hydra_msgs "$REPO/test/interfaces/hydra_msgs" test/interfaces/hydra_msgs
   ensure_package
+  unlock_setup
   log "set-up done (in another terminal, 'source ${VENV#"$PWD"/}/bin/activate' puts heracles on the PATH)"
 }
 
 # What only the tests need: their tooling, Neo4j's Cypher linter, a browser, and stand-ins for spot_ros2's
 # messages (spot_msgs needs bosdyn_api_msgs first).
 setup_tests() {
+  lock_setup
   ensure_test_deps
   ensure_neo4j_lint
   local package
@@ -186,6 +199,8 @@ setup_tests() {
       $([[ $package == spot_msgs ]] && echo test/interfaces/bosdyn_api_msgs)
   done
   ensure_package
+  ensure_ros2_tools
+  unlock_setup
 }
 
 # ROS 2's own command line (`ros2 ...`), launch and launch_testing for the tests that run the launch
@@ -275,7 +290,7 @@ cmd="${1:-help}"; shift || true
 case "$cmd" in
   setup) setup ;;
   test)
-    ensure_system_packages test; setup; setup_tests; ensure_ros2_tools; activate; cd "$REPO"
+    ensure_system_packages test; setup; setup_tests; activate; cd "$REPO"
     log "ruff"; ruff check heracles_ros test launch tools
     log "mypy"; mypy heracles_ros
     run_tests "$@" ;;
