@@ -3,7 +3,9 @@
 Ranks live objects by how well their class and name match the text (and the room, when the text names
 one: "the bag in the road"), with word vectors from the offline model (no network, no API key), or a
 provider's embeddings with ``--embeddings``. ``--like SYMBOL`` ranks objects by Hydra's own feature
-instead, where the snapshots carried ``semantic_feature``.
+instead, where the snapshots carried ``semantic_feature``. ``--live`` asks the running language server's
+``find`` service instead (its resolver, its word vectors: the ``embeddings`` parameters), the same resolver
+the model's ``find_objects`` tool asks.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import argparse
 from typing import Any
 
 from heracles_ros.cli.common import add_db_options, print_json
+from heracles_ros.cli.live import add_live_options
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.meaning.embeddings import KINDS, open_embedder
@@ -36,37 +39,58 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="the provider's embedding model (e.g. text-embedding-3-small, nomic-embed-text)")
     parser.add_argument("--base-url", default=None, metavar="URL",
                         help="the provider's server (OpenAI-compatible URL, or the Ollama host)")
+    add_live_options(parser, what="language server (its find service)")
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     if (args.text is None) == (args.like is None):
         raise ConfigError("give either TEXT or --like SYMBOL")
+    if args.live:
+        objects, header = _live(args), []
+    else:
+        found = _here(args)
+        objects, header = [f.to_json() for f in found.objects], _header(found)
+    if args.json:
+        print_json(objects)
+    else:
+        print(_text(objects, header, args))
+    return 0
+
+
+def _here(args: argparse.Namespace) -> Resolution:
     from heracles_ros.graphdb.scene_presence import require_scene
 
     embedder = open_embedder(args.embeddings, model=args.embedding_model, base_url=args.base_url)
     with open_store(args.db, graph=args.graph) as store:
         require_scene(store, reader="heracles find")
         resolver = Resolver(store, embedder)
-        found = resolver.like(args.like, k=args.k) if args.like else resolver.find(args.text, k=args.k)
-    if args.json:
-        print_json([f.to_json() for f in found.objects])
-    else:
-        print(_text(found, args))
-    return 0
+        return resolver.like(args.like, k=args.k) if args.like else resolver.find(args.text, k=args.k)
 
 
-def _text(found: Resolution, args: argparse.Namespace) -> str:
-    lines: list[str] = []
-    if found.terms:
-        words = ", ".join(f"{term} {score:.2f}" for term, score in found.terms)
-        lines.append(f"best words: {words}" + (f"; in {', '.join(found.rooms)}" if found.rooms else ""))
-    if found.uncertain:
+def _live(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from heracles_ros.client import HeraclesClient
+
+    with HeraclesClient(args.namespace, node_name="heracles_cli", find_timeout_s=args.server_timeout,
+                        short_lease=False) as client:
+        return client.find(args.text or "", like_symbol=args.like or "", k=args.k)
+
+
+def _header(found: Resolution) -> list[str]:
+    if not found.terms:
+        return []
+    words = ", ".join(f"{term} {score:.2f}" for term, score in found.terms)
+    return [f"best words: {words}" + (f"; in {', '.join(found.rooms)}" if found.rooms else "")]
+
+
+def _text(objects: list[dict[str, Any]], header: list[str], args: argparse.Namespace) -> str:
+    lines = list(header)
+    if objects and objects[0].get("uncertain"):
         lines.append("uncertain: a weak match; say it another way, or name the class")
-    if not found.objects:
+    if not objects:
         lines.append("no object matches" if args.text else f"no other object has a feature like {args.like}'s")
-    for f in found.objects:
-        lines.append(f"{f.symbol:<8} {_cell(f.cls):<16} {f.score:6.3f}  ({_xyz(f)})  {_cell(f.room)}")
+    for f in objects:
+        lines.append(f"{f['symbol']:<8} {_cell(f['class']):<16} {f['score']:6.3f}  ({_xyz(f)})  {_cell(f['room'])}")
     return "\n".join(lines)
 
 
@@ -74,5 +98,5 @@ def _cell(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-def _xyz(f: Any) -> str:
-    return ", ".join("-" if v is None else f"{v:.2f}" for v in (f.x, f.y, f.z))
+def _xyz(f: dict[str, Any]) -> str:
+    return ", ".join("-" if f[key] is None else f"{f[key]:.2f}" for key in ("x", "y", "z"))

@@ -8,6 +8,9 @@ Interface (names relative, so a robot namespace applies):
   and ``ask`` / ``command`` may answer with a clarification and its candidates;
 - serves ``corrections`` (heracles_ros/srv/ManageCorrections: list, revert,
   clear, no model involved);
+- serves ``find`` (heracles_ros/srv/Find): the scene's objects some words
+  name, best first, through the same resolver as the model's ``find_objects``
+  tool (:mod:`~heracles_ros.meaning.resolver`; no model involved);
 - serves the ``execute_command`` action (heracles_ros/action/ExecuteCommand) and
   the ``confirm`` service, publishes ``command_rejections``, and sends plans to
   the dispatcher's ``execute_plan`` action (see :mod:`.command_action`);
@@ -65,6 +68,7 @@ from heracles_ros.errors import HeraclesError, describe
 from heracles_ros.execution.robot_state import RobotStateStore
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.store import GraphStore
+from heracles_ros.meaning.resolver import Resolver
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.command_action import CommandAction, candidate_msgs, clip
 from heracles_ros.nodes.language_settings import PARAMETERS, LanguageSettings
@@ -76,7 +80,8 @@ from heracles_ros.ros.node_base import HeraclesNode
 from heracles_ros.ros.node_settings import settings_from
 from heracles_ros.ros.request_fields import answer_type_problem, text_problem
 from heracles_ros.ros.runner import CLOSE_SHARE
-from heracles_ros.srv import Ask, Command, Correct, ManageCorrections
+from heracles_ros.schema import is_scene_symbol
+from heracles_ros.srv import Ask, Command, Correct, Find, ManageCorrections
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +99,8 @@ _MARKER_LINES = 8
 #: Executor threads beyond the request workers, so a full house of slow models blocks nothing else
 #: (one of them runs the execute_command goal).
 SPARE_THREADS = 3
+#: Objects a find answers when the request's ``k`` is 0.
+DEFAULT_FIND_K = 5
 #: Time limit of the node's own database reads (planner, robot record), seconds; the model's
 #: queries get ``query_timeout_s``.
 STORE_TIMEOUT_S = 60.0
@@ -170,6 +177,8 @@ class LanguageServerNode(HeraclesNode):
         self._agent_lock = threading.Lock()
         self._agent: Agent | None = None
         self._llm: LLM | None = None
+        self._resolver_lock = threading.Lock()
+        self._resolver: Resolver | None = None
         self._slots = threading.BoundedSemaphore(self.settings.request_workers)
         self._publish_lock = threading.Lock()
         self._sessions = Sessions(max_exchanges=self.settings.session_exchanges,
@@ -182,6 +191,7 @@ class LanguageServerNode(HeraclesNode):
         interfaces.COMMAND.serve(self, self._on_command, callback_group=requests)
         interfaces.CORRECT.serve(self, self._on_correct, callback_group=requests)
         interfaces.CORRECTIONS.serve(self, self._on_corrections, callback_group=requests)
+        interfaces.FIND.serve(self, self._on_find, callback_group=requests)
         self.commands = self.destroyed_with_node(CommandAction(
             self, get_agent=self._get_agent, pipeline=self.pipeline, summary=plan_summary,
             announce=self._publish_answer,
@@ -207,9 +217,19 @@ class LanguageServerNode(HeraclesNode):
 
                 llm = make_llm(self.settings.model_settings())
                 self._agent = Agent(self.store, llm, self.settings.agent_settings(), checker=self._planner,
-                                    sessions=self._sessions, query_store=self.query_store)
+                                    sessions=self._sessions, query_store=self.query_store,
+                                    resolver=self._get_resolver)
                 self._llm = llm
             return self._agent
+
+    def _get_resolver(self) -> Resolver:
+        """The one resolver of ``find`` and the model's ``find_objects`` (word vectors from the ``embeddings``
+        parameters), made on first use; made again after a failure (e.g. no key for the provider yet)."""
+        with self._resolver_lock:
+            if self._resolver is None:
+                self._resolver = Resolver(self.query_store, self.settings.embedder(),
+                                          wait_s=self.settings.snapshot_wait_s)
+            return self._resolver
 
     # -- services (each runs on its executor thread, bounded by the request slots) ------------
     def _on_ask(self, request: Ask.Request, response: Ask.Response) -> Ask.Response:
@@ -273,6 +293,36 @@ class LanguageServerNode(HeraclesNode):
             return response
         response.corrections = [json.dumps(record.as_dict(), default=str) for record in records]
         response.changes = [str(change) for change in changes]
+        return response
+
+    def _on_find(self, request: Find.Request, response: Find.Response) -> Find.Response:
+        """The objects the words name (or those like ``like_symbol``), best first; no model involved."""
+        text, like = request.text, request.like_symbol
+        if bool(text.strip()) == bool(like):
+            response.error = "ConfigError: give either text or like_symbol"
+            return response
+        if like and not is_scene_symbol(like):
+            response.error = f"ConfigError: like_symbol {like[:40]!r} is not a scene symbol (e.g. O12)"
+            return response
+        if self._closed:
+            response.error = "ExecutionError: the language server is shutting down"
+            return response
+        if not self._slots.acquire(blocking=False):
+            response.error = (f"busy: all {self.settings.request_workers} request workers are answering; try again "
+                              "shortly")
+            return response
+        try:
+            resolver = self._get_resolver()
+            k = request.k or DEFAULT_FIND_K
+            found = resolver.like(like, k=k) if like else resolver.find(text, k=k)
+            response.objects = [json.dumps(item.to_json()) for item in found.objects]
+        except HeraclesError as exc:
+            response.error = describe(exc)
+        except Exception as exc:  # the node must outlive a bug in one request
+            self.get_logger().error(f"find failed with an internal error: {exc!r}")
+            response.error = f"internal error: {exc!r}"
+        finally:
+            self._slots.release()
         return response
 
     def _serve(self, kind: str, text: str, result_type: Callable[[], Any], run: Callable[[Agent], Any],

@@ -1,5 +1,6 @@
 """The language server's parameters: its table and its typed settings, with the library's objects built from them
-(the model's settings, the agent's, the bounds on additions). API keys come only from the environment."""
+(the model's settings, the agent's, the bounds on additions, the word vectors). API keys come only from the
+environment."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,6 +9,8 @@ from heracles_ros.agent.llm import PROVIDERS, LLMSettings
 from heracles_ros.agent.prompt import METHODS
 from heracles_ros.agent.settings import AgentSettings
 from heracles_ros.errors import ConfigError
+from heracles_ros.meaning.embeddings import KINDS as EMBEDDINGS
+from heracles_ros.meaning.embeddings import CachedEmbedder, open_embedder
 from heracles_ros.mirror.additions import AdditionSettings
 from heracles_ros.ros.node_settings import (
     ADDITION_MERGE_RADIUS,
@@ -34,7 +37,8 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("llm_timeout_s", 120.0, "Time limit of one model call, seconds", minimum=0.1),
     Setting("request_timeout_s", 240.0, "Time limit of a whole request (all model turns and queries), seconds",
             minimum=0.1),
-    Setting("max_tool_calls", 5, "Cypher queries the model may run per request", minimum=0, maximum=50),
+    Setting("max_tool_calls", 5, "Tool calls the model may make per request (Cypher queries, find_objects and "
+            "scene_at together)", minimum=0, maximum=50),
     Setting("method", "agentic", "agentic (queries as needed) | single (one query) | context (scene in the prompt)",
             choices=METHODS),
     Setting("max_goal_retries", 2, "Times a rejected goal goes back to the model with the checker's problems",
@@ -60,6 +64,12 @@ PARAMETERS: tuple[Setting, ...] = (
     Setting("session_exchanges", 6, "Recent exchanges a session keeps for the model", minimum=1, maximum=100),
     Setting("max_sessions", 100, "Sessions kept at once (the least recently used is forgotten)", minimum=1,
             maximum=100_000),
+    Setting("embeddings", "wordllama", "Word vectors of find and the model's find_objects: wordllama (offline, "
+            "shipped with the package, no network), openai or ollama", choices=EMBEDDINGS),
+    Setting("embedding_model", "", "The provider's embedding model, needed for openai / ollama (e.g. "
+            "text-embedding-3-small, nomic-embed-text)"),
+    Setting("embedding_base_url", "", "OpenAI-compatible base URL or Ollama host of the embeddings; '' = "
+            "OPENAI_BASE_URL / OLLAMA_HOST / the provider's default"),
     CLIENT_LOST,
     INSTANCE_CHECK,
 )
@@ -93,6 +103,9 @@ class LanguageSettings(NodeSettings):
     confirm_timeout_s: float
     session_exchanges: int
     max_sessions: int
+    embeddings: str
+    embedding_model: str
+    embedding_base_url: str
     client_lost_s: float
     instance_check_s: float
 
@@ -101,6 +114,9 @@ class LanguageSettings(NodeSettings):
         for name in ("robot_symbol", "map_frame", "graph_name"):
             if not getattr(self, name).strip():
                 raise ConfigError(f"parameter {name} must not be empty")
+        if self.embeddings != "wordllama" and not self.embedding_model.strip():
+            raise ConfigError(f"parameter embedding_model must name the provider's model when embeddings is "
+                              f"{self.embeddings!r} (e.g. text-embedding-3-small, nomic-embed-text)")
 
     def model_settings(self) -> LLMSettings:
         """How to reach the model."""
@@ -112,6 +128,11 @@ class LanguageSettings(NodeSettings):
             max_tool_calls=self.max_tool_calls,
             base_url=self.base_url or None,
         )
+
+    def embedder(self) -> CachedEmbedder:
+        """The word vectors ``find`` and ``find_objects`` use (a provider's client is made here, not called)."""
+        return open_embedder(self.embeddings, model=self.embedding_model.strip(),
+                             base_url=self.embedding_base_url or None)
 
     def agent_settings(self) -> AgentSettings:
         """How the agent converses."""

@@ -71,3 +71,40 @@ def test_find_refuses_what_it_cannot_answer_and_says_why(capsys, db, tmp_path: P
 def test_find_on_a_misspelt_graph_says_so(capsys, db_uri: str, store) -> None:
     status, _, err = heracles(capsys, "find", "a box", "--db", db_uri, "--graph", "no_such_graph_here")
     assert status == 1 and "no_such_graph_here" in err and "does not exist" in err
+
+
+@pytest.mark.backends("falkordb")  # the node's plumbing; the resolver's reads run on both backends above
+def test_find_live_goes_through_the_language_servers_find_service_over_dds(
+    capsys, db, ros_domain_id, falkordb_uri: str, graph_name: str, tmp_path: Path
+) -> None:
+    """``heracles find --live`` answers what the offline form answers, through the running language server's
+    ``find`` service (its own resolver); a refused request is the service's error, and the node keeps serving."""
+    from rclpy.parameter import Parameter
+    from support.ros import ros_session, spinning
+
+    from heracles_ros.nodes.language_server import LanguageServerNode
+
+    graph = tiny_scene()
+    for index, vector in enumerate(([1.0, 0.0, 0.0], [0.9, 0.1, 0.0], [0.0, 1.0, 0.0], [0.5, 0.5, 0.0])):
+        graph.get_node(node_id(f"O{index}")).attributes.semantic_feature = np.array(vector, dtype=np.float32)
+    _load(capsys, db, graph, tmp_path / "scene.json")
+    params = {"db_uri": falkordb_uri, "graph_name": graph_name, "base_url": "http://127.0.0.1:9/v1",
+              "instance_check_s": 0.0}
+    live = ["--live", "--namespace", "/finder", "--server-timeout", "10"]
+    with ros_session(ros_domain_id):
+        node = LanguageServerNode(namespace="/finder",
+                                  parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        with spinning(node):
+            for argv in (["something to sit on", "--k", "3"], ["a cardboard carton"], ["--like", "O0"]):
+                status, found, err = heracles(capsys, "find", *argv, "--json", *live)
+                assert status == 0, err
+                assert found == heracles(capsys, "find", *argv, "--json", *db)[1] and found, argv
+            assert found[0]["symbol"] == "O1"
+            status, text, err = heracles(capsys, "find", "something to sit on", "--k", "1", *live)
+            assert status == 0 and text.split()[:2] == ["O4", "chair"], (text, err)
+            status, _, err = heracles(capsys, "find", "--like", "P0", *live)
+            assert status == 1 and "find: ConfigError: 'P0' is not an object of the scene" in err, err
+            status, _, err = heracles(capsys, "find", "a chair", "--k", "5000", *live)
+            assert status == 1 and "k must be 1 to 1,000" in err, err
+            status, found, err = heracles(capsys, "find", "a chair", "--json", *live)
+            assert status == 0 and found[0]["class"] == "chair", err

@@ -530,6 +530,14 @@ def _snapshot_wait(live: Live) -> None:
     assert _eq(live.language._planner.snapshot_wait_s, 0.2)
 
 
+def _words(live: Live) -> Any:
+    """The word vectors of the node's find service and of the model's find_objects tool (made, not called)."""
+    return live.language._get_resolver().embedder
+
+
+#: The embedding model and host the rows set (never called: the rows read the embedder the node made).
+EMBEDDING_MODEL = "heracles-param-embed"
+EMBEDDING_HOST = "http://127.0.0.1:9"
 #: The model name the rows set (the scripted server answers to any).
 MODEL = "heracles-param-model"
 OBJECTS = "MATCH (o:Object) RETURN o.nodeSymbol AS o ORDER BY o"
@@ -573,6 +581,9 @@ LANGUAGE_STATIC: Table = {
     "confirm_timeout_s": Row(2.5, _not_confirmed_in_time),
     "session_exchanges": Row(2, lambda live: _eq(_agent(live).sessions.max_exchanges, 2)),
     "max_sessions": Row(9, lambda live: _eq(_agent(live).sessions.max_sessions, 9)),
+    "embeddings": Row("ollama", lambda live: _eq(_words(live).model_id, f"ollama/{EMBEDDING_MODEL}")),
+    "embedding_model": Row(EMBEDDING_MODEL, lambda live: _eq(_words(live).inner.model, EMBEDDING_MODEL)),
+    "embedding_base_url": Row(EMBEDDING_HOST, lambda live: EMBEDDING_HOST in _words(live).inner._where),
     "client_lost_s": Row(0.4, _client_lost),
     "instance_check_s": Row(0.0, _second_instance_allowed),
     "shutdown_timeout_s": Row(2.5, _close_budget),

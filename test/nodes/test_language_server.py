@@ -24,14 +24,14 @@ from typing import Any
 import pytest
 import rclpy
 import yaml
-from heracles_ros.srv import Ask, Command, Correct, ManageCorrections
+from heracles_ros.srv import Ask, Command, Correct, Find, ManageCorrections
 from rclpy.client import Client
 from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
 from support.ros import Collector, call_service, qos, ros_session, spinning, wait_until
-from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, garbage, say, slow
+from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, find, garbage, say, slow
 from visualization_msgs.msg import Marker, MarkerArray
 
 from heracles_ros.errors import ConfigError
@@ -269,6 +269,26 @@ def test_a_hallucinated_symbol_is_fed_back_to_the_model(rig_factory, small_store
 
 
 # -- correct ------------------------------------------------------------------------------------------
+def test_the_models_find_objects_asks_the_nodes_own_resolver_the_one_its_find_service_uses(rig_factory, small_store):
+    def model(request: RecordedRequest) -> Turn:
+        if not request.tool_results():
+            return find("a carton", k=2)
+        return say(f"<answer>{rows_of(request)[0]['symbol']}</answer>")
+
+    rig = rig_factory(model)
+    reply = rig.call(rig.ask, Ask.Request(question="Which carton is there?"))
+    assert reply.error == "" and reply.queries == ['find_objects {"k": 2, "text": "a carton"}'], reply
+    assert small_store.query("MATCH (o:Object {nodeSymbol: $s}) RETURN o.class AS c", {"s": reply.answer.strip('"')}
+                             )[0]["c"] == "box"
+    assert rig.node._get_agent().resolver() is rig.node._get_resolver()
+    find_client = rig.probe.create_client(Find, f"{NS}/find")
+    assert find_client.wait_for_service(timeout_sec=10.0)
+    found = rig.call(find_client, Find.Request(text="a carton"))
+    assert found.error == "" and len(found.objects) == 5 and json.loads(found.objects[0])["class"] == "box"
+    refused = rig.call(find_client, Find.Request(text="a carton", like_symbol="O1"))
+    assert refused.error == "ConfigError: give either text or like_symbol" and not refused.objects
+
+
 def test_correct_applies_a_narrow_change_visible_in_the_database(rig_factory, small_store):
     bicycle = small_store.query(BICYCLES)[0]["id"]
     rig = rig_factory(query_then(BICYCLES, lambda rows: f'<answer>[["{rows[0]["id"]}", "class", "bag"]]</answer>'))
@@ -479,6 +499,8 @@ def test_bad_parameters_are_refused_naming_the_parameter(ros_domain_id, falkordb
         ({"request_workers": 0}, "parameter request_workers must be >= 1"),
         ({"map_frame": " "}, "parameter map_frame must not be empty"),
         ({"max_tool_calls": "five"}, "max_tool_calls"),
+        ({"embeddings": "bert"}, "parameter embeddings must be one of wordllama, openai, ollama"),
+        ({"embeddings": "ollama"}, "parameter embedding_model must name the provider's model when embeddings is"),
     ]
     with ros_session(ros_domain_id):
         for params, message in cases:
