@@ -53,6 +53,8 @@ NOT_RUN: dict[str, str] = {
     "heracles stop": "calls the running dispatcher over ROS: run against the node by test/cli/test_control.py",
     "heracles demo": "the demo, run by test/cli/test_demo.py (the --llm forms need a hosted or Ollama model)",
     "heracles up": "starts the local system until Ctrl-C; test/cli/test_up.py starts it, uses it and stops it",
+    "heracles search \"fire extinguisher\" --execute": "walks the robot through its running dispatcher over ROS: "
+                                                     "test/cli/test_search.py runs it against the nodes",
     "heracles replay": "publishes to the running mirror over ROS: test/cli/test_replay.py runs it against the node",
     "export ROS_AUTOMATIC_DISCOVERY_RANGE": "a setting for the operator's terminal; the tests set it for the run",
     "python - <<": "writes a scene with one object moved for the replay after it (test/cli/test_replay.py moves "
@@ -118,7 +120,7 @@ def test_every_shell_line_of_the_docs_is_run_or_listed() -> None:
     assert not stale, f"NOT_RUN lists lines the docs no longer show: {stale}"
 
 
-_TAKES_DB = ("load", "summary", "cypher", "changes", "where", "scene", "corrections", "goal", "plan", "find")
+_TAKES_DB = ("load", "summary", "cypher", "changes", "where", "scene", "corrections", "goal", "plan", "find", "search")
 
 
 @pytest.mark.backends("falkordb")

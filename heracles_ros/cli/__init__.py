@@ -18,7 +18,7 @@ EXIT_UNREACHABLE = 4
 
 #: Sub-modules that contribute commands, in help order.
 _COMMAND_MODULES = (
-    "db", "scene", "where", "cypher", "find", "changes", "corrections", "bench", "goal", "plan", "language",
+    "db", "scene", "where", "cypher", "find", "search", "changes", "corrections", "bench", "goal", "plan", "language",
     "control", "eval", "demo", "up", "replay", "console",
 )
 #: Commands without a JSON form: ``up`` and ``console`` run until Ctrl-C and print logs (and the console its URL).
