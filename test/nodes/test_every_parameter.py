@@ -60,6 +60,8 @@ from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
 from heracles_ros.ros.plan_msgs import plan_to_msg
 from heracles_ros.ros.qos import latched
+from heracles_ros.scene.synthetic import generate_scene
+from heracles_ros.search.worlds import hide_objects
 from heracles_ros.settings import Setting
 
 # Node plumbing on FalkorDB (the backends' own tests cover Neo4j).
@@ -656,6 +658,24 @@ def _sim_row(name: str, value: Any, expected: Any = None) -> Row:
     return Row(value, lambda live: _eq(_sim(name)(live), value if expected is None else expected))
 
 
+#: The simulated Hydra's rows: its topic (nothing else listens there) and the one object its world hides.
+HYDRA_TOPIC = f"{NS}/param_hydra/dsg"
+HIDDEN = "O900"
+
+
+def _hydra(live: Live) -> Any:
+    feed = live.dispatcher.hydra_feed
+    assert feed is not None, "no simulated Hydra started"
+    return feed
+
+
+def _hydra_publishes(live: Live) -> None:
+    """sim_dsg_topic: a full snapshot arrives on that topic."""
+    updates = Collector(live.probe, DsgUpdate, HYDRA_TOPIC, qos(1))
+    update = updates.wait(lambda m: m.full_update, 10.0, what=f"a DsgUpdate on {HYDRA_TOPIC}")
+    assert update.header.frame_id == "map" and update.sequence_number >= 1, update.header
+
+
 DISPATCHER_SIM: Table = {
     "db_uri": Row(FROM_FIXTURE, lambda live: _reads_the_scene(live.dispatcher.store, live)),
     "graph_name": Row(FROM_FIXTURE, lambda live: _eq(
@@ -687,6 +707,10 @@ DISPATCHER_SIM: Table = {
     "sim_fail_probability": _sim_row("fail_probability", 1e-12),
     "sim_fail_fraction": _sim_row("fail_fraction", 0.25),
     "sim_seed": _sim_row("seed", 17),
+    "sim_world": Row(FROM_FIXTURE, lambda live: _eq(_hydra(live).hydra.hidden, [HIDDEN])),
+    "sim_sensor_range_m": Row(2.25, lambda live: _eq(_hydra(live).hydra.sensor_range_m, 2.25)),
+    "sim_dsg_topic": Row(HYDRA_TOPIC, _hydra_publishes),
+    "sim_hydra_period_s": Row(0.35, lambda live: _eq(_hydra(live).timer.timer_period_ns, 350_000_000)),
     "shutdown_timeout_s": Row(1.0, _closing_within),
 }
 
@@ -746,8 +770,12 @@ class DispatcherOnly:
 
 
 @pytest.fixture
-def live_factory(ros_domain_id: int, falkordb_uri: str, graph_name: str, small_store: GraphStore) -> Iterator:
+def live_factory(ros_domain_id: int, falkordb_uri: str, graph_name: str, small_store: GraphStore,
+                 tmp_path: Path) -> Iterator:
     stack = ExitStack()
+    world = generate_scene("small", 0)  # small_store's scene, and one object the map lacks
+    assert hide_objects(world, "fire extinguisher", ["P77"]) == [HIDDEN]
+    world.save(str(tmp_path / "world.json"))
 
     def start() -> Live:
         scene = scene_for(small_store)
@@ -755,7 +783,8 @@ def live_factory(ros_domain_id: int, falkordb_uri: str, graph_name: str, small_s
         stack.callback(server.stop)
         db = {"db_uri": falkordb_uri, "graph_name": graph_name}
         robot = DispatcherNode(namespace=NS, parameter_overrides=overrides(
-            DISPATCHER_SIM, **db, start_place=scene.start, max_plan_path_m=scene.path_limit_m))
+            DISPATCHER_SIM, **db, start_place=scene.start, max_plan_path_m=scene.path_limit_m,
+            sim_world=str(tmp_path / "world.json")))
         stack.callback(robot.destroy_node)
         language = LanguageServerNode(namespace=NS, parameter_overrides=overrides(
             LANGUAGE_STATIC, **db, base_url=server.ollama_host))
