@@ -25,8 +25,10 @@ from heracles_ros.msg import MirrorStatus
 from hydra_msgs.msg import DsgUpdate
 from rclpy.parameter import Parameter
 from support.console_server import console_server
+from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
 from support.ros import Collector, qos, ros_session, spinning, wait_for_subscribers, wait_until
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
+from support.tiny_scene import tiny_scene
 
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.mirror.additions import Additions
@@ -495,4 +497,93 @@ def test_a_reloaded_page_takes_its_session_back(console, browser):
     page.driver.refresh()
     page.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-session"), "the hello after reload")
     assert page.find("body").get_attribute("data-session") == session
+    assert page.script_errors() == []
+
+
+def test_the_map_as_of_a_past_time_and_the_missed_snapshot_in_the_health_panel(
+        ros_domain_id, falkordb_uri, graph_name, store, browser):
+    """The mirror node gets the tiny scene unnumbered (the health panel says gaps cannot be detected, no alarm),
+    then numbered 1, then the changed scene numbered 3 (O0 moved 3 m, O1 nudged 0.1 m, O3 gone, O5 new): the panel
+    says 2 never arrived. The As-of slider at 5 minutes ago draws the objects of the first snapshot, O0 where it
+    was and marked, O5 hidden, O3 marked gone; a class of markup stays text; Now returns to the live map; a time
+    before the history is said in words and the map stays live."""
+    page, ns, now = browser, f"{NS}_asof", time.time()
+    topic = f"{ns}/dsg_update"
+    with ros_session(ros_domain_id):
+        params = {"db_uri": falkordb_uri, "graph_name": graph_name, "dsg_topic": topic, "status_period_s": 0.0,
+                  "instance_check_s": 0.0}
+        mirror = DsgMirrorNode(namespace=ns, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        probe = rclpy.create_node("probe")
+        publisher = probe.create_publisher(DsgUpdate, topic, qos(1))
+        status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, f"{ns}/mirror_status")
+        with spinning(mirror, probe), console_server(ns, falkordb_uri, graph_name) as served:
+            wait_for_subscribers(publisher)
+            wait_until(lambda: mirror.count_subscribers(f"{ns}/mirror_status") >= 2, 20.0, "the console and the probe")
+
+            def send(graph: spark_dsg.DynamicSceneGraph, sequence: int, ago_s: float) -> None:
+                message = DsgUpdate(layer_contents=graph.to_binary(include_mesh=False), full_update=True,
+                                    sequence_number=sequence)
+                message.header.stamp.sec = int(now - ago_s)
+                after = status.count
+                publisher.publish(message)
+                done = status.wait(lambda m: m.sequence == sequence, 30.0, after=after, what=f"status {sequence}")
+                assert done.last_error == ""
+
+            send(tiny_scene(), 0, 900)
+            page.open(served.base + "/")
+            page.until(lambda _: int(page.stats().get("objects", 0)) == 5, "the map")
+            gaps = page.until(lambda d: (e := d.find_element(By.ID, "health-gaps")).text != "–" and e, "the gap line")
+            assert gaps.text == "gaps cannot be detected (the sender's sequence numbers are 0)"
+            assert "bad" not in (gaps.get_attribute("class") or "")
+            send(tiny_scene(), 1, 600)
+            send(changed_scene(), 3, 200)
+            Corrections(store).apply([("O2", "class", HOSTILE)], author="mallory")
+            page.until(lambda d: d.find_element(By.ID, "health-gaps").text.startswith("1 missed, 0 late; last: "
+                                                                                       "snapshot 2 never arrived"),
+                       "the missed snapshot in the health panel")
+            assert "bad" in page.find("#health-gaps").get_attribute("class")
+            page.until(lambda _: page.attribute("#legend-list li:first-child", "data-cls") is not None, "the legend")
+            page.find("#panel-as-of > summary").click()
+            page.shot("1-live-with-gap")
+
+            def slide(ago_s: int) -> None:
+                page.driver.execute_script("const s = document.getElementById('as-of-ago'); s.value = arguments[0];"
+                                           "s.dispatchEvent(new Event('input')); s.dispatchEvent(new Event('change'));",
+                                           str(-ago_s))
+
+            slide(300)
+            page.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-as-of") == "shown", "as of")
+            stats = page.until(lambda _: (found := page.stats())["asOf"] and found, "the map as of then drawn")
+            assert (int(stats["objects"]), int(stats["asOfMoved"]), int(stats["asOfGone"]),
+                    int(stats["asOfHidden"])) == (5, 1, 1, 1), stats
+            assert page.find("#as-of-banner").is_displayed() and stats["asOf"] in page.find("#as-of-banner").text
+            marks = {li.get_attribute("data-symbol"): li.get_attribute("data-mark")
+                     for li in page.driver.find_elements(By.CSS_SELECTOR, "#as-of-list li")}
+            assert marks == {"O0": "moved", "O3": "gone", "O5": "hidden"}
+            assert "1 moved since" in page.find("#as-of-summary").text
+            legend = [li for li in page.driver.find_elements(By.CSS_SELECTOR, "#legend-list li")
+                      if li.get_attribute("data-cls") == HOSTILE]
+            assert legend and legend[0].text.startswith(HOSTILE)
+            page.click_at(*MOVED_FROM[:2])  # O0 answers a click where it was then
+            page.until(lambda d: d.find_element(By.ID, "info-symbol").text == "O0", "O0 where it was")
+            page.shot("2-as-of-five-minutes-ago")
+
+            page.find("#as-of-now").click()
+            page.until(lambda _: page.stats()["asOf"] == "", "the live map again")
+            assert not page.find("#as-of-banner").is_displayed()
+            assert (int(page.stats()["objects"]), int(page.stats()["asOfHidden"])) == (5, 0)
+            page.find("#object-info-close").click()
+            page.click_at(*MOVED_TO[:2])  # O0 where it is now
+            page.until(lambda d: d.find_element(By.ID, "info-symbol").text == "O0", "O0 where it is")
+
+            page.driver.execute_script("const span = document.getElementById('as-of-span'); span.value = '604800';"
+                                       "span.dispatchEvent(new Event('change'));")
+            slide(3 * 86400)
+            page.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-as-of") == "error", "refused")
+            summary = page.find("#as-of-summary")
+            assert "is before the history began: it answers from" in summary.text, summary.text
+            assert "error" in summary.get_attribute("class") and page.stats()["asOf"] == ""
+            page.shot("3-before-the-history")
+    assert page.driver.find_elements(By.TAG_NAME, "img") == []
+    assert page.driver.execute_script("return window.__hostile") is None
     assert page.script_errors() == []

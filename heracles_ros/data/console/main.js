@@ -1,6 +1,7 @@
 // The operator console's page: each message from the server (docs/console.md, "Wire protocol") to the module
-// that shows it. connection.js holds the socket, map.js the map, conversation.js the questions and commands,
-// panels.js STOP and the side panels; every text from the scene or the model reaches the DOM as text only.
+// that shows it. connection.js holds the socket, map.js the map, as_of.js the map as of a past time,
+// conversation.js the questions and commands, panels.js STOP and the side panels; every text from the scene or the model reaches the DOM as text only.
+import { onSceneAt, onSceneAtError } from "./as_of.js";
 import { connect, keepSession } from "./connection.js";
 import { logError, onAnswer, onCommand, onError, onResult, onStage } from "./conversation.js";
 import { $, setText } from "./dom.js";
@@ -25,7 +26,11 @@ const handlers = {
   command: onCommand,
   changes: onChanges,
   corrections: onCorrections,
-  error: onError,
+  scene_at: onSceneAt,
+  error(message) {
+    if (message.about === "scene_at") onSceneAtError();
+    onError(message);
+  },
 };
 
 startMap();

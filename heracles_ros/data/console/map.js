@@ -15,6 +15,7 @@ export const scene = {
   candidates: [],            // [{symbol, x, y}] of the open clarification
   moves: [],                 // [{symbol, from: [x, y], to: [x, y]}] from the history panel
   selected: null,            // the clicked object's symbol
+  asOf: null,                // {time, objects: [AS_OF_ITEM], hidden: [symbol]}: the objects of a past time, or null
 };
 // Arrays derived from scene.items, rebuilt once per scene message rather than per frame.
 let layers = { rooms: [], places: new Float64Array(0), byClass: new Map(), operator: [], objects: [] };
@@ -25,16 +26,24 @@ let needFit = true;
 function rebuildLayers() {
   const started = performance.now();
   const rooms = [], places = [], byClass = new Map(), operator = [], objects = [];
+  const addObject = (item) => {
+    objects.push(item);
+    if (item.operator) operator.push(item);
+    else {
+      if (!byClass.has(item.cls)) byClass.set(item.cls, []);
+      byClass.get(item.cls).push(item);
+    }
+  };
   for (const item of scene.items.values()) {
     if (item.layer === "room") rooms.push({ ...item, hull: null });
     else if (item.layer === "place") places.push(item.x, item.y);
-    else if (item.layer === "object") {
-      objects.push(item);
-      if (item.operator) operator.push(item);
-      else {
-        if (!byClass.has(item.cls)) byClass.set(item.cls, []);
-        byClass.get(item.cls).push(item);
-      }
+    else if (item.layer === "object" && !scene.asOf) addObject(item);
+  }
+  // As of a past time: the objects there then, where they were (those not there then are left out).
+  if (scene.asOf) {
+    for (const item of scene.asOf.objects) {
+      const now = scene.items.get(item.symbol);
+      addObject({ ...item, layer: "object", operator: Boolean(now && now.operator) });
     }
   }
   // The rooms' outlines depend on rooms and places only: kept while only objects changed.
@@ -151,6 +160,7 @@ function draw() {
   drawMoves();
   const planPoints = drawPlan();
   drawn.objects = drawObjects(box);
+  drawAsOfMarks();
   drawRings();
   drawRobot();
   drawScaleBar();
@@ -294,6 +304,40 @@ function drawObjects({ inView }) {
   return drawn;
 }
 
+// As of a past time: a dashed ring around each object drawn where it was then, with a dashed line to where the
+// map has it now; a cross over each one gone from the scene since.
+function drawAsOfMarks() {
+  if (!scene.asOf) return;
+  ctx.save();
+  ctx.setLineDash([4, 3]); ctx.strokeStyle = "#6a1b9a"; ctx.lineWidth = 2;
+  ctx.beginPath();
+  for (const item of layers.objects) {
+    if (!item.moved) continue;
+    const sx = toScreenX(item.x), sy = toScreenY(item.y);
+    ctx.moveTo(sx + 9, sy);
+    ctx.arc(sx, sy, 9, 0, 2 * Math.PI);
+    const now = scene.items.get(item.symbol);
+    if (now) { ctx.moveTo(sx, sy); ctx.lineTo(toScreenX(now.x), toScreenY(now.y)); }
+  }
+  ctx.stroke();
+  ctx.setLineDash([]); ctx.strokeStyle = "#424242";
+  ctx.beginPath();
+  for (const item of layers.objects) {
+    if (!item.gone) continue;
+    const sx = toScreenX(item.x), sy = toScreenY(item.y);
+    ctx.moveTo(sx - 7, sy - 7); ctx.lineTo(sx + 7, sy + 7); ctx.moveTo(sx + 7, sy - 7); ctx.lineTo(sx - 7, sy + 7);
+  }
+  ctx.stroke();
+  ctx.restore();
+}
+
+// The objects of a past time instead of the present ones (null: back to the live map).
+export function showAsOf(asOf) {
+  scene.asOf = asOf;
+  layersStale = true;
+  requestDraw();
+}
+
 // The clicked object and the clarification's candidates: rings.
 function drawRings() {
   const ring = (x, y, r, colour, width) => {
@@ -306,7 +350,8 @@ function drawRings() {
     ctx.fillStyle = "#8d6e00";
     ctx.fillText(candidate.symbol, toScreenX(candidate.x) + 13, toScreenY(candidate.y) - 8);
   }
-  const selected = scene.selected && scene.items.get(scene.selected);
+  // Where the map draws it: as of a past time, where it was then.
+  const selected = scene.selected && (layers.objects.find((item) => item.symbol === scene.selected) || scene.items.get(scene.selected));
   if (selected) ring(selected.x, selected.y, 9, "#000", 2);
 }
 
@@ -330,7 +375,10 @@ function reportFrame(drawn, planPoints, started) {
     robotPlace: scene.robot ? scene.robot.place || "" : "",
     planSteps: scene.plan ? scene.plan.steps.length : 0, planPoints,
     currentStep: scene.plan ? scene.plan.current : -1, candidates: scene.candidates.length,
-    moves: scene.moves.length, firstSceneMs: firstSceneMs.toFixed(1), layersMs: layersMs.toFixed(2), view: [view.cx, view.cy, view.scale].join(","), frames, drawMs: (performance.now() - started).toFixed(2),
+    moves: scene.moves.length, asOf: scene.asOf ? scene.asOf.time : "",
+    asOfMoved: layers.objects.filter((item) => item.moved).length,
+    asOfGone: layers.objects.filter((item) => item.gone).length,
+    asOfHidden: scene.asOf ? scene.asOf.hidden.length : 0, firstSceneMs: firstSceneMs.toFixed(1), layersMs: layersMs.toFixed(2), view: [view.cx, view.cy, view.scale].join(","), frames, drawMs: (performance.now() - started).toFixed(2),
   });
 }
 

@@ -88,6 +88,16 @@ export function onCorrections(message) {
   });
 }
 
+// Snapshots the mirror says never arrived or came late. While the sender leaves its sequence numbers at 0 nothing
+// can be told, and the panel says so: never "none" then, and never an alarm.
+function gapsText(mirror) {
+  if (!mirror) return { text: "–", bad: false };
+  if (!mirror.gaps_detectable) return { text: "gaps cannot be detected (the sender's sequence numbers are 0)", bad: false };
+  const missed = mirror.snapshots_missed || 0, late = mirror.snapshots_late || 0;
+  if (!missed && !late) return { text: "none", bad: false };
+  return { text: `${missed} missed, ${late} late${mirror.last_gap ? "; last: " + mirror.last_gap : ""}`, bad: true };
+}
+
 export function onStatus(message) {
   const mirror = message.mirror || {}, database = message.database || {};
   setText($("health-sequence"), mirror.sequence ?? "–");
@@ -96,6 +106,9 @@ export function onStatus(message) {
   setText($("health-age"), typeof mirror.age_s === "number" ? ago(mirror.age_s) : "–");
   setText($("health-error"), mirror.last_error || "none");
   $("health-error").classList.toggle("bad", Boolean(mirror.last_error));
+  const gaps = gapsText(message.mirror);
+  setText($("health-gaps"), gaps.text);
+  $("health-gaps").classList.toggle("bad", gaps.bad);
   setText($("health-database"), database.ok ? "ok" : `unreachable${database.error ? ": " + database.error : ""}`);
   $("health-database").classList.toggle("bad", !database.ok);
 }
