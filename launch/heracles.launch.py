@@ -123,6 +123,10 @@ def generate_launch_description():
             "scene_file", default_value="",
             description="spark_dsg file (.json or binary) to mirror at start, e.g. a saved Hydra map; '' = none"),
         DeclareLaunchArgument(
+            "sim_world", default_value="",
+            description="with driver:=sim, a scene file of a simulated Hydra's world (the map and objects not yet "
+            "seen): the dispatcher publishes what the simulated robot sees of it on dsg_topic; '' = none"),
+        DeclareLaunchArgument(
             "start_hydra_visualizer", default_value="false", choices=["true", "false"],
             description="start Hydra's visualizer (package hydra_visualizer) on dsg_topic"),
         DeclareLaunchArgument(
@@ -185,6 +189,9 @@ def generate_launch_description():
                     "db_uri": _text("db_uri"),
                     "driver": _text("driver"),
                     "spot_name": _text("spot_name"),
+                    # The simulated Hydra (driver sim, sim_world set) publishes where the mirror listens.
+                    "sim_world": _text("sim_world"),
+                    "sim_dsg_topic": _text("dsg_topic"),
                 },
             ],
         ),

@@ -7,8 +7,10 @@
 (the `ros2` lines of the README and docs/, run by test/test_readme_ros2.py, show the rest).
 
 It is heracles.launch.py (beside this file) with driver:=sim and scene_file:= the
-example scene shipped in the Python package (heracles_ros/data/example_scene.json);
-every other argument passes through. Without rviz2 installed, RViz is skipped
+example scene shipped in the Python package (heracles_ros/data/example_scene.json)
+and sim_world:= the ``world`` argument (a simulated Hydra's world: the map and objects
+not yet seen, published on dsg_topic as the robot walks; '' = none); every other
+argument passes through. Without rviz2 installed, RViz is skipped
 with a warning.
 """
 import os
@@ -28,6 +30,11 @@ def generate_launch_description():
             "scene_file", default_value=example,
             description="spark_dsg file to mirror at start (default: the bundled example scene)"),
         DeclareLaunchArgument(
+            "world", default_value="",
+            description="scene file of a simulated Hydra's world, scene_file plus objects the map lacks: the "
+            "dispatcher publishes what the simulated robot sees of it on dsg_topic, where the mirror listens "
+            "('' = no simulated Hydra)"),
+        DeclareLaunchArgument(
             "start_rviz", default_value="true", choices=["true", "false"],
             description="start RViz with the operator console"),
         DeclareLaunchArgument(
@@ -41,6 +48,7 @@ def generate_launch_description():
             launch_arguments={
                 "driver": "sim",
                 "scene_file": LaunchConfiguration("scene_file"),
+                "sim_world": LaunchConfiguration("world"),
                 "start_rviz": LaunchConfiguration("start_rviz"),
                 "start_console": LaunchConfiguration("start_console"),
                 "console_port": LaunchConfiguration("console_port"),

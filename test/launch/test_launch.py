@@ -1,9 +1,9 @@
 """The launch files, launched for real with ``ros2 launch`` as the README tells an operator to.
 
 One launch of sim.launch.py serves every check of what came up (rviz2 is not installed here, so
-its default start_rviz:=true is also the missing-part case); it ends with Ctrl-C, and the last
-check is that nothing it started is left. heracles.launch.py is launched with its defaults to
-see the robot's safe defaults (spot_ros2, confirmation required).
+its default start_rviz:=true is also the missing-part case; its world:= starts the simulated Hydra);
+it ends with Ctrl-C, and the last check is that nothing it started is left. heracles.launch.py is
+launched with its defaults to see the robot's safe defaults (spot_ros2, confirmation required).
 """
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ from support.console_server import free_port
 from support.ros2_cli import REPO, launched, require_ros2, retry_ros2, ros2, ros2_env, stop_daemon
 from support.run_guard import pick_domain
 from support.rviz_console import HYDRA_GRAPH_TOPIC, marker_displays
+
+from heracles_ros.scene.io import load_scene
+from heracles_ros.search.worlds import hide_objects
 
 NAMESPACE = "launch_test_spot"
 NODES = ("dsg_mirror", "language_server", "dispatcher")
@@ -50,12 +53,23 @@ def param(domain: int, node: str, name: str) -> str:
     return out.strip().split(": ", 1)[-1]
 
 
+def example_world(path: Path) -> Path:
+    """The example scene (sim.launch.py's map) with a fire extinguisher the map lacks."""
+    world = load_scene(REPO / "heracles_ros" / "data" / "example_scene.json")
+    hide_objects(world, "fire extinguisher", ["p1"])
+    world.save(str(path))
+    return path
+
+
 def test_the_simulation_launch_comes_up_configured_and_ctrl_c_ends_everything(
         domain: int, tmp_path: Path) -> None:
     console_port = free_port()
+    world = example_world(tmp_path / "world.json")
+    hydra_topic = f"/{NAMESPACE}/hydra/backend/dsg"
     with launched(REPO / "launch" / "sim.launch.py",
                   [f"robot_name:={NAMESPACE}", f"db_uri:=embedded:{tmp_path / 'db'}", "llm:=ollama",
-                   "base_url:=http://127.0.0.1:9", "model:=scripted-8b", f"console_port:={console_port}"],
+                   "base_url:=http://127.0.0.1:9", "model:=scripted-8b", f"console_port:={console_port}",
+                   f"world:={world}", f"dsg_topic:={hydra_topic}"],
                   domain, tmp_path / "launch.log") as sim:
         # Up in the robot's namespace; rviz2 is not installed here: a warning, not a failed launch.
         nodes = retry_ros2(["node", "list"], domain, UP_S, expect=f"/{NAMESPACE}/language_server")
@@ -75,6 +89,11 @@ def test_the_simulation_launch_comes_up_configured_and_ctrl_c_ends_everything(
         assert param(domain, f"{ns}/language_server", "model") == "scripted-8b"  # a string, not YAML
         for node in NODES:
             assert param(domain, f"{ns}/{node}", "db_uri") == f"embedded:{tmp_path / 'db'}"
+        # world:= makes the dispatcher a simulated Hydra publishing where the mirror listens, and it does.
+        assert param(domain, f"{ns}/dispatcher", "sim_world") == str(world)
+        assert param(domain, f"{ns}/dispatcher", "sim_dsg_topic") == hydra_topic
+        assert param(domain, f"{ns}/dsg_mirror", "dsg_topic") == hydra_topic
+        retry_ros2(["topic", "echo", "--once", f"{ns}/mirror_status"], domain, 30.0, expect="gaps_detectable: true")
 
         # Services, actions and topics in the namespace.
         services = retry_ros2(["service", "list"], domain, 30.0, expect=f"{ns}/cancel").split()
