@@ -201,9 +201,9 @@ class DsgMirrorNode(HeraclesNode):
         if since <= 0:
             since = time.time() - (-since if since < 0 else 3600.0)
         try:
-            with self._between_reconciles(_CHANGES_WAIT_S) as free:
+            with self._between_reconciles(_READ_WAIT_S) as free:
                 if not free:
-                    raise DatabaseBusy(f"the mirror has been writing a snapshot for {_CHANGES_WAIT_S:g} s; "
+                    raise DatabaseBusy(f"the mirror has been writing a snapshot for {_READ_WAIT_S:g} s; "
                                        "ask again")
                 events = read_timeline(self.store, since=since, room=request.room or None, limit=limit)
         except HeraclesError as exc:
@@ -222,14 +222,14 @@ class DsgMirrorNode(HeraclesNode):
         at_s = float(request.at_s)
         at = at_s if at_s > 0 else time.time() + at_s if at_s < 0 else None
         try:
-            with self._between_reconciles(_CHANGES_WAIT_S) as free:
+            with self._between_reconciles(_READ_WAIT_S) as free:
                 if not free:
-                    raise DatabaseBusy(f"the mirror has been writing a snapshot for {_CHANGES_WAIT_S:g} s; "
+                    raise DatabaseBusy(f"the mirror has been writing a snapshot for {_READ_WAIT_S:g} s; "
                                        "ask again")
                 # No reconcile runs while the lock is held: the read sees one snapshot without waiting.
                 found = (node_at(self.store, request.symbol, at, wait_s=0.0) if request.symbol else
                          scene_at(self.store, at, cls=request.class_name or None, room=request.room or None,
-                                  wait_s=0.0))
+                                  wait_s=0.0, timeout_s=self.settings.query_timeout_s))
         except HeraclesError as exc:
             response.error = str(exc)
             return response
@@ -345,8 +345,8 @@ class DsgMirrorNode(HeraclesNode):
 MIRROR_STATE_FIELDS = tuple(f.name for f in fields(MirrorState))
 #: Seconds between refreshes of the history markers.
 _MARKER_PERIOD_S = 2.0
-#: Longest wait of the ``changes`` service for a reconcile in progress.
-_CHANGES_WAIT_S = 5.0
+#: Longest wait of the ``changes`` and ``scene_at`` services for a reconcile in progress.
+_READ_WAIT_S = 5.0
 
 
 def scene_at_problem(request: Any) -> str:
