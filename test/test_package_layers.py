@@ -9,7 +9,8 @@
   ``console/bridge.py`` (the console's ROS client); the CLI's ROS verbs (:data:`CLI_ROS_VERBS`: the
   ``--live`` forms and their options, ``stop``/``resume``/``cancel``/``confirm``, ``command --execute``,
   ``changes`` with the mirror service's bound, ``replay``, ``console`` and ``up``, which start ROS
-  processes); and the tools that run the nodes, ``demo/``, ``desk/`` and ``bench/``.
+  processes, and ``search``, which walks the robot through the dispatcher); and the tools that run the
+  nodes, ``demo/``, ``desk/`` and ``bench/``.
 - **Planning and the agent never import execution.** The robot's record they read is
   :mod:`heracles_ros.robot_record`; execution uses them, never the reverse.
 - **Execution never imports the mirror's writer** (``mirror/reconcile.py``, ``mirror/loop.py``), not even
@@ -27,7 +28,7 @@ from pathlib import Path
 from test_package_imports import PACKAGE_DIR
 
 #: The CLI's modules that speak ROS (see the module's docstring).
-CLI_ROS_VERBS = ("live", "control", "execute", "changes", "replay", "console", "up")
+CLI_ROS_VERBS = ("live", "control", "execute", "changes", "replay", "console", "up", "search")
 #: The ROS sides, as module name prefixes (a package's modules, or one module).
 ROS_SIDES = (
     "heracles_ros.ros", "heracles_ros.nodes", "heracles_ros.client", "heracles_ros.console.bridge",

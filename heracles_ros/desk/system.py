@@ -17,6 +17,7 @@ from pathlib import Path
 
 from heracles_ros.demo.language import LanguageChoice
 from heracles_ros.demo.scripted_model import MODEL_NAME
+from heracles_ros.scene import HYDRA_DSG_TOPIC
 
 #: Name of the process that owns the embedded database; it is stopped after every other one.
 DATABASE = "db"
@@ -83,7 +84,7 @@ def processes(options: SystemOptions) -> list[Process]:
                        "sim_time_scale": options.time_scale},
     }
     if options.world_file is not None:  # one topic of this namespace's own: two systems must not feed each other
-        topic = f"{options.namespace.rstrip('/')}/hydra/backend/dsg"
+        topic = options.namespace.rstrip("/") + HYDRA_DSG_TOPIC
         parameters["dsg_mirror"] = {**parameters["dsg_mirror"], "dsg_topic": topic}
         parameters["dispatcher"] = {**parameters["dispatcher"], "sim_world": str(options.world_file),
                                     "sim_dsg_topic": topic}

@@ -17,7 +17,7 @@ from heracles_ros.execution.sim import SimConfig, SimSpotDriver
 from heracles_ros.execution.sim_hydra import SENSOR_RANGE_M
 from heracles_ros.execution.spot_config import MAP_FRAME_SOURCES, SpotConfig
 from heracles_ros.execution.spot_frames import FRAMES, SE2Transform
-from heracles_ros.ros.interfaces import DSG_UPDATE
+from heracles_ros.scene import HYDRA_DSG_TOPIC
 from heracles_ros.settings import Setting
 
 if TYPE_CHECKING:  # the adapter imports bosdyn and grpc: only when a spot_ros2 driver is made
@@ -51,7 +51,7 @@ SIM_SETTINGS: tuple[Setting, ...] = (
             "simulated Hydra)."),
     _number("sensor_range_m", SENSOR_RANGE_M, "Simulated Hydra: how far the robot sees objects in its room, m.",
             0.01),
-    Setting("dsg_topic", DSG_UPDATE.name, "Simulated Hydra: DsgUpdate topic it publishes on (the mirror's "
+    Setting("dsg_topic", HYDRA_DSG_TOPIC, "Simulated Hydra: DsgUpdate topic it publishes on (the mirror's "
             "dsg_topic)."),
     _number("hydra_period_s", HYDRA_PERIOD_S, "Simulated Hydra: wall-clock seconds between snapshots.", 0.01),
 )

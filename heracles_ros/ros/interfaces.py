@@ -15,6 +15,8 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+from heracles_ros.scene import HYDRA_DSG_TOPIC
+
 
 def full_name(namespace: str, name: str) -> str:
     """``name`` in ``namespace``: ``/spot`` -> ``/spot/stop``; ``/`` or '' -> ``/stop``; an absolute name as it is."""
@@ -146,7 +148,7 @@ HISTORY_MARKERS = Topic("history_markers", _MARKERS, _MIRROR, Qos(1))
 SCENE_MARKERS = Topic("scene_markers", _MARKERS, _MIRROR, _LATCHED)
 #: Hydra's snapshots, with Hydra's QoS (a transient-local subscriber would not match); the name is the
 #: mirror's default ``dsg_topic``, absolute.
-DSG_UPDATE = Topic("/hydra/backend/dsg", "hydra_msgs.msg.DsgUpdate", "hydra", Qos(1))
+DSG_UPDATE = Topic(HYDRA_DSG_TOPIC, "hydra_msgs.msg.DsgUpdate", "hydra", Qos(1))
 
 # -- one node of each kind per robot (:mod:`.claims`): each node's claims, kept for late joiners ----------------
 _CLAIMS = Qos(20, latched=True)  # deep enough for the claims of every node that ever started, read at once
