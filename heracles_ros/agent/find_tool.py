@@ -27,17 +27,14 @@ MAX_K = 50
 FIND_TOOL = ToolSpec(
     name=FIND_TOOL_NAME,
     description=(
-        "Find the scene's objects that some words describe when the words are not a class name of the scene graph "
-        "(synonyms, kinds, descriptions of use: 'something to sit on', 'a lorry', 'the thing that keeps food "
-        "cold'), optionally in a room ('the bag in the road'). Returns objects best first with symbol, class, "
-        "score, position and room; 'uncertain' in the note means a weak match."
+        "The scene's objects some words describe (synonyms, kinds, uses: 'something to sit on'), best first, with "
+        "class, score, position and room."
     ),
     parameters={
         "type": "object",
         "properties": {
-            "text": {"type": "string", "description": "what to find, in the operator's words"},
-            "k": {"type": "integer", "minimum": 1, "maximum": MAX_K,
-                  "description": f"most objects to return (default {DEFAULT_K})"},
+            "text": {"type": "string", "description": "the operator's words"},
+            "k": {"type": "integer", "minimum": 1, "maximum": MAX_K, "description": f"default {DEFAULT_K}"},
         },
         "required": ["text"],
         "additionalProperties": False,

