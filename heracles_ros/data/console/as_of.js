@@ -23,7 +23,7 @@ function ask(seconds) {
   if (pending !== null) { wanted = seconds; return; }
   pending = seconds;
   document.body.dataset.asOf = "reading";
-  if (!send({ op: "scene_at", ago_s: seconds })) pending = null;
+  if (!send({ op: "scene_at", ago_s: seconds })) { pending = null; document.body.dataset.asOf = ""; }
 }
 
 // Back to the live map.
