@@ -9,6 +9,10 @@ Ctrl-C cancels the running leg and exits 130. ``--json`` prints one object: ``ou
 stopped | cancelled | failed | rejected), ``found`` (symbol or null), ``where``, ``visited`` (rooms, in order),
 ``ruled_out``, ``distance_m`` (from the robot's reported positions) and ``reason``. Exit status 0 found, 1 not
 found or any other ending, 130 interrupted.
+
+WHAT is read by meaning (:mod:`heracles_ros.search.target`, through ``heracles find``'s resolver and its offline
+word vectors unless ``--embeddings`` names a provider): the map's classes like it make rooms likelier, and a newly
+seen object is it when its class is WHAT's or ranks as WHAT's best word. ``--exact``: WHAT is its own class only.
 """
 from __future__ import annotations
 
@@ -19,7 +23,9 @@ import time
 from typing import Any
 
 from heracles_ros.cli.common import add_db_options, print_json
+from heracles_ros.meaning.embeddings import KINDS
 from heracles_ros.search.runner import XY, Leg, Search, SearchResult
+from heracles_ros.search.target import Target, target_of
 
 EXIT_FOUND, EXIT_NOT_FOUND, EXIT_INTERRUPTED = 0, 1, 130
 #: Seconds between looks at the database for the thing while a leg runs.
@@ -47,18 +53,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-rooms", type=int, default=10, metavar="N", help="most rooms visited (default 10)")
     parser.add_argument("--timeout", type=float, default=900.0, metavar="S",
                         help="wall-clock seconds the whole search may take (default 900)")
+    parser.add_argument("--exact", action="store_true",
+                        help="WHAT is a class, matched word for word (case and plural folded): no word vectors")
+    parser.add_argument("--embeddings", default="wordllama", choices=KINDS,
+                        help="word vectors reading WHAT: wordllama (offline, default), openai or ollama")
+    parser.add_argument("--embedding-model", default="", metavar="NAME", help="the provider's embedding model")
+    parser.add_argument("--base-url", default=None, metavar="URL", help="the provider's server")
     parser.set_defaults(func=run)
-
-
-def target_classes(what: str) -> set[str]:
-    """WHAT as the classes watched for: the words, lower case, with and without a plural ``s``."""
-    words = " ".join(what.lower().split())
-    found = {words}
-    if words.endswith("es"):
-        found.add(words[:-2])
-    if words.endswith("s"):
-        found.add(words[:-1])
-    return found
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,24 +73,23 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("search needs WHAT to look for, e.g. 'fire extinguisher'")
     if args.sensor_range <= 0 or args.max_rooms < 1 or args.timeout <= 0:
         raise ConfigError("--sensor-range and --timeout must be > 0 and --max-rooms >= 1")
-    classes = target_classes(args.what)
     with open_store(args.db, graph=args.graph) as store:
+        target = _target(args, store)
         planner = Planner(store)
         graph = planner.place_graph()
         area = search_area(store, graph)
         robot = RobotRecord(store).read()
         start: XY = (robot.position[0], robot.position[1]) if robot is not None else (0.0, 0.0)
-        similarity = {name: 1.0 for name in classes}
-        search = Search(area, similarity, sensor_range_m=args.sensor_range, max_rooms=args.max_rooms,
+        search = Search(area, target.similarity, sensor_range_m=args.sensor_range, max_rooms=args.max_rooms,
                         timeout_s=args.timeout)
-        before = _matches(store, classes, [])
+        before = _matches(store, target, [])
         if before:
             return _report(args, SearchResult("found", before[0]["symbol"], reason="already on the map"))
         if not args.execute:
             return _show_tour(args, search, lambda xy: walk_lengths(graph, area, xy), start)
         if args.confirm and not _confirmed(args.what):
             return _report(args, SearchResult("refused", reason="the operator refused the tour; nothing moved"))
-        legs = _Legs(args.namespace, store, planner, classes)
+        legs = _Legs(args.namespace, store, planner, target)
         try:
             result = search.run(start, legs.walk, lambda xy: walk_lengths(graph, area, xy), feedback=_say)
         except KeyboardInterrupt:
@@ -101,10 +101,24 @@ def run(args: argparse.Namespace) -> int:
     return _report(args, result)
 
 
-def _matches(store: Any, classes: set[str], before: list[str]) -> list[dict[str, Any]]:
-    from heracles_ros.graphdb.cypher.search import NEW_OBJECTS_OF
+def _target(args: argparse.Namespace, store: Any) -> Target:
+    """WHAT, read by meaning through the resolver over ``store`` unless ``--exact``."""
+    if args.exact:
+        return target_of(args.what)
+    from heracles_ros.meaning.embeddings import open_embedder
+    from heracles_ros.meaning.resolver import Resolver
 
-    return store.query(NEW_OBJECTS_OF, {"classes": sorted(classes), "before": before}, timeout_s=5.0)
+    resolver = Resolver(store, open_embedder(args.embeddings, model=args.embedding_model, base_url=args.base_url))
+    return target_of(args.what, resolver.rank_terms)
+
+
+def _matches(store: Any, target: Target, before: list[str]) -> list[dict[str, Any]]:
+    """The objects not among ``before`` that are what ``target`` looks for."""
+    from heracles_ros.graphdb.cypher.search import NEW_OBJECTS
+
+    rows = [row for row in store.query(NEW_OBJECTS, {"before": before}, timeout_s=5.0) if row.get("class")]
+    wanted = target.which({str(row["class"]) for row in rows}) if rows else set()
+    return [row for row in rows if str(row["class"]) in wanted]
 
 
 def _say(text: str) -> None:
@@ -154,12 +168,12 @@ def _report(args: argparse.Namespace, result: SearchResult) -> int:
 class _Legs:
     """Each leg as a plan at the robot's dispatcher, watched for the thing in the database."""
 
-    def __init__(self, namespace: str, store: Any, planner: Any, classes: set[str]):
+    def __init__(self, namespace: str, store: Any, planner: Any, target: Target):
         from heracles_ros.graphdb.cypher.search import OBJECT_SYMBOLS
         from heracles_ros.ros.client_context import ClientContext
         from heracles_ros.ros.interfaces import EXECUTE_PLAN
 
-        self.store, self.planner, self.classes = store, planner, classes
+        self.store, self.planner, self.target = store, planner, target
         self.before = [str(row["symbol"]) for row in store.query(OBJECT_SYMBOLS)]
         self.ros = ClientContext("heracles_search", short_lease=True)
         self.actions = self.ros.action_client(EXECUTE_PLAN, namespace)
@@ -195,13 +209,13 @@ class _Legs:
         deadline = time.monotonic() + LEG_LIMIT_S
         found: list[dict[str, Any]] = []
         while not done.wait(WATCH_S):
-            found = _matches(self.store, self.classes, self.before)
+            found = _matches(self.store, self.target, self.before)
             if found or time.monotonic() > deadline:
                 handle.cancel_goal_async()
                 done.wait(ANSWER_S)
                 break
         if not found:
-            found = _matches(self.store, self.classes, self.before)
+            found = _matches(self.store, self.target, self.before)
         self._handle = None
         result = outcome.result().result.result if done.is_set() else None
         robot = RobotRecord(self.store).read()  # where the dispatcher recorded the robot at the leg's end
@@ -221,15 +235,3 @@ class _Legs:
 
     def close(self) -> None:
         self.ros.close()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m heracles_ros.cli.search``: this command alone (until ``heracles`` lists it)."""
-    from heracles_ros.cli import build_parser
-
-    args = build_parser(("search",)).parse_args(["search", *(sys.argv[1:] if argv is None else argv)])
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from heracles_ros.meaning.text import normalise
+
 #: Laplace smoothing of the label counts, and the weight of similar things in the room itself.
 ALPHA = 1.0
 BETA = 0.5
@@ -34,14 +36,14 @@ class MapObject:
 
 
 def prior(rooms: Mapping[str, str], objects: Sequence[MapObject], similarity: Mapping[str, float]) -> dict[str, float]:
-    """P(room holds WHAT) before looking, summing to 1; ``rooms``: symbol -> label, ``similarity``: class ->
-    how alike WHAT it is (classes absent count 0)."""
+    """P(room holds WHAT) before looking, summing to 1; ``rooms``: symbol -> label, ``similarity``: class
+    (normalised: :func:`~heracles_ros.meaning.text.normalise`) -> how alike WHAT it is (classes absent count 0)."""
     if not rooms:
         return {}
     by_label: dict[str, float] = {}
     in_room: dict[str, float] = {}
     for thing in objects:
-        weight = max(0.0, min(1.0, similarity.get(thing.class_name.lower(), 0.0)))
+        weight = max(0.0, min(1.0, similarity.get(normalise(thing.class_name), 0.0)))
         if weight and thing.room in rooms:
             by_label[rooms[thing.room]] = by_label.get(rooms[thing.room], 0.0) + weight
             in_room[thing.room] = in_room.get(thing.room, 0.0) + weight

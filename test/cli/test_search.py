@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def search(domain: int, db: str, graph: str, what: str, *extra: str) -> subprocess.Popen[str]:
     env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
     return subprocess.Popen(
-        [sys.executable, "-m", "heracles_ros.cli.search", what, "--execute", "--json", "--namespace", NS,
+        [sys.executable, "-m", "heracles_ros.cli", "search", what, "--execute", "--json", "--namespace", NS,
          "--db", db, "--graph", graph, *extra],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -67,7 +67,7 @@ def test_search_execute_walks_until_the_mirror_holds_the_thing_and_names_it_the_
     mirror, dispatcher, hidden = system(10.0)
     with spinning(mirror), spinning(dispatcher, num_threads=dispatcher.executor_threads()):
         started = time.monotonic()
-        cli = search(ros_domain_id, falkordb_uri, graph_name, "fire extinguishers")
+        cli = search(ros_domain_id, falkordb_uri, graph_name, "something to put out fires")  # by meaning
         out, err = cli.communicate(timeout=120)
         assert cli.returncode == 0, err
         result = json.loads(out)

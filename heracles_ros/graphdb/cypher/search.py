@@ -12,8 +12,8 @@ OBJECTS = f"MATCH (o:{Layer.OBJECT.value}) RETURN o.nodeSymbol AS symbol, o.clas
 #: The rooms and their labels.
 ROOMS = f"MATCH (r:{Layer.ROOM.value}) RETURN r.nodeSymbol AS symbol, r.class AS class"
 
-#: The objects of one of ``$classes`` (lower case) not among ``$before``: what a search watches for.
-NEW_OBJECTS_OF = (
-    f"MATCH (o:{Layer.OBJECT.value}) WHERE toLower(o.class) IN $classes AND NOT o.nodeSymbol IN $before "
+#: The objects not among ``$before`` (the map's at the start): what a search looks at for WHAT.
+NEW_OBJECTS = (
+    f"MATCH (o:{Layer.OBJECT.value}) WHERE NOT o.nodeSymbol IN $before "
     "RETURN o.nodeSymbol AS symbol, o.class AS class, o.x AS x, o.y AS y ORDER BY symbol"
 )
