@@ -2,7 +2,7 @@
 viewpoint, and the walk from anywhere to each viewpoint over the place graph (the planner's)."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 from scipy.sparse.csgraph import dijkstra
@@ -17,15 +17,21 @@ from heracles_ros.search.runner import XY, SearchArea
 def search_area(store: GraphStore, graph: PlaceGraph) -> SearchArea:
     """The map as the search reads it, from ``store`` and its place graph ``graph``."""
     labels = {str(row["symbol"]): str(row["class"] or "room") for row in store.query(q.ROOMS)}
+    objects = [(str(row["class"]), (float(row["x"]), float(row["y"]))) for row in store.query(q.OBJECTS)
+               if row.get("x") is not None and row.get("class") is not None]
+    return area_of(graph, labels, objects)
+
+
+def area_of(graph: PlaceGraph, labels: Mapping[str, str], objects: Iterable[tuple[str, XY]]) -> SearchArea:
+    """The search's map from a place graph, the rooms' labels (symbol -> label) and the objects (class, x y);
+    an object's room is its nearest place's."""
     nav = range(graph.nav_count)
     place_room = {graph.symbols[i]: _room(graph, i) for i in nav}
     place_xy = {graph.symbols[i]: (float(graph.positions[i][0]), float(graph.positions[i][1])) for i in nav}
-    objects = []
-    for row in store.query(q.OBJECTS):
-        if row.get("x") is None or row.get("class") is None:
-            continue
-        near = graph.nearest_place((float(row["x"]), float(row["y"]), 0.0))
-        objects.append(MapObject(str(row["class"]), _room(graph, near) if near is not None else ""))
+    things = []
+    for class_name, (x, y) in objects:
+        near = graph.nearest_place((x, y, 0.0))
+        things.append(MapObject(class_name, _room(graph, near) if near is not None else ""))
     viewpoints = {}
     for room, indices in graph.room_places.items():
         nav_indices = [int(i) for i in indices if i < graph.nav_count]
@@ -34,7 +40,7 @@ def search_area(store: GraphStore, graph: PlaceGraph) -> SearchArea:
             viewpoints[room] = graph.symbols[min(
                 nav_indices, key=lambda i: (float(np.linalg.norm(graph.positions[i][:2] - centre)), i))]
     rooms = {room: label for room, label in labels.items() if room in viewpoints}
-    return SearchArea(rooms, objects, place_xy, place_room, viewpoints)
+    return SearchArea(rooms, things, place_xy, place_room, viewpoints)
 
 
 def walk_lengths(graph: PlaceGraph, area: SearchArea, start: XY) -> Mapping[str, float]:
