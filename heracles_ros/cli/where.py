@@ -4,24 +4,26 @@ Where one node was (any layer), or which objects were there and where, read back
 (:mod:`heracles_ros.mirror.as_of`, which says how exact a position is). TIME takes the forms of ``changes
 --since``; without it, now. A time before what the history keeps is an error that says what it keeps.
 ``--live`` asks the running mirror's ``scene_at`` service instead of reading ``--db`` here; both print
-the same lines and the same JSON fields for each node (the service does not carry the scene's
-``kept_from``, ``newest`` and ``whole``).
+the same lines and the same JSON.
 """
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from heracles_ros.cli.common import add_db_options, as_text, print_json
 from heracles_ros.cli.live import add_live_options
 from heracles_ros.errors import ConfigError
 from heracles_ros.graphdb import open_store
 from heracles_ros.graphdb.scene_presence import require_graph
-from heracles_ros.mirror.as_of import HistoryRange, OutOfRange, node_at, scene_at
+from heracles_ros.mirror.as_of import OutOfRange, node_at, scene_at
 from heracles_ros.mirror.history import iso_time
 from heracles_ros.mirror.time_text import parse_time
 from heracles_ros.schema import is_scene_symbol
+
+if TYPE_CHECKING:
+    from heracles_ros.client.system import PastScene
 
 _AT_HELP = ("the time: 30s, 10m, 2h, 1d ago, an ISO time (UTC unless it names a zone) or seconds since the epoch "
             "(default: now)")
@@ -57,7 +59,7 @@ def _where(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.symbol!r} is not a scene symbol (a letter and a number, e.g. O12)")
     at = parse_time(args.at, what="--at") if args.at is not None else None
     if args.live:
-        (node,) = _live(args, at, symbol=args.symbol)
+        (node,) = _live(args, at, symbol=args.symbol).nodes
     else:
         with open_store(args.db, graph=args.graph) as store:
             require_graph(store, reader="heracles where")  # a misspelt --graph is not an empty past
@@ -77,29 +79,28 @@ def _where(args: argparse.Namespace) -> int:
 def _scene(args: argparse.Namespace) -> int:
     at = parse_time(args.at, what="--at") if args.at is not None else None
     if args.live:
-        objects = _live(args, at, class_name=args.cls or "", room=args.room or "")
-        if args.json:
-            print_json({**_when(at), "objects": objects})
-        else:
-            _print_scene(objects, at, "")
-        return 0
-    with open_store(args.db, graph=args.graph) as store:
-        require_graph(store, reader="heracles scene")
-        found = scene_at(store, at, cls=args.cls, room=args.room)
-    if isinstance(found, OutOfRange):
-        raise ConfigError(found.message)
-    objects = [node.to_json() for node in found.objects]
+        past = _live(args, at, class_name=args.cls or "", room=args.room or "")
+        objects, kept_from, newest, whole = past.nodes, past.kept_from, past.newest, past.whole
+    else:
+        with open_store(args.db, graph=args.graph) as store:
+            require_graph(store, reader="heracles scene")
+            found = scene_at(store, at, cls=args.cls, room=args.room)
+        if isinstance(found, OutOfRange):
+            raise ConfigError(found.message)
+        objects, whole = [node.to_json() for node in found.objects], found.whole
+        kept_from, newest = (found.range.earliest(objects=True), found.range.newest_t) if found.range else (None, None)
     if args.json:
-        print_json({**_when(at), **_kept(found.range), "whole": found.whole, "objects": objects})
+        print_json({**_when(at), "kept_from": kept_from, "newest": newest, "whole": whole, "objects": objects})
         return 0
-    _print_scene(objects, at, _kept_text(found.range))
-    if not found.whole:
+    kept = f" (the history answers from {iso_time(kept_from)})" if kept_from is not None else ""
+    _print_scene(objects, at, kept)
+    if not whole:
         print("note: a mirror update overlapped the read; what is listed may mix two snapshots", file=sys.stderr)
     return 0
 
 
-def _live(args: argparse.Namespace, at: float | None, **request: str) -> list[dict[str, Any]]:
-    """The running mirror's answer: one JSON object per node, as ``to_json`` gives it here."""
+def _live(args: argparse.Namespace, at: float | None, **request: str) -> PastScene:
+    """The running mirror's answer: its nodes as ``to_json`` gives them here, and the history's range."""
     from heracles_ros.client import HeraclesClient
 
     with HeraclesClient(args.namespace, node_name="heracles_cli", find_timeout_s=args.server_timeout,
@@ -116,16 +117,6 @@ def _print_scene(objects: list[dict[str, Any]], at: float | None, kept: str) -> 
 
 def _when(at: float | None) -> dict[str, Any]:
     return {"at": at, "time": iso_time(at) if at is not None else "now"}
-
-
-def _kept(history: HistoryRange | None) -> dict[str, Any]:
-    if history is None:
-        return {"kept_from": None, "newest": None}
-    return {"kept_from": history.earliest(objects=True), "newest": history.newest_t}
-
-
-def _kept_text(history: HistoryRange | None) -> str:
-    return f" (the history answers from {iso_time(history.earliest(objects=True))})" if history else ""
 
 
 def _where_line(node: dict[str, Any], at: float | None) -> str:

@@ -24,10 +24,12 @@ dispatcher directly, never through the language server.
 from __future__ import annotations
 
 import json
+import math
 import os
 import queue
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from heracles_ros.errors import CommandRejected, RequestFailed, SystemUnavailable
@@ -46,6 +48,21 @@ LANGUAGE_TIMEOUT_S = 300.0
 FIND_ANSWER_TIMEOUT_S = 60.0
 #: Seconds between looks at the graph while waiting for a service (rclpy's own wait looks every 0.25 s).
 _POLL_S = 0.01
+
+
+@dataclass(frozen=True)
+class PastScene:
+    """The mirror's answer of a time: its nodes, and for a scene the history's range it came from (epoch seconds,
+    None without a history) and whether the read saw one snapshot."""
+
+    nodes: list[dict[str, Any]]
+    kept_from: float | None
+    newest: float | None
+    whole: bool
+
+
+def _seconds(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
 
 
 def where_to_look(namespace: str) -> str:
@@ -177,15 +194,15 @@ class HeraclesClient:
             raise RequestFailed(f"changes: {response.error}")
         return [json.loads(entry) for entry in response.changes]
 
-    def scene_at(self, *, at_s: float = 0.0, symbol: str = "", class_name: str = "", room: str = ""
-                 ) -> list[dict[str, Any]]:
+    def scene_at(self, *, at_s: float = 0.0, symbol: str = "", class_name: str = "", room: str = "") -> PastScene:
         """One node (``symbol``), or the objects there (of ``class_name``, in ``room``), as of ``at_s`` (epoch seconds;
         < 0: that many seconds ago; 0: now), each as ``heracles where``/``scene --json`` prints it."""
         request = interfaces.SCENE_AT.type.Request(at_s=float(at_s), symbol=symbol, class_name=class_name, room=room)
         response = self._call(interfaces.SCENE_AT, request)
         if response.error:
             raise RequestFailed(f"scene_at: {response.error}")
-        return [json.loads(entry) for entry in response.nodes]
+        return PastScene([json.loads(entry) for entry in response.nodes], _seconds(response.kept_from_s),
+                         _seconds(response.newest_s), bool(response.whole))
 
     # -- a command through the execute_command action ----------------------------------------------------
     def command(self, instruction: str, *, execute: bool = True, require_confirmation: bool = False,

@@ -48,7 +48,6 @@ from heracles_ros.mirror.history import read_changes, read_clock
 from heracles_ros.mirror.loop import MirrorLoop, MirrorState, Snapshot
 from heracles_ros.mirror.reconcile import Mirror
 from heracles_ros.mirror.scene_view import read_scene_view
-from heracles_ros.mirror.text_values import has_control
 from heracles_ros.mirror.timeline import read_timeline
 from heracles_ros.msg import MirrorStatus
 from heracles_ros.nodes.markers import (
@@ -64,7 +63,7 @@ from heracles_ros.nodes.mirror_settings import PARAMETERS, RUNTIME_PARAMETERS, M
 from heracles_ros.ros import interfaces
 from heracles_ros.ros.node_base import HeraclesNode
 from heracles_ros.ros.node_settings import settings_from
-from heracles_ros.ros.request_fields import MAX_ID_CHARS, MAX_SINCE_S, changes_limit, since_problem, text_problem
+from heracles_ros.ros.request_fields import at_problem, changes_limit, since_problem, text_problem
 from heracles_ros.ros.runner import CLOSE_SHARE, SHUTDOWN_TIMEOUT
 from heracles_ros.schema import is_scene_symbol
 
@@ -237,9 +236,15 @@ class DsgMirrorNode(HeraclesNode):
             response.error = found.message
         elif found is None:
             response.error = f"{request.symbol}: no such node in the scene, nor in the history it keeps"
+        elif isinstance(found, SceneAt):
+            response.nodes = [json.dumps(node.to_json()) for node in found.objects]
+            kept = found.range
+            response.kept_from_s = kept.earliest(objects=True) if kept is not None else math.nan
+            response.newest_s = kept.newest_t if kept is not None else math.nan
+            response.whole = found.whole
         else:
-            nodes = found.objects if isinstance(found, SceneAt) else (found,)
-            response.nodes = [json.dumps(node.to_json()) for node in nodes]
+            response.nodes = [json.dumps(found.to_json())]
+            response.kept_from_s = response.newest_s = math.nan
         return response
 
     @contextlib.contextmanager
@@ -350,16 +355,12 @@ _READ_WAIT_S = 5.0
 
 
 def scene_at_problem(request: Any) -> str:
-    """Why a SceneAt request is refused, or '': a time that is not a finite number within bounds, a symbol that is
-    not a scene symbol, fields longer than a line or holding a control character, filters beside a symbol."""
-    if not math.isfinite(request.at_s) or abs(request.at_s) > MAX_SINCE_S:
-        return (f"at_s must be a finite number of seconds within ±{MAX_SINCE_S:g} (epoch seconds, or <= 0: seconds "
-                f"before now, 0: now), got {request.at_s!r}")
-    problem = text_problem(symbol=request.symbol, room=request.room)
+    """Why a SceneAt request is refused, or '': a time out of bounds, a field longer than a line or holding a
+    control character, a symbol that is not a scene symbol, filters beside a symbol."""
+    problem = at_problem(request.at_s) or text_problem(symbol=request.symbol, room=request.room,
+                                                       class_name=request.class_name)
     if problem:
         return problem
-    if len(request.class_name) > MAX_ID_CHARS or has_control(request.class_name):
-        return f"class_name must be one line of at most {MAX_ID_CHARS} printable characters"
     if request.symbol and not is_scene_symbol(request.symbol):
         return f"symbol {request.symbol!r} is not a scene symbol (a letter and a number, e.g. O12)"
     if request.symbol and (request.class_name or request.room):

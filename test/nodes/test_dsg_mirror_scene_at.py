@@ -81,7 +81,7 @@ def test_bad_requests_are_refused_by_name_and_the_node_goes_on(
             (SceneAt.Request(symbol="O" * 300), "symbol is 300 characters long; at most 256 are taken"),
             (SceneAt.Request(symbol="a box"), "symbol 'a box' is not a scene symbol"),
             (SceneAt.Request(room="R1\nforged log line"), "room must be one line"),
-            (SceneAt.Request(class_name="x" * 300), "class_name must be one line of at most 256"),
+            (SceneAt.Request(class_name="x" * 300), "class_name is 300 characters long; at most 256 are taken"),
             (SceneAt.Request(class_name="box\n"), "class_name must be one line"),
             (SceneAt.Request(at_s=float("nan")), "at_s must be a finite number"),
             (SceneAt.Request(at_s=-1e12), "at_s must be a finite number"),
