@@ -44,7 +44,8 @@ def register(sub: Any) -> None:
     parser.add_argument("--base-url", default=None,
                         help="OpenAI-compatible base URL or Ollama host (default: provider / env default)")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per model call (default 120)")
-    parser.add_argument("--max-tool-calls", type=int, default=5, help="Cypher queries per request (default 5)")
+    parser.add_argument("--max-tool-calls", type=int, default=5,
+                        help="tool calls per request, every tool counted (default 5)")
     parser.add_argument("--ids", default="", help="comma-separated item ids to run (default: all)")
     parser.add_argument("--kind", choices=KINDS, action="append", help="only ask or only command items")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

@@ -298,6 +298,10 @@ class LanguageServerNode(HeraclesNode):
     def _on_find(self, request: Find.Request, response: Find.Response) -> Find.Response:
         """The objects the words name (or those like ``like_symbol``), best first; no model involved."""
         text, like = request.text, request.like_symbol
+        problem = text_problem(text=text, like_symbol=like)
+        if problem:
+            response.error = f"ConfigError: {problem}"
+            return response
         if bool(text.strip()) == bool(like):
             response.error = "ConfigError: give either text or like_symbol"
             return response

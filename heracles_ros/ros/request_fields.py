@@ -19,6 +19,7 @@ from typing import Any
 from heracles_ros.errors import ConfigError
 from heracles_ros.formats.pddl_goal import MAX_GOAL_CHARS
 from heracles_ros.formats.sldp import parse_type
+from heracles_ros.meaning.resolver import MAX_TEXT_CHARS as MAX_FIND_TEXT_CHARS
 from heracles_ros.mirror.text_values import has_control
 
 #: Longest free text taken (an instruction, a question), characters: a paragraph; a model prompt is bounded by it.
@@ -45,12 +46,12 @@ MAX_STEP_ARGS = 16
 
 #: Free text: may span lines (a plan's goal is PDDL, bounded as every goal is).
 _TEXT = {"instruction": MAX_TEXT_CHARS, "question": MAX_TEXT_CHARS, "reason": MAX_REASON_CHARS,
-         "goal": MAX_GOAL_CHARS}
+         "goal": MAX_GOAL_CHARS, "text": MAX_FIND_TEXT_CHARS}
 #: One line each.
 _LINES = {"command_id": MAX_ID_CHARS, "session": MAX_ID_CHARS, "client_node": MAX_ID_CHARS, "id": MAX_ID_CHARS,
           "room": MAX_ID_CHARS, "action": MAX_ID_CHARS, "operator_name": MAX_NAME_CHARS,
           "answer_type": MAX_ANSWER_TYPE_CHARS, "plan_id": MAX_ID_CHARS, "start_symbol": MAX_ID_CHARS,
-          "symbol": MAX_ID_CHARS}
+          "symbol": MAX_ID_CHARS, "like_symbol": MAX_ID_CHARS, "class_name": MAX_ID_CHARS}
 #: The longest bound of each field, by its name in the interface files.
 LIMITS = {**_TEXT, **_LINES}
 
@@ -86,9 +87,17 @@ def answer_type_problem(answer_type: str) -> str:
 
 def since_problem(since_s: float) -> str:
     """Why ``since_s`` (Changes.srv: epoch seconds when > 0, seconds before now when <= 0) is refused, or ''."""
-    if not math.isfinite(since_s) or abs(since_s) > MAX_SINCE_S:
-        return (f"since_s must be a finite number of seconds within ±{MAX_SINCE_S:g} (epoch seconds, or <= 0: "
-                f"seconds before now), got {since_s!r}")
+    return _time_problem("since_s", since_s, "epoch seconds, or <= 0: seconds before now")
+
+
+def at_problem(at_s: float) -> str:
+    """Why ``at_s`` (SceneAt.srv: epoch seconds when > 0, seconds before now when < 0, now when 0) is refused."""
+    return _time_problem("at_s", at_s, "epoch seconds, or <= 0: seconds before now, 0: now")
+
+
+def _time_problem(name: str, value: float, meaning: str) -> str:
+    if not math.isfinite(value) or abs(value) > MAX_SINCE_S:
+        return f"{name} must be a finite number of seconds within ±{MAX_SINCE_S:g} ({meaning}), got {value!r}"
     return ""
 
 

@@ -251,6 +251,8 @@ def test_when_nothing_answers_every_call_names_what_within_its_bound(ros_domain_
             "/nobody/resume": lambda: client.resume("ana"),
             "/nobody/cancel": client.cancel_plan,
             "/nobody/execute_command": lambda: client.command("Go."),
+            "/nobody/scene_at": client.scene_at,
+            "/nobody/find": lambda: client.find("something to sit on"),
         }
         for name, request in calls.items():
             started = time.monotonic()
@@ -261,7 +263,7 @@ def test_when_nothing_answers_every_call_names_what_within_its_bound(ros_domain_
             assert f"on ROS_DOMAIN_ID {ros_domain_id}" in str(raised.value), raised.value
             assert "discovery range (LOCALHOST)" in str(raised.value), raised.value
     for argv in (["ask", "How many?"], ["command", "Go."], ["correct", "O1 is a bag."], ["changes"],
-                 ["corrections", "list"]):
+                 ["corrections", "list"], ["where", "O1"], ["scene"], ["find", "something to sit on"]):
         started = time.monotonic()
         code, _, err = heracles(capsys, *argv, "--live", "--namespace", "/nobody", "--server-timeout", "0.5")
         assert code == 4 and "answered on /nobody/" in err and "within 0.5 s" in err, (argv, err)

@@ -13,6 +13,7 @@ from heracles_ros.ros.request_fields import (
     MAX_PLAN_WAYPOINTS,
     MAX_SINCE_S,
     answer_type_problem,
+    at_problem,
     changes_limit,
     plan_problem,
     resume_problem,
@@ -70,6 +71,16 @@ def test_since_s_not_finite_or_past_its_range_is_refused(since_s: float) -> None
     assert since_problem(since_s) == (
         f"since_s must be a finite number of seconds within ±{MAX_SINCE_S:g} (epoch seconds, or <= 0: "
         f"seconds before now), got {since_s!r}")
+
+
+@pytest.mark.parametrize("at_s", [0.0, -600.0, 1.8e9, -1e10, 1e10])
+def test_at_s_now_ago_or_epoch_within_its_range_is_taken(at_s: float) -> None:
+    assert at_problem(at_s) == ""
+
+
+@pytest.mark.parametrize("at_s", [math.nan, math.inf, -math.inf, 1.0000001e10, -2e10])
+def test_at_s_not_finite_or_past_its_range_is_refused_naming_it(at_s: float) -> None:
+    assert at_problem(at_s).startswith("at_s must be a finite number of seconds")
 
 
 def test_the_changes_limit_defaults_and_is_capped() -> None:
