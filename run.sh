@@ -87,7 +87,9 @@ ensure_python_deps() {
     -r "$REPO/$ROS_REQUIREMENTS" -r "$REPO/requirements.txt" -r "$REPO/requirements-tools.txt"
   fix_wheel_cmake_paths
   stamp_set pip "$h"
-  rm -f "$STAMPS"/interfaces "$STAMPS"/test_*
+  # Built interfaces depend on the ROS wheels only: another runtime library does not rebuild them.
+  local ros; ros=$(hash_of "$ROS_REQUIREMENTS")
+  stamp_ok ros_wheels "$ros" || { rm -f "$STAMPS"/interfaces "$STAMPS"/test_*; stamp_set ros_wheels "$ros"; }
 }
 
 ensure_test_deps() {
