@@ -1,4 +1,4 @@
-"""Shared fixtures: real database servers, fresh graphs on them, synthetic scenes.
+"""Shared fixtures: real database servers, fresh graphs on them, synthetic scenes, scripted model servers.
 
 Every test that asks for ``store`` (directly or through ``small_store``) runs
 once per backend, with the backend in its id:
@@ -23,13 +23,14 @@ from __future__ import annotations
 import os
 import signal
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.bolt_server import ARCADEDB_DEVIATIONS, USER, BoltServer, start_bolt_server
+from support.scripted_llm import Script, ScriptedLLMServer
 
 from heracles_ros.embedded.process import ServerInfo
 from heracles_ros.embedded.server import EmbeddedServer
@@ -232,3 +233,19 @@ def large_store(falkordb_server: ServerInfo, large_scene: Any) -> Iterator[Graph
     yield graph
     graph.close()
     _drop_graph(falkordb_server, name)
+
+
+@pytest.fixture
+def llm_server() -> Iterator[Callable[..., ScriptedLLMServer]]:
+    """``llm_server(script)`` starts a scripted model server on loopback; all are stopped after the test."""
+    servers: list[ScriptedLLMServer] = []
+
+    def start(script: Script, **kwargs: Any) -> ScriptedLLMServer:
+        server = ScriptedLLMServer(script, **kwargs).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+

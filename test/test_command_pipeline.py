@@ -3,7 +3,6 @@ same planner, and a cancel or a question back stops it before planning. Real dat
 only the model is scripted."""
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -16,20 +15,6 @@ from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
 
 COUNT_ALL = "MATCH (n) RETURN count(n) AS n"
-
-
-@pytest.fixture
-def llm_server() -> Iterator[Callable[..., ScriptedLLMServer]]:
-    servers: list[ScriptedLLMServer] = []
-
-    def start(script: Any, **kwargs: Any) -> ScriptedLLMServer:
-        server = ScriptedLLMServer(script, **kwargs).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.stop()
 
 
 class CountingPlanner:
