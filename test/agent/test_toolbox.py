@@ -6,8 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from support.cli import heracles
-from support.history_scene import MOVED_FROM, changed_scene
+from support.history_scene import MOVED_FROM, T0, load_both
 from support.scripted_llm import RecordedRequest, Turn, adapter, find, say, scene_at, use
 from support.tiny_scene import tiny_scene
 
@@ -15,7 +14,6 @@ from heracles_ros.agent.loop import Agent
 from heracles_ros.agent.settings import AgentSettings
 from heracles_ros.mirror.reconcile import Mirror
 
-T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 BETWEEN = "2027-01-15T08:00:30Z"
 TOOLS = ["run_cypher_query", "find_objects", "scene_at"]
 
@@ -32,12 +30,7 @@ def rows(request: RecordedRequest, index: int = -1) -> list[dict]:
 def two_loads(store, db_uri: str, graph_name: str, tmp_path: Path, capsys) -> object:
     """Issue 37's scenario through ``heracles load``: the tiny scene at T0, a minute later the changed one (O0
     moved 3 m, O1 nudged 0.1 m, O3 gone, O5 new)."""
-    for name, graph, stamp in (("before.json", tiny_scene(), T0), ("after.json", changed_scene(), T0 + 60)):
-        path = tmp_path / name
-        graph.save(str(path), include_mesh=False)
-        status, _, err = heracles(capsys, "load", str(path), "--time", str(stamp), "--db", db_uri, "--graph",
-                                  graph_name)
-        assert status == 0, err
+    load_both(capsys, ["--db", db_uri, "--graph", graph_name], tmp_path)
     return store
 
 

@@ -8,15 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
+from support.history_scene import MOVED_FROM, MOVED_TO, T0, load_both
 from support.scripted_llm import ScriptedLLMServer, call, say
-from support.tiny_scene import tiny_scene
 from support.zone import local_zone
 
 from heracles_ros.cli import main
 from heracles_ros.mirror.time_text import parse_time
 
-T0 = 1_800_000_000.0
 MOVED_QUERY = ("MATCH (c:Change {symbol: 'O0', kind: 'moved'}) "
                "RETURN c.from_x AS x, c.from_y AS y, c.from_z AS z, c.t AS t ORDER BY c.t DESC LIMIT 1")
 
@@ -25,11 +23,7 @@ MOVED_QUERY = ("MATCH (c:Change {symbol: 'O0', kind: 'moved'}) "
 def loaded(store, db_uri, graph_name, tmp_path: Path, capsys) -> list[str]:
     """The tiny scene loaded at T0, then the changed one a minute later; the --db/--graph options to reach them."""
     db = ["--db", db_uri, "--graph", graph_name]
-    for name, graph, stamp in (("before.json", tiny_scene(), T0), ("after.json", changed_scene(), T0 + 60)):
-        path = tmp_path / name
-        graph.save(str(path), include_mesh=False)
-        assert main(["load", str(path), "--time", str(stamp), *db]) == 0
-    capsys.readouterr()
+    load_both(capsys, db, tmp_path)
     return db
 
 

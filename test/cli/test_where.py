@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 from support.cli import heracles
-from support.history_scene import MOVED_FROM, MOVED_TO, NUDGED_TO, changed_scene
+from support.history_scene import MOVED_FROM, MOVED_TO, NUDGED_TO, T0, changed_scene, load_both
 from support.mirror_node import mirror_node
 from support.tiny_scene import tiny_scene
 
-T0 = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 BETWEEN = "2027-01-15T08:00:30Z"
 THRESHOLD = 0.5  # the mirror's default move_threshold_m
 
@@ -21,11 +20,7 @@ THRESHOLD = 0.5  # the mirror's default move_threshold_m
 def loaded(store, db_uri, graph_name, tmp_path: Path, capsys) -> list[str]:
     """The tiny scene loaded at T0, then the changed one a minute later; the --db/--graph options to reach them."""
     db = ["--db", db_uri, "--graph", graph_name]
-    for name, graph, stamp in (("before.json", tiny_scene(), T0), ("after.json", changed_scene(), T0 + 60)):
-        path = tmp_path / name
-        graph.save(str(path), include_mesh=False)
-        status, _, err = heracles(capsys, "load", str(path), "--time", str(stamp), *db)
-        assert status == 0, err
+    load_both(capsys, db, tmp_path)
     return db
 
 
