@@ -86,6 +86,8 @@ class CommandResult(_Reported):
     #: The question back to the operator when the instruction is ambiguous ("" otherwise).
     clarification: str = ""
     candidates: list[Candidate] = field(default_factory=list)
+    #: With a clarification that matched nothing: what the map lacks, when the model named it ("" otherwise).
+    missing: str = ""
     plan: PlanResult | None = None
     usage: Usage = field(default_factory=Usage)
     error: str = ""

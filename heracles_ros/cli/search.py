@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     from heracles_ros.graphdb import open_store
     from heracles_ros.planning.planner import Planner
     from heracles_ros.robot_record import RobotRecord
-    from heracles_ros.search.area import search_area, walk_lengths
+    from heracles_ros.search.area import search_area, things_seen, walk_lengths
 
     if not args.what.strip():
         raise ConfigError("search needs WHAT to look for, e.g. 'fire extinguisher'")
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         start: XY = (robot.position[0], robot.position[1]) if robot is not None else (0.0, 0.0)
         search = Search(area, target.similarity, sensor_range_m=args.sensor_range, max_rooms=args.max_rooms,
                         timeout_s=args.timeout)
-        before = _matches(store, target, [])
+        before = things_seen(store, target, [])
         if before:
             return _report(args, SearchResult("found", before[0]["symbol"], reason="already on the map"))
         if not args.execute:
@@ -110,15 +110,6 @@ def _target(args: argparse.Namespace, store: Any) -> Target:
 
     resolver = Resolver(store, open_embedder(args.embeddings, model=args.embedding_model, base_url=args.base_url))
     return target_of(args.what, resolver.rank_terms)
-
-
-def _matches(store: Any, target: Target, before: list[str]) -> list[dict[str, Any]]:
-    """The objects not among ``before`` that are what ``target`` looks for."""
-    from heracles_ros.graphdb.cypher.search import NEW_OBJECTS
-
-    rows = [row for row in store.query(NEW_OBJECTS, {"before": before}, timeout_s=5.0) if row.get("class")]
-    wanted = target.which({str(row["class"]) for row in rows}) if rows else set()
-    return [row for row in rows if str(row["class"]) in wanted]
 
 
 def _say(text: str) -> None:
@@ -169,12 +160,12 @@ class _Legs:
     """Each leg as a plan at the robot's dispatcher, watched for the thing in the database."""
 
     def __init__(self, namespace: str, store: Any, planner: Any, target: Target):
-        from heracles_ros.graphdb.cypher.search import OBJECT_SYMBOLS
         from heracles_ros.ros.client_context import ClientContext
         from heracles_ros.ros.interfaces import EXECUTE_PLAN
+        from heracles_ros.search.area import map_objects
 
         self.store, self.planner, self.target = store, planner, target
-        self.before = [str(row["symbol"]) for row in store.query(OBJECT_SYMBOLS)]
+        self.before = map_objects(store)
         self.ros = ClientContext("heracles_search", short_lease=True)
         self.actions = self.ros.action_client(EXECUTE_PLAN, namespace)
         self._goal_type = EXECUTE_PLAN.type.Goal
@@ -184,6 +175,7 @@ class _Legs:
     def walk(self, room: str, viewpoint: str) -> Leg:
         from heracles_ros.robot_record import RobotRecord
         from heracles_ros.ros.plan_msgs import plan_to_msg
+        from heracles_ros.search.area import things_seen
 
         plan = self.planner.plan(f"(at-place {viewpoint})")
         if not plan.ok:
@@ -209,13 +201,13 @@ class _Legs:
         deadline = time.monotonic() + LEG_LIMIT_S
         found: list[dict[str, Any]] = []
         while not done.wait(WATCH_S):
-            found = _matches(self.store, self.target, self.before)
+            found = things_seen(self.store, self.target, self.before)
             if found or time.monotonic() > deadline:
                 handle.cancel_goal_async()
                 done.wait(ANSWER_S)
                 break
         if not found:
-            found = _matches(self.store, self.target, self.before)
+            found = things_seen(self.store, self.target, self.before)
         self._handle = None
         result = outcome.result().result.result if done.is_set() else None
         robot = RobotRecord(self.store).read()  # where the dispatcher recorded the robot at the leg's end

@@ -206,8 +206,9 @@ class HeraclesClient:
 
     # -- a command through the execute_command action ----------------------------------------------------
     def command(self, instruction: str, *, execute: bool = True, require_confirmation: bool = False,
-                session: str = "", command_id: str = "", wait: bool = True) -> str:
-        """Send an instruction as an ExecuteCommand goal; its command id.
+                session: str = "", command_id: str = "", wait: bool = True, search_for: str = "") -> str:
+        """Send an instruction as an ExecuteCommand goal; its command id. ``search_for``: what to go and look
+        for first when the map lacks it (with ``execute``; the result says what was found where).
 
         ``wait``: return once the server accepted it (within ``answer_timeout_s``; a rejection raises
         CommandRejected with the server's code and reason), else at once (:meth:`accepted` says when).
@@ -221,7 +222,7 @@ class HeraclesClient:
         goal = interfaces.EXECUTE_COMMAND.type.Goal(
             instruction=instruction, execute=execute, require_confirmation=require_confirmation, session=session,
             command_id=command_id or f"client-{os.getpid()}-{time.monotonic_ns() % 10**8}",
-            client_node=self.node_name,
+            client_node=self.node_name, search_for=search_for,
         )
         self._goal = goal
         sent = actions.send_goal_async(goal, feedback_callback=lambda message: self._feedback.put(message.feedback))

@@ -286,24 +286,28 @@ def _syntax_message(text: str, exc: UnexpectedInput) -> str:
 # --- clarifications ------------------------------------------------------------
 @dataclass(frozen=True)
 class Clarification:
-    """A question back to the operator, and the scene symbols the request could mean (none: nothing matched)."""
+    """A question back to the operator, the scene symbols the request could mean (none: nothing matched), and
+    what the map lacks when nothing matched and the model names it (the thing a search could go and look for)."""
 
     question: str
     candidates: tuple[str, ...] = ()
+    missing: str = ""
 
 
 _CLARIFY = re.compile(r"\s*CLARIFY\b(.*)", re.DOTALL | re.IGNORECASE)
 
 
 def parse_clarification(text: str) -> Clarification | None:
-    """``CLARIFY("question", <O3, O7>)`` as a Clarification; None for any other answer.
+    """``CLARIFY("question", <O3, O7>)``, or ``CLARIFY("question", <>, "fire extinguisher")`` naming what the map
+    lacks, as a Clarification; None for any other answer.
 
     AnswerFormatError when the text starts with CLARIFY but is not that shape.
     """
     match = _CLARIFY.fullmatch(text or "")
     if match is None:
         return None
-    shape = 'CLARIFY("your question", <O3, O7>): a quoted question, then the set of candidate symbols'
+    shape = ('CLARIFY("your question", <O3, O7>): a quoted question, then the set of candidate symbols (and, '
+             'when nothing matched, optionally the quoted thing the map lacks: CLARIFY("...", <>, "fire extinguisher"))')
     rest = match.group(1).strip()
     if not (rest.startswith("(") and rest.endswith(")")):
         raise AnswerFormatError(f"a clarification is written {shape}")
@@ -312,14 +316,17 @@ def parse_clarification(text: str) -> Clarification | None:
     except AnswerFormatError as exc:
         raise AnswerFormatError(f"a clarification is written {shape}; {exc}") from exc
     items = value.items if isinstance(value, SldpList) else ()
-    question, candidates = items if len(items) == 2 else ("", None)
-    if not isinstance(question, str) or not isinstance(candidates, SldpSet | SldpList):
+    question, candidates, missing = (*items, "") if len(items) == 2 else items if len(items) == 3 else ("", None, "")
+    if not isinstance(question, str) or not isinstance(candidates, SldpSet | SldpList) or not isinstance(missing, str):
         raise AnswerFormatError(f"a clarification is written {shape}")
     if not question.strip():
         raise AnswerFormatError("a clarification needs a question for the operator")
     if not all(isinstance(c, str) for c in candidates.items):
         raise AnswerFormatError("the candidates of a clarification are scene symbols such as O3")
-    return Clarification(question.strip(), tuple(dict.fromkeys(str(c) for c in candidates.items)))
+    if missing.strip() and candidates.items:
+        raise AnswerFormatError("a clarification names what the map lacks only when no candidate matched (<>)")
+    return Clarification(question.strip(), tuple(dict.fromkeys(str(c) for c in candidates.items)),
+                         " ".join(missing.split()))
 
 
 # --- types ------------------------------------------------------------------

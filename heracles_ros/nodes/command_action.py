@@ -55,16 +55,20 @@ from heracles_ros.agent.loop import Agent
 from heracles_ros.agent.results import Candidate, CommandResult
 from heracles_ros.command_pipeline import CommandPipeline
 from heracles_ros.errors import HeraclesError, describe
+from heracles_ros.meaning.resolver import Resolver
 from heracles_ros.msg import Candidate as CandidateMsg
 from heracles_ros.msg import CommandRejection, StopState
+from heracles_ros.nodes.command_search import CommandSearch, search_proposal
 from heracles_ros.nodes.plan_dispatch import POLL_S, PlanDispatch
 from heracles_ros.outcomes import SUCCESSFUL_COMMANDS, CommandOutcome, RejectionCode
 from heracles_ros.plan_types import PlanResult
+from heracles_ros.planning.planner import Planner
 from heracles_ros.ros import interfaces
 from heracles_ros.ros.client_presence import GRAPH_READ_PERIOD_S, ClientPresence
 from heracles_ros.ros.plan_msgs import plan_to_msg
 from heracles_ros.ros.request_fields import MAX_ID_CHARS, MAX_TEXT_CHARS, text_problem
 from heracles_ros.ros.single_goal import SingleGoalServer, end_goal
+from heracles_ros.search.target import target_of
 from heracles_ros.srv import Confirm
 
 #: A command slot reserved by an accepted goal that rclpy never handed over (it failed to create the goal
@@ -117,6 +121,7 @@ class CommandAction:
         *,
         get_agent: Callable[[], Agent],
         pipeline: CommandPipeline,
+        get_resolver: Callable[[], Resolver] | None = None,
         summary: Callable[[PlanResult | None], str],
         announce: Callable[[str, str, str], None],
         require_confirmation: bool,
@@ -127,6 +132,8 @@ class CommandAction:
         self.node = node
         self._get_agent = get_agent
         self._pipeline = pipeline
+        #: The language server's meaning resolver: a search_for read by meaning (None: WHAT's own classes).
+        self._get_resolver = get_resolver
         self._summary = summary
         self._announce = announce
         self.require_confirmation = require_confirmation
@@ -202,6 +209,10 @@ class CommandAction:
         goal.command_id = goal.command_id.strip() or f"cmd-{uuid.uuid4().hex[:8]}"
         if not goal.instruction.strip():
             return RejectionCode.INVALID, "the instruction is empty"
+        if len(goal.search_for) > MAX_ID_CHARS or not goal.search_for.isprintable():
+            return RejectionCode.INVALID, f"search_for must be one line of at most {MAX_ID_CHARS} printable characters"
+        if goal.search_for.strip() and not goal.execute:
+            return RejectionCode.INVALID, "search_for walks the robot: send it with execute: true"
         if self.closing.is_set():
             return RejectionCode.SHUTTING_DOWN, "the language server is shutting down"
         try:
@@ -330,6 +341,8 @@ class CommandAction:
             queries.append(query)
             self._feedback(goal, "grounding", f"query {len(queries)}: {query}", queries=list(queries))
 
+        if request.search_for.strip() and not self._searched(running, goal, result):
+            return
         self._feedback(goal, "grounding", request.instruction.strip())
         command = self._pipeline.command(
             self._get_agent(), request.instruction, session=request.session, on_query=on_query,
@@ -344,6 +357,9 @@ class CommandAction:
             result.outcome, result.reason = CommandOutcome.CLARIFY.value, command.clarification
             result.clarification = command.clarification
             result.candidates = candidate_msgs(command.candidates)
+            if command.missing and not command.candidates:  # the map lacks it: propose the search
+                result.missing = command.missing
+                result.reason += f"; {search_proposal(command.missing)}"
             return
         if not command.goal:
             result.outcome, result.reason = CommandOutcome.FAILED.value, command.error
@@ -375,6 +391,49 @@ class CommandAction:
                      interruption=functools.partial(self._interruption, running, goal),
                      stopped=self._stopped_before_moving).run(plan, result)
 
+    def _searched(self, running: _Running, goal: ServerGoalHandle, result: ExecuteCommand.Result) -> bool:
+        """Look for ``search_for`` first when the map lacks it: True when it is there (or was found), else False
+        with the result's outcome set (not found, stopped, cancelled, refused, ...)."""
+        what = " ".join(goal.request.search_for.split())
+        resolver = self._get_resolver() if self._get_resolver is not None else None
+        planner = self._pipeline.planner
+        if not isinstance(planner, Planner):
+            raise TypeError("a command's search needs the node's Planner")
+        search = CommandSearch(
+            planner, target_of(what, resolver.rank_terms if resolver is not None else None),
+            command_id=running.command_id, map_frame=self.map_frame, stamp=lambda: self.node.get_clock().now().to_msg(),
+            dispatch=lambda feedback, interruption: PlanDispatch(
+                self.node, self.plans, self.closing, feedback=feedback, interruption=interruption,
+                stopped=self._stopped_before_moving),
+            feedback=functools.partial(self._feedback, goal),
+            interruption=functools.partial(self._interruption, running, goal), stopped=self._stopped_before_moving)
+        there = search.on_the_map()
+        if there is not None:
+            result.found, result.found_where = str(there["symbol"]), ""
+            self._feedback(goal, "search", f"{what}: {there['symbol']} ({there['class']}) is on the map; no search")
+            return True
+        rooms = search.first_rooms()
+        message = (f"confirm before the robot moves: look for {what}, in {', '.join(rooms) or 'no room'} first "
+                   f"(at most {search.search.max_rooms} rooms).\nCall confirm with command_id {running.command_id} "
+                   f"and approve true or false, or cancel the goal (waiting up to {self.confirm_timeout_s:g} s)")
+        if (self.require_confirmation or goal.request.require_confirmation) and not self._confirmed(
+                running, goal, result, message):
+            return False
+        if self._stopped_before_moving(result, "before the search"):
+            return False
+        found = search.run()
+        result.searched, result.search_distance_m = list(found.visited), found.distance_m
+        looked = f"looked in {', '.join(found.visited) or 'no room'}, {found.distance_m:.1f} m walked"
+        if found.outcome == "found" and found.found:
+            result.found, result.found_where = found.found, found.where
+            self._feedback(goal, "search", f"found {found.found} in {found.where or 'an unnamed room'}; {looked}")
+            return True
+        outcomes = {"not_found": CommandOutcome.FAILED.value}
+        result.outcome = outcomes.get(found.outcome, found.outcome or CommandOutcome.FAILED.value)
+        result.reason = (f"{what} not found: {found.reason}; {looked}" if found.outcome == "not_found"
+                         else f"the search for {what} ended {found.outcome}: {found.reason}; {looked}")
+        return False
+
     def _stopped_before_moving(self, result: ExecuteCommand.Result, when: str) -> bool:
         stop = self.stopped()
         if stop is None:
@@ -383,15 +442,18 @@ class CommandAction:
         result.reason = f"the robot was stopped {when} ({stop.reason or 'latched stop'}); nothing moved"
         return True
 
-    def _confirmed(self, running: _Running, goal: ServerGoalHandle, result: ExecuteCommand.Result) -> bool:
-        """Wait for the operator; False (with the result's outcome set) unless confirmed."""
-        message = (
+    def _confirmed(self, running: _Running, goal: ServerGoalHandle, result: ExecuteCommand.Result,
+                   message: str = "") -> bool:
+        """Wait for the operator; False (with the result's outcome set) unless confirmed. ``message``: what is
+        confirmed (default: the goal and its plan)."""
+        message = message or (
             f"confirm before the robot moves: {result.goal_text} ({result.goal}).\nPlan: {result.plan_summary}\n"
             f"Call confirm with command_id {running.command_id} and approve true or false, or cancel the goal "
             f"(waiting up to {self.confirm_timeout_s:g} s)"
         )
         self._feedback(goal, "confirm", message, goal=result.goal, goal_text=result.goal_text,
                        plan_summary=result.plan_summary, plan=result.plan)
+        running.decided.clear()  # a command may ask twice: its search's tour, then its plan
         running.waiting = True  # only now: an approval before the plan was shown approves nothing seen
         deadline = time.monotonic() + self.confirm_timeout_s
         while not running.decided.wait(POLL_S):
@@ -405,6 +467,7 @@ class CommandAction:
                 result.outcome = CommandOutcome.REFUSED.value
                 result.reason = f"not confirmed within {self.confirm_timeout_s:g} s; nothing moved"
                 return False
+        running.waiting = False
         if not running.approved:
             result.outcome, result.reason = CommandOutcome.REFUSED.value, "the operator refused the plan; nothing moved"
             return False

@@ -1,8 +1,10 @@
 """The search's view of the live map: rooms and their labels, the objects and their rooms, each room's
-viewpoint, and the walk from anywhere to each viewpoint over the place graph (the planner's)."""
+viewpoint, the walk from anywhere to each viewpoint over the place graph (the planner's), and the things
+the mirror holds now that are what the search looks for."""
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.sparse.csgraph import dijkstra
@@ -12,6 +14,10 @@ from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.planning.places import PlaceGraph
 from heracles_ros.search.ranking import MapObject
 from heracles_ros.search.runner import XY, SearchArea
+from heracles_ros.search.target import Target
+
+#: Seconds a look for the thing in the database may take.
+LOOK_TIMEOUT_S = 5.0
 
 
 def search_area(store: GraphStore, graph: PlaceGraph) -> SearchArea:
@@ -61,3 +67,17 @@ def walk_lengths(graph: PlaceGraph, area: SearchArea, start: XY) -> Mapping[str,
 def _room(graph: PlaceGraph, index: int) -> str:
     room = int(graph.room_of[index])
     return graph.room_names[room] if room >= 0 else ""
+
+
+def map_objects(store: GraphStore) -> list[str]:
+    """The symbols of the objects the map holds now (what a search does not count as found)."""
+    return [str(row["symbol"]) for row in store.query(q.OBJECT_SYMBOLS)]
+
+
+def things_seen(store: GraphStore, target: Target, before: Sequence[str]) -> list[dict[str, Any]]:
+    """The objects not among ``before`` that are what ``target`` looks for, by symbol (``symbol``, ``class``,
+    ``x``, ``y``)."""
+    rows = [row for row in store.query(q.NEW_OBJECTS, {"before": list(before)}, timeout_s=LOOK_TIMEOUT_S)
+            if row.get("class")]
+    wanted = target.which({str(row["class"]) for row in rows}) if rows else set()
+    return [row for row in rows if str(row["class"]) in wanted]

@@ -36,6 +36,13 @@ class SearchArea:
     #: Room symbol -> the place a leg walks to (nearest the room's centre).
     viewpoints: dict[str, str]
 
+    def nearest_place(self, xy: XY) -> str:
+        return min(self.place_xy, key=lambda place: math.dist(self.place_xy[place], xy))
+
+    def room_at(self, xy: XY) -> str:
+        """The room of the place nearest ``xy`` ('' none)."""
+        return self.place_room.get(self.nearest_place(xy), "")
+
 
 @dataclass(frozen=True)
 class Leg:
@@ -101,13 +108,10 @@ class Search:
 
     def look_from(self, xy: XY) -> None:
         """Rule out the places within sensor range of ``xy`` in the room there."""
-        room = self.area.place_room.get(self._nearest_place(xy), "")
+        room = self.area.room_at(xy)
         for place, pxy in self.area.place_xy.items():
             if self.area.place_room.get(place) == room and math.dist(pxy, xy) <= self.sensor_range_m:
                 self._covered.add(place)
-
-    def _nearest_place(self, xy: XY) -> str:
-        return min(self.area.place_xy, key=lambda place: math.dist(self.area.place_xy[place], xy))
 
     def run(self, start: XY, walk: WalkLeg, lengths: WalkLengths, feedback: Feedback | None = None) -> SearchResult:
         result = SearchResult("not_found")
