@@ -307,7 +307,8 @@ def parse_clarification(text: str) -> Clarification | None:
     if match is None:
         return None
     shape = ('CLARIFY("your question", <O3, O7>): a quoted question, then the set of candidate symbols (and, '
-             'when nothing matched, optionally the quoted thing the map lacks: CLARIFY("...", <>, "fire extinguisher"))')
+             'when nothing matched, optionally the quoted thing the map lacks: '
+             'CLARIFY("...", <>, "fire extinguisher"))')
     rest = match.group(1).strip()
     if not (rest.startswith("(") and rest.endswith(")")):
         raise AnswerFormatError(f"a clarification is written {shape}")

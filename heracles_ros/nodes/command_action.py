@@ -13,6 +13,12 @@ goal response carries only ``accepted``, so the reason goes out on
 services queue a burst of requests instead of dropping it, and a result is
 kept for a late client (:data:`~heracles_ros.ros.interfaces.EXECUTE_COMMAND`).
 
+With ``search_for`` (and ``execute``), what the map lacks is looked for first (:mod:`.command_search`):
+feedback ``search`` (where it looks next, what it has ruled out, what it found where), the legs' plans
+through the dispatcher like any plan (confirmed first as a tour when confirmation is required); once it is
+seen, the instruction is grounded on the map that now holds it and goes on as below. A clarification that
+matched nothing and names what the map lacks (CLARIFY's third field) proposes that search in its reason.
+
 Feedback, in order: ``grounding`` (once at the start, then once per Cypher
 query the model runs, with the queries so far), ``goal`` (the checked goal and
 the same in words), ``plan``, ``confirm`` (only when confirmation is required:
