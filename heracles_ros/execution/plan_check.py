@@ -26,6 +26,7 @@ from heracles_ros.execution.robot_state import RobotState
 from heracles_ros.graphdb.cypher import plan_check as cypher
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.plan_types import MAX_HOP_M, PlanAction, PlanResult, Point3
+from heracles_ros.planar import path_length, planar_distance
 from heracles_ros.schema import Layer, is_scene_symbol
 
 #: At most this many problems are listed in one refusal (the rest are counted).
@@ -131,7 +132,7 @@ def check_plan(plan: PlanResult, robot: RobotState, world: World | None, limits:
         problems += check_step(action, index, robot, world, limits)
         if action.name == "goto" and not _not_finite(action):
             points = list(action.waypoints) or [action.target]
-            walked += sum(_planar(a, b) for a, b in itertools.pairwise([robot.position, *points]))
+            walked += path_length([robot.position, *points])
             robot = replace(robot, position=action.target, place=action.target_symbol)
         elif action.name in ("pick", "place"):
             robot = replace(robot, holding=object_of(action) if action.name == "pick" else "")
@@ -225,7 +226,7 @@ def _off_graph(action: PlanAction, robot: RobotState, world: World, max_hop_m: f
     problems = []
     first = world.located.get(places[0])
     if not at and first is not None and first.position is not None:
-        distance = _planar(robot.position, first.position)
+        distance = planar_distance(robot.position, first.position)
         if distance > max_hop_m:
             problems.append(
                 f"the robot stands on no known place, {distance:.3g} m from {places[0]} where the walk starts: "
@@ -243,11 +244,8 @@ def _leaf_hop(a: Located | None, b: Located | None, max_hop_m: float) -> bool:
     """A 3D place and a mesh place within ``max_hop_m``: how the planner joins a 3D place to the graph."""
     if a is None or b is None or a.position is None or b.position is None:
         return False
-    return {a.layer, b.layer} == {Layer.PLACE, Layer.MESH_PLACE} and _planar(a.position, b.position) <= max_hop_m
-
-
-def _planar(a: Point3, b: Point3) -> float:
-    return math.hypot(a[0] - b[0], a[1] - b[1])
+    mesh_and_3d = {a.layer, b.layer} == {Layer.PLACE, Layer.MESH_PLACE}
+    return mesh_and_3d and planar_distance(a.position, b.position) <= max_hop_m
 
 
 def _near(point: Point3, symbol: str, what: str, world: Mapping[str, Located], tolerance_m: float) -> list[str]:

@@ -19,7 +19,6 @@ with the reason instead of reaching the robot.
 from __future__ import annotations
 
 import functools
-import itertools
 import logging
 import math
 import threading
@@ -27,6 +26,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from heracles_ros import planar
 from heracles_ros.errors import ConfigError, DriverError, HeraclesError
 from heracles_ros.execution.driver import (
     ACTIONS,
@@ -142,8 +142,7 @@ def plan_problems(plan: PlanResult, kinds: Mapping[str, Layer] | None = None) ->
 
 def path_length(start: Point3, action: PlanAction) -> float:
     """Metres a goto walks from ``start`` through its waypoints (planar)."""
-    points = [start, *goto_path(action)[0]]
-    return sum(math.hypot(b[0] - a[0], b[1] - a[1]) for a, b in itertools.pairwise(points))
+    return planar.path_length([start, *goto_path(action)[0]])
 
 
 class PlanRunner:

@@ -10,7 +10,6 @@ places and inspections are not counted.
 """
 from __future__ import annotations
 
-import itertools
 import math
 from collections import deque
 from collections.abc import Sequence
@@ -19,6 +18,7 @@ from enum import Enum
 
 from heracles_ros.execution.driver import goto_path
 from heracles_ros.plan_types import PlanAction, Point3
+from heracles_ros.planar import path_length, planar_distance, segment_distance
 
 #: A distance or time that cannot be told (DispatchProgress ``distance_remaining_m`` / ``time_remaining_s``).
 UNKNOWN = -1.0
@@ -45,14 +45,6 @@ class Remaining:
 NOT_KNOWN = Remaining(UNKNOWN, UNKNOWN, SpeedBasis.UNKNOWN)
 
 
-def _planar(a: Point3, b: Point3) -> float:
-    return math.hypot(b[0] - a[0], b[1] - a[1])
-
-
-def _length(points: Sequence[Point3]) -> float:
-    return sum(_planar(a, b) for a, b in itertools.pairwise(points))
-
-
 def later_walks_m(actions: Sequence[PlanAction], first: int, start: Point3) -> float:
     """Metres of every goto from ``actions[first]`` on, each from where the walk before it ends.
 
@@ -62,7 +54,7 @@ def later_walks_m(actions: Sequence[PlanAction], first: int, start: Point3) -> f
     for action in actions[first:]:
         if action.name == "goto":
             points = goto_path(action)[0]
-            total += _length([here, *points])
+            total += path_length([here, *points])
             here = points[-1]
     return total
 
@@ -79,7 +71,7 @@ class WalkProgress:
     def __init__(self, start: Point3, action: PlanAction):
         self._points: list[Point3] = [start, *goto_path(action)[0]]
         #: _tail[i]: metres of the path from point i to its end.
-        self._tail = [_length(self._points[i:]) for i in range(len(self._points))]
+        self._tail = [path_length(self._points[i:]) for i in range(len(self._points))]
         self._segment = 0
 
     @property
@@ -93,19 +85,11 @@ class WalkProgress:
             return 0.0
         best, best_d = self._segment, math.inf
         for i in range(self._segment, len(points) - 1):
-            d = _to_segment(position, points[i], points[i + 1])
+            d = segment_distance(position, points[i], points[i + 1])
             if d < best_d:
                 best, best_d = i, d
         self._segment = best
-        return _planar(position, points[best + 1]) + self._tail[best + 1]
-
-
-def _to_segment(p: Point3, a: Point3, b: Point3) -> float:
-    """Planar distance from ``p`` to the segment ``a``-``b``."""
-    dx, dy = b[0] - a[0], b[1] - a[1]
-    span = dx * dx + dy * dy
-    t = 0.0 if span == 0 else min(1.0, max(0.0, ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / span))
-    return math.hypot(p[0] - (a[0] + t * dx), p[1] - (a[1] + t * dy))
+        return planar_distance(position, points[best + 1]) + self._tail[best + 1]
 
 
 class SpeedMeter:

@@ -16,7 +16,6 @@ bytes only when something new was seen (0.8 ms on the small scene).
 """
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ import spark_dsg as dsg
 from scipy.spatial import cKDTree
 
 from heracles_ros.errors import ConfigError, SceneError
+from heracles_ros.planar import segment_distance
 from heracles_ros.scene.io import load_scene
 from heracles_ros.scene.tables import extract_tables, symbol_of
 from heracles_ros.schema import Layer
@@ -83,14 +83,6 @@ class World:
         return self._place_rooms[int(index)]
 
 
-def _segment_distance(point: XY, a: XY, b: XY) -> float:
-    """Planar distance from ``point`` to the segment a-b."""
-    dx, dy = b[0] - a[0], b[1] - a[1]
-    length2 = dx * dx + dy * dy
-    t = 0.0 if length2 == 0 else max(0.0, min(1.0, ((point[0] - a[0]) * dx + (point[1] - a[1]) * dy) / length2))
-    return math.hypot(point[0] - (a[0] + t * dx), point[1] - (a[1] + t * dy))
-
-
 class SimHydra:
     """What has been seen of ``world`` by a robot walking in it, and the snapshot Hydra would publish.
 
@@ -142,7 +134,7 @@ class SimHydra:
             new = [
                 o.symbol for o in self._hidden.values()
                 if o.symbol not in seen and room and o.room == room
-                and _segment_distance(o.xy, *segment) <= self.sensor_range_m
+                and segment_distance(o.xy, *segment) <= self.sensor_range_m
             ]
             if new:
                 self._seen.extend(sorted(new))

@@ -58,6 +58,7 @@ from heracles_ros.mirror.history import ChangeEvent
 from heracles_ros.mirror.scene_view import DrawnLayer, DrawnNode, SceneView
 from heracles_ros.outcomes import ChangeKind
 from heracles_ros.plan_types import PlanAction, PlanResult, Point3
+from heracles_ros.planar import segment_distance
 from heracles_ros.ros.plan_msgs import point_msg
 
 NS_PATH = "heracles/path"
@@ -113,17 +114,10 @@ def _nearest_segment(points: list[Point3], robot: Point3) -> int:
     """Index of the planar segment nearest ``robot`` (ties go to the later one)."""
     best, best_d = 0, math.inf
     for i in range(len(points) - 1):
-        d = _segment_distance(points[i], points[i + 1], robot)
+        d = segment_distance(robot, points[i], points[i + 1])
         if d <= best_d + 1e-9:
             best, best_d = i, min(d, best_d)
     return best
-
-
-def _segment_distance(a: Point3, b: Point3, p: Point3) -> float:
-    dx, dy = b[0] - a[0], b[1] - a[1]
-    length2 = dx * dx + dy * dy
-    t = 0.0 if length2 == 0 else max(0.0, min(1.0, ((p[0] - a[0]) * dx + (p[1] - a[1]) * dy) / length2))
-    return math.hypot(a[0] + t * dx - p[0], a[1] + t * dy - p[1])
 
 
 def plan_markers(
