@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from heracles_ros.agent.llm import LLM, LLMSettings, Message, Reply, ToolCall, ToolSpec, tool_schema
-from heracles_ros.errors import LLMError, LLMOutputError, LLMTimeout, LLMUnavailable
+from heracles_ros.errors import LLMOutputError
+from heracles_ros.model_clients import ollama_failures, require_ollama
 
 log = logging.getLogger(__name__)
 
@@ -20,37 +21,22 @@ log = logging.getLogger(__name__)
 class OllamaLLM(LLM):
     def __init__(self, settings: LLMSettings):
         super().__init__(settings)
-        try:
-            import httpx
-            import ollama
-        except ImportError as exc:
-            raise LLMUnavailable("the 'ollama' package is not installed: pip install ollama") from exc
-        self._ollama = ollama
-        self._httpx = httpx
+        ollama, _ = require_ollama()
         self._client = ollama.Client(host=settings.endpoint(), timeout=settings.timeout_s)
         self._calls = 0
 
     def chat(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> Reply:
-        ollama, httpx = self._ollama, self._httpx
         wire_tools = [tool_schema(t) for t in tools]
         try:
-            response = self._client.chat(
-                model=self.settings.model_name,
-                messages=[_to_wire(m) for m in messages],
-                tools=wire_tools or None,
-                options={"temperature": self.settings.temperature},
-            )
-        except httpx.TimeoutException as exc:
-            raise LLMTimeout(f"{self.description} did not answer within {self.settings.timeout_s:g} s") from exc
-        except (ConnectionError, httpx.TransportError) as exc:
-            raise LLMUnavailable(f"cannot reach {self.description}: {exc}") from exc
-        except ollama.ResponseError as exc:
-            refused = f"{self.description} refused the request (HTTP {exc.status_code})"
-            raise LLMUnavailable(f"{refused}: {exc.error}") from exc
+            with ollama_failures(self.description, self.settings.timeout_s):
+                response = self._client.chat(
+                    model=self.settings.model_name,
+                    messages=[_to_wire(m) for m in messages],
+                    tools=wire_tools or None,
+                    options={"temperature": self.settings.temperature},
+                )
         except ValueError as exc:  # JSON decoding or response validation
             raise LLMOutputError(f"{self.description} sent a reply that is not a chat response: {exc}") from exc
-        except httpx.HTTPError as exc:
-            raise LLMError(f"{self.description} failed: {exc}") from exc
         message = response.message
         calls = []
         for call in message.tool_calls or []:

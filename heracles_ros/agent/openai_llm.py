@@ -8,40 +8,21 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Sequence
 from typing import Any
 
 from heracles_ros.agent.llm import LLM, LLMSettings, Message, Reply, ToolCall, ToolSpec, tool_schema
-from heracles_ros.errors import LLMError, LLMOutputError, LLMTimeout, LLMUnavailable
+from heracles_ros.errors import LLMOutputError
+from heracles_ros.model_clients import openai_client, openai_failures
 
 log = logging.getLogger(__name__)
-
-#: Sent when a local server is named by URL and no key is set; such servers ignore it.
-_NO_KEY = "no-key-needed"
-
 
 class OpenAILLM(LLM):
     def __init__(self, settings: LLMSettings):
         super().__init__(settings)
-        try:
-            import openai
-        except ImportError as exc:
-            raise LLMUnavailable("the 'openai' package is not installed: pip install openai") from exc
-        self._openai = openai
-        key = os.environ.get("OPENAI_API_KEY")
-        if not key and not settings.endpoint():
-            raise LLMUnavailable("OPENAI_API_KEY is not set (needed for api.openai.com; or pass --base-url)")
-        # max_retries=0: a retry would silently double the time a caller waits past its timeout.
-        self._client = openai.OpenAI(
-            api_key=key or _NO_KEY,
-            base_url=settings.endpoint(),
-            timeout=settings.timeout_s,
-            max_retries=0,
-        )
+        self._client = openai_client(settings.endpoint(), settings.timeout_s, url_option="--base-url")
 
     def chat(self, messages: Sequence[Message], tools: Sequence[ToolSpec] = ()) -> Reply:
-        openai = self._openai
         kwargs: dict[str, Any] = {
             "model": self.settings.model_name,
             "messages": [_to_wire(m) for m in messages],
@@ -50,17 +31,10 @@ class OpenAILLM(LLM):
         if tools:
             kwargs["tools"] = [tool_schema(t) for t in tools]
         try:
-            response = self._client.chat.completions.create(**kwargs)
-        except openai.APITimeoutError as exc:
-            raise LLMTimeout(f"{self.description} did not answer within {self.settings.timeout_s:g} s") from exc
-        except openai.APIConnectionError as exc:
-            raise LLMUnavailable(f"cannot reach {self.description}: {exc}") from exc
-        except openai.APIStatusError as exc:
-            raise LLMUnavailable(f"{self.description} refused the request (HTTP {exc.status_code}): {exc}") from exc
+            with openai_failures(self.description, self.settings.timeout_s):
+                response = self._client.chat.completions.create(**kwargs)
         except ValueError as exc:  # JSON decoding or response validation
             raise LLMOutputError(f"{self.description} sent a reply that is not a chat completion: {exc}") from exc
-        except openai.OpenAIError as exc:
-            raise LLMError(f"{self.description} failed: {exc}") from exc
         return _from_wire(response, self.description)
 
     def close(self) -> None:

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from heracles_ros.errors import ConfigError, LLMError, LLMTimeout, LLMUnavailable
+from heracles_ros.errors import ConfigError, LLMError
+from heracles_ros.model_clients import ollama_failures, openai_client, openai_failures, require_ollama
 
 #: The embedders ``open_embedder`` knows.
 KINDS = ("wordllama", "openai", "ollama")
@@ -28,8 +29,6 @@ WORDLLAMA_CONFIG = "l2_supercat"
 WORDLLAMA_DIM = 256
 #: Texts sent to a provider per request.
 PROVIDER_BATCH = 256
-#: Sent when a local OpenAI-compatible server is named by URL and no key is set; such servers ignore it.
-_NO_KEY = "no-key-needed"
 
 
 class Embedder(Protocol):
@@ -101,35 +100,21 @@ class OpenAIEmbedder:
     """``/v1/embeddings`` of OpenAI or of a compatible server at ``base_url`` (key from ``OPENAI_API_KEY``)."""
 
     def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 30.0):
-        try:
-            import openai
-        except ImportError as exc:
-            raise LLMUnavailable("the 'openai' package is not installed: pip install openai") from exc
-        key = os.environ.get("OPENAI_API_KEY")
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        if not key and not base_url:
-            raise LLMUnavailable("OPENAI_API_KEY is not set (needed for api.openai.com; or pass a base URL)")
-        self._openai = openai
-        self._client = openai.OpenAI(api_key=key or _NO_KEY, base_url=base_url, timeout=timeout_s, max_retries=0)
+        self._client = openai_client(base_url, timeout_s, url_option="a base URL")
         self._where = f"OpenAI embeddings {model!r}" + (f" at {base_url}" if base_url else "")
         self._timeout_s = timeout_s
         self.model = model
         self.model_id = f"openai/{model}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        openai = self._openai
         rows: list[list[float]] = []
         for start in range(0, len(texts), PROVIDER_BATCH):
             chunk = list(texts[start : start + PROVIDER_BATCH])
             try:
-                response = self._client.embeddings.create(model=self.model, input=chunk)
-            except openai.APITimeoutError as exc:
-                raise LLMTimeout(f"{self._where} did not answer within {self._timeout_s:g} s") from exc
-            except openai.APIConnectionError as exc:
-                raise LLMUnavailable(f"cannot reach {self._where}: {exc}") from exc
-            except openai.APIStatusError as exc:
-                raise LLMUnavailable(f"{self._where} refused the request (HTTP {exc.status_code}): {exc}") from exc
-            except (ValueError, openai.OpenAIError) as exc:
+                with openai_failures(self._where, self._timeout_s):
+                    response = self._client.embeddings.create(model=self.model, input=chunk)
+            except ValueError as exc:
                 raise LLMError(f"{self._where} failed: {exc}") from exc
             data = sorted(response.data, key=lambda item: item.index)
             if len(data) != len(chunk):
@@ -142,12 +127,7 @@ class OllamaEmbedder:
     """Ollama's ``/api/embed`` at ``host`` (else ``OLLAMA_HOST``, else the local default)."""
 
     def __init__(self, model: str, *, host: str | None = None, timeout_s: float = 30.0):
-        try:
-            import httpx
-            import ollama
-        except ImportError as exc:
-            raise LLMUnavailable("the 'ollama' package is not installed: pip install ollama") from exc
-        self._ollama, self._httpx = ollama, httpx
+        ollama, _ = require_ollama()
         self._client = ollama.Client(host=host, timeout=timeout_s)
         self._where = f"Ollama embeddings {model!r}" + (f" at {host}" if host else "")
         self._timeout_s = timeout_s
@@ -155,20 +135,13 @@ class OllamaEmbedder:
         self.model_id = f"ollama/{model}"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        ollama, httpx = self._ollama, self._httpx
         rows: list[Sequence[float]] = []
         for start in range(0, len(texts), PROVIDER_BATCH):
             chunk = list(texts[start : start + PROVIDER_BATCH])
             try:
-                response = self._client.embed(model=self.model, input=chunk)
-            except httpx.TimeoutException as exc:
-                raise LLMTimeout(f"{self._where} did not answer within {self._timeout_s:g} s") from exc
-            except (ConnectionError, httpx.TransportError) as exc:
-                raise LLMUnavailable(f"cannot reach {self._where}: {exc}") from exc
-            except ollama.ResponseError as exc:
-                refused = f"{self._where} refused the request (HTTP {exc.status_code})"
-                raise LLMUnavailable(f"{refused}: {exc.error}") from exc
-            except (ValueError, httpx.HTTPError) as exc:
+                with ollama_failures(self._where, self._timeout_s):
+                    response = self._client.embed(model=self.model, input=chunk)
+            except ValueError as exc:
                 raise LLMError(f"{self._where} failed: {exc}") from exc
             vectors = list(response.embeddings)
             if len(vectors) != len(chunk):
