@@ -197,7 +197,7 @@ class LanguageServerNode(HeraclesNode):
             announce=self._publish_answer,
             require_confirmation=self.settings.require_confirmation,
             confirm_timeout_s=self.settings.confirm_timeout_s, map_frame=self.settings.map_frame,
-            client_lost_s=self.settings.client_lost_s,
+            client_lost_s=self.settings.client_lost_s, get_resolver=self._get_resolver,
         ))
         try:
             self._get_agent()
@@ -242,10 +242,7 @@ class LanguageServerNode(HeraclesNode):
         )
         response.answer = result.answer
         response.explanation = result.explanation
-        response.clarification = result.clarification
-        response.candidates = candidate_msgs(result.candidates)
-        _fill_usage(response, result.usage, result.error)
-        return response
+        return _answered(response, result)
 
     def _on_command(self, request: Command.Request, response: Command.Response) -> Command.Response:
         result = self._serve(
@@ -256,10 +253,7 @@ class LanguageServerNode(HeraclesNode):
         response.goal = result.goal
         response.goal_text = result.goal_text
         response.plan_summary = plan_summary(result.plan)
-        response.clarification = result.clarification
-        response.candidates = candidate_msgs(result.candidates)
-        _fill_usage(response, result.usage, result.error)
-        return response
+        return _answered(response, result)
 
     def _on_correct(self, request: Correct.Request, response: Correct.Response) -> Correct.Response:
         result = self._serve(
@@ -271,10 +265,7 @@ class LanguageServerNode(HeraclesNode):
         response.added = list(result.added)
         response.existing = list(result.existing)
         response.explanation = result.explanation
-        response.clarification = result.clarification
-        response.candidates = candidate_msgs(result.candidates)
-        _fill_usage(response, result.usage, result.error)
-        return response
+        return _answered(response, result)
 
     def _on_corrections(
         self, request: ManageCorrections.Request, response: ManageCorrections.Response
@@ -411,13 +402,19 @@ class LanguageServerNode(HeraclesNode):
         return self.settings.request_workers + SPARE_THREADS
 
 
-def _fill_usage(response: Any, usage: Usage, error: str) -> None:
+def _answered(response: Any, result: Any) -> Any:
+    """``response`` with what every model-answered service returns: the question back with its candidates,
+    what the model cost (queries, tool calls, tokens, time) and the error."""
+    response.clarification = result.clarification
+    response.candidates = candidate_msgs(result.candidates)
+    usage: Usage = result.usage
     response.queries = [str(q) for q in usage.queries]
     response.tool_calls = usage.tool_calls
     response.input_tokens = usage.input_tokens
     response.output_tokens = usage.output_tokens
     response.latency_s = float(usage.latency_s)
-    response.error = error
+    response.error = result.error
+    return response
 
 
 main = LanguageServerNode.main
