@@ -2,17 +2,21 @@
 
 The scene (``--scale`` F: the large one times F) is mirrored into a throwaway embedded FalkorDB (or ``--db``), then:
 
-- ``scene_read_s``: the server's read of the whole map (``read_scene_view``: one query per layer);
-- ``full_build_ms`` / ``full_message_mb``: the first full ``scene`` message a page gets (the feed's diff
-  from nothing, and its JSON as the server sends it);
-- ``update_read_s`` / ``update_diff_ms`` / ``update_message_bytes``: one object moved 2 m by the mirror,
-  then the server's re-read, diff and message (what every open page receives instead of the map);
+- ``scene_read_s``: the server's whole read of the map (``map_reads.read_whole_map``);
+- ``full_build_ms`` / ``full_message_mb`` / ``full_messages`` / ``full_first_kb``: the whole map as a page gets it
+  (the feed's diff from nothing and its JSON as the server sends it: rooms and objects first, then the places
+  a piece at a time), its size, its number of messages and the size of the first;
+- ``update_read_s`` / ``update_diff_ms`` / ``update_message_bytes``: one object moved 2 m by the mirror, then the
+  server's read of what changed since its last read, diff and message (what every open page receives);
+- ``change_*``: the same after 1 % of the places changed (3 in 4 moved 1 m, 1 in 4 removed): the read's time, the
+  places it read (``change_places_read``, against ``change_places``), the message's size;
 - with Chromium (``/usr/bin/chromium`` and its driver, through Selenium, the tools extra): the page served by
   the real console server, opened in headless Chromium: ``page_first_scene_ms`` from navigation start to
-  the first frame that draws the scene, ``page_scene_message_ms`` (parsing and applying that message),
-  ``page_layers_ms`` (sorting the scene into what is drawn, rooms' outlines included: once per scene message
-  that changes rooms or places), ``page_frame_ms`` (one more frame of the whole scene, as a pan or a robot
-  message draws). Medians of ``--repeat`` runs.
+  the first frame that draws the scene (rooms and objects, before the places arrive), ``page_whole_scene_ms``
+  to the first frame of the whole map, ``page_scene_message_ms`` (parsing and applying the last piece),
+  ``page_layers_ms`` (sorting the whole scene into what is drawn, rooms' outlines included: once per scene
+  message that changes rooms or places), ``page_frame_ms`` (one more frame of the whole scene, as a pan or a
+  robot message draws). Medians of ``--repeat`` runs.
 """
 from __future__ import annotations
 
@@ -37,9 +41,10 @@ import spark_dsg as dsg
 
 from heracles_ros.bench.mirror import _database, _fresh_graph
 from heracles_ros.bench.scene_size import add_scale_argument, scene_name
+from heracles_ros.console.map_reads import read_map, read_whole_map
+from heracles_ros.console.scene_feed import MapRead, SceneFeed
 from heracles_ros.errors import ConfigError, HeraclesError
 from heracles_ros.mirror.reconcile import Mirror
-from heracles_ros.mirror.scene_view import read_scene_view
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 #: Seconds the page may take to show the whole scene, and the server to start.
@@ -64,7 +69,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.repeat < 1:
         raise ConfigError(f"--repeat must be >= 1, got {args.repeat}")
-    from heracles_ros.console.scene_feed import SceneFeed
     from heracles_ros.scene.synthetic import generate_scene
 
     scene = generate_scene(args.kind, args.seed, scale=args.scale)
@@ -72,26 +76,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     figures: dict[str, Any] = {"scene": scene_name(args.kind, args.seed, args.scale)}
     with _database(args.db) as uri, _fresh_graph(uri, graph) as store:
         Mirror(store).reconcile(scene)
-        reads, builds, feed, text = [], [], SceneFeed(), ""
+        reads, builds, feed = [], [], SceneFeed()
+        texts: tuple[str, ...] = ()
         for _ in range(args.repeat):
             started = time.perf_counter()
-            view = read_scene_view(store, timeout_s=120.0)
+            read = read_whole_map(store, why="heracles bench console", timeout_s=120.0)
             reads.append(time.perf_counter() - started)
             started = time.perf_counter()
             feed = SceneFeed()
-            feed.update(view)
-            text = _wire(feed.full().to_message())
+            feed.apply(read)
+            texts = feed.full_texts()[1]
             builds.append(time.perf_counter() - started)
-        message = json.loads(text)
-        layers = [item["layer"] for item in message["upsert"]]
+        messages = [json.loads(text) for text in texts]
+        layers = [item["layer"] for message in messages for item in message["upsert"]]
         figures.update({
-            "rooms": layers.count("room"), "places": layers.count("place"), "objects": layers.count("object"),
-            "place_edges": len(message["edges"]["add"]),
+            "rooms": layers.count("room"), "places": sum(len(m["places"]["symbols"]) for m in messages),
+            "objects": layers.count("object"), "place_edges": sum(len(m["edges"]["add"]) for m in messages),
             "scene_read_s": round(statistics.median(reads), 3),
             "full_build_ms": round(1000 * statistics.median(builds), 1),
-            "full_message_mb": round(len(text.encode()) / 1e6, 2),
+            "full_message_mb": round(sum(len(text) for text in texts) / 1e6, 2),
+            "full_messages": len(texts), "full_first_kb": round(len(texts[0]) / 1e3, 1),
         })
         figures.update(_one_object_moved(store, scene, feed, args.repeat))
+        figures.update(_one_percent_changed(store, scene, feed))
         if args.no_stop:
             figures["stop"] = "left out (--no-stop)"
         else:
@@ -105,32 +112,50 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return figures
 
 
-def _wire(message: dict[str, Any]) -> str:
-    """The message's text as the console sends it."""
-    from heracles_ros.console.protocol import encode
-
-    return encode(message)
-
-
-def _one_object_moved(store: Any, scene: dsg.DynamicSceneGraph, feed: Any, repeat: int) -> dict[str, Any]:
+def _one_object_moved(store: Any, scene: dsg.DynamicSceneGraph, feed: SceneFeed, repeat: int) -> dict[str, Any]:
     moved = dsg.DynamicSceneGraph.from_binary(scene.to_binary(include_mesh=False))
     node = next(iter(moved.get_layer(dsg.DsgLayers.OBJECTS).nodes))
     reads, diffs, sizes, upserts = [], [], [], []
+    mirror = Mirror(store)
     for run in range(repeat):
         node.attributes.position = node.attributes.position + np.array([2.0 if run % 2 == 0 else -2.0, 0.0, 0.0])
-        Mirror(store).reconcile(moved)
+        mirror.reconcile(moved)
+        read, seconds = _read_changes(store, feed)
+        reads.append(seconds)
         started = time.perf_counter()
-        view = read_scene_view(store, timeout_s=120.0)
-        reads.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        diff = feed.update(view)
-        text = _wire(diff.to_message())
+        text = feed.apply(read).to_text()
         diffs.append(time.perf_counter() - started)
-        sizes.append(len(text.encode()))
-        upserts.append(len(diff.upsert))
+        sizes.append(len(text))
+        upserts.append(len(json.loads(text)["upsert"]))
     return {"update_read_s": round(statistics.median(reads), 3),
             "update_diff_ms": round(1000 * statistics.median(diffs), 1),
             "update_message_bytes": int(statistics.median(sizes)), "update_items": max(upserts)}
+
+
+def _one_percent_changed(store: Any, scene: dsg.DynamicSceneGraph, feed: SceneFeed) -> dict[str, Any]:
+    """1 % of the places changed by the mirror (3 in 4 moved 1 m, 1 in 4 removed), then the server's read."""
+    changed = dsg.DynamicSceneGraph.from_binary(scene.to_binary(include_mesh=False))
+    places = sorted(changed.get_layer(3, 1).nodes, key=lambda node: node.id.value)
+    picked = places[::100]
+    for index, node in enumerate(picked):
+        if index % 4 == 3:
+            changed.remove_node(node.id.value)
+        else:
+            node.attributes.position = node.attributes.position + np.array([1.0, 0.0, 0.0])
+    Mirror(store).reconcile(changed)
+    read, seconds = _read_changes(store, feed)
+    started = time.perf_counter()
+    text = feed.apply(read).to_text()
+    return {"change_places": len(picked), "change_places_read": len(read.changed), "change_whole": read.whole,
+            "change_read_s": round(seconds, 3), "change_diff_ms": round(1000 * (time.perf_counter() - started), 1),
+            "change_message_kb": round(len(text) / 1e3, 1)}
+
+
+def _read_changes(store: Any, feed: SceneFeed) -> tuple[MapRead, float]:
+    """The console's read of what changed since the feed's last (and how long it took)."""
+    started = time.perf_counter()
+    read = read_map(store, feed.mark, places_shown=feed.place_count, timeout_s=120.0)
+    return read, time.perf_counter() - started
 
 
 def _page(uri: str, graph: str, objects: int, repeat: int) -> dict[str, Any]:
@@ -140,7 +165,7 @@ def _page(uri: str, graph: str, objects: int, repeat: int) -> dict[str, Any]:
 
     webdriver = tool_library("selenium.webdriver", "heracles bench console's page figures")
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    firsts, messages, layers, frames = [], [], [], []
+    firsts, wholes, messages, layers, frames = [], [], [], [], []
     with _console(uri, graph) as url, _browser(webdriver) as driver:
         driver.get(url)
         _wait_for_scene(driver, objects)
@@ -148,10 +173,12 @@ def _page(uri: str, graph: str, objects: int, repeat: int) -> dict[str, Any]:
             driver.get(url)
             stats = _wait_for_scene(driver, objects)
             firsts.append(float(stats["firstSceneMs"]))
+            wholes.append(float(stats["wholeSceneMs"]))
             messages.append(float(stats["sceneMessageMs"]))
             layers.append(float(stats["layersMs"]))
             frames.append(_frame_ms(driver, int(stats["frames"])))
     return {"page_first_scene_ms": round(statistics.median(firsts), 1),
+            "page_whole_scene_ms": round(statistics.median(wholes), 1),
             "page_scene_message_ms": round(statistics.median(messages), 1),
             "page_layers_ms": round(statistics.median(layers), 1),
             "page_frame_ms": round(statistics.median(frames), 1)}
@@ -175,7 +202,7 @@ def _wait_for_scene(driver: Any, objects: int) -> dict[str, str]:
     script = "return Object.assign({}, document.getElementById('map-stats').dataset)"
     while time.monotonic() < deadline:
         stats: dict[str, str] = driver.execute_script(script)
-        if stats.get("objects") == str(objects) and float(stats.get("firstSceneMs") or 0) > 0 \
+        if stats.get("objects") == str(objects) and float(stats.get("wholeSceneMs") or 0) > 0 \
                 and stats.get("drawnObjects") == str(objects):
             return stats
         time.sleep(0.05)

@@ -3,8 +3,8 @@
 Runs on the web server's asyncio loop, and keeps it free: every blocking call (the
 database, the bridge's services) goes to a thread, the stop to a pool of its own so
 it never waits behind an ask or a confirm, questions (a model's turns: minutes at
-worst) to another; the map's diff and its encoding (a tenth of a second at 16k
-places) to a thread too, and the map as of a past time to a small pool, one read
+worst) to another; the map's read (what changed since the last, :mod:`.map_reads`),
+diff and encoding to a thread too, and the map as of a past time to a small pool, one read
 per tab at a time. Each message is encoded once, however many tabs get it.
 Each tab has a bounded outbox that its writer drains, so a slow page never holds up
 the others and a page that stops reading is cut off. A tab that goes away has its
@@ -26,6 +26,7 @@ from typing import Any
 
 from heracles_ros.console import protocol
 from heracles_ros.console.as_of_view import read_as_of
+from heracles_ros.console.map_reads import read_map
 from heracles_ros.console.object_details import read_object
 from heracles_ros.console.protocol import (
     CLIENT_LOST_S,
@@ -47,10 +48,9 @@ from heracles_ros.console.protocol import (
     StopOp,
 )
 from heracles_ros.console.ros_messages import MirrorReport
-from heracles_ros.console.scene_feed import SceneFeed
+from heracles_ros.console.scene_feed import MapRead, SceneFeed
 from heracles_ros.errors import ConsoleMessageError, HeraclesError
 from heracles_ros.graphdb.store import GraphStore
-from heracles_ros.mirror.scene_view import SceneView
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +80,15 @@ class Tab:
     """One open page: its session (the conversation its commands and questions belong to) and its outbox.
 
     The outbox holds encoded messages and is bounded: a page that does not read (a stalled browser, a slow
-    link, a socket nobody reads) would otherwise hold every message since in the console's memory."""
+    link, a socket nobody reads) would otherwise hold every message since in the console's memory. Urgent ones
+    (the stop state) go ahead of everything waiting but the first message (hello): a page on a slow link shows
+    STOP's effect without waiting for megabytes of map before it."""
 
     def __init__(self, session: str):
         self.session = session
         self._outbox: collections.deque[str] = collections.deque()
+        self._urgent: collections.deque[str] = collections.deque()
+        self._first_taken = False
         self._waiting_bytes = 0
         self._ready = asyncio.Event()
         self._ended = asyncio.Event()
@@ -99,14 +103,15 @@ class Tab:
     def send(self, message: ServerMessage) -> None:
         self.send_text(protocol.encode(message))
 
-    def send_text(self, text: str) -> None:
+    def send_text(self, text: str, *, urgent: bool = False) -> None:
         if self.ended:
             return
-        if len(self._outbox) >= OUTBOX_MESSAGES or self._waiting_bytes + len(text) > OUTBOX_BYTES:
-            self.end(f"this page fell behind ({len(self._outbox)} messages, {self._waiting_bytes / 1e6:.1f} MB "
+        waiting = len(self._outbox) + len(self._urgent)
+        if waiting >= OUTBOX_MESSAGES or self._waiting_bytes + len(text) > OUTBOX_BYTES:
+            self.end(f"this page fell behind ({waiting} messages, {self._waiting_bytes / 1e6:.1f} MB "
                      "not read); reconnecting gets the whole map")
             return
-        self._outbox.append(text)
+        (self._urgent if urgent else self._outbox).append(text)
         self._waiting_bytes += len(text)
         self._ready.set()
 
@@ -115,6 +120,7 @@ class Tab:
         if not self.ended:
             self.ended = reason
             self._outbox.clear()
+            self._urgent.clear()
             self._waiting_bytes = 0
             self._ready.set()
             self._ended.set()
@@ -136,12 +142,14 @@ class Tab:
 
     async def next(self) -> str | None:
         """The next message for the page, once there is one; None once the tab has ended."""
-        while not self._outbox:
+        while not (self._outbox or self._urgent):
             if self.ended:
                 return None
             self._ready.clear()
             await self._ready.wait()
-        text = self._outbox.popleft()
+        lane = self._urgent if self._urgent and (self._first_taken or not self._outbox) else self._outbox
+        self._first_taken = True
+        text = lane.popleft()
         self._waiting_bytes -= len(text)
         return text
 
@@ -226,7 +234,8 @@ class ConsoleHub:
 
     def _stop_changed(self, message: Mapping[str, Any]) -> None:
         self._last_stop = protocol.encode(message)
-        self._broadcast_text(self._last_stop)
+        for tab in self._tabs.values():  # ahead of anything waiting, a map included; a joining tab too
+            tab.send_text(self._last_stop, urgent=True)
 
     def _robot_moved(self, message: Mapping[str, Any]) -> None:
         self._last_robot = protocol.encode(message)
@@ -255,13 +264,15 @@ class ConsoleHub:
         tab = Tab(session)
         self._tabs[session] = tab  # taken at once: no other page can resume it meanwhile
         tab.send(protocol.hello(tab.session, self.namespace, self.secured))
+        if self._last_stop is not None:
+            tab.send_text(self._last_stop, urgent=True)
         async with self._scene_lock:
-            _, full = await asyncio.to_thread(self.feed.full_text)
-            tab.send_text(full)
-            if self._last_stop is not None:
-                tab.send_text(self._last_stop)
+            _, pieces = await asyncio.to_thread(self.feed.full_texts)
+            tab.send_text(pieces[0])  # rooms and objects: the page draws them at once
             if self._last_robot is not None:
                 tab.send_text(self._last_robot)
+            for piece in pieces[1:]:  # the places, a piece at a time
+                tab.send_text(piece)
             tab.joined = True
         return tab
 
@@ -309,24 +320,27 @@ class ConsoleHub:
                 await asyncio.wait_for(self._closing.wait(), REFRESH_S)
 
     async def _read_scene(self) -> None:
-        from heracles_ros.mirror.scene_view import read_scene_view
-
+        """What changed since the last read (:mod:`.map_reads`), diffed and encoded in a worker thread, to every
+        page."""
         try:
             store = await self._database_store()
-            view = await asyncio.to_thread(read_scene_view, store, timeout_s=SCENE_TIMEOUT_S)
+            read = await asyncio.to_thread(read_map, store, self.feed.mark, places_shown=self.feed.place_count,
+                                           timeout_s=SCENE_TIMEOUT_S)
         except HeraclesError as exc:
             self._database = {"ok": False, "error": str(exc)}
             self._scene_due = True  # read again once it answers
             return
         self._database = {"ok": True, "error": ""}
+        if not read.settled:  # a reconcile overlapped it: its events may not all have been there yet
+            self._scene_due = True
         async with self._scene_lock:
-            text = await asyncio.to_thread(self._scene_change, view)
+            text = await asyncio.to_thread(self._scene_change, read)
             if text:
                 self._broadcast_text(text)
 
-    def _scene_change(self, view: SceneView) -> str:
-        """In a worker thread: the diff to ``view``'s wire text ('' when nothing changed)."""
-        diff = self.feed.update(view)
+    def _scene_change(self, read: MapRead) -> str:
+        """In a worker thread: the diff to what ``read`` found, as wire text ('' when nothing changed)."""
+        diff = self.feed.apply(read)
         return "" if diff.empty else diff.to_text()
 
     async def _database_store(self) -> GraphStore:
@@ -420,5 +434,4 @@ class ConsoleHub:
         tab.send(protocol.command(command_id, text))
 
     def _locate(self, symbol: str) -> tuple[float, float] | None:
-        item = self.feed.item(symbol)
-        return (item.x, item.y) if item is not None else None
+        return self.feed.position(symbol)

@@ -65,12 +65,12 @@ class HelloMessage(TypedDict):
     history_max_s: float
 
 
-#: What a map item is: a room, a mesh place (the planner's traversable layer) or an object.
-MapLayer = Literal["room", "place", "object"]
+#: What a map item is: a room or an object (places travel apart, as MapPlaces).
+MapLayer = Literal["room", "object"]
 
 
 class MapItem(TypedDict):
-    """One room, mesh place or object on the map (places travel with cls and name '')."""
+    """One room or object on the map."""
 
     symbol: str
     layer: MapLayer
@@ -79,6 +79,14 @@ class MapItem(TypedDict):
     x: float
     y: float
     operator: bool
+
+
+class MapPlaces(TypedDict):
+    """Places (the planner's traversable layer) added or moved: symbols, and their positions as x, y pairs in one
+    list of numbers (10^5 places as objects of their own were 70 % of a 14 MB first message)."""
+
+    symbols: list[str]
+    xy: list[float]
 
 
 #: A place edge: its two places' symbols, the lower first (a JSON array of two strings).
@@ -92,10 +100,14 @@ class MapEdges(TypedDict):
 
 class SceneMessage(TypedDict):
     type: Literal["scene"]
-    #: True: everything, replacing what the page holds; False: what changed since the last one on this socket.
+    #: True: the first of the whole map, replacing what the page holds; False: what changed since the last one.
     full: bool
+    #: True: scene messages that follow complete the whole map (its places, a message of PLACES_PER_MESSAGE at a
+    #: time); False once the page has it all.
+    more: bool
     upsert: list[MapItem]
     remove: list[str]
+    places: MapPlaces
     edges: MapEdges
 
 
@@ -291,9 +303,11 @@ def hello(session: str, namespace: str, secured: bool) -> HelloMessage:
             "history_max_s": SINCE_MAX_S}
 
 
-def scene(full: bool, upsert: list[MapItem], remove: list[str], edges_added: Sequence[MapEdge],
-          edges_removed: Sequence[MapEdge]) -> SceneMessage:
-    return {"type": "scene", "full": full, "upsert": upsert, "remove": remove,
+def scene(full: bool, more: bool, upsert: list[MapItem], remove: list[str], places: Sequence[tuple[str, float, float]],
+          edges_added: Sequence[MapEdge], edges_removed: Sequence[MapEdge]) -> SceneMessage:
+    """``places``: (symbol, x, y) of each place added or moved."""
+    return {"type": "scene", "full": full, "more": more, "upsert": upsert, "remove": remove,
+            "places": {"symbols": [p[0] for p in places], "xy": [v for p in places for v in p[1:]]},
             "edges": {"add": list(edges_added), "remove": list(edges_removed)}}
 
 
@@ -366,18 +380,29 @@ def encode(message: Any) -> str:
 
 #: Entries of a scene message encoded in one call (about a millisecond's work).
 ENCODE_CHUNK = 1000
+#: Places in one scene message of the whole map (with the edges that reach them): the map comes in pieces of
+#: ~0.6 MB, each compressed for the socket in a few milliseconds on the server's loop, the first with rooms and
+#: objects alone, so the page draws those at once and the places as they come.
+PLACES_PER_MESSAGE = 20_000
 #: One entry of a list to encode (a map item before it is made a MapItem).
 T = TypeVar("T")
 
 
-def scene_text(full: bool, upsert: Sequence[T], remove: Sequence[str], edges_added: Sequence[MapEdge],
+def scene_text(full: bool, more: bool, upsert: Sequence[T], remove: Sequence[str],
+               places: Sequence[tuple[str, float, float]], edges_added: Sequence[MapEdge],
                edges_removed: Sequence[MapEdge], *, item: Callable[[T], MapItem]) -> str:
     """:func:`encode` of :func:`scene`'s message, ENCODE_CHUNK entries at a time, each of ``upsert`` made a MapItem
-    by ``item`` only as its chunk is encoded: the whole map of 16k places in one call would hold the interpreter
-    for ~0.1 s (and the STOP's thread with it), and building the whole message first measured a quarter slower."""
-    return (f'{{"type":"scene","full":{"true" if full else "false"},'
+    by ``item`` only as its chunk is encoded: a whole map in one call would hold the interpreter for a tenth of a
+    second or more (and the STOP's thread with it)."""
+    return (f'{{"type":"scene","full":{_bool(full)},"more":{_bool(more)},'
             f'"upsert":[{_chunked(upsert, item)}],"remove":[{_chunked(remove)}],'
+            f'"places":{{"symbols":[{_chunked([p[0] for p in places])}],'
+            f'"xy":[{_chunked([v for p in places for v in p[1:]])}]}},'
             f'"edges":{{"add":[{_chunked(edges_added)}],"remove":[{_chunked(edges_removed)}]}}}}')
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def _chunked(entries: Sequence[T], to_json: Callable[[T], Any] | None = None) -> str:

@@ -13,11 +13,11 @@ from support.history_scene import MOVED_FROM, changed_scene
 from support.tiny_scene import tiny_scene
 
 from heracles_ros.console.as_of_view import read_as_of
+from heracles_ros.console.map_reads import read_whole_map
 from heracles_ros.console.scene_feed import SceneFeed
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.mirror.reconcile import Mirror
-from heracles_ros.mirror.scene_view import read_scene_view
 
 pytestmark = pytest.mark.backends("falkordb")
 
@@ -37,7 +37,7 @@ def two_loads(store: GraphStore) -> GraphStore:
 
 def _shown(store: GraphStore) -> SceneFeed:
     feed = SceneFeed()
-    feed.update(read_scene_view(store))
+    feed.apply(read_whole_map(store, why="test"))
     return feed
 
 

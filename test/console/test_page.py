@@ -24,6 +24,7 @@ import spark_dsg
 from heracles_ros.msg import MirrorStatus
 from hydra_msgs.msg import DsgUpdate
 from rclpy.parameter import Parameter
+from support.changed_map import change_map
 from support.console_server import console_server
 from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
 from support.ros import Collector, qos, ros_session, spinning, wait_for_subscribers, wait_until
@@ -450,6 +451,58 @@ def test_a_move_reaches_the_map_the_history_panel_and_the_health_panel(console, 
             page.visible(f'#history-list li[data-kind="moved"][data-symbol="{bag["s"]}"]', f"the move ({choice.text})")
             assert not page.driver.find_elements(By.CSS_SELECTOR, "#history-list li.error"), choice.text
     assert page.script_errors() == []
+
+
+def test_objects_and_places_moved_added_and_removed_reach_an_open_page(console, browser, small_scene):
+    """The mirror node mirrors the scene, then the scene with an object moved 2 m, one removed, one added, places
+    moved 2 m, removed and added: the open page's map holds each where the database has it, the removed ones
+    gone, and every edge of the places (read by change: the history's events since the console's last read)."""
+    page, store = browser, console["store"]
+    page.open(console["url"])
+    page.until(lambda _: int(page.stats().get("objects", 0)) == count(store, "Object"), "the map")
+    topic = f"{NS}/dsg_update"
+    params = {**console["db"], "dsg_topic": topic, "status_period_s": 0.0}
+    mirror = DsgMirrorNode(namespace=NS, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+    probe = rclpy.create_node("probe")
+    publisher = probe.create_publisher(DsgUpdate, topic, qos(1))
+    status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, f"{NS}/mirror_status")
+    with spinning(mirror, probe):
+        wait_for_subscribers(publisher)
+        wait_until(lambda: mirror.count_subscribers(f"{NS}/mirror_status") >= 2, 20.0, "the console and the probe")
+        changes = None
+        for sequence in (1, 2):
+            if sequence == 2:
+                changes = change_map(small_scene, place_share=0.1)
+            message = DsgUpdate(layer_contents=small_scene.to_binary(include_mesh=False), full_update=True,
+                                sequence_number=sequence)
+            message.header.stamp.sec = int(time.time()) - 10 + 5 * sequence
+            after = status.count
+            publisher.publish(message)
+            assert status.wait(lambda m, n=sequence: m.sequence == n, 30.0, after=after,
+                               what=f"status {sequence}").last_error == ""
+        assert changes is not None
+        edges = store.query("MATCH (:MeshPlace)-[r:MESH_PLACE_CONNECTED]->(:MeshPlace) RETURN count(r) AS n")[0]["n"]
+        page.until(lambda _: (int(page.stats()["places"]), 2 * int(page.stats()["edges"])) == (
+            count(store, "MeshPlace"), edges), "the places and their edges as the database has them")
+        wanted = {**changes.moved_objects, **changes.added_objects, **changes.moved_places, **changes.added_places}
+        held = page.until(lambda _: (found := page_holds(page, [*wanted, *changes.removed_objects,
+                                                                *changes.removed_places]))
+                          and all(found[s] is not None for s in wanted) and found, "the changes on the page")
+        for symbol, (x, y) in wanted.items():
+            assert held[symbol] == pytest.approx([x, y], abs=1e-3), symbol
+        assert all(held[s] is None for s in [*changes.removed_objects, *changes.removed_places]), held
+        assert int(page.stats()["objects"]) == count(store, "Object")
+        page.shot("1-changed")
+    assert page.script_errors() == []
+
+
+def page_holds(page: Page, symbols: list[str]) -> dict[str, list[float] | None]:
+    """Where the page's own map (map.js's ``scene``, the module the page runs) has each symbol (None: not there)."""
+    return page.driver.execute_async_script(
+        "const [symbols, done] = arguments;"
+        "import('/static/map.js').then(({ scene }) => done(Object.fromEntries(symbols.map((s) => {"
+        "  const item = scene.items.get(s), place = scene.places.get(s);"
+        "  return [s, item ? [item.x, item.y] : place ? [place[0], place[1]] : null]; }))));", symbols)
 
 
 def test_text_the_server_cannot_take_is_refused_and_the_page_stays_connected(console, browser):

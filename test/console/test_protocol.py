@@ -162,14 +162,19 @@ def test_a_scene_encoded_a_chunk_at_a_time_is_the_message_encoded_whole():
     count = 2 * protocol.ENCODE_CHUNK + 7
 
     def item(i: int) -> protocol.MapItem:
-        return {"symbol": f"P{i}", "layer": "place", "cls": "caf\u00e9 \ud800" if i % 999 == 0 else "", "name": "",
+        return {"symbol": f"O{i}", "layer": "object", "cls": "caf\u00e9 \ud800" if i % 999 == 0 else "", "name": "",
                 "x": i / 3, "y": -i, "operator": i % 2 == 0}
 
+    places = [(f"P{i}", i / 7, -i / 3) for i in range(count)]
     edges = [(f"P{i}", f"P{i + 1}") for i in range(count - 1)]
-    for full, upsert, remove, added, removed in ((True, range(count), [], edges, []),
-                                                 (False, range(1), [f"O{i}" for i in range(count)], [], edges[:5]),
-                                                 (False, range(0), [], [], [])):
-        text = protocol.scene_text(full, upsert, remove, added, removed, item=item)
-        whole = protocol.scene(full, [item(i) for i in upsert], remove, added, removed)
+    for full, more, upsert, remove, moved, added, removed in (
+            (True, True, range(count), [], [], [], []),
+            (False, False, range(0), [], places, edges, []),
+            (False, False, range(1), [f"O{i}" for i in range(count)], places[:3], [], edges[:5]),
+            (False, False, range(0), [], [], [], [])):
+        text = protocol.scene_text(full, more, upsert, remove, moved, added, removed, item=item)
+        whole = protocol.scene(full, more, [item(i) for i in upsert], remove, moved, added, removed)
         assert text == protocol.encode(whole) and text.isascii()
         assert json.loads(text) == json.loads(json.dumps(whole))
+    message = protocol.scene(False, False, [], [], places[:2], [], [])
+    assert message["places"] == {"symbols": ["P0", "P1"], "xy": [0.0, -0.0, 1 / 7, -1 / 3]}

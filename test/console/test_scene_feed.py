@@ -1,12 +1,15 @@
-"""The map's diffs on the small real graph: what changed in the database is what the page is told, and only that."""
+"""The map's diffs on the small real graph (whole reads): what changed in the database is what the page is told, and
+only that; the whole map comes rooms and objects first, then the places."""
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
+from heracles_ros.console import scene_feed
+from heracles_ros.console.map_reads import read_whole_map
 from heracles_ros.console.scene_feed import SceneFeed
-from heracles_ros.mirror.scene_view import read_scene_view
 
 pytestmark = pytest.mark.backends("falkordb")
 
@@ -36,31 +39,57 @@ def first_object(store: Any) -> str:
 def fed(small_store) -> SceneFeed:
     """A feed that has sent the small scene once."""
     feed = SceneFeed()
-    feed.update(read_scene_view(small_store))
+    feed.apply(read_whole_map(small_store, why="test"))
     return feed
+
+
+def drawn(diff: Any) -> dict[str, tuple[str, str, float, float]]:
+    """symbol -> (layer, class, x, y) of what a diff upserts and places."""
+    return {**{i.symbol: (i.layer, i.cls, i.x, i.y) for i in diff.upsert},
+            **{symbol: ("place", "", x, y) for symbol, x, y in diff.places}}
 
 
 def test_the_first_view_is_everything_the_database_draws(small_store):
     feed = SceneFeed()
-    first = feed.update(read_scene_view(small_store))
+    first = feed.apply(read_whole_map(small_store, why="test"))
     expected = drawn_in_database(small_store)
-    assert {i.symbol: (i.layer, i.cls, i.x, i.y) for i in first.upsert} == expected
+    assert drawn(first) == expected
     assert first.remove == () and first.edges_removed == ()
     assert set(first.edges_added) == edges_in_database(small_store)
-    full = feed.full().to_message()
-    assert full["full"] is True and {i["symbol"] for i in full["upsert"]} == set(expected)
-    assert {tuple(edge) for edge in full["edges"]["add"]} == edges_in_database(small_store)
-    assert full["edges"]["remove"] == []
+    head, places = [piece.to_message() for piece in feed.full()]
+    assert (head["full"], head["more"], places["full"], places["more"]) == (True, True, False, False)
+    assert {i["symbol"] for i in head["upsert"]} | set(places["places"]["symbols"]) == set(expected)
+    assert head["places"]["symbols"] == [] and head["edges"]["add"] == []  # rooms and objects come first
+    assert {tuple(edge) for edge in places["edges"]["add"]} == edges_in_database(small_store)
+    assert places["edges"]["remove"] == []
+
+
+def test_the_whole_map_comes_in_pieces_each_edge_after_both_its_places(small_store, monkeypatch):
+    """Places PLACES_PER_MESSAGE at a time (the small scene's 104 in pieces of 30 here), all but the last with more:
+    true; every edge in the piece that completes its pair of places, none twice."""
+    feed = SceneFeed()
+    feed.apply(read_whole_map(small_store, why="test"))
+    monkeypatch.setattr(scene_feed, "PLACES_PER_MESSAGE", 30)
+    pieces = [json.loads(text) for text in feed.full_texts()[1]]
+    assert [len(p["places"]["symbols"]) for p in pieces] == [0, 30, 30, 30, 14]
+    assert [p["more"] for p in pieces] == [True, True, True, True, False]
+    arrived: set[str] = set()
+    edges: list[tuple[str, str]] = []
+    for piece in pieces:
+        arrived |= set(piece["places"]["symbols"])
+        assert all(a in arrived and b in arrived for a, b in piece["edges"]["add"])
+        edges += [(a, b) for a, b in piece["edges"]["add"]]
+    assert len(edges) == len(set(edges)) and set(edges) == edges_in_database(small_store)
 
 
 def test_nothing_changed_sends_nothing(small_store, fed):
-    assert fed.update(read_scene_view(small_store)).empty
+    assert fed.apply(read_whole_map(small_store, why="test")).empty
 
 
 def test_a_moved_object_is_one_upsert_at_its_new_position(small_store, fed):
     symbol = first_object(small_store)
     small_store.write("MATCH (o:Object {nodeSymbol: $s}) SET o.x = o.x + 2.5", {"s": symbol})
-    diff = fed.update(read_scene_view(small_store))
+    diff = fed.apply(read_whole_map(small_store, why="test"))
     layer, cls, x, y = drawn_in_database(small_store)[symbol]
     assert [(i.symbol, i.layer, i.cls, i.x, i.y) for i in diff.upsert] == [
         (symbol, layer, cls, x, y)]
@@ -73,16 +102,16 @@ def test_a_moved_object_is_one_upsert_at_its_new_position(small_store, fed):
 def test_an_operator_addition_is_marked(small_store, fed):
     symbol = first_object(small_store)
     small_store.write("MATCH (o:Object {nodeSymbol: $s}) SET o.source = 'operator'", {"s": symbol})
-    diff = fed.update(read_scene_view(small_store))
+    diff = fed.apply(read_whole_map(small_store, why="test"))
     assert [(i.symbol, i.operator) for i in diff.upsert] == [(symbol, True)]
 
 
 def test_a_removed_object_is_one_removal(small_store, fed):
     symbol = first_object(small_store)
     small_store.write("MATCH (o:Object {nodeSymbol: $s}) DETACH DELETE o", {"s": symbol})
-    diff = fed.update(read_scene_view(small_store))
-    assert (diff.upsert, diff.remove, diff.edges_added, diff.edges_removed) == ((), (symbol,), (), ())
-    assert symbol not in {i.symbol for i in fed.full().upsert}
+    diff = fed.apply(read_whole_map(small_store, why="test"))
+    assert (diff.upsert, diff.places, diff.remove, diff.edges_added, diff.edges_removed) == ((), (), (symbol,), (), ())
+    assert symbol not in {i.symbol for i in fed.full()[0].upsert}
 
 
 def test_a_removed_and_an_added_connection_are_sent_as_such(small_store, fed):
@@ -91,15 +120,15 @@ def test_a_removed_and_an_added_connection_are_sent_as_such(small_store, fed):
                       "WITH a, b ORDER BY a.nodeSymbol, b.nodeSymbol LIMIT 1 "
                       "MATCH (a)-[r:MESH_PLACE_CONNECTED]-(b) DELETE r")
     (gone,) = before - edges_in_database(small_store)
-    diff = fed.update(read_scene_view(small_store))
-    assert (diff.upsert, diff.remove, diff.edges_added, diff.edges_removed) == ((), (), (), (gone,))
-    assert fed.update(read_scene_view(small_store)).empty
+    diff = fed.apply(read_whole_map(small_store, why="test"))
+    assert (diff.upsert, diff.places, diff.remove, diff.edges_added, diff.edges_removed) == ((), (), (), (), (gone,))
+    assert fed.apply(read_whole_map(small_store, why="test")).empty
     small_store.write("MATCH (a:MeshPlace {nodeSymbol: $a}), (b:MeshPlace {nodeSymbol: $b}) "
                       "CREATE (a)-[:MESH_PLACE_CONNECTED]->(b), (b)-[:MESH_PLACE_CONNECTED]->(a)",
                       {"a": gone[0], "b": gone[1]})
-    diff = fed.update(read_scene_view(small_store))
+    diff = fed.apply(read_whole_map(small_store, why="test"))
     assert (diff.edges_added, diff.edges_removed) == ((gone,), ())
-    assert set(fed.full().edges_added) == before
+    assert {edge for piece in fed.full() for edge in piece.edges_added} == before
 
 
 def test_a_moved_place_is_one_upsert_and_no_edge(small_store, fed):
@@ -109,7 +138,7 @@ def test_a_moved_place_is_one_upsert_and_no_edge(small_store, fed):
                               "ORDER BY s LIMIT 1")[0]["s"]
     for metres in (0.05, 3.0):
         small_store.write("MATCH (p:MeshPlace {nodeSymbol: $s}) SET p.x = p.x + $m", {"s": place, "m": metres})
-        diff = fed.update(read_scene_view(small_store))
+        diff = fed.apply(read_whole_map(small_store, why="test"))
         x = small_store.query("MATCH (p:MeshPlace {nodeSymbol: $s}) RETURN p.x AS x", {"s": place})[0]["x"]
-        assert [(i.symbol, i.x) for i in diff.upsert] == [(place, round(x, 3))]
-        assert (diff.remove, diff.edges_added, diff.edges_removed) == ((), (), ())
+        assert [(symbol, px) for symbol, px, _ in diff.places] == [(place, round(x, 3))]
+        assert (diff.upsert, diff.remove, diff.edges_added, diff.edges_removed) == ((), (), (), ())

@@ -7,7 +7,9 @@ import { $, ago, el, setText } from "./dom.js";
 import { outlineRooms } from "./outlines.js";
 
 export const scene = {
-  items: new Map(),          // symbol -> ITEM as the server sent it
+  items: new Map(),          // symbol -> ITEM as the server sent it: rooms and objects
+  places: new Map(),         // symbol -> [x, y]: the traversable place graph's nodes
+  loading: false,            // the whole map is still arriving (its places, a message at a time)
   edgePairs: new Map(),      // "P1 P2" -> [P1, P2]: the traversable place graph's edges, by their places
   edges: new Float64Array(0), // x1, y1, x2, y2, ... of those edges, from the places' positions
   robot: null,               // {x, y, place}
@@ -36,9 +38,9 @@ function rebuildLayers() {
   };
   for (const item of scene.items.values()) {
     if (item.layer === "room") rooms.push({ ...item, hull: null });
-    else if (item.layer === "place") places.push(item.x, item.y);
     else if (item.layer === "object" && !scene.asOf) addObject(item);
   }
+  for (const [x, y] of scene.places.values()) places.push(x, y);
   // As of a past time: the objects there then, where they were (those not there then are left out).
   if (scene.asOf) {
     for (const item of scene.asOf.objects) {
@@ -46,10 +48,13 @@ function rebuildLayers() {
       addObject({ ...item, layer: "object", operator: Boolean(now && now.operator) });
     }
   }
-  // The rooms' outlines depend on rooms and places only: kept while only objects changed.
+  // The rooms' outlines depend on rooms and places only: kept while only objects changed, and left for when the
+  // whole map is there (until then rooms are discs).
   if (!hullsStale) {
     const before = new Map(layers.rooms.map((room) => [room.symbol, room]));
     for (const room of rooms) Object.assign(room, { hull: before.get(room.symbol).hull, width: before.get(room.symbol).width });
+  } else if (scene.loading) {
+    for (const room of rooms) Object.assign(room, { hull: null, width: 4 });
   } else {
     outlineRooms(rooms, places);
     hullsStale = false;
@@ -57,8 +62,8 @@ function rebuildLayers() {
   // Each edge between its two places where they are now (an edge to a place not drawn is left out).
   const edges = [];
   for (const [a, b] of scene.edgePairs.values()) {
-    const from = scene.items.get(a), to = scene.items.get(b);
-    if (from && to) edges.push(from.x, from.y, to.x, to.y);
+    const from = scene.places.get(a), to = scene.places.get(b);
+    if (from && to) edges.push(from[0], from[1], to[0], to[1]);
   }
   scene.edges = Float64Array.from(edges);
   layers = { rooms, places: Float64Array.from(places), byClass, operator, objects };
@@ -126,6 +131,10 @@ function fit() {
     minX = Math.min(minX, item.x); maxX = Math.max(maxX, item.x);
     minY = Math.min(minY, item.y); maxY = Math.max(maxY, item.y);
   }
+  for (const [x, y] of scene.places.values()) {
+    minX = Math.min(minX, x); maxX = Math.max(maxX, x);
+    minY = Math.min(minY, y); maxY = Math.max(maxY, y);
+  }
   if (scene.robot) {
     minX = Math.min(minX, scene.robot.x); maxX = Math.max(maxX, scene.robot.x);
     minY = Math.min(minY, scene.robot.y); maxY = Math.max(maxY, scene.robot.y);
@@ -140,6 +149,7 @@ function fit() {
 let frameRequested = false;
 let frames = 0;
 let firstSceneMs = 0;
+let wholeSceneMs = 0;
 let layersMs = 0;
 export function requestDraw() {
   if (frameRequested) return;
@@ -151,7 +161,8 @@ function draw() {
   frameRequested = false;
   if (layersStale) rebuildLayers();
   const started = performance.now();  // the frame alone (the layers' rebuild is layersMs)
-  if (needFit && scene.items.size && fit()) needFit = false;
+  // Fitted once the whole map is there (a map still arriving is fitted to what it holds, and again then).
+  if (needFit && scene.items.size + scene.places.size && fit() && !scene.loading) needFit = false;
   const ratio = canvas.width / Math.max(cssWidth, 1);
   ctx.setTransform(ratio, 0, 0, ratio, 0, 0);
   ctx.clearRect(0, 0, cssWidth, cssHeight);
@@ -367,6 +378,8 @@ function drawRobot() {
 function reportFrame(drawn, planPoints, started) {
   // The first frame that shows a scene, in ms from the page's navigation start (its first paint of the map).
   if (!firstSceneMs && layers.objects.length + layers.places.length) firstSceneMs = performance.now();
+  // The first frame of the whole map, places and their edges included.
+  if (!wholeSceneMs && !scene.loading && layers.objects.length + layers.places.length) wholeSceneMs = performance.now();
   Object.assign($("map-stats").dataset, {
     rooms: layers.rooms.length, places: layers.places.length / 2, objects: layers.objects.length,
     operator: layers.operator.length, edges: scene.edges.length / 4,
@@ -378,7 +391,7 @@ function reportFrame(drawn, planPoints, started) {
     moves: scene.moves.length, asOf: scene.asOf ? scene.asOf.time : "",
     asOfMoved: layers.objects.filter((item) => item.moved).length,
     asOfGone: layers.objects.filter((item) => item.gone).length,
-    asOfHidden: scene.asOf ? scene.asOf.hidden.length : 0, firstSceneMs: firstSceneMs.toFixed(1), layersMs: layersMs.toFixed(2), view: [view.cx, view.cy, view.scale].join(","), frames, drawMs: (performance.now() - started).toFixed(2),
+    asOfHidden: scene.asOf ? scene.asOf.hidden.length : 0, firstSceneMs: firstSceneMs.toFixed(1), wholeSceneMs: wholeSceneMs.toFixed(1), layersMs: layersMs.toFixed(2), view: [view.cx, view.cy, view.scale].join(","), frames, drawMs: (performance.now() - started).toFixed(2),
   });
 }
 
@@ -462,21 +475,25 @@ $("object-info-close").addEventListener("click", () => {
 
 // ---- server messages ----------------------------------------------------------------------------
 export function onScene(message, received) {
-  const outlines = (item) => item && (item.layer === "room" || item.layer === "place");
-  if (message.full) { scene.items.clear(); scene.edgePairs.clear(); hullsStale = true; }
+  const outlines = (item) => item && item.layer === "room";
+  if (message.full) { scene.items.clear(); scene.places.clear(); scene.edgePairs.clear(); hullsStale = true; }
   for (const symbol of message.remove || []) {
-    if (outlines(scene.items.get(symbol))) hullsStale = true;
+    if (outlines(scene.items.get(symbol)) || scene.places.delete(symbol)) hullsStale = true;
     scene.items.delete(symbol);
   }
   for (const item of message.upsert || []) {
     if (outlines(item)) hullsStale = true;
     scene.items.set(item.symbol, item);
   }
+  const places = message.places || { symbols: [], xy: [] };
+  places.symbols.forEach((symbol, i) => scene.places.set(symbol, [places.xy[2 * i], places.xy[2 * i + 1]]));
+  if (places.symbols.length) hullsStale = true;
   const edges = message.edges || {};
   for (const [a, b] of edges.remove || []) scene.edgePairs.delete(a + " " + b);
   for (const [a, b] of edges.add || []) scene.edgePairs.set(a + " " + b, [a, b]);
+  scene.loading = Boolean(message.more);
   layersStale = true;
-  document.body.dataset.scene = "loaded";
+  document.body.dataset.scene = scene.loading ? "loading" : "loaded";
   requestDraw();
   // What a scene message costs the page, parsing included (heracles bench console reads it).
   Object.assign($("map-stats").dataset, {
