@@ -23,18 +23,17 @@ from typing import Any
 
 import pytest
 import rclpy
-import yaml
 from action_msgs.msg import GoalStatus
 from heracles_ros.action import ExecutePlan
 from heracles_ros.msg import DispatchProgress, DispatchResult, StopState
 from heracles_ros.srv import Resume
 from rclpy.action import ActionClient
 from rclpy.client import Client
-from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
 from support.actions import FeedbackLog, cancel_goal, goal_result, send_goal
+from support.node_config import shipped_parameters, values_rcl_gives
 from support.ros import Collector, call_service, ros_session, spinning, wait_until
 from support.spot_driver import FakeSpotDriver
 from visualization_msgs.msg import Marker, MarkerArray
@@ -46,7 +45,6 @@ from heracles_ros.nodes.markers import NS_ROBOT, PLAN_NAMESPACES
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.planner import Planner
 from heracles_ros.ros.fastdds_profile import fastdds_profile_env
-from heracles_ros.ros.parameters import declare
 from heracles_ros.ros.plan_msgs import plan_to_msg
 from heracles_ros.ros.qos import latched
 
@@ -357,20 +355,12 @@ def test_bad_parameters_are_refused_naming_the_parameter(ros_domain_id, falkordb
 
 
 def test_the_shipped_config_sets_only_declared_parameters_and_rcl_accepts_it(ros_domain_id):
-    text = CONFIG.read_text()
-    (params,) = [entry["ros__parameters"] for entry in yaml.safe_load(text).values()]
-    declared = {spec.name: spec for spec in PARAMETERS}
-    assert set(params) <= set(declared), set(params) - set(declared)
+    params = shipped_parameters(CONFIG)
+    declared = {spec.name for spec in PARAMETERS}
+    assert set(params) <= declared, set(params) - declared
     for name in declared:  # every parameter is documented, set or (empty lists) commented out
-        assert name in text, name
-    context = Context()
-    rclpy.init(args=["--ros-args", "--params-file", str(CONFIG)], context=context, domain_id=ros_domain_id)
-    try:
-        node = rclpy.create_node("dispatcher", namespace=NS, context=context)
-        values = declare(node, PARAMETERS)
-        node.destroy_node()
-    finally:
-        rclpy.shutdown(context=context)
+        assert name in CONFIG.read_text(), name
+    values = values_rcl_gives(CONFIG, "dispatcher", NS, PARAMETERS, ros_domain_id)
     assert {name: values[name] for name in params} == params
 
 

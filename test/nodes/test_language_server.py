@@ -23,13 +23,12 @@ from typing import Any
 
 import pytest
 import rclpy
-import yaml
 from heracles_ros.srv import Ask, Command, Correct, Find, ManageCorrections
 from rclpy.client import Client
-from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
+from support.node_config import shipped_parameters, values_rcl_gives
 from support.ros import Collector, call_service, qos, ros_session, spinning, wait_until
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, find, garbage, say, slow
 from visualization_msgs.msg import Marker, MarkerArray
@@ -39,7 +38,6 @@ from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.graphdb.cypher import mirror as mirror_q
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.language_server import ANSWER_LIFT_M, NS_ANSWER, PARAMETERS, LanguageServerNode
-from heracles_ros.ros.parameters import declare
 
 # Node plumbing on FalkorDB; the Neo4j path through all three nodes is test/system/test_end_to_end.py[bolt].
 pytestmark = pytest.mark.backends("falkordb")
@@ -510,19 +508,11 @@ def test_bad_parameters_are_refused_naming_the_parameter(ros_domain_id, falkordb
 
 
 def test_the_shipped_config_sets_every_declared_parameter_and_rcl_accepts_it(ros_domain_id):
-    text = CONFIG.read_text()
-    (params,) = [entry["ros__parameters"] for entry in yaml.safe_load(text).values()]
-    declared = {spec.name: spec for spec in PARAMETERS}
-    assert set(params) == set(declared), set(params) ^ set(declared)
-    assert "api_key" not in text.lower().replace("openai_api_key", "")  # keys only from the environment
-    context = Context()
-    rclpy.init(args=["--ros-args", "--params-file", str(CONFIG)], context=context, domain_id=ros_domain_id)
-    try:
-        node = rclpy.create_node("language_server", namespace=NS, context=context)
-        values = declare(node, PARAMETERS)
-        node.destroy_node()
-    finally:
-        rclpy.shutdown(context=context)
+    params = shipped_parameters(CONFIG)
+    declared = {spec.name for spec in PARAMETERS}
+    assert set(params) == declared, set(params) ^ declared
+    assert "api_key" not in CONFIG.read_text().lower().replace("openai_api_key", "")  # keys only from the environment
+    values = values_rcl_gives(CONFIG, "language_server", NS, PARAMETERS, ros_domain_id)
     assert {name: values[name] for name in params} == params
 
 

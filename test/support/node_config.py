@@ -1,0 +1,36 @@
+"""A node's shipped YAML config as the robot reads it: through rcl's own parser (``--params-file``), not PyYAML.
+
+PyYAML and rcl can disagree (a float written ``1`` is an integer to rcl, a list rcl cannot type), so the tests
+of each node's config compare what the file says with what a node gets from it.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import rclpy
+import yaml
+from rclpy.context import Context
+
+from heracles_ros.ros.parameters import declare
+from heracles_ros.ros.rclpy_compat import ros_initialized
+from heracles_ros.settings import Setting
+
+
+def shipped_parameters(config: Path) -> dict[str, Any]:
+    """The ``ros__parameters`` of the file's one node entry, as YAML reads them."""
+    (params,) = [entry["ros__parameters"] for entry in yaml.safe_load(config.read_text()).values()]
+    return dict(params)
+
+
+def values_rcl_gives(config: Path, node_name: str, namespace: str, specs: Sequence[Setting],
+                     domain: int) -> dict[str, Any]:
+    """Every parameter of ``specs`` as a node ``node_name`` under ``namespace`` declares it with ``config`` given."""
+    context = Context()
+    with ros_initialized(["--ros-args", "--params-file", str(config)], context=context, domain_id=domain):
+        node = rclpy.create_node(node_name, namespace=namespace, context=context)
+        try:
+            return declare(node, specs)
+        finally:
+            node.destroy_node()
