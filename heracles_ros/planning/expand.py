@@ -9,7 +9,7 @@ from __future__ import annotations
 from heracles_ros.errors import PlanningError
 from heracles_ros.formats.pddl_goal import from_pddl_name
 from heracles_ros.plan_types import PlanAction, Point3
-from heracles_ros.planning.places import PlaceGraph, path_indices
+from heracles_ros.planning.places import PlaceGraph
 from heracles_ros.planning.problem import COST_SCALE, CompactProblem, ObjectInfo
 
 #: Cost of inspect / pick / place in the domain, in problem units.
@@ -30,10 +30,9 @@ def _expand(step: str, problem: CompactProblem, graph: PlaceGraph, objects: dict
     name, args = words[0], tuple(from_pddl_name(w) for w in words[1:])
     if name == "goto" and len(args) == 2:
         source, target = (_place_index(graph, s, step) for s in args)
-        row = problem.row_of.get(source)
-        if row is None:
-            raise PlanningError(f"plan step {step}: {args[0]} has no shortest-path row")
-        path = path_indices(problem.pred[row], source, target)
+        if source not in problem.row_of or target not in problem.row_of:
+            raise PlanningError(f"plan step {step}: {args[0]} or {args[1]} is not a place of the problem")
+        path = problem.paths.path(source, target)
         if not path:
             raise PlanningError(f"plan step {step}: no path from {args[0]} to {args[1]}")
         return PlanAction(
@@ -43,7 +42,7 @@ def _expand(step: str, problem: CompactProblem, graph: PlaceGraph, objects: dict
             target=_point(graph, target),
             waypoints=tuple(_point(graph, i) for i in path),
             waypoint_symbols=tuple(graph.symbols[i] for i in path),
-            cost=float(problem.dist[row, target]),
+            cost=float(problem.dist[problem.row_of[source], problem.row_of[target]]),
         )
     if name in ("inspect", "pick", "place") and len(args) == 2:
         obj, place = args

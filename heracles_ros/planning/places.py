@@ -8,8 +8,8 @@ one edge (a leaf, so no path passes through free space) when that is within
 A scene without mesh places navigates on its 3D places instead. Edge weights are Euclidean lengths.
 
 Loading costs one pass over the scene's places; everything per plan works on
-the cached arrays: shortest paths from the few places a plan needs
-(``scipy.sparse.csgraph.dijkstra``) and nearest places by k-d tree.
+the cached arrays: shortest paths between the few places a plan needs
+(:mod:`.paths`) and nearest places by k-d tree.
 """
 from __future__ import annotations
 
@@ -81,25 +81,20 @@ class PlaceGraph:
         drop = np.fromiter(removed, dtype=np.int64)
         if drop.size == 0:
             return self.matrix
-        keep = np.ones(self.size, dtype=float)
-        keep[drop] = 0.0
-        masked = self.matrix.multiply(keep[:, None]).multiply(keep[None, :]).tocsr()
-        masked.eliminate_zeros()
-        return masked
+        gone = np.zeros(self.size, dtype=bool)
+        gone[drop] = True
+        m = self.matrix
+        rows = np.repeat(np.arange(self.size), np.diff(m.indptr))
+        keep = ~(gone[rows] | gone[m.indices])
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=self.size))])
+        return csr_matrix((m.data[keep], m.indices[keep], indptr), shape=m.shape)
 
     def shortest_paths(self, sources: Sequence[int], matrix: csr_matrix | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(distances, predecessors), one row per source; inf / -9999 where unreachable."""
+        """(distances, predecessors) over the whole graph, one row per source; inf / -9999 where unreachable
+        (a plan's searches are bounded: :mod:`.paths`)."""
         graph = self.matrix if matrix is None else matrix
         dist, pred = dijkstra(graph, directed=True, indices=list(sources), return_predecessors=True)
         return np.atleast_2d(dist), np.atleast_2d(pred)
-
-    def nearest_of(self, targets: np.ndarray, matrix: csr_matrix | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Distance from the nearest of ``targets`` to every place, and which target it is."""
-        graph = self.matrix if matrix is None else matrix
-        dist, _, source = dijkstra(
-            graph, directed=True, indices=targets, min_only=True, return_predecessors=True
-        )
-        return dist, source
 
 
 def path_indices(pred_row: np.ndarray, source: int, target: int) -> list[int]:

@@ -325,14 +325,13 @@ class Planner:
             if problem is None:
                 other.append(why)
                 continue
-            row = problem.row_of[start.place]
             for symbol in positive_symbols(group.goal):
                 if kinds.get(symbol) is Layer.OBJECT and symbol == start.holding:
                     continue
                 places = symbol_places(graph, symbol, objects, kinds)
                 if not places or not any(graph.component[p] == graph.component[start.place] for p in places):
                     cut_off.append(symbol)
-                elif not any(problem.dist[row, p] < float("inf") for p in places):
+                elif not problem.paths.reaches(start.place, places):
                     blocked.append(symbol)
         cut_off = list(dict.fromkeys(cut_off))
         blocked = [s for s in dict.fromkeys(blocked) if s not in cut_off]

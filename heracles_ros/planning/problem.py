@@ -4,7 +4,8 @@ PDDL objects are the robot's start, the places the goal names, the places
 where its objects can be reached, and a few entry places of its rooms; moves
 between them cost their shortest-path length over the whole place graph (in
 centimetres: Fast Downward wants integer costs). The problem's size depends on
-the goal, not on the scene.
+the goal, not on the scene, and so, as far as a bound is sound, do its searches
+(:mod:`.paths`: each stops once it has reached the places it must).
 
 A goal that forbids visiting something (``(not (visited-room R1))``) must keep
 every walk out of it, not just the PDDL moves' endpoints, so those places are
@@ -21,6 +22,7 @@ import numpy as np
 
 from heracles_ros.formats.goal_ast import And, Atom, GoalExpr, Not, Or, symbols
 from heracles_ros.formats.pddl_goal import to_pddl_name
+from heracles_ros.planning.paths import ShortestPaths
 from heracles_ros.planning.places import PlaceGraph
 from heracles_ros.schema import Layer
 
@@ -70,9 +72,10 @@ class CompactProblem:
     text: str
     #: Graph indices of the PDDL places, in object order.
     places: list[int]
-    #: Shortest-path rows from each PDDL place (over the graph minus ``removed``).
+    #: Shortest-path lengths between the PDDL places (rows and columns in ``places`` order; inf: no walk).
     dist: np.ndarray
-    pred: np.ndarray
+    #: The searches over the graph minus ``removed`` (a goto's path comes from them).
+    paths: ShortestPaths
     removed: frozenset[int]
     row_of: dict[int, int] = field(default_factory=dict)
 
@@ -193,7 +196,7 @@ def build_problem(
     domain_name: str = "heracles",
 ) -> CompactProblem:
     """The compact problem for ``expr`` over the graph without ``removed``."""
-    matrix = graph.without(removed)
+    paths = ShortestPaths(graph, graph.without(removed))
     goal_symbols = symbols(expr)
     rooms = [s for s in goal_symbols if kinds.get(s) is Layer.ROOM]
     base = [start.place]
@@ -201,21 +204,27 @@ def build_problem(
         if kinds.get(symbol) is not Layer.ROOM:
             base.extend(symbol_places(graph, symbol, objects, kinds))
     base = list(dict.fromkeys(base))
-    dist, pred = graph.shortest_paths(base, matrix)
     pools = {room: _entry_pool(graph, room, removed) for room in rooms}
+    big = {room: pool for room, pool in pools.items() if pool.size > MAX_ROOM_ENTRIES}
+    # Each base place's search reaches every place a room may be entered through (a room is small beside the
+    # walks between rooms) and the base places no search before it reached; each entry's search then what
+    # none reached (the graph is undirected).
+    pooled = [int(i) for pool in pools.values() for i in pool]
+    rows = [paths.search(b, [p for p in base if not paths.knows(b, p)] + pooled) for b in base]
     # Distance from each room to every place, so a big room can pick the entries facing the others.
-    big = any(pool.size > MAX_ROOM_ENTRIES for pool in pools.values())
-    reach = {room: graph.nearest_of(pool, matrix)[0] for room, pool in pools.items() if big and pool.size}
-    entries = [e for room in rooms for e in _room_entries(graph, room, pools, base, dist, reach)]
-    extra = [e for e in dict.fromkeys(entries) if e not in set(base)]
-    if extra:
-        dist_x, pred_x = graph.shortest_paths(extra, matrix)
-        dist, pred = np.vstack([dist, dist_x]), np.vstack([pred, pred_x])
-    places = base + extra
+    reach = {
+        room: paths.nearest_of(pool, [p for other, p in big.items() if other != room])
+        for room, pool in pools.items() if big and pool.size
+    }
+    entries = [e for room in rooms for e in _room_entries(graph, room, pools, base, rows, reach)]
+    places = base + [e for e in dict.fromkeys(entries) if e not in set(base)]
+    for place in places[len(base) :]:
+        paths.search(place, [p for p in places if not paths.knows(place, p)])
+    dist = np.array([[paths.distance(a, b) for b in places] for a in places]).reshape(len(places), len(places))
     text = render_problem(
         graph, expr, start, objects, places, dist, rooms, kinds, name=name, domain_name=domain_name
     )
-    return CompactProblem(text, places, dist, pred, removed)
+    return CompactProblem(text, places, dist, paths, removed)
 
 
 def _entry_pool(graph: PlaceGraph, room: str, removed: frozenset[int]) -> np.ndarray:
@@ -230,7 +239,7 @@ def _room_entries(
     room: str,
     pools: dict[str, np.ndarray],
     base: list[int],
-    dist: np.ndarray,
+    rows: list[np.ndarray],
     reach: dict[str, np.ndarray],
 ) -> list[int]:
     """Entry places of ``room``: all of them if few, else the ones nearest the problem's other places."""
@@ -240,9 +249,7 @@ def _room_entries(
     if pool.size <= MAX_ROOM_ENTRIES:
         return [*inside, *(int(i) for i in pool)]
     chosen: list[int] = list(inside)
-    rows = [dist[row] for row in range(len(base))]
-    rows += [d for other, d in reach.items() if other != room]
-    for d_all in rows:
+    for d_all in [*rows, *(d for other, d in reach.items() if other != room)]:
         d = d_all[pool]
         if np.isfinite(d).any():
             chosen.append(int(pool[int(np.argmin(d))]))
@@ -275,7 +282,7 @@ def render_problem(
     name: str,
     domain_name: str,
 ) -> str:
-    """PDDL text; ``dist`` rows are ``places`` in order."""
+    """PDDL text; ``dist``'s rows and columns are ``places`` in order."""
     goal_symbols = symbols(expr)
     place_names = {p: to_pddl_name(graph.symbols[p]) for p in places}
     # Goal places missing from the graph (no position) still need a PDDL object.
@@ -304,9 +311,8 @@ def render_problem(
             init.append(f"(object-in-place {o} {place_names[info.container]})")
         if info.reach == start.place:
             init += [f"(at-object {o})", f"(visited-object {o})"]
-    columns = np.array(places, dtype=np.int64)
     for row, a in enumerate(places):
-        for b, d in zip(places, dist[row, columns], strict=True):
+        for b, d in zip(places, dist[row], strict=True):
             if b != a and np.isfinite(d):
                 na, nb = place_names[a], place_names[b]
                 init += [f"(road {na} {nb})", f"(= (distance {na} {nb}) {max(1, round(float(d) * COST_SCALE))})"]
