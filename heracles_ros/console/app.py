@@ -124,15 +124,16 @@ async def _serve_tab(hub: ConsoleHub, websocket: WebSocket) -> None:
     tab = await hub.open_tab(resume=websocket.query_params.get("session", ""))
     reader = asyncio.create_task(_read(hub, tab, websocket))
     writer = asyncio.create_task(_write(tab, websocket))
+    joining = asyncio.create_task(hub.join(tab))  # the map, while the page's messages are read
     ended = asyncio.create_task(tab.wait_ended())
     try:
         done, _ = await asyncio.wait({reader, writer, ended}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         why = tab.ended
         hub.close_tab(tab)
-        for task in (reader, writer, ended):
+        for task in (reader, writer, joining, ended):
             task.cancel()
-        await asyncio.gather(reader, writer, ended, return_exceptions=True)
+        await asyncio.gather(reader, writer, joining, ended, return_exceptions=True)
     if reader in done:
         return  # the page went away
     code, reason = _close(why)

@@ -248,7 +248,7 @@ class ConsoleHub:
 
     # -- tabs -----------------------------------------------------------------------------------------------
     async def open_tab(self, resume: str = "") -> Tab:
-        """A new tab with hello, the whole map and the last stop state and robot position in its outbox.
+        """A new tab with hello and the last stop state in its outbox; :meth:`join` sends it the map.
 
         ``resume``: the session of a tab that went away less than client_lost_s ago (a page reconnecting, or
         reloaded): the new tab takes it over, with its commands, which are then not cancelled. Any other
@@ -266,15 +266,23 @@ class ConsoleHub:
         tab.send(protocol.hello(tab.session, self.namespace, self.secured))
         if self._last_stop is not None:
             tab.send_text(self._last_stop, urgent=True)
-        async with self._scene_lock:
-            _, pieces = await asyncio.to_thread(self.feed.full_texts)
-            tab.send_text(pieces[0])  # rooms and objects: the page draws them at once
-            if self._last_robot is not None:
-                tab.send_text(self._last_robot)
-            for piece in pieces[1:]:  # the places, a piece at a time
-                tab.send_text(piece)
-            tab.joined = True
         return tab
+
+    async def join(self, tab: Tab) -> None:
+        """The whole map to a tab (rooms and objects, the last robot position, then the places a piece at a time),
+        then every change after it. Runs beside the tab's reader: its STOP is read while the map is encoded."""
+        try:
+            async with self._scene_lock:
+                tab.send_text(await asyncio.to_thread(self.feed.head_text))  # the page draws these at once
+                if self._last_robot is not None:
+                    tab.send_text(self._last_robot)
+                _, pieces = await asyncio.to_thread(self.feed.full_texts)
+                for piece in pieces[1:]:
+                    tab.send_text(piece)
+                tab.joined = True
+        except Exception:  # a bug: the page is cut off (reconnecting asks again), the log has the trace
+            log.exception("the map could not be sent to a console tab")
+            tab.end("the map could not be sent; reconnecting gets the whole map")
 
     def close_tab(self, tab: Tab) -> None:
         """The page went away: nothing more for it, and its commands cancelled after client_lost_s unless a page

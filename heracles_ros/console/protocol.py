@@ -102,8 +102,8 @@ class SceneMessage(TypedDict):
     type: Literal["scene"]
     #: True: the first of the whole map, replacing what the page holds; False: what changed since the last one.
     full: bool
-    #: True: scene messages that follow complete the whole map (its places, a message of PLACES_PER_MESSAGE at a
-    #: time); False once the page has it all.
+    #: True: scene messages that follow complete the whole map (its places and edges, PLACES_PER_MESSAGE places or
+    #: twice as many edges at a time); False once the page has it all.
     more: bool
     upsert: list[MapItem]
     remove: list[str]
@@ -380,9 +380,9 @@ def encode(message: Any) -> str:
 
 #: Entries of a scene message encoded in one call (about a millisecond's work).
 ENCODE_CHUNK = 1000
-#: Places in one scene message of the whole map (with the edges that reach them): the map comes in pieces of
-#: ~0.6 MB, each compressed for the socket in a few milliseconds on the server's loop, the first with rooms and
-#: objects alone, so the page draws those at once and the places as they come.
+#: Places in one scene message of the whole map (edges: twice as many): the map comes in pieces of ~0.6-1 MB,
+#: each compressed for the socket in a few milliseconds on the server's loop, the first with rooms and objects
+#: alone, so the page draws those at once and the places as they come.
 PLACES_PER_MESSAGE = 20_000
 #: One entry of a list to encode (a map item before it is made a MapItem).
 T = TypeVar("T")

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.backends("falkordb")
 def shown(feed: SceneFeed) -> tuple[Any, ...]:
     """What the feed holds: rooms and objects, places, place edges."""
     state = feed._map
-    return dict(state.items), dict(state.places), state.edges()
+    return dict(state.items), dict(state.places), set(state.edges)
 
 
 def whole_feed(store: Any) -> SceneFeed:

@@ -56,30 +56,29 @@ def test_the_first_view_is_everything_the_database_draws(small_store):
     assert drawn(first) == expected
     assert first.remove == () and first.edges_removed == ()
     assert set(first.edges_added) == edges_in_database(small_store)
-    head, places = [piece.to_message() for piece in feed.full()]
-    assert (head["full"], head["more"], places["full"], places["more"]) == (True, True, False, False)
+    head, places, edges = [piece.to_message() for piece in feed.full()]
+    assert [(m["full"], m["more"]) for m in (head, places, edges)] == [(True, True), (False, True), (False, False)]
     assert {i["symbol"] for i in head["upsert"]} | set(places["places"]["symbols"]) == set(expected)
     assert head["places"]["symbols"] == [] and head["edges"]["add"] == []  # rooms and objects come first
-    assert {tuple(edge) for edge in places["edges"]["add"]} == edges_in_database(small_store)
-    assert places["edges"]["remove"] == []
+    assert {tuple(edge) for edge in edges["edges"]["add"]} == edges_in_database(small_store)
+    assert edges["edges"]["remove"] == []
 
 
-def test_the_whole_map_comes_in_pieces_each_edge_after_both_its_places(small_store, monkeypatch):
-    """Places PLACES_PER_MESSAGE at a time (the small scene's 104 in pieces of 30 here), all but the last with more:
-    true; every edge in the piece that completes its pair of places, none twice."""
+def test_the_whole_map_comes_in_pieces_rooms_and_objects_first_then_places_then_edges(small_store, monkeypatch):
+    """Places PLACES_PER_MESSAGE at a time (the small scene's 104 in pieces of 30 here), then their edges twice as
+    many at a time, all but the last message with more: true; every place and edge once."""
     feed = SceneFeed()
     feed.apply(read_whole_map(small_store, why="test"))
     monkeypatch.setattr(scene_feed, "PLACES_PER_MESSAGE", 30)
     pieces = [json.loads(text) for text in feed.full_texts()[1]]
-    assert [len(p["places"]["symbols"]) for p in pieces] == [0, 30, 30, 30, 14]
-    assert [p["more"] for p in pieces] == [True, True, True, True, False]
-    arrived: set[str] = set()
-    edges: list[tuple[str, str]] = []
-    for piece in pieces:
-        arrived |= set(piece["places"]["symbols"])
-        assert all(a in arrived and b in arrived for a, b in piece["edges"]["add"])
-        edges += [(a, b) for a, b in piece["edges"]["add"]]
+    assert [len(p["upsert"]) for p in pieces] == [len(feed.items())] + [0] * (len(pieces) - 1)
+    assert [len(p["places"]["symbols"]) for p in pieces] == [0, 30, 30, 30, 14, 0, 0, 0]
+    assert [len(p["edges"]["add"]) for p in pieces] == [0, 0, 0, 0, 0, 60, 60, 48]
+    assert [p["more"] for p in pieces] == [True] * 7 + [False] and pieces[0]["full"]
+    edges = [tuple(edge) for p in pieces for edge in p["edges"]["add"]]
     assert len(edges) == len(set(edges)) and set(edges) == edges_in_database(small_store)
+    assert sorted(s for p in pieces for s in p["places"]["symbols"]) == sorted(
+        s for s, (layer, *_) in drawn_in_database(small_store).items() if layer == "place")
 
 
 def test_nothing_changed_sends_nothing(small_store, fed):

@@ -59,13 +59,16 @@ function rebuildLayers() {
     outlineRooms(rooms, places);
     hullsStale = false;
   }
-  // Each edge between its two places where they are now (an edge to a place not drawn is left out).
-  const edges = [];
-  for (const [a, b] of scene.edgePairs.values()) {
-    const from = scene.places.get(a), to = scene.places.get(b);
-    if (from && to) edges.push(from[0], from[1], to[0], to[1]);
+  // Each edge between its two places where they are now (an edge to a place not drawn is left out); once the
+  // whole map is there (rebuilt for each piece of 10^5 places' edges, they cost more than the pieces themselves).
+  if (!scene.loading) {
+    const edges = [];
+    for (const [a, b] of scene.edgePairs.values()) {
+      const from = scene.places.get(a), to = scene.places.get(b);
+      if (from && to) edges.push(from[0], from[1], to[0], to[1]);
+    }
+    scene.edges = Float64Array.from(edges);
   }
-  scene.edges = Float64Array.from(edges);
   layers = { rooms, places: Float64Array.from(places), byClass, operator, objects };
   layersStale = false;
   renderLegend();
@@ -476,7 +479,9 @@ $("object-info-close").addEventListener("click", () => {
 // ---- server messages ----------------------------------------------------------------------------
 export function onScene(message, received) {
   const outlines = (item) => item && item.layer === "room";
-  if (message.full) { scene.items.clear(); scene.places.clear(); scene.edgePairs.clear(); hullsStale = true; }
+  if (message.full) {
+    scene.items.clear(); scene.places.clear(); scene.edgePairs.clear(); scene.edges = new Float64Array(0); hullsStale = true;
+  }
   for (const symbol of message.remove || []) {
     if (outlines(scene.items.get(symbol)) || scene.places.delete(symbol)) hullsStale = true;
     scene.items.delete(symbol);
