@@ -7,6 +7,7 @@ where a test needs the robot still walking (cancel, busy).
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
@@ -34,6 +35,7 @@ from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
 from support.actions import FeedbackLog, cancel_goal, goal_result, send_goal
 from support.node_config import shipped_parameters, values_rcl_gives
+from support.node_program import node_program, params, start_node, start_python, stop_node
 from support.ros import Collector, call_service, ros_session, spinning, wait_until
 from support.spot_driver import FakeSpotDriver
 from visualization_msgs.msg import Marker, MarkerArray
@@ -364,14 +366,14 @@ def test_the_shipped_config_sets_only_declared_parameters_and_rcl_accepts_it(ros
     assert {name: values[name] for name in params} == params
 
 
-def run_dispatcher(domain: int, *params: str) -> subprocess.Popen[str]:
-    """The node's console entry point (``main``) in a process of its own, on ``domain``."""
-    env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONPATH": str(ROOT)}
-    args = [arg for param in params for arg in ("-p", param)]
-    return subprocess.Popen(
-        [sys.executable, "-m", "heracles_ros.nodes.dispatcher", "--ros-args", "-r", f"__ns:={NS}", *args],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+def run_dispatcher(domain: int, *values: str) -> subprocess.Popen[str]:
+    """The node's console entry point (``main``) in a process of its own, on ``domain``, under NS."""
+    return start_node("dispatcher", domain, "-r", f"__ns:={NS}", *params(*values))
+
+
+def dispatcher_program(domain: int, *values: str) -> contextlib.AbstractContextManager[subprocess.Popen[str]]:
+    """:func:`run_dispatcher` for the block, stopped after it as an operator does (Ctrl-C, then a kill)."""
+    return node_program("dispatcher", domain, "-r", f"__ns:={NS}", *params(*values))
 
 
 def test_ctrl_c_cancels_the_running_plan_reports_it_and_exits_cleanly(
@@ -384,29 +386,21 @@ def test_ctrl_c_cancels_the_running_plan_reports_it_and_exits_cleanly(
         progress = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
         results = Collector(probe, DispatchResult, f"{NS}/dispatch_result", 10)
         actions = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
-        process = run_dispatcher(
-            ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}"
-        )
-        try:
-            with spinning(probe):
-                goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="long-walk")),
-                                 timeout_s=30.0)
-                assert goal.accepted
-                progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
-                time.sleep(0.3)
-                process.send_signal(signal.SIGINT)
-                signalled = time.monotonic()
-                try:
-                    result = results.wait(lambda r: r.plan_id == "long-walk", 10.0, what="the result after Ctrl-C")
-                except AssertionError as exc:
-                    process.kill()
-                    raise AssertionError(f"{exc}\ndispatcher output:\n{process.communicate()[0]}") from exc
-                output, _ = process.communicate(timeout=15.0)
-                exited_s = time.monotonic() - signalled
-        finally:
-            if process.poll() is None:
+        db = (f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}")
+        with dispatcher_program(ros_domain_id, *db) as process, spinning(probe):
+            goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="long-walk")), timeout_s=30.0)
+            assert goal.accepted
+            progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
+            time.sleep(0.3)
+            process.send_signal(signal.SIGINT)
+            signalled = time.monotonic()
+            try:
+                result = results.wait(lambda r: r.plan_id == "long-walk", 10.0, what="the result after Ctrl-C")
+            except AssertionError as exc:
                 process.kill()
-                process.communicate()
+                raise AssertionError(f"{exc}\ndispatcher output:\n{process.communicate()[0]}") from exc
+            output, _ = process.communicate(timeout=15.0)
+            exited_s = time.monotonic() - signalled
     assert process.returncode == 0, output
     assert exited_s < 5.0, output  # shutdown_timeout_s, whatever was running
     assert (result.status, result.reason) == ("cancelled", "the dispatcher is shutting down")
@@ -550,43 +544,39 @@ def test_the_stop_answers_within_a_second_while_a_plan_runs_the_database_stalls_
         stop = probe.create_client(Trigger, f"{NS}/stop")
         cancels = probe.create_client(CancelGoal, f"{NS}/execute_plan/_action/cancel_goal")
         params = probe.create_client(GetParameters, f"{NS}/dispatcher/get_parameters")
-        process = run_dispatcher(
-            ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}"
-        )
-        paused = False
-        try:
-            with spinning(probe):
-                goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="busy-walk")),
-                                 timeout_s=30.0)  # fmt: skip
-                assert goal.accepted
-                progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
-                assert stop.wait_for_service(timeout_sec=10.0)
-                os.kill(falkordb_server.pid, signal.SIGSTOP)  # the database stalls
-                paused = True
-                for i in range(20):  # a burst of goals, cancels and parameter reads in flight
-                    actions.send_goal_async(ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id=f"pile-{i}")))
-                for _ in range(50):
-                    cancels.call_async(CancelGoal.Request())
-                for _ in range(20):
-                    params.call_async(GetParameters.Request(names=[spec.name for spec in PARAMETERS]))
-                reply, took = timed_call(stop, Trigger.Request(), timeout_s=5.0)
-                assert reply.success and took < 1.0, (reply.message, took)
-                time.sleep(0.5)  # a marker published just before the stop may still be on its way
-                before = robot_arrow(markers)
-                time.sleep(1.0)
-                assert robot_arrow(markers) == before  # stopped, though the database still stalls
-                os.kill(falkordb_server.pid, signal.SIGCONT)
-                paused = False
-                _, result = goal_result(goal, 15.0)
-                assert result.result.status == "stopped"
-                process.send_signal(signal.SIGINT)
-                process.communicate(timeout=15.0)
-        finally:
-            if paused:
-                os.kill(falkordb_server.pid, signal.SIGCONT)
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
+        db = (f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}")
+        with dispatcher_program(ros_domain_id, *db) as process:
+            paused = False
+            try:
+                with spinning(probe):
+                    goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="busy-walk")),
+                                     timeout_s=30.0)  # fmt: skip
+                    assert goal.accepted
+                    progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
+                    assert stop.wait_for_service(timeout_sec=10.0)
+                    os.kill(falkordb_server.pid, signal.SIGSTOP)  # the database stalls
+                    paused = True
+                    for i in range(20):  # a burst of goals, cancels and parameter reads in flight
+                        actions.send_goal_async(ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id=f"pile-{i}")))
+                    for _ in range(50):
+                        cancels.call_async(CancelGoal.Request())
+                    for _ in range(20):
+                        params.call_async(GetParameters.Request(names=[spec.name for spec in PARAMETERS]))
+                    reply, took = timed_call(stop, Trigger.Request(), timeout_s=5.0)
+                    assert reply.success and took < 1.0, (reply.message, took)
+                    time.sleep(0.5)  # a marker published just before the stop may still be on its way
+                    before = robot_arrow(markers)
+                    time.sleep(1.0)
+                    assert robot_arrow(markers) == before  # stopped, though the database still stalls
+                    os.kill(falkordb_server.pid, signal.SIGCONT)
+                    paused = False
+                    _, result = goal_result(goal, 15.0)
+                    assert result.result.status == "stopped"
+                    process.send_signal(signal.SIGINT)
+                    process.communicate(timeout=15.0)
+            finally:
+                if paused:
+                    os.kill(falkordb_server.pid, signal.SIGCONT)
 
 
 def robot_arrow(markers: Collector[MarkerArray]) -> tuple[float, float]:
@@ -752,9 +742,8 @@ def test_of_two_dispatchers_started_for_one_robot_only_one_runs(ros_domain_id, f
         assert running.wait(timeout=15.0) == 0
     finally:
         for process in (first, second, late):
-            if process is not None and process.poll() is None:
-                process.kill()
-                process.communicate()
+            if process is not None:
+                stop_node(process)
 
 
 def test_a_burst_of_goals_and_cancels_from_one_client_is_answered(rig_factory, small_store):
@@ -969,27 +958,18 @@ def test_a_dispatcher_waits_for_the_mirrors_graph_and_never_creates_a_misspelt_o
 def _waits_then_runs_or_stops(ros_domain_id, falkordb_uri, graph_name, store, small_scene, wait_s):
     from heracles_ros.mirror.reconcile import Mirror
 
-    early = run_dispatcher(ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}",
-                           f"start_place:={START}")
-    try:
+    db = (f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}")
+    with dispatcher_program(ros_domain_id, *db) as early:
         output = _lines_until(early, "waiting up to", 60.0)
         assert f"graph '{graph_name}'" in output and "the mirror creates it" in output, output
         Mirror(store).reconcile(small_scene)  # the mirror's first write lands while the dispatcher waits
         output += _lines_until(early, "dispatching with", 60.0)
         assert "dispatching with the sim driver" in output, output
-    finally:
-        early.send_signal(signal.SIGINT)
-        early.communicate(timeout=30)
 
     typo = f"{graph_name}_typo"
     started = time.monotonic()
-    misspelt = run_dispatcher(ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={typo}")
-    try:
+    with dispatcher_program(ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={typo}") as misspelt:
         output = misspelt.communicate(timeout=wait_s + 60)[0]
-    finally:
-        if misspelt.poll() is None:
-            misspelt.kill()
-            misspelt.wait()
     assert misspelt.returncode == 1, output
     assert time.monotonic() - started >= wait_s
     assert f"dispatcher cannot start: no graph after {wait_s:g} s: falkordb://" in output, output
@@ -1017,13 +997,10 @@ SPOT_NAME = "spotd"
 
 def run_spot_dispatcher(domain: int, falkordb_uri: str, graph_name: str) -> subprocess.Popen[str]:
     """The dispatcher node with the spot_ros2 adapter, in a process of its own; map->odom fixed at the identity."""
-    env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONPATH": str(ROOT)}
-    params = [f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}", "driver:=spot_ros2",
-              f"spot_name:={SPOT_NAME}", "spot_map_frame_source:=fixed", "spot_expected_speed_mps:=1.0",
-              "spot_sit_on_shutdown:=false"]  # fmt: skip
-    args = [arg for param in params for arg in ("-p", param)]
-    return subprocess.Popen([sys.executable, "-c", SPOT_DISPATCHER, "--ros-args", "-r", f"__ns:={NS}", *args],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    args = params(f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}", "driver:=spot_ros2",
+                  f"spot_name:={SPOT_NAME}", "spot_map_frame_source:=fixed", "spot_expected_speed_mps:=1.0",
+                  "spot_sit_on_shutdown:=false")  # fmt: skip
+    return start_python(domain, "-c", SPOT_DISPATCHER, "--ros-args", "-r", f"__ns:={NS}", *args)
 
 
 @dataclass
@@ -1143,8 +1120,7 @@ def test_a_stop_latched_while_the_database_is_frozen_survives_a_crash_of_the_dis
         stop = probe.create_client(Trigger, f"{NS}/stop")
         resume = probe.create_client(Resume, f"{NS}/resume")
         with spinning(probe):
-            first = run_dispatcher(ros_domain_id, *params)
-            try:
+            with dispatcher_program(ros_domain_id, *params) as first:
                 assert stop.wait_for_service(timeout_sec=30.0)
                 os.kill(falkordb_server.pid, signal.SIGSTOP)  # the stop must not need the database
                 try:
@@ -1155,10 +1131,6 @@ def test_a_stop_latched_while_the_database_is_frozen_survives_a_crash_of_the_dis
                     first.communicate()
                 finally:
                     os.kill(falkordb_server.pid, signal.SIGCONT)
-            finally:
-                if first.poll() is None:
-                    first.kill()
-                    first.communicate()
             for round_ in ("stopped", "resumed"):
                 process = run_dispatcher(ros_domain_id, *params)
                 try:
@@ -1178,8 +1150,7 @@ def test_a_stop_latched_while_the_database_is_frozen_survives_a_crash_of_the_dis
                         assert goal.accepted
                         cancel_goal(goal)
                 finally:
-                    process.send_signal(signal.SIGINT)
-                    output = process.communicate(timeout=15.0)[0]
+                    output = stop_node(process)
                 assert process.returncode == 0, output
 
 
@@ -1200,13 +1171,9 @@ def test_every_start_restores_pose_and_held_object_together_or_resets_both_and_s
 
     def start(*params: str) -> tuple[str, tuple[float, float]]:
         """The dispatcher's words on the robot at start, and the pose it published (latched) for a later reader."""
-        process = run_dispatcher(ros_domain_id, *db, *params)
-        try:
+        with dispatcher_program(ros_domain_id, *db, *params) as process:
             output = _lines_until(process, "dispatching with", 60.0)
             pose = Collector(probe, PoseStamped, f"{NS}/robot_pose", latched()).wait(timeout_s=10.0).pose.position
-        finally:
-            process.send_signal(signal.SIGINT)
-            process.communicate(timeout=15.0)
         return output.split("robot 'robot' ", 1)[1].splitlines()[0], (pose.x, pose.y)
 
     with ros_session(ros_domain_id):
@@ -1265,22 +1232,16 @@ def test_a_frozen_dispatcher_finds_its_simulated_robot_at_most_one_horizon_furth
         progress = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
         markers = Collector(probe, MarkerArray, f"{NS}/plan_markers", 100)
         actions = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
-        process = run_dispatcher(ros_domain_id, f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}",
-                                 f"start_place:={START}", "sim_speed_mps:=1.0")  # fmt: skip
-        try:
-            with spinning(probe):
-                goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="paused")), timeout_s=30.0)
-                assert goal.accepted
-                progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
-                time.sleep(0.5)
-                os.kill(process.pid, signal.SIGSTOP)
-                time.sleep(3.0)
-                os.kill(process.pid, signal.SIGCONT)
-                assert goal_result(goal, 40.0)[1].result.status == "succeeded"
-        finally:
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
-            process.communicate(timeout=15.0)
+        db = (f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}")
+        with dispatcher_program(ros_domain_id, *db, "sim_speed_mps:=1.0") as process, spinning(probe):
+            goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="paused")), timeout_s=30.0)
+            assert goal.accepted
+            progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
+            time.sleep(0.5)
+            os.kill(process.pid, signal.SIGSTOP)
+            time.sleep(3.0)
+            os.kill(process.pid, signal.SIGCONT)
+            assert goal_result(goal, 40.0)[1].result.status == "succeeded"
     drawn = [(m.pose.position.x, m.pose.position.y) for a in markers.messages for m in a.markers
              if (m.ns, m.id, m.action) == (NS_ROBOT, 0, Marker.ADD)]  # fmt: skip
     jumps = [math.dist(a, b) for a, b in itertools.pairwise(drawn)]

@@ -8,11 +8,9 @@ services and listens to what it publishes.
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +27,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
 from support.node_config import shipped_parameters, values_rcl_gives
+from support.node_program import params, start_node, stop_node
 from support.ros import Collector, call_service, qos, ros_session, spinning, wait_until
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, find, garbage, say, slow
 from visualization_msgs.msg import Marker, MarkerArray
@@ -517,14 +516,9 @@ def test_the_shipped_config_sets_every_declared_parameter_and_rcl_accepts_it(ros
 
 
 # -- the entry point ------------------------------------------------------------------------------------------
-def run_language_server(domain: int, *params: str) -> subprocess.Popen[str]:
-    """The node's console entry point (``main``) in a process of its own, on ``domain``."""
-    env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONPATH": str(REPO)}
-    args = [arg for param in params for arg in ("-p", param)]
-    return subprocess.Popen(
-        [sys.executable, "-m", "heracles_ros.nodes.language_server", "--ros-args", "-r", f"__ns:={NS}", *args],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+def run_language_server(domain: int, *values: str) -> subprocess.Popen[str]:
+    """The node's console entry point (``main``) in a process of its own, on ``domain``, under NS."""
+    return start_node("language_server", domain, "-r", f"__ns:={NS}", *params(*values))
 
 
 def test_the_entry_point_serves_over_dds_and_exits_cleanly_on_ctrl_c(
@@ -544,9 +538,7 @@ def test_the_entry_point_serves_over_dds_and_exits_cleanly_on_ctrl_c(
             process.send_signal(signal.SIGINT)
             output, _ = process.communicate(timeout=15.0)
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
+            stop_node(process)
     assert (reply.error, reply.answer) == ("", str(truth))
     assert process.returncode == 0, output
     assert "language_server stopping" in output

@@ -19,13 +19,17 @@ REPO = Path(__file__).resolve().parents[2]
 STOP_GRACE_S = 15.0
 
 
-def start_node(name: str, domain: int, *ros_args: str) -> subprocess.Popen[str]:
-    """The node ``name`` with ``--ros-args ros_args``; stdout and stderr together, as text."""
+def start_python(domain: int, *argv: str) -> subprocess.Popen[str]:
+    """``python argv`` on ``domain``, importing the package from this checkout; stdout and stderr together, as text."""
     env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONPATH": str(REPO)}
     return subprocess.Popen(
-        [sys.executable, "-m", f"heracles_ros.nodes.{name}", "--ros-args", *ros_args],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [sys.executable, *argv], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def start_node(name: str, domain: int, *ros_args: str) -> subprocess.Popen[str]:
+    """The node ``name`` with ``--ros-args ros_args``."""
+    return start_python(domain, "-m", f"heracles_ros.nodes.{name}", "--ros-args", *ros_args)
 
 
 def params(*values: str) -> list[str]:
