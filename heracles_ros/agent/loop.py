@@ -300,6 +300,8 @@ class Agent:
     def _clarified(self, result: AskResult | CommandResult | CorrectResult, clarification: Clarification) -> None:
         result.clarification = clarification.question
         result.candidates, _ = self.referents.describe(clarification.candidates)
+        if isinstance(result, CommandResult):  # what a search could go and look for
+            result.missing = clarification.missing
 
     def _in_words(self, goal: GoalExpr) -> str:
         try:

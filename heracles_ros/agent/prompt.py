@@ -401,6 +401,11 @@ def clarify_text(task: str) -> str:
     ]
     if task == "command":
         lines.append(
+            "When nothing matches because the map has no such thing, name it as a third field, so the operator can "
+            'send the robot to look for it: <answer>CLARIFY("The map has no fire extinguisher; search for one?", <>, '
+            '"fire extinguisher")</answer>.'
+        )
+        lines.append(
             "An instruction that says any one will do (\"any box\", \"one of the boxes\", \"a box\") is not "
             "ambiguous: write an or goal over the matches instead."
         )

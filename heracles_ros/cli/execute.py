@@ -70,7 +70,8 @@ LATE_FEEDBACK_QUIET_S = 0.3
 LATE_FEEDBACK_MAX_S = 2.0
 _RESULT_FIELDS = (
     "outcome", "reason", "command_id", "goal", "goal_text", "plan_summary", "clarification", "steps_completed",
-    "replans", "robot_place", "holding", "tool_calls", "input_tokens", "output_tokens", "latency_s",
+    "replans", "robot_place", "holding", "tool_calls", "input_tokens", "output_tokens", "latency_s", "missing",
+    "found", "found_where", "searched", "search_distance_m",
 )
 
 
@@ -122,7 +123,8 @@ def execute(args: argparse.Namespace) -> int:
                     "namespace with --namespace", name=client.action_name)
             time.sleep(_TICK_S)
         command_id = client.command(args.instruction, execute=True, require_confirmation=args.confirm,
-                                    session=args.session, command_id=f"cli-{uuid.uuid4().hex[:8]}", wait=False)
+                                    session=args.session, command_id=f"cli-{uuid.uuid4().hex[:8]}", wait=False,
+                                    search_for=args.search)
         return follower.run(command_id, args.instruction, as_json=args.json)
 
 

@@ -48,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                          "following its progress (Ctrl-C cancels)")
     command.add_argument("--confirm", action="store_true",
                          help="with --execute: ask on the terminal before the robot moves")
+    command.add_argument("--search", default="", metavar="WHAT",
+                         help="with --execute: when the map lacks WHAT (words or a class), look for it first, then "
+                         "carry out the instruction (the answer to 'the map has no ...; search for one?')")
     command.set_defaults(func=_command)
 
     correct = sub.add_parser("correct", help="correct the scene graph in plain language ('that bicycle is a bag')")
@@ -112,6 +115,8 @@ def _ask(args: argparse.Namespace) -> int:
 
 
 def _command(args: argparse.Namespace) -> int:
+    if args.search and not args.execute:
+        raise ConfigError("--search walks the robot: add --execute")
     if args.execute:
         return execute(args)
     if _live(args):

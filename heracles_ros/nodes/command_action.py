@@ -209,14 +209,12 @@ class CommandAction:
     def _refusal(self, goal: ExecuteCommand.Goal) -> tuple[RejectionCode | None, str]:
         """(code, reason) why the goal cannot start, or (None, "") after reserving the one command slot."""
         malformed = text_problem(instruction=goal.instruction, command_id=goal.command_id, session=goal.session,
-                                 client_node=goal.client_node)
+                                 client_node=goal.client_node, search_for=goal.search_for)
         if malformed:
             return RejectionCode.INVALID, malformed
         goal.command_id = goal.command_id.strip() or f"cmd-{uuid.uuid4().hex[:8]}"
         if not goal.instruction.strip():
             return RejectionCode.INVALID, "the instruction is empty"
-        if len(goal.search_for) > MAX_ID_CHARS or not goal.search_for.isprintable():
-            return RejectionCode.INVALID, f"search_for must be one line of at most {MAX_ID_CHARS} printable characters"
         if goal.search_for.strip() and not goal.execute:
             return RejectionCode.INVALID, "search_for walks the robot: send it with execute: true"
         if self.closing.is_set():

@@ -128,4 +128,5 @@ class CommandSearch:
 
 def search_proposal(missing: str) -> str:
     """The ask-back's proposal when the map lacks ``missing``: the same command again with ``search_for``."""
-    return f'to go and look for {missing}, send the command again with search_for "{missing}"'
+    return (f'to go and look for {missing}, send the command again with search_for "{missing}" '
+            f"(heracles command --execute --search '{missing}' ...)")

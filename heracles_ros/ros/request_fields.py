@@ -51,7 +51,8 @@ _TEXT = {"instruction": MAX_TEXT_CHARS, "question": MAX_TEXT_CHARS, "reason": MA
 _LINES = {"command_id": MAX_ID_CHARS, "session": MAX_ID_CHARS, "client_node": MAX_ID_CHARS, "id": MAX_ID_CHARS,
           "room": MAX_ID_CHARS, "action": MAX_ID_CHARS, "operator_name": MAX_NAME_CHARS,
           "answer_type": MAX_ANSWER_TYPE_CHARS, "plan_id": MAX_ID_CHARS, "start_symbol": MAX_ID_CHARS,
-          "symbol": MAX_ID_CHARS, "like_symbol": MAX_ID_CHARS, "class_name": MAX_ID_CHARS}
+          "symbol": MAX_ID_CHARS, "like_symbol": MAX_ID_CHARS, "class_name": MAX_ID_CHARS,
+          "search_for": MAX_ID_CHARS}
 #: The longest bound of each field, by its name in the interface files.
 LIMITS = {**_TEXT, **_LINES}
 

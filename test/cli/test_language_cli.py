@@ -136,6 +136,12 @@ def test_execute_and_cancel_without_the_running_system_say_so(falkordb_uri, grap
     assert f"no dispatcher answered on /test_{graph_name}/cancel within 1 s" in err
 
 
+def test_search_without_execute_is_refused_before_anything_is_asked(falkordb_uri, graph_name, capsys):
+    code = main(["command", "Bring me a fire extinguisher", "--search", "fire extinguisher",
+                 *_db(falkordb_uri, graph_name)])
+    assert code == 1 and "--search walks the robot: add --execute" in capsys.readouterr().err
+
+
 def test_a_question_back_is_printed_with_its_candidates_and_exits_3(small_store, db_uri, graph_name, capsys):
     bicycles = [r["o"] for r in small_store.query(
         "MATCH (o:Object {class: 'bicycle'}) RETURN o.nodeSymbol AS o ORDER BY o")]

@@ -52,7 +52,7 @@ def fetch(request: RecordedRequest) -> Turn:
     wanted = "chair" if "chair" in asked else "fire extinguisher"
     if not request.tool_results():
         return call(of_class(wanted))
-    rows = json.loads(request.tool_results()[-1])
+    rows, _ = json.JSONDecoder().raw_decode(request.tool_results()[-1])  # an empty result carries a hint after
     return say(f"<answer>(holding {rows[0]['o']})</answer>" if rows else
                f'<answer>CLARIFY("The map has no {wanted}; search for one?", <>, "{wanted}")</answer>')
 
@@ -137,6 +137,20 @@ def test_a_command_searches_for_what_the_map_lacks_then_grounds_and_carries_it_o
     assert not refused.accepted
     rejection = rig.rejections.wait(lambda r: r.command_id == "planned-search", 5.0, what="the rejection")
     assert rejection.code == "invalid" and "search_for" in rejection.reason
+
+
+def test_a_command_for_what_the_map_lacks_asks_back_proposing_the_search_and_the_approval_runs_it(rig_factory):
+    """The ask-back: without search_for the model finds no fire extinguisher and names what the map lacks; the
+    result says so and proposes the search; the operator's yes is the same command with search_for."""
+    rig = rig_factory(10.0)
+    status, result = goal_result(rig.send("Bring me a fire extinguisher.", command_id="ask"), 60.0)
+    assert (result.outcome, result.missing, list(result.candidates)) == ("clarify", "fire extinguisher", []), result
+    assert "The map has no fire extinguisher" in result.clarification
+    assert 'search_for "fire extinguisher"' in result.reason and "--search 'fire extinguisher'" in result.reason
+    assert rig.dispatcher._active is None and result.searched == []  # asked, nothing moved
+    status, result = goal_result(rig.send("Bring me a fire extinguisher.", search_for=result.missing), 150.0)
+    assert (status, result.outcome) == (GoalStatus.STATUS_SUCCEEDED, "succeeded"), result.reason
+    assert result.found in HIDDEN_ROOMS and result.holding == result.found
 
 
 def test_heracles_stop_during_a_command_s_search_stops_it_and_the_command_is_never_grounded(rig_factory, small_store):
