@@ -275,7 +275,7 @@ def _stop_while_map_changes(uri: str, graph: str, scene: dsg.DynamicSceneGraph, 
     dsg_update = DSG_UPDATE.type
     places = list(scene.get_layer(3, 1).nodes)  # Hydra's mesh places: the planner's layer, the map's places
     snapshots = []
-    for shift in (0.01, -0.01):
+    for shift in (1.0, -1.0):  # past the history's move threshold: the console reads the map (whole: every place)
         for node in places:
             node.attributes.position = node.attributes.position + np.array([shift, 0.0, 0.0])
         snapshots.append(dsg_update(layer_contents=scene.to_binary(include_mesh=False), full_update=True))
