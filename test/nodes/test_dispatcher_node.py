@@ -75,6 +75,12 @@ def solved(store, goal: str, start: str) -> PlanResult:
     return plan
 
 
+def long_walk(store) -> PlanResult:
+    """A plan to fetch the far object: several metres of walking, time to cancel or stop the robot on its way."""
+    obj, _ = far_object(store)
+    return solved(store, f"(holding {obj})", START)
+
+
 def held_by_robot(store) -> list[str]:
     rows = store.query("MATCH (:Robot {nodeSymbol: 'robot'})-[:HOLDING]->(o:Object) RETURN o.nodeSymbol AS o")
     return [row["o"] for row in rows]
@@ -208,8 +214,7 @@ def test_progress_tells_the_walking_left_and_its_time_at_least_once_a_second(rig
     The bounds leave room for a loaded machine's pauses (a stalled process delays its clock-driven events
     and skews a measured speed): updates once a second on average and never more than 2 s apart,
     every estimate within half of the time really left, most within a fifth."""
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     assert [a.name for a in plan.actions] == ["goto", "pick"]
     rig = rig_factory(sim_time_scale=2.0, sim_speed_mps=2.0)
     feedback = FeedbackLog()
@@ -278,8 +283,7 @@ def test_an_injected_failure_is_replanned_and_the_task_still_completes(rig_facto
 
 
 def test_cancel_stops_the_robot_and_a_second_plan_is_refused_while_busy(rig_factory, small_store):
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
     idle = call_service(rig.cancel, Trigger.Request())
     assert (idle.success, idle.message) == (False, "no plan is running: nothing to cancel")
@@ -315,8 +319,7 @@ def test_cancel_stops_the_robot_and_a_second_plan_is_refused_while_busy(rig_fact
 
 
 def test_cancelling_the_goal_stops_the_robot_and_the_goal_ends_canceled(rig_factory, small_store):
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
     goal = rig.send(plan, "walk-3")
     assert goal.accepted
@@ -376,26 +379,47 @@ def dispatcher_program(domain: int, *values: str) -> contextlib.AbstractContextM
     return node_program("dispatcher", domain, "-r", f"__ns:={NS}", *params(*values))
 
 
-def test_ctrl_c_cancels_the_running_plan_reports_it_and_exits_cleanly(
-    ros_domain_id, falkordb_uri, graph_name, small_store
-):
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+@pytest.fixture
+def on_the_graph(falkordb_uri, graph_name) -> tuple[str, ...]:
+    """The parameters that put a dispatcher process on the test's graph, the robot at START."""
+    return (f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}")
+
+
+@dataclass
+class Watch:
+    """What a test sees and calls of a dispatcher running in a process of its own, from a probe node."""
+
+    probe: Node
+    progress: Collector[DispatchProgress]
+    results: Collector[DispatchResult]
+    markers: Collector[MarkerArray]
+    actions: ActionClient
+    stop: Client
+
+
+def watch() -> Watch:
+    """A probe of the dispatcher under NS (in a ROS session)."""
+    probe = rclpy.create_node("probe")
+    return Watch(probe, Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100),
+                 Collector(probe, DispatchResult, f"{NS}/dispatch_result", 10),
+                 Collector(probe, MarkerArray, f"{NS}/plan_markers", 100),
+                 ActionClient(probe, ExecutePlan, f"{NS}/execute_plan"), probe.create_client(Trigger, f"{NS}/stop"))
+
+
+def test_ctrl_c_cancels_the_running_plan_reports_it_and_exits_cleanly(ros_domain_id, on_the_graph, small_store):
+    plan = long_walk(small_store)
     with ros_session(ros_domain_id):
-        probe = rclpy.create_node("probe")
-        progress = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
-        results = Collector(probe, DispatchResult, f"{NS}/dispatch_result", 10)
-        actions = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
-        db = (f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}")
-        with dispatcher_program(ros_domain_id, *db) as process, spinning(probe):
-            goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="long-walk")), timeout_s=30.0)
+        seen = watch()
+        with dispatcher_program(ros_domain_id, *on_the_graph) as process, spinning(seen.probe):
+            goal = send_goal(seen.actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="long-walk")),
+                             timeout_s=30.0)  # fmt: skip
             assert goal.accepted
-            progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
+            seen.progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
             time.sleep(0.3)
             process.send_signal(signal.SIGINT)
             signalled = time.monotonic()
             try:
-                result = results.wait(lambda r: r.plan_id == "long-walk", 10.0, what="the result after Ctrl-C")
+                result = seen.results.wait(lambda r: r.plan_id == "long-walk", 10.0, what="the result after Ctrl-C")
             except AssertionError as exc:
                 process.kill()
                 raise AssertionError(f"{exc}\ndispatcher output:\n{process.communicate()[0]}") from exc
@@ -404,7 +428,7 @@ def test_ctrl_c_cancels_the_running_plan_reports_it_and_exits_cleanly(
     assert process.returncode == 0, output
     assert exited_s < 5.0, output  # shutdown_timeout_s, whatever was running
     assert (result.status, result.reason) == ("cancelled", "the dispatcher is shutting down")
-    assert progress.messages[-1].state == "cancelled"
+    assert seen.progress.messages[-1].state == "cancelled"
     recorded = RobotStateStore(small_store).read()
     assert recorded is not None and 0.0 < math.hypot(*recorded.position[:2]) < 3.0  # stopped part-way, recorded
     time.sleep(1.0)
@@ -443,8 +467,7 @@ def stop_text(rig: Rig) -> str:
 
 
 def test_stop_cancels_the_plan_stops_the_robot_and_refuses_plans_until_an_operator_resumes(rig_factory, small_store):
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
     initial = rig.stop_state.wait(what="the stop state published at start")
     assert (initial.stopped, initial.driver) == (False, "sim")
@@ -494,8 +517,7 @@ def test_stop_cancels_the_plan_stops_the_robot_and_refuses_plans_until_an_operat
 
 
 def test_hard_stop_uses_the_drivers_hard_stop_and_the_next_plan_starts_the_robot_again(rig_factory, small_store):
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
     driver, calls = rig.node.driver, []
     real_stop, real_start = driver.stop, driver.start
@@ -528,46 +550,40 @@ def test_hard_stop_uses_the_drivers_hard_stop_and_the_next_plan_starts_the_robot
 
 
 def test_the_stop_answers_within_a_second_while_a_plan_runs_the_database_stalls_and_requests_pile_up(
-    ros_domain_id, falkordb_server, falkordb_uri, graph_name, small_store
+    ros_domain_id, falkordb_server, on_the_graph, small_store
 ):
     """The real process (its own executor): the stop never queues behind a plan, a query or a burst."""
     from action_msgs.srv import CancelGoal
     from rcl_interfaces.srv import GetParameters
 
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     with ros_session(ros_domain_id):
-        probe = rclpy.create_node("probe")
-        progress = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
-        markers = Collector(probe, MarkerArray, f"{NS}/plan_markers", 100)
-        actions = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
-        stop = probe.create_client(Trigger, f"{NS}/stop")
-        cancels = probe.create_client(CancelGoal, f"{NS}/execute_plan/_action/cancel_goal")
-        params = probe.create_client(GetParameters, f"{NS}/dispatcher/get_parameters")
-        db = (f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}")
-        with dispatcher_program(ros_domain_id, *db) as process:
+        seen = watch()
+        cancels = seen.probe.create_client(CancelGoal, f"{NS}/execute_plan/_action/cancel_goal")
+        reads = seen.probe.create_client(GetParameters, f"{NS}/dispatcher/get_parameters")
+        with dispatcher_program(ros_domain_id, *on_the_graph) as process:
             paused = False
             try:
-                with spinning(probe):
-                    goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="busy-walk")),
+                with spinning(seen.probe):
+                    goal = send_goal(seen.actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="busy-walk")),
                                      timeout_s=30.0)  # fmt: skip
                     assert goal.accepted
-                    progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
-                    assert stop.wait_for_service(timeout_sec=10.0)
+                    seen.progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
+                    assert seen.stop.wait_for_service(timeout_sec=10.0)
                     os.kill(falkordb_server.pid, signal.SIGSTOP)  # the database stalls
                     paused = True
                     for i in range(20):  # a burst of goals, cancels and parameter reads in flight
-                        actions.send_goal_async(ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id=f"pile-{i}")))
+                        seen.actions.send_goal_async(ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id=f"pile-{i}")))
                     for _ in range(50):
                         cancels.call_async(CancelGoal.Request())
                     for _ in range(20):
-                        params.call_async(GetParameters.Request(names=[spec.name for spec in PARAMETERS]))
-                    reply, took = timed_call(stop, Trigger.Request(), timeout_s=5.0)
+                        reads.call_async(GetParameters.Request(names=[spec.name for spec in PARAMETERS]))
+                    reply, took = timed_call(seen.stop, Trigger.Request(), timeout_s=5.0)
                     assert reply.success and took < 1.0, (reply.message, took)
                     time.sleep(0.5)  # a marker published just before the stop may still be on its way
-                    before = robot_arrow(markers)
+                    before = robot_arrow(seen.markers)
                     time.sleep(1.0)
-                    assert robot_arrow(markers) == before  # stopped, though the database still stalls
+                    assert robot_arrow(seen.markers) == before  # stopped, though the database still stalls
                     os.kill(falkordb_server.pid, signal.SIGCONT)
                     paused = False
                     _, result = goal_result(goal, 15.0)
@@ -590,8 +606,7 @@ def robot_arrow(markers: Collector[MarkerArray]) -> tuple[float, float]:
 
 # --- the client must stay alive ------------------------------------------------------------------
 def test_a_plan_whose_client_node_left_the_graph_is_cancelled_and_the_robot_stops(rig_factory, small_store):
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0, client_lost_s=1.0)
     client = rclpy.create_node("plan_client", namespace=NS)
     name = client.get_fully_qualified_name()
@@ -647,8 +662,7 @@ def test_a_plan_whose_client_was_killed_is_cancelled_within_client_lost_s_and_tw
 ):
     from rclpy.serialization import serialize_message
 
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0, client_lost_s=1.0)
     plan_file = tmp_path / "plan.bin"
     plan_file.write_bytes(serialize_message(plan_to_msg(plan, plan_id="killed")))
@@ -751,8 +765,7 @@ def test_a_burst_of_goals_and_cancels_from_one_client_is_answered(rig_factory, s
 
     from heracles_ros.ros.interfaces import EXECUTE_PLAN
 
-    obj, _ = far_object(small_store)
-    plan = plan_to_msg(solved(small_store, f"(holding {obj})", START), plan_id="")
+    plan = plan_to_msg(long_walk(small_store), plan_id="")
     rig = rig_factory(sim_time_scale=1.0)
     deep = EXECUTE_PLAN.queue_qos()
     actions = ActionClient(rig.probe, ExecutePlan, f"{NS}/execute_plan", goal_service_qos_profile=deep,
@@ -789,8 +802,7 @@ def test_every_parameter_has_a_value_when_all_are_read_at_once(rig_factory):
 
 # --- cancels at any stage, and never two plans at once ----------------------------------------
 def test_a_cancel_before_the_first_step_ends_the_goal_canceled_within_a_second(rig_factory, small_store):
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     rig = rig_factory(sim_time_scale=1.0)
     entered, release = threading_events()
     real_run = rig.node.dispatcher.run
@@ -822,8 +834,7 @@ def test_a_cancel_before_the_first_step_ends_the_goal_canceled_within_a_second(r
 
 
 def test_a_cancel_during_a_replan_ends_the_goal_canceled_within_a_second(rig_factory, small_store):
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     rig = rig_factory(sim_time_scale=40.0, sim_fail_steps=[0])
     replanning, release = threading_events()
     real_replan = rig.node.dispatcher.replan
@@ -848,8 +859,7 @@ def test_a_cancel_during_a_replan_ends_the_goal_canceled_within_a_second(rig_fac
 
 
 def test_two_goals_judged_at_the_same_moment_never_run_together(rig_factory, small_store):
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     rig = rig_factory(sim_time_scale=40.0)
     first_accepting, second_judged = threading_events()
     real_accepted = rig.node._action._on_accepted
@@ -889,8 +899,7 @@ def threading_events() -> tuple[Any, Any]:
 def test_closing_stops_the_robot_then_shuts_the_driver_down_within_the_budget_even_if_it_hangs(
     rig_factory, small_store
 ):
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     rig = rig_factory(sim_time_scale=1.0, shutdown_timeout_s=1.5)
     driver, calls = rig.node.driver, []
     real_stop, hung = driver.stop, threading_events()[0]
@@ -995,11 +1004,10 @@ SPOT_DISPATCHER = (
 SPOT_NAME = "spotd"
 
 
-def run_spot_dispatcher(domain: int, falkordb_uri: str, graph_name: str) -> subprocess.Popen[str]:
+def run_spot_dispatcher(domain: int, *values: str) -> subprocess.Popen[str]:
     """The dispatcher node with the spot_ros2 adapter, in a process of its own; map->odom fixed at the identity."""
-    args = params(f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}", "driver:=spot_ros2",
-                  f"spot_name:={SPOT_NAME}", "spot_map_frame_source:=fixed", "spot_expected_speed_mps:=1.0",
-                  "spot_sit_on_shutdown:=false")  # fmt: skip
+    args = params(*values, "driver:=spot_ros2", f"spot_name:={SPOT_NAME}", "spot_map_frame_source:=fixed",
+                  "spot_expected_speed_mps:=1.0", "spot_sit_on_shutdown:=false")  # fmt: skip
     return start_python(domain, "-c", SPOT_DISPATCHER, "--ros-args", "-r", f"__ns:={NS}", *args)
 
 
@@ -1028,14 +1036,14 @@ class SpotRig:
 
 
 @pytest.fixture
-def spot_rig(ros_domain_id, falkordb_uri, graph_name, small_store) -> Iterator[SpotRig]:
+def spot_rig(ros_domain_id, on_the_graph, small_store) -> Iterator[SpotRig]:
     with ros_session(ros_domain_id):
         spot = FakeSpotDriver(SPOT_NAME)  # at P0, the map's origin, odom where the map is
         probe = rclpy.create_node("probe")
         rig = SpotRig(spot, probe, Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100),
                       ActionClient(probe, ExecutePlan, f"{NS}/execute_plan"),
                       probe.create_client(Trigger, f"{NS}/stop"),
-                      run_spot_dispatcher(ros_domain_id, falkordb_uri, graph_name))  # fmt: skip
+                      run_spot_dispatcher(ros_domain_id, *on_the_graph))  # fmt: skip
         try:
             with spinning(spot, probe, num_threads=6):
                 assert rig.actions.wait_for_server(timeout_sec=30.0), rig.output()
@@ -1049,8 +1057,7 @@ def spot_rig(ros_domain_id, falkordb_uri, graph_name, small_store) -> Iterator[S
 
 
 def test_a_dispatcher_killed_while_the_spot_walks_leaves_it_standing_within_a_second_and_a_half(spot_rig, small_store):
-    obj, _ = far_object(small_store)
-    spot_rig.walk(solved(small_store, f"(holding {obj})", START), "killed-walk")
+    spot_rig.walk(long_walk(small_store), "killed-walk")
     spot_rig.process.kill()  # kill -9: no stop, no cancel, nothing sent on the way out
     killed = time.monotonic()
     time.sleep(3.0)
@@ -1062,8 +1069,7 @@ def test_a_dispatcher_killed_while_the_spot_walks_leaves_it_standing_within_a_se
 def test_a_dispatcher_frozen_while_the_spot_walks_leaves_it_standing_within_a_second_and_a_half(
     spot_rig, small_store
 ):
-    obj, _ = far_object(small_store)
-    spot_rig.walk(solved(small_store, f"(holding {obj})", START), "frozen-walk")
+    spot_rig.walk(long_walk(small_store), "frozen-walk")
     os.kill(spot_rig.process.pid, signal.SIGSTOP)  # a hung process, or one the network cut off
     frozen = time.monotonic()
     try:
@@ -1082,8 +1088,7 @@ def test_a_stop_stills_the_spot_within_a_second_of_its_answer_with_the_database_
 ):
     from action_msgs.srv import CancelGoal
 
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     goal = spot_rig.walk(plan, "busy-walk")
     cancels = spot_rig.probe.create_client(CancelGoal, f"{NS}/execute_plan/_action/cancel_goal")
     assert spot_rig.stop.wait_for_service(timeout_sec=10.0)
@@ -1108,23 +1113,18 @@ def test_a_stop_stills_the_spot_within_a_second_of_its_answer_with_the_database_
 
 # --- the latched stop outlives the dispatcher ----------------------------------------------------
 def test_a_stop_latched_while_the_database_is_frozen_survives_a_crash_of_the_dispatcher_until_resumed(
-    ros_domain_id, falkordb_server, falkordb_uri, graph_name, small_store
+    ros_domain_id, falkordb_server, on_the_graph, small_store
 ):
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
-    params = (f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}")
+    plan = long_walk(small_store)
     with ros_session(ros_domain_id):
-        probe = rclpy.create_node("probe")
-        actions = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
-        results = Collector(probe, DispatchResult, f"{NS}/dispatch_result", 10)
-        stop = probe.create_client(Trigger, f"{NS}/stop")
-        resume = probe.create_client(Resume, f"{NS}/resume")
-        with spinning(probe):
-            with dispatcher_program(ros_domain_id, *params) as first:
-                assert stop.wait_for_service(timeout_sec=30.0)
+        seen = watch()
+        resume = seen.probe.create_client(Resume, f"{NS}/resume")
+        with spinning(seen.probe):
+            with dispatcher_program(ros_domain_id, *on_the_graph) as first:
+                assert seen.stop.wait_for_service(timeout_sec=30.0)
                 os.kill(falkordb_server.pid, signal.SIGSTOP)  # the stop must not need the database
                 try:
-                    reply, took = timed_call(stop, Trigger.Request(), timeout_s=5.0)
+                    reply, took = timed_call(seen.stop, Trigger.Request(), timeout_s=5.0)
                     assert reply.success and took < 1.0, (reply.message, took)
                     assert "restarted dispatcher" not in reply.message
                     first.kill()  # a crash, before the database ever answered again
@@ -1132,17 +1132,17 @@ def test_a_stop_latched_while_the_database_is_frozen_survives_a_crash_of_the_dis
                 finally:
                     os.kill(falkordb_server.pid, signal.SIGCONT)
             for round_ in ("stopped", "resumed"):
-                process = run_dispatcher(ros_domain_id, *params)
+                process = run_dispatcher(ros_domain_id, *on_the_graph)
                 try:
-                    state = Collector(probe, StopState, f"{NS}/stop_state", latched()).wait(timeout_s=30.0)
-                    goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id=f"after-{round_}")),
+                    state = Collector(seen.probe, StopState, f"{NS}/stop_state", latched()).wait(timeout_s=30.0)
+                    goal = send_goal(seen.actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id=f"after-{round_}")),
                                      timeout_s=30.0)  # fmt: skip
                     if round_ == "stopped":
                         assert state.stopped, state
                         assert state.reason == ("stopped by the operator (stop service); kept from before this "
                                                 "dispatcher started")
                         assert not goal.accepted
-                        assert results.wait(lambda r: r.plan_id == "after-stopped", 10.0).status == "stopped"
+                        assert seen.results.wait(lambda r: r.plan_id == "after-stopped", 10.0).status == "stopped"
                         resumed = call_service(resume, Resume.Request(operator_name="ana", reason="checked"))
                         assert resumed.success, resumed.message
                     else:
@@ -1214,7 +1214,7 @@ LONG_LEASE_PROFILE = """<?xml version="1.0" encoding="UTF-8"?>
 
 
 def test_a_frozen_dispatcher_finds_its_simulated_robot_at_most_one_horizon_further_on(
-    ros_domain_id, falkordb_uri, graph_name, small_store, tmp_path, monkeypatch
+    ros_domain_id, on_the_graph, small_store, tmp_path, monkeypatch
 ):
     """The simulator runs in the dispatcher's process: frozen with it, it must not jump the whole pause ahead
     when the process runs again (the robot walks only within its last command's horizon, as the Spot does)."""
@@ -1225,24 +1225,19 @@ def test_a_frozen_dispatcher_finds_its_simulated_robot_at_most_one_horizon_furth
     for variable in ("FASTDDS_DEFAULT_PROFILES_FILE", "FASTRTPS_DEFAULT_PROFILES_FILE"):
         if os.environ.get(variable):
             monkeypatch.setenv(variable, str(profile))
-    obj, _ = far_object(small_store)
-    plan = solved(small_store, f"(holding {obj})", START)
+    plan = long_walk(small_store)
     with ros_session(ros_domain_id):
-        probe = rclpy.create_node("probe")
-        progress = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
-        markers = Collector(probe, MarkerArray, f"{NS}/plan_markers", 100)
-        actions = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
-        db = (f"db_uri:={falkordb_uri}", f"graph_name:={graph_name}", f"start_place:={START}")
-        with dispatcher_program(ros_domain_id, *db, "sim_speed_mps:=1.0") as process, spinning(probe):
-            goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="paused")), timeout_s=30.0)
+        seen = watch()
+        with dispatcher_program(ros_domain_id, *on_the_graph, "sim_speed_mps:=1.0") as process, spinning(seen.probe):
+            goal = send_goal(seen.actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="paused")), timeout_s=30.0)
             assert goal.accepted
-            progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
+            seen.progress.wait(lambda p: p.state == "started", 10.0, what="the walk to start")
             time.sleep(0.5)
             os.kill(process.pid, signal.SIGSTOP)
             time.sleep(3.0)
             os.kill(process.pid, signal.SIGCONT)
             assert goal_result(goal, 40.0)[1].result.status == "succeeded"
-    drawn = [(m.pose.position.x, m.pose.position.y) for a in markers.messages for m in a.markers
+    drawn = [(m.pose.position.x, m.pose.position.y) for a in seen.markers.messages for m in a.markers
              if (m.ns, m.id, m.action) == (NS_ROBOT, 0, Marker.ADD)]  # fmt: skip
     jumps = [math.dist(a, b) for a, b in itertools.pairwise(drawn)]
     # 1 m/s, a marker every 0.2 s: 0.2 m apart; across the pause the horizon's metre, and a marker period on
@@ -1255,9 +1250,8 @@ def test_a_stop_the_disk_cannot_keep_still_stops_the_robot_and_says_a_restart_wo
 ):
     (tmp_path / "not_a_folder").write_text("")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "not_a_folder"))
-    obj, _ = far_object(small_store)
     rig = rig_factory(sim_time_scale=1.0, sim_speed_mps=1.0)
-    goal = rig.send(solved(small_store, f"(holding {obj})", START), "unkept")
+    goal = rig.send(long_walk(small_store), "unkept")
     rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
     reply = call_service(rig.stop, Trigger.Request())
     assert reply.success and reply.message.startswith("stopped; plan unkept cancelled; plans are refused until resume")
