@@ -24,7 +24,7 @@ def test_the_small_scene_is_measured_from_the_database_to_the_page(ros_domain_id
     assert figures["full_message_mb"] > 0 and figures["full_build_ms"] > 0
     assert figures["update_items"] == 1 and 0 < figures["update_message_bytes"] < 1000  # the moved object alone
     assert figures["page_first_scene_ms"] > 0 and figures["page_whole_scene_ms"] >= figures["page_first_scene_ms"]
-    assert figures["page_frame_ms"] > 0 and figures["full_messages"] == 2  # rooms and objects, then the places
+    assert figures["page_frame_ms"] > 0 and figures["full_messages"] == 3  # rooms and objects, places, edges
     # A STOP through the console, dispatcher and mirror processes, with the map still and while it changes.
     assert figures["stop_places"] == layers.count(Layer.MESH_PLACE) and figures["stop_map_updates"] >= 2
     assert 0 < figures["stop_idle_ms"] < 1000 and 0 < figures["stop_busy_ms"] <= figures["stop_busy_max_ms"] < 2000
