@@ -299,26 +299,41 @@ class LanguageServerNode(HeraclesNode):
         if like and not is_scene_symbol(like):
             response.error = f"ConfigError: like_symbol {like[:40]!r} is not a scene symbol (e.g. O12)"
             return response
-        if self._closed:
-            response.error = "ExecutionError: the language server is shutting down"
+        refused = self._take_slot()
+        if refused:
+            response.error = refused
             return response
-        if not self._slots.acquire(blocking=False):
-            response.error = (f"busy: all {self.settings.request_workers} request workers are answering; try again "
-                              "shortly")
-            return response
-        try:
+
+        def find() -> list[str]:
             resolver = self._get_resolver()
             k = request.k or DEFAULT_FIND_K
             found = resolver.like(like, k=k) if like else resolver.find(text, k=k)
-            response.objects = [json.dumps(item.to_json()) for item in found.objects]
+            return [json.dumps(item.to_json()) for item in found.objects]
+
+        objects, response.error = self._run_in_slot("find", find)
+        response.objects = objects or []
+        return response
+
+    def _take_slot(self) -> str:
+        """Take a free request slot: "" when one was taken, else why none was (shutting down, or all busy)."""
+        if self._closed:
+            return "ExecutionError: the language server is shutting down"
+        if not self._slots.acquire(blocking=False):
+            return (f"busy: all {self.settings.request_workers} request workers are answering; try again shortly "
+                    "(or raise the request_workers parameter)")
+        return ""
+
+    def _run_in_slot(self, kind: str, run: Callable[[], Any]) -> tuple[Any, str]:
+        """``run()`` in the slot taken, which is released after: (its value, "") or (None, what failed)."""
+        try:
+            return run(), ""
         except HeraclesError as exc:
-            response.error = describe(exc)
+            return None, describe(exc)
         except Exception as exc:  # the node must outlive a bug in one request
-            self.get_logger().error(f"find failed with an internal error: {exc!r}")
-            response.error = f"internal error: {exc!r}"
+            self.get_logger().error(f"{kind} failed with an internal error: {exc!r}")
+            return None, f"internal error: {exc!r}"
         finally:
             self._slots.release()
-        return response
 
     def _serve(self, kind: str, text: str, result_type: Callable[[], Any], run: Callable[[Agent], Any],
                malformed: str) -> Any:
@@ -333,25 +348,16 @@ class LanguageServerNode(HeraclesNode):
             result.error = f"ConfigError: {malformed}"
             self.get_logger().warning(f"{kind} refused: {result.error}")
             return result
-        if self._closed:
-            result.error = "ExecutionError: the language server is shutting down"
-            return result
-        if not self._slots.acquire(blocking=False):
-            result.error = (
-                f"busy: all {self.settings.request_workers} request workers are answering; try again shortly "
-                "(or raise the request_workers parameter)"
-            )
+        refused = self._take_slot()
+        if refused:
+            result.error = refused
             self.get_logger().warning(f"{kind} refused: {result.error}")
             return result
-        try:
-            result = run(self._get_agent())
-        except HeraclesError as exc:
-            result.error = describe(exc)
-        except Exception as exc:  # the node must outlive a bug in one request
-            self.get_logger().error(f"{kind} failed with an internal error: {exc!r}")
-            result.error = f"internal error: {exc!r}"
-        finally:
-            self._slots.release()
+        answered, failed = self._run_in_slot(kind, lambda: run(self._get_agent()))
+        if failed:
+            result.error = failed
+        else:
+            result = answered
         result.usage.latency_s = time.monotonic() - started  # the whole request, planning included
         outcome = outcome_text(result)
         self.get_logger().info(f"{kind} {clip(text)!r} -> {clip(outcome, 400)} ({result.usage.latency_s:.1f} s)")
