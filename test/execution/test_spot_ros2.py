@@ -33,7 +33,7 @@ from support.spot_driver import (
 
 from heracles_ros.errors import ConfigError, DriverError, ExecutionError
 from heracles_ros.execution import spot_commands as sc
-from heracles_ros.execution.driver import CancelToken, Pose
+from heracles_ros.execution.driver import CancelToken, Pose, StepOutcome
 from heracles_ros.execution.spot_ros2 import SpotConfig, SpotRos2Driver
 from heracles_ros.outcomes import DriverOutcome
 from heracles_ros.plan_types import PlanAction
@@ -498,19 +498,25 @@ def test_a_shutdown_with_a_dead_driver_is_bounded_and_still_returns_the_lease(ro
         wait_until(lambda: r.fake.calls == ["stop", "sit", "release"], 5.0, "the lease returned after all")
 
 
+def unanswered_walk(r: Rig) -> tuple[threading.Thread, list[StepOutcome]]:
+    """A walk under way whose command the driver took and never answers (the walk's own budget is a minute, the
+    rig's ``walk_margin_s``): the thread walking, and the list its outcome lands in. The driver's log starts here."""
+    started(r)
+    r.fake.log.clear()
+    r.fake.answering.clear()
+    ended: list[StepOutcome] = []
+    walking = threading.Thread(
+        target=lambda: ended.append(r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=120.0))
+    )
+    walking.start()
+    wait_until(lambda: r.fake.commands, 5.0, "the walk command at the driver")
+    return walking, ended
+
+
 @pytest.mark.parametrize("hard", [False, True], ids=["stop", "hard-stop"])
 def test_stop_during_a_walk_ends_it_promptly_whatever_the_driver_does(ros_domain_id, hard):
-    # The driver takes the walk's command and never answers; the walk's own budget is a minute.
     with rig(ros_domain_id, walk_margin_s=60.0, accept_timeout_s=30.0) as r:
-        started(r)
-        r.fake.log.clear()
-        r.fake.answering.clear()
-        ended: list[Any] = []
-        walking = threading.Thread(
-            target=lambda: ended.append(r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=120.0))
-        )
-        walking.start()
-        wait_until(lambda: r.fake.commands, 5.0, "the walk command at the driver")
+        walking, ended = unanswered_walk(r)
         stopped_at = time.monotonic()
         r.driver.stop(hard=hard)
         walking.join(5.0)
@@ -524,15 +530,7 @@ def test_stop_during_a_walk_ends_it_promptly_whatever_the_driver_does(ros_domain
 
 def test_shutdown_during_a_walk_ends_it_and_returns_the_lease(ros_domain_id):
     with rig(ros_domain_id, walk_margin_s=60.0, accept_timeout_s=30.0) as r:
-        started(r)
-        r.fake.log.clear()
-        r.fake.answering.clear()
-        ended: list[Any] = []
-        walking = threading.Thread(
-            target=lambda: ended.append(r.execute(goto(["p1", "p2"], [(10.0, 5.0), (10.0, 8.0)]), timeout_s=120.0))
-        )
-        walking.start()
-        wait_until(lambda: r.fake.commands, 5.0, "the walk command at the driver")
+        walking, ended = unanswered_walk(r)
         r.driver.shutdown()
         walking.join(5.0)
         assert not walking.is_alive(), "the walk went on after shutdown()"
