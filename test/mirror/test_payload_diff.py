@@ -5,8 +5,9 @@ import numpy as np
 import spark_dsg as dsg
 from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
-from support.hydra_scene import hydra_scene, node_id
+from support.hydra_scene import hydra_scene
 from support.scene_churn import draw_edit
+from support.tiny_scene import node_id
 
 from heracles_ros.mirror.payload_diff import AppliedPayload, payload_diff
 from heracles_ros.mirror.scene_diff import SceneDiff, scene_diff

@@ -13,8 +13,9 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 import spark_dsg as dsg
-from support.hydra_scene import hydra_scene, node_id
+from support.hydra_scene import hydra_scene
 from support.scene_oracle import assert_equals_oracle, differences
+from support.tiny_scene import node_id
 
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.reconcile import Mirror

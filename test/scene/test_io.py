@@ -12,7 +12,6 @@ import pytest
 import spark_dsg as dsg
 from support.decode_fuzz import SLACK_BYTES
 from support.hydra_scene import hydra_scene
-from support.hydra_scene import node_id as hydra_node_id
 from support.tiny_scene import node_id, tiny_scene
 
 from heracles_ros.errors import ConfigError, SceneDecodeError
@@ -120,7 +119,7 @@ def test_a_node_that_changes_layer_is_decoded_from_scratch() -> None:
     decoder = SnapshotDecoder()
     graph = hydra_scene()
     first = decoder.decode(graph.to_binary(include_mesh=False))
-    place = hydra_node_id("p0")
+    place = node_id("p0")
     position = graph.get_node(place).attributes.position
     graph.remove_node(place)
     mesh_place = dsg.Place2dNodeAttributes()

@@ -17,6 +17,7 @@ import numpy as np
 import spark_dsg as dsg
 
 from heracles_ros.scene.synthetic import fill_uninitialised
+from support.tiny_scene import add_place_line
 
 OBJECT_LABELSPACE = [[0, "Box"], [1, "Door"]]
 ROOM_NAMES = ["kitchen", "lounge"]
@@ -41,14 +42,7 @@ def hydra_scene() -> dsg.DynamicSceneGraph:
         graph.add_node(dsg.DsgLayers.ROOMS, _id("R", r), room)
         graph.insert_edge(_id("B", 0), _id("R", r))
     graph.insert_edge(_id("R", 0), _id("R", 1))
-    for q in range(8):
-        place = dsg.Place2dNodeAttributes()
-        place.position = np.array([float(q), 0.0, 0.0])
-        fill_uninitialised(place)
-        graph.add_node(3, _id("Q", q), place, 1)
-        graph.insert_edge(_id("R", q // 4), _id("Q", q))
-        if q:
-            graph.insert_edge(_id("Q", q - 1), _id("Q", q))
+    add_place_line(graph, "Q", 8, per_room=4)
     for p in range(2):
         place = dsg.PlaceNodeAttributes()
         place.position = np.array([1.0 + 4.0 * p, 0.5, 1.0])
@@ -79,7 +73,3 @@ def hydra_scene() -> dsg.DynamicSceneGraph:
             graph.insert_edge(_id("a", k - 1), _id("a", k))
         graph.insert_edge(_id("Q", k), _id("a", k))
     return graph
-
-
-def node_id(symbol: str) -> int:
-    return _id(symbol[0], int(symbol[1:]))

@@ -28,17 +28,23 @@ def tiny_scene() -> dsg.DynamicSceneGraph:
         graph.add_node(4, _id("R", r), room)
         graph.insert_edge(_id("B", 0), _id("R", r))
     graph.insert_edge(_id("R", 0), _id("R", 1))
-    for p in range(6):
-        place = dsg.Place2dNodeAttributes()
-        place.position = np.array([float(p), 0.0, 0.0])
-        fill_uninitialised(place)
-        graph.add_node(3, _id("P", p), place, 1)
-        graph.insert_edge(_id("R", p // 3), _id("P", p))
-        if p:
-            graph.insert_edge(_id("P", p - 1), _id("P", p))
+    add_place_line(graph, "P", 6, per_room=3)
     for o, (place, label) in enumerate([(0, 0), (1, 1), (4, 2), (5, 0), (None, 3)]):
         add_object(graph, o, label, (float(place if place is not None else 2.5), 1.0, 0.5), place)
     return graph
+
+
+def add_place_line(graph: dsg.DynamicSceneGraph, prefix: str, count: int, *, per_room: int) -> None:
+    """Mesh places ``prefix``0.. on the x axis 1 m apart, each joined to the one before it, the first ``per_room``
+    in room R0, the next in R1, and so on."""
+    for i in range(count):
+        place = dsg.Place2dNodeAttributes()
+        place.position = np.array([float(i), 0.0, 0.0])
+        fill_uninitialised(place)
+        graph.add_node(3, _id(prefix, i), place, 1)
+        graph.insert_edge(_id("R", i // per_room), _id(prefix, i))
+        if i:
+            graph.insert_edge(_id(prefix, i - 1), _id(prefix, i))
 
 
 def add_object(
