@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from support.bolt_server import ARCADEDB_DEVIATIONS, USER, BoltServer, start_bolt_server
 from support.scripted_llm import Script, ScriptedLLMServer
 
@@ -39,6 +40,11 @@ from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.ros.fastdds_profile import use_fastdds_profile
 
 BACKENDS = ("falkordb", "bolt")
+
+# Property tests state what must hold, not how fast: on a loaded machine (the suite's workers, other runs)
+# Hypothesis's per-example deadline and its slow-generation check failed tests whose properties held.
+settings.register_profile("heracles", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("heracles")
 
 # Timeouts that also cover a failed test's teardown, localhost-only ROS 2 discovery, the
 # ``ros_domain_id`` fixture, and no process left behind (see support/run_guard.py).

@@ -139,7 +139,8 @@ def test_every_readme_ros2_line_is_run_or_marked() -> None:
                 "ros2 service call /spot/ask",
                 "ros2 service call /spot/command", "ros2 service call /spot/correct ",
                 "ros2 service call /spot/corrections", "ros2 service call /spot/cancel",
-                "ros2 service call /spot/changes", "ros2 param get", "ros2 param set",
+                "ros2 service call /spot/changes", "ros2 service call /spot/find", "ros2 service call /spot/scene_at",
+                "ros2 param get", "ros2 param set",
                 "ros2 service call /spot/stop ", "ros2 service call /spot/hard_stop",
                 "ros2 service call /spot/resume", "ros2 topic echo /spot/stop_state",
                 "ros2 launch heracles_ros sim.launch.py")
@@ -198,6 +199,12 @@ def test_the_readme_ros2_lines_work_on_the_simulated_system(
     changes = run(readme_line("ros2 service call /spot/changes"), domain)
     # The scene mirrored at start is the history's beginning, not a change: an empty list, no error.
     assert "Changes_Response(changes=[], error='')" in changes, changes
+    # The objects some words name, offline; where O3 was ten minutes ago (or, on a history younger than that,
+    # the refusal naming what it keeps).
+    found = run(readme_line("ros2 service call /spot/find"), domain, timeout_s=120.0)
+    assert "error=''" in found and '"symbol": "O' in found, found
+    past = run(readme_line("ros2 service call /spot/scene_at"), domain)
+    assert ('"symbol": "O3"' in past and "error=''" in past) or "is before the history began" in past, past
 
     # The latched stop: state latched on stop_state, every motion goal refused until resume names who.
     with Background(readme_line("ros2 topic echo /spot/stop_state"), domain, tmp_path / "stop.log") as state:

@@ -158,7 +158,7 @@ def test_a_looping_replay_stops_on_a_signal_even_when_started_with_sigint_ignore
         process.send_signal(signum)
         started = time.monotonic()
         _, err = process.communicate(timeout=10.0)
-        assert time.monotonic() - started < 2.0
+        assert time.monotonic() - started < 5.0  # at once, not at --wait's 60 s (2.1 s seen at load average 17)
         assert process.returncode == 130, err
         assert re.search(r"replay stopped after \d+ snapshots", err), err
     finally:

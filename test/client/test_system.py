@@ -96,7 +96,7 @@ def system(ros_domain_id, falkordb_uri, graph_name, small_store) -> Iterator[dic
 
 def test_ask_plan_and_correct_go_through_the_language_server(system, capsys):
     boxes = len(system["store"].query(BOXES))
-    with HeraclesClient(NS, find_timeout_s=20.0) as client:
+    with HeraclesClient(NS, find_timeout_s=20.0, answer_timeout_s=30.0) as client:
         reply = client.ask("How many boxes are there?", session="op1")
         assert (reply.error, reply.answer, list(reply.queries)) == ("", str(boxes), [BOXES])
         planned = client.plan_command("Bring me the farthest box.")
@@ -120,7 +120,7 @@ def test_corrections_list_revert_and_clear_through_the_running_server(system, ca
     store = system["store"]
     first, second = (r["s"] for r in store.query("MATCH (o:Object) RETURN o.nodeSymbol AS s ORDER BY s LIMIT 2"))
     Corrections(store).apply([(first, "class", "bag"), (second, "name", "blue box")], author="dana")
-    with HeraclesClient(NS, find_timeout_s=20.0) as client:
+    with HeraclesClient(NS, find_timeout_s=20.0, answer_timeout_s=30.0) as client:
         listed = client.corrections()
         assert [(c["id"], c["status"], c["author"]) for c in listed] == [
             (f"{first}.class", "active", "dana"), (f"{second}.name", "active", "dana")]
@@ -140,7 +140,7 @@ def test_corrections_list_revert_and_clear_through_the_running_server(system, ca
 
 def test_a_command_is_followed_confirmed_and_ends_where_the_robot_is(system, capsys):
     box = system["store"].query(FARTHEST_BOX)[0]["box"]
-    with HeraclesClient(NS, find_timeout_s=20.0) as client:
+    with HeraclesClient(NS, find_timeout_s=20.0, answer_timeout_s=30.0) as client:
         command_id = client.command("Bring me the farthest box.", require_confirmation=True, command_id="c-1")
         assert command_id == "c-1" and client.accepted() is True and not client.is_task_complete()
         stages = []
@@ -173,7 +173,7 @@ def test_a_command_is_followed_confirmed_and_ends_where_the_robot_is(system, cap
 
 def test_cancel_stop_and_resume_reach_the_robot_through_the_client(system):
     robot = system["robot"]
-    with HeraclesClient(NS, find_timeout_s=20.0) as client:
+    with HeraclesClient(NS, find_timeout_s=20.0, answer_timeout_s=30.0) as client:
         client.command("Bring me the farthest box.", command_id="walk-1")
         while (event := client.feedback(timeout_s=60.0)) is not None and event.stage != "step":
             pass
@@ -223,7 +223,7 @@ def test_changes_through_the_running_mirror_read_as_the_database_does(ros_domain
                 publisher.publish(msg)
                 done = status.wait(lambda s, n=sequence: s.sequence == n, 20.0, after=after, what=f"status {sequence}")
                 assert done.last_error == ""
-            with HeraclesClient(NS, find_timeout_s=20.0) as client:
+            with HeraclesClient(NS, find_timeout_s=20.0, answer_timeout_s=30.0) as client:
                 events = client.changes(since_s=T0)
                 assert [(e["kind"], e["symbol"]) for e in events] == [
                     ("moved", "O0"), ("disappeared", "O3"), ("appeared", "O5")]
@@ -298,7 +298,7 @@ def test_a_command_cancelled_before_the_server_accepted_it_is_cancelled_once_it_
         return decide(goal)
 
     language.commands._refusal = held  # the goal response is held until release
-    with HeraclesClient(NS, find_timeout_s=20.0) as client:
+    with HeraclesClient(NS, find_timeout_s=20.0, answer_timeout_s=30.0) as client:
         client.command("Bring me the farthest box.", command_id="early", wait=False)
         assert holding.wait(30.0), "the goal never reached the server"
         assert client.accepted() is None

@@ -277,17 +277,25 @@ def test_a_step_timeout_is_a_failure_named_as_such(tiny_store):
 
 
 def test_cancel_stops_the_robot_and_records_where_it_stopped(tiny_store):
-    planner = LinePlanner(tiny_store)
+    plan = LinePlanner(tiny_store).plan(FETCH_O2, "P0")
     rig = make_dispatcher(tiny_store, SimConfig(time_scale=1.0, speed_mps=1.0))
     cancel = CancelToken()
-    timer = threading.Timer(0.5, cancel.cancel, args=("operator pressed stop",))
-    timer.start()
-    outcome = rig.dispatcher.run(planner.plan(FETCH_O2, "P0"), cancel=cancel)
+
+    def press_stop_once_walking() -> None:  # the operator sees the robot go, then stops it (not a wall-clock guess)
+        deadline = time.monotonic() + 30.0
+        while rig.driver.pose().x <= 0.2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        cancel.cancel("operator pressed stop")
+
+    operator = threading.Thread(target=press_stop_once_walking)
+    operator.start()
+    outcome = rig.dispatcher.run(plan, cancel=cancel)
+    operator.join(5.0)
     assert outcome.status is DispatchStatus.CANCELLED
     assert outcome.reason == "operator pressed stop"
     assert rig.events[-1].state is StepState.CANCELLED and rig.events[-1].step_index == 0
     x = rig.driver.pose().x
-    assert 0.2 < x < 1.5
+    assert 0.2 < x < 1.5  # stopped where it was, not walked on to P4
     recorded = rig.states.read()
     assert recorded is not None and recorded.position[0] == pytest.approx(x)
 
