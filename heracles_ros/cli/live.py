@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from heracles_ros.cli.common import print_json
@@ -82,34 +83,42 @@ def _answer_bound(args: argparse.Namespace) -> float:
     return max(args.timeout * (args.max_tool_calls + 1), LANGUAGE_TIMEOUT_S)
 
 
-def command(args: argparse.Namespace) -> int:
-    with _client(args) as client:
-        response = client.plan_command(args.instruction, session=args.session,
-                                       timeout_s=_answer_bound(args))
+def _report(args: argparse.Namespace, response: Any, show: Callable[[Any], None]) -> int:
+    """An instruction's response for the operator: whole as JSON with --json; else the question back with its
+    candidates, or what ``show`` prints of the answer, then the usage on stderr. The exit status says which."""
     if args.json:
         print_json(message_dict(response))
         return _exit(response)
     if not _clarified(response):
+        show(response)
+    _usage(response)
+    return _exit(response)
+
+
+def command(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        response = client.plan_command(args.instruction, session=args.session,
+                                       timeout_s=_answer_bound(args))
+
+    def show(response: Any) -> None:
         if response.goal:
             print(f"{response.goal}  ({response.goal_text})")
         if response.plan_summary:
             print(response.plan_summary)
-    _usage(response)
-    return _exit(response)
+
+    return _report(args, response, show)
 
 
 def correct(args: argparse.Namespace) -> int:
     with _client(args) as client:
         response = client.correct(args.instruction, session=args.session,
                                   timeout_s=_answer_bound(args))
-    if args.json:
-        print_json(message_dict(response))
-        return _exit(response)
-    if not _clarified(response):
+
+    def show(response: Any) -> None:
         lines = [*response.changes, *response.existing]
         print("\n".join(lines) or (f"no change: {response.explanation}" if not response.error else ""))
-    _usage(response)
-    return _exit(response)
+
+    return _report(args, response, show)
 
 
 def changes(args: argparse.Namespace, since: float) -> list[dict[str, Any]]:
