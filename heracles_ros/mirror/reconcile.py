@@ -31,6 +31,7 @@ from heracles_ros.errors import DatabaseError, SuspectSnapshot
 from heracles_ros.graphdb.cypher import mirror as q
 from heracles_ros.graphdb.point_functions import ensure_point_functions
 from heracles_ros.graphdb.store import GraphStore, Params
+from heracles_ros.mirror import place_changes
 from heracles_ros.mirror.additions import AdditionSettings
 from heracles_ros.mirror.baseline import read_baseline
 from heracles_ros.mirror.corrections import Corrections
@@ -227,7 +228,10 @@ class Mirror:
                 baseline, tables, added=diff.added_nodes, changed=diff.changed_nodes, removed=diff.removed_nodes,
                 stamp_s=stamp_s, sequence=sequence,
             )
-            if (diff.any or self._baseline is None) and self._bumped_over_another(report, token, sequence):
+            bumps = diff.any or self._baseline is None
+            if bumps:  # what the generation changed in the place graph, for its readers' caches
+                self.store.write(*place_changes.log_entry(diff, token, whole=replaces))
+            if bumps and self._bumped_over_another(report, token, sequence):
                 return report
         except DatabaseError:
             self._forget_baseline()  # re-read the truth next time: part of the diff may have landed

@@ -2,10 +2,13 @@
 
 Per plan it reads only what the goal names (its symbols, its objects, the
 robot's record) plus a one-row stamp saying whether the cached place graph is
-still current; the place graph itself is reloaded only when the mirror writes a
-new generation or a correction changes it. Everything else per plan is sized by
-the goal: a handful of shortest-path searches, a small PDDL problem, one Fast
-Downward run (one per avoidance group, see :mod:`.problem`).
+still current. When the mirror wrote new generations since, the plan reads
+their change log and re-reads the places and rooms it names
+(:func:`.places.updated`); the whole graph is read again only when the log
+cannot tell (the cache is older than the log, the database was reset or
+restored, a first load) or a correction changed. Everything else per plan is
+sized by the goal: a few bounded shortest-path searches, a small PDDL problem,
+one Fast Downward run (one per avoidance group, see :mod:`.problem`).
 """
 from __future__ import annotations
 
@@ -13,8 +16,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +25,7 @@ from heracles_ros.domain import Domain, load_domain
 from heracles_ros.errors import GoalError, HeraclesError, PlanningError
 from heracles_ros.formats.goal_ast import GoalExpr, symbols
 from heracles_ros.formats.pddl_goal import check_goal, checked_goal, parse_goal
+from heracles_ros.graphdb.cypher import place_changes as place_log
 from heracles_ros.graphdb.cypher import planning as cypher
 from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.mirror.snapshot_reads import DEFAULT_WAIT_S, read_whole
@@ -29,7 +33,7 @@ from heracles_ros.outcomes import FDStatus, PlanStatus
 from heracles_ros.plan_types import PlanResult
 from heracles_ros.planning.expand import expand_plan
 from heracles_ros.planning.fast_downward import FDResult, anytime_search, run_fast_downward
-from heracles_ros.planning.places import PlaceGraph, load_place_graph
+from heracles_ros.planning.places import PlaceGraph, load_place_graph, updated
 from heracles_ros.planning.problem import (
     COST_SCALE,
     AvoidanceGroup,
@@ -48,6 +52,15 @@ from heracles_ros.schema import ROBOT_SYMBOL, Layer
 
 log = logging.getLogger(__name__)
 
+@dataclass(frozen=True)
+class _Stamp:
+    """What a cached place graph was read at: the mirror's generation and token, and the corrections."""
+
+    generation: Any
+    token: Any
+    corrections: tuple[Any, Any]
+
+
 #: One avoidance group's problem (None where the robot starts inside what it avoids), its search, and why not.
 _Outcome = tuple[AvoidanceGroup, "CompactProblem | None", "FDResult | None", str]
 
@@ -63,7 +76,6 @@ class Planner:
         timeout_s: float = 10.0,
         robot_symbol: str = ROBOT_SYMBOL,
         prove_s: float = 1.0,
-        max_graph_age_s: float = 30.0,
         snapshot_wait_s: float = DEFAULT_WAIT_S,
     ):
         self.store = store
@@ -74,45 +86,55 @@ class Planner:
         self.search = anytime_search(prove_s)
         self._robot = RobotRecord(store, symbol=robot_symbol)
         self._lock = threading.Lock()
-        #: A changed mirror is re-read only once the cached graph is this old (Hydra changes it every
-        #: second; reloading a kilometre-scale graph per plan would cost seconds), or at once when
-        #: a goal names a place or room the cache lacks.
-        self.max_graph_age_s = max_graph_age_s
         #: How long a graph read waits for a mirror update in progress (see snapshot_reads).
         self.snapshot_wait_s = snapshot_wait_s
         self._graph: PlaceGraph | None = None
-        self._stamp: tuple[Any, ...] | None = None
-        self._loaded_at = 0.0
+        self._stamp: _Stamp | None = None
+        #: How the cached graph was brought up to date, by way: "whole" reads and "changes" followed.
+        self.graph_reads: dict[str, int] = {"whole": 0, "changes": 0}
 
     def check(self, goal: str) -> GoalExpr:
         """The parsed goal, or GoalError listing every problem (syntax, predicates, kinds, symbols)."""
         return check_goal(goal, self.store, self.domain)
 
-    def place_graph(self, needed: Sequence[str] = ()) -> PlaceGraph:
-        """The cached place graph, re-read after the mirror or the corrections changed it.
+    def place_graph(self) -> PlaceGraph:
+        """The cached place graph, brought up to the mirror's generation (its changes followed) and the
+        corrections (read whole after one changed)."""
+        with self._lock:
+            read = read_whole(self.store, lambda: self._current(self._graph, self._stamp), wait_s=self.snapshot_wait_s)
+            graph, stamp = read.value
+            # A graph read while reconciles kept overlapping is used once: the next plan reads it again.
+            self._graph, self._stamp = graph, stamp if read.whole else None
+            return graph
 
-        A new mirror generation is picked up once the cache is ``max_graph_age_s``
-        old, or at once when a place or room in ``needed`` is missing from the
-        cache; a changed correction at once.
-        """
+    def _current(self, graph: PlaceGraph | None, cached: _Stamp | None) -> tuple[PlaceGraph, _Stamp]:
         rows = self.store.query(cypher.GRAPH_STAMP)
         row = rows[0] if rows else {}
-        stamp = (row.get("generation"), row.get("corrections"), row.get("corrected_s"))
-        with self._lock:
-            graph = self._graph
-            stale = graph is None or stamp[0] is None
-            if not stale and graph is not None and stamp != self._stamp:
-                old = time.monotonic() - self._loaded_at >= self.max_graph_age_s
-                # An operator's correction is rare and meant for the next plan: it does not wait for the age.
-                corrected = self._stamp is not None and stamp[1:] != self._stamp[1:]
-                stale = old or corrected or any(s not in graph.index and s not in graph.room_places for s in needed)
-            if stale or graph is None:
-                read = read_whole(self.store, lambda: load_place_graph(self.store), wait_s=self.snapshot_wait_s)
-                graph = read.value
-                # A graph read while reconciles kept overlapping is used once: the next plan reads it again.
-                self._graph, self._stamp = graph, stamp if read.whole else None
-                self._loaded_at = time.monotonic() if read.whole else -self.max_graph_age_s
-            return graph
+        stamp = _Stamp(row.get("generation"), row.get("token"), (row.get("corrections"), row.get("corrected_s")))
+        if graph is not None and cached is not None and stamp == cached:
+            return graph, stamp
+        if graph is not None and cached is not None and stamp.corrections == cached.corrections:
+            changed = self._changed_since(cached, stamp)
+            fresh = updated(graph, self.store, changed) if changed is not None else None
+            if fresh is not None:
+                self.graph_reads["changes"] += 1
+                return fresh, stamp
+        self.graph_reads["whole"] += 1
+        return load_place_graph(self.store), stamp
+
+    def _changed_since(self, cached: _Stamp, now: _Stamp) -> set[str] | None:
+        """The places and rooms the mirror changed from ``cached``'s generation to ``now``'s, from its change
+        log; None when the log cannot tell (entries gone or not of that scene's lineage, a whole change)."""
+        if not isinstance(cached.generation, int) or not isinstance(now.generation, int):
+            return None
+        if now.generation <= cached.generation:
+            return None  # a reset or a restore
+        entries = self.store.query(place_log.READ_CHANGES, {"after": cached.generation, "upto": now.generation})
+        if [e["generation"] for e in entries] != list(range(cached.generation + 1, now.generation + 1)):
+            return None
+        if entries[0]["from_token"] != cached.token or any(e["whole"] for e in entries):
+            return None
+        return {symbol for entry in entries for symbol in entry["symbols"] or ()}
 
     def preload(self) -> threading.Thread:
         """Load the place graph in a background thread, so the first plan does not wait for it."""
@@ -165,8 +187,7 @@ class Planner:
         timings = result.timings
         t = time.perf_counter()
         named = symbols(expr)
-        needed = [s for s in named if kinds.get(s) is not Layer.OBJECT]
-        graph = self.place_graph([*needed, *([from_symbol] if from_symbol else [])])
+        graph = self.place_graph()
         timings["graph"] = time.perf_counter() - t
         t = time.perf_counter()
         start = self._start(graph, from_symbol)

@@ -180,20 +180,39 @@ def test_orphan_object_and_3d_place(planner: Planner) -> None:
     assert place3d.actions[-1].waypoint_symbols[-2].startswith("P")  # on the ground until the last hop
 
 
-def test_place_graph_is_cached_until_the_mirror_changes(
+def test_place_graph_is_cached_until_the_mirror_changes_then_follows_its_changes(
     planner: Planner, small_store: GraphStore, small_scene: Any
 ) -> None:
     graph = planner.place_graph()
     assert planner.place_graph() is graph
-    # Cut one doorway edge between R0 and R2: a young cache is kept, an old one re-read.
+    # Cut one doorway edge between R0 and R2: the next read follows it, without reading the whole graph again.
     small_scene.remove_edge(node_id("P42"), node_id("P52"))
     Mirror(small_store).reconcile(small_scene)
-    assert planner.place_graph() is graph
-    planner.max_graph_age_s = 0.0
     fresh = planner.place_graph()
-    assert fresh is not graph
+    assert fresh is not graph and planner.graph_reads == {"whole": 1, "changes": 1}
     assert fresh.matrix[fresh.index["P42"], fresh.index["P52"]] == 0
     assert fresh.matrix[fresh.index["P47"], fresh.index["P57"]] > 0
+    assert planner.place_graph() is fresh
+
+
+def test_a_plan_after_a_snapshot_that_moved_removed_and_added_places_walks_the_new_graph(
+    planner: Planner, small_store: GraphStore, small_scene: Any
+) -> None:
+    """The small scene's mesh places are a 1 m grid, P(10y + x) at (x, y)."""
+    assert planner.plan("(at-place P47)", from_symbol="P46").total_cost == pytest.approx(1.0)
+    around = planner.plan("(at-place P43)", from_symbol="P41")
+    assert around.total_cost == pytest.approx(2.0) and around.actions[0].waypoint_symbols == ("P41", "P42", "P43")
+    small_scene.get_node(node_id("P47")).attributes.position = np.array([7.0, 4.6, 0.0])
+    small_scene.remove_node(node_id("P42"))
+    add_mesh_place(small_scene, 200, (10.0, 0.0, 0.0), neighbour="P9")
+    Mirror(small_store).reconcile(small_scene)
+    moved = planner.plan("(at-place P47)", from_symbol="P46")
+    around = planner.plan("(at-place P43)", from_symbol="P41")
+    added = planner.plan("(at-place P200)", from_symbol="P9")
+    assert planner.graph_reads == {"whole": 1, "changes": 1}  # the first plan after the snapshot followed it
+    assert moved.actions[0].cost == pytest.approx(math.hypot(1.0, 0.6))
+    assert around.ok and "P42" not in around.actions[0].waypoint_symbols and around.total_cost > 2.0
+    assert added.ok and added.actions[0].waypoint_symbols == ("P9", "P200")
 
 
 def test_goal_naming_a_new_place_reloads_a_young_cache(
