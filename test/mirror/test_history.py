@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+import spark_dsg as dsg
 from support.history_scene import MOVED_FROM, MOVED_TO, changed_scene
 from support.tiny_scene import OBJECT_CLASSES, add_object, node_id, tiny_scene
 
@@ -324,13 +325,18 @@ def test_seen_entries_keep_each_nodes_class_name_and_place(store: GraphStore) ->
     assert (rows[0]["x"], rows[0]["y"], rows[0]["z"]) == MOVED_TO
 
 
+def carry_o0_into_r1(graph: dsg.DynamicSceneGraph) -> None:
+    """O0 carried from P0 (room R0) to P4 (room R1)."""
+    graph.remove_edge(node_id("P0"), node_id("O0"))
+    graph.insert_edge(node_id("P4"), node_id("O0"))
+    graph.get_node(node_id("O0")).attributes.position = np.array([4.0, 1.0, 0.5])
+
+
 def test_a_moved_object_is_placed_in_the_room_it_moved_into(store: GraphStore) -> None:
     mirror = Mirror(store)
     graph = tiny_scene()
     mirror.reconcile(graph, stamp_s=T0)
-    graph.remove_edge(node_id("P0"), node_id("O0"))  # carried from P0 (room R0) to P4 (room R1)
-    graph.insert_edge(node_id("P4"), node_id("O0"))
-    graph.get_node(node_id("O0")).attributes.position = np.array([4.0, 1.0, 0.5])
+    carry_o0_into_r1(graph)
     [moved] = [e for e in mirror.reconcile(graph, stamp_s=T0 + 1).changes if e.kind == "moved"]
     # The room as the mirrored scene has it now, read through the present-tense graph, not the history.
     now = store.query("MATCH (r:Room)-[:CONTAINS]->(:MeshPlace)-[:CONTAINS]->(o:Object {nodeSymbol: 'O0'}) "
@@ -431,9 +437,7 @@ def test_a_move_carries_the_room_it_left_and_the_room_it_entered(store: GraphSto
     mirror = Mirror(store)
     graph = tiny_scene()
     mirror.reconcile(graph, stamp_s=T0)
-    graph.remove_edge(node_id("P0"), node_id("O0"))  # carried from P0 (room R0) to P4 (room R1)
-    graph.insert_edge(node_id("P4"), node_id("O0"))
-    graph.get_node(node_id("O0")).attributes.position = np.array([4.0, 1.0, 0.5])
+    carry_o0_into_r1(graph)
     [moved] = mirror.reconcile(graph, stamp_s=T0 + 1).changes
     assert (moved.kind, moved.room, moved.from_room) == ("moved", "R1", "R0")
     assert moved.to_json()["from_room"] == "R0"
