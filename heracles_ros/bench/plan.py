@@ -6,6 +6,12 @@ goals, some forbidding a room) are planned from random start places, timing
 each ``Planner.plan`` call from goal text to expanded plan (the place graph is
 loaded once, before timing, as a running system would have it).
 
+``--churn S``: the same goals planned again while a second connection mirrors a
+snapshot with 1 % of the nodes changed every S seconds (moved 1 m, removed, or
+back), as Hydra's feed does: each plan follows the mirror's changes
+(``graph_changes`` counts the updates followed, ``graph_whole_reads`` the whole
+reads; neither bounded nor asserted, only reported).
+
 For contrast, the naive encoding (every place a PDDL object, roads only
 between neighbouring places) is run through the same Fast Downward search on
 a ~1,600-place scene, next to the compact planner on that scene; runs cut off
@@ -17,6 +23,7 @@ import argparse
 import contextlib
 import logging
 import statistics
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -40,7 +47,7 @@ from heracles_ros.planning.places import PlaceGraph
 from heracles_ros.planning.planner import Planner
 from heracles_ros.planning.problem import COST_SCALE, render_goal
 from heracles_ros.scene.synthetic import generate_scene
-from heracles_ros.scene.tables import symbol_of
+from heracles_ros.scene.tables import SceneTables, extract_tables, symbol_of
 from heracles_ros.schema import Layer
 
 log = logging.getLogger(__name__)
@@ -61,16 +68,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--naive-timeout", type=float, default=120.0, metavar="S",
                         help="time limit of one naive Fast Downward run (default: 120)")
     parser.add_argument("--skip-naive", action="store_true", help="measure the compact planner only")
+    parser.add_argument("--churn", type=float, default=0.0, metavar="S",
+                        help="plan the goals again while the mirror writes a 1 %%-changed snapshot every S seconds "
+                        "(default 0: not)")
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.goals < 1 or args.naive_goals < 1:
         raise ConfigError("--goals and --naive-goals must be at least 1")
+    if args.churn < 0:
+        raise ConfigError(f"--churn must be a period in seconds >= 0, got {args.churn:g}")
     figures: dict[str, Any] = {"scene": scene_name("large", args.seed, args.scale)}
     with temporary_server("heracles-bench-plan-") as uri:
         with _mirrored(uri, generate_scene("large", args.seed, scale=args.scale)) as (store, scene):
             planner = Planner(store, prove_s=args.prove, timeout_s=30.0)
             figures.update(_compact_figures(planner, scene, args))
+            if args.churn:
+                figures.update(_churn_figures(uri, planner, scene, args))
         if not args.skip_naive:
             with _mirrored(uri, generate_scene("large", args.seed, scale=args.naive_scale)) as (store, scene):
                 figures.update(_naive_figures(Planner(store, prove_s=args.prove, timeout_s=30.0), scene, args))
@@ -118,6 +132,86 @@ def _compact_figures(planner: Planner, scene: dsg.DynamicSceneGraph, args: argpa
         "target_p95_s": TARGET_P95_S,
         "meets_target": p95 <= TARGET_P95_S,
     }
+
+
+def _churn_figures(
+    uri: str, planner: Planner, scene: dsg.DynamicSceneGraph, args: argparse.Namespace
+) -> dict[str, Any]:
+    """The goals again, each plan timed while another connection mirrors 1 %-changed snapshots."""
+    graph = planner.place_graph()
+    rng = np.random.default_rng(args.seed + 2)
+    goals = random_goals(rng, graph, _objects(scene), args.goals)
+    starts = [graph.symbols[int(rng.integers(graph.nav_count))] for _ in goals]
+    reads_before = dict(planner.graph_reads)
+    stop = threading.Event()
+    reconciles: list[float] = []
+    churned = open_store(uri, graph=planner.store.graph_name, timeout_s=300.0)
+    writer = threading.Thread(
+        target=_churn, args=(churned, scene, args.churn, args.seed, stop, reconciles), daemon=True
+    )
+    writer.start()
+    seconds: list[float] = []
+    graph_s: list[float] = []
+    statuses: dict[str, int] = {}
+    try:
+        while not reconciles and writer.is_alive():  # from the first changed snapshot on
+            time.sleep(0.05)
+        for goal, start in zip(goals, starts, strict=True):
+            t = time.perf_counter()
+            result = planner.plan(goal, from_symbol=start)
+            seconds.append(time.perf_counter() - t)
+            graph_s.append(result.timings.get("graph", 0.0))
+            statuses[result.status.value] = statuses.get(result.status.value, 0) + 1
+    finally:
+        stop.set()
+        writer.join(60.0)
+        churned.close()
+    return {
+        "churn_period_s": args.churn,
+        "churn_snapshots": len(reconciles),
+        "churn_reconcile_median_s": statistics.median(reconciles) if reconciles else 0.0,
+        "churn_statuses": statuses,
+        "churn_median_s": statistics.median(seconds),
+        "churn_p95_s": _percentile(seconds, 95),
+        "churn_max_s": max(seconds),
+        "churn_graph_median_s": statistics.median(graph_s),
+        "churn_graph_p95_s": _percentile(graph_s, 95),
+        "graph_changes": planner.graph_reads["changes"] - reads_before["changes"],
+        "graph_whole_reads": planner.graph_reads["whole"] - reads_before["whole"],
+        "churn_meets_target": _percentile(seconds, 95) <= TARGET_P95_S,
+    }
+
+
+def _churn(
+    store: GraphStore, scene: dsg.DynamicSceneGraph, period_s: float, seed: int, stop: threading.Event,
+    reconciles: list[float],
+) -> None:
+    """Mirror a snapshot with 1 % of the nodes changed every ``period_s`` (moved 1 m, removed, or back where
+    it was) on a connection of its own, until ``stop``; each reconcile's seconds go to ``reconciles``."""
+    tables = extract_tables(scene)
+    rng = np.random.default_rng(seed + 3)
+    nodes = dict(tables.nodes)
+    removed: dict[int, Any] = {}
+    ids = sorted(nodes)
+    per_snapshot = max(1, round(0.01 * len(ids)))
+    mirror = Mirror(store)
+    sequence = 0
+    while not stop.wait(period_s):
+        for index in rng.choice(len(ids), size=per_snapshot, replace=False):
+            node_id = ids[index]
+            row = nodes.get(node_id)
+            if row is None:
+                nodes[node_id] = removed.pop(node_id)
+            elif rng.random() < 0.25 and row[0] is not Layer.BUILDING:
+                removed[node_id] = nodes.pop(node_id)
+            else:
+                nodes[node_id] = (*row[:3], row[3] + 1.0, *row[4:])
+        low = (1 << 64) - 1
+        kept = {key for key in tables.edges if key >> 64 in nodes and key & low in nodes}
+        t = time.perf_counter()
+        mirror.reconcile(SceneTables(nodes=dict(nodes), edges=kept), sequence=sequence, force=True)
+        reconciles.append(time.perf_counter() - t)
+        sequence += 1
 
 
 def random_goals(rng: np.random.Generator, graph: PlaceGraph, objects: list[str], count: int) -> list[str]:

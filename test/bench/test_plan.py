@@ -62,3 +62,17 @@ def test_the_benchmark_plans_on_the_large_scene_at_the_scale_given(capsys: pytes
     assert figures["scene_places"] == layers.count(Layer.MESH_PLACE) + layers.count(Layer.PLACE)
     assert figures["goals"] == 5 and sum(figures["statuses"].values()) == 5
     assert 0 < figures["median_s"] <= figures["p95_s"] <= figures["max_s"]
+
+
+def test_the_churn_run_follows_the_mirrors_changes_without_reading_the_whole_graph(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Plans while another connection mirrors 1 %-changed snapshots: every update is followed through the change
+    log (the figures are reported, not bounded)."""
+    argv = ["bench", "plan", "--scale", "0.05", "--goals", "6", "--skip-naive", "--churn", "0.2", "--json"]
+    assert main(argv) == 0
+    figures = json.loads(capsys.readouterr().out)
+    assert figures["churn_snapshots"] >= 1 and figures["graph_changes"] >= 1
+    assert figures["graph_whole_reads"] == 0
+    assert sum(figures["churn_statuses"].values()) == 6
+    assert 0 < figures["churn_graph_median_s"] <= figures["churn_median_s"] <= figures["churn_max_s"]
