@@ -7,9 +7,12 @@ opening it.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -19,8 +22,9 @@ from heracles_ros.demo.language import HOW_TO_ENABLE
 from heracles_ros.demo.run import EXAMPLE_SCENE, GRAPH_NAME, PICTURE_NAME
 from heracles_ros.demo.scripted_model import LABEL, QUESTION
 from heracles_ros.embedded.server import EmbeddedServer
-from heracles_ros.execution.robot_state import RobotStateStore
+from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.graphdb.falkordb_store import FalkorStore
+from heracles_ros.graphdb.store import GraphStore
 from heracles_ros.scene.io import load_scene
 from heracles_ros.scene.tables import edge_ends, extract_tables, id_of, relation_of, symbol_of
 from heracles_ros.schema import CONTAINS
@@ -40,6 +44,29 @@ def heracles(monkeypatch):
 def no_language_model(monkeypatch):
     for name in LANGUAGE_ENV:
         monkeypatch.delenv(name, raising=False)
+
+
+@contextlib.contextmanager
+def demo_database(out_dir: Path) -> Iterator[GraphStore]:
+    """The demo's graph in the database it left in ``out_dir``, that server started again for the block."""
+    server = EmbeddedServer(out_dir / "db")
+    info = server.ensure_started()
+    store = FalkorStore(info.host, info.port, graph=GRAPH_NAME)
+    try:
+        yield store
+    finally:
+        store.close()
+        server.stop()
+
+
+def assert_put_down(store: GraphStore, obj: str, place: str) -> RobotState:
+    """The robot stands at ``place`` with an empty hand, and ``obj`` lies there; the robot's record."""
+    states = RobotStateStore(store)
+    robot = states.read()
+    assert robot is not None and robot.place == place and robot.holding == ""
+    where, spot = states.position_of(obj), states.position_of(place)
+    assert where is not None and spot is not None and where[:2] == pytest.approx(spot[:2])
+    return robot
 
 
 def _room_of_places(tables):
@@ -106,21 +133,10 @@ def test_demo_without_a_language_model_runs_scripted_turns_through_the_real_loop
 
     # The demo stopped the server it started; its data stays: the robot stands at the place, hand empty,
     # and the box lies where it was put down.
-    server = EmbeddedServer(out_dir / "db")
-    assert server.running() is None
-    info = server.ensure_started()
-    store = FalkorStore(info.host, info.port, graph=GRAPH_NAME)
-    try:
-        states = RobotStateStore(store)
-        robot = states.read()
-        assert robot is not None and robot.place == place and robot.holding == ""
-        box, spot = states.position_of(obj), states.position_of(place)
-        assert box is not None and spot is not None
-        assert box[:2] == pytest.approx(spot[:2])
-        assert robot.position[:2] == pytest.approx(spot[:2], abs=1e-6)
-    finally:
-        store.close()
-        server.stop()
+    assert EmbeddedServer(out_dir / "db").running() is None
+    with demo_database(out_dir) as store:
+        robot = assert_put_down(store, obj, place)
+        assert robot.position[:2] == pytest.approx(RobotStateStore(store).position_of(place)[:2], abs=1e-6)
 
     # The picture is a real PNG of a reasonable size with the path drawn on it.
     picture = out_dir / PICTURE_NAME
@@ -217,17 +233,8 @@ def test_demo_with_a_language_model_asks_and_executes_a_command_through_the_lang
     assert "result: succeeded" in text and "demo finished: succeeded" in text
     assert HOW_TO_ENABLE not in text
 
-    server_db = EmbeddedServer(out_dir / "db")
-    info = server_db.ensure_started()
-    store = FalkorStore(info.host, info.port, graph=GRAPH_NAME)
-    try:
-        states = RobotStateStore(store)
-        robot = states.read()
-        assert robot is not None and robot.place == place and robot.holding == ""
-        assert states.position_of(box)[:2] == pytest.approx(states.position_of(place)[:2])
-    finally:
-        store.close()
-        server_db.stop()
+    with demo_database(out_dir) as store:
+        assert_put_down(store, box, place)
     assert (out_dir / PICTURE_NAME).stat().st_size > 50_000
 
 
