@@ -287,28 +287,6 @@ def test_the_example_of_the_client_api_document_runs_against_the_running_system(
     assert any(line.startswith("step 1/") for line in lines)
 
 
-def test_a_command_cancelled_before_the_server_accepted_it_is_cancelled_once_it_is(system):
-    language = system["language"]
-    holding, release = threading.Event(), threading.Event()
-    decide = language.commands._refusal
-
-    def held(goal: Any) -> tuple[str, str]:
-        holding.set()
-        release.wait(20.0)
-        return decide(goal)
-
-    language.commands._refusal = held  # the goal response is held until release
-    with HeraclesClient(NS, find_timeout_s=20.0, answer_timeout_s=30.0) as client:
-        client.command("Bring me the farthest box.", command_id="early", wait=False)
-        assert holding.wait(30.0), "the goal never reached the server"
-        assert client.accepted() is None
-        client.cancel_command()
-        release.set()
-        result = client.result(timeout_s=30.0)
-        assert result is not None and result.outcome == "cancelled", result
-        assert result.steps_completed == 0 and len(system["server"].requests) <= 1  # within the model's first turn
-
-
 def hold_goal_answers(language: Any) -> tuple[threading.Event, threading.Event]:
     """The language server takes the next goals only when released (a server busy for a while): (held, release)."""
     held, release = threading.Event(), threading.Event()
@@ -321,6 +299,19 @@ def hold_goal_answers(language: Any) -> tuple[threading.Event, threading.Event]:
 
     language.commands._refusal = late
     return held, release
+
+
+def test_a_command_cancelled_before_the_server_accepted_it_is_cancelled_once_it_is(system):
+    holding, release = hold_goal_answers(system["language"])
+    with HeraclesClient(NS, find_timeout_s=20.0, answer_timeout_s=30.0) as client:
+        client.command("Bring me the farthest box.", command_id="early", wait=False)
+        assert holding.wait(30.0), "the goal never reached the server"
+        assert client.accepted() is None
+        client.cancel_command()
+        release.set()
+        result = client.result(timeout_s=30.0)
+        assert result is not None and result.outcome == "cancelled", result
+        assert result.steps_completed == 0 and len(system["server"].requests) <= 1  # within the model's first turn
 
 
 def test_a_client_that_gave_up_waiting_for_acceptance_cancels_the_goal_the_server_takes_later(system):
