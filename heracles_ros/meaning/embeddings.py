@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -96,58 +97,60 @@ class WordLlamaEmbedder:
         return unit_rows(self._model.embed(list(texts), norm=True))
 
 
-class OpenAIEmbedder:
-    """``/v1/embeddings`` of OpenAI or of a compatible server at ``base_url`` (key from ``OPENAI_API_KEY``)."""
+class _ProviderEmbedder(ABC):
+    """A provider's embeddings endpoint: the texts sent PROVIDER_BATCH at a time, each call bounded by ``timeout_s``,
+    one vector back per text."""
 
-    def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 30.0):
-        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
-        self._client = openai_client(base_url, timeout_s, url_option="a base URL")
-        self._where = f"OpenAI embeddings {model!r}" + (f" at {base_url}" if base_url else "")
-        self._timeout_s = timeout_s
+    def __init__(self, provider: str, model: str, at: str | None, timeout_s: float):
         self.model = model
-        self.model_id = f"openai/{model}"
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        rows: list[list[float]] = []
-        for start in range(0, len(texts), PROVIDER_BATCH):
-            chunk = list(texts[start : start + PROVIDER_BATCH])
-            try:
-                with openai_failures(self._where, self._timeout_s):
-                    response = self._client.embeddings.create(model=self.model, input=chunk)
-            except ValueError as exc:
-                raise LLMError(f"{self._where} failed: {exc}") from exc
-            data = sorted(response.data, key=lambda item: item.index)
-            if len(data) != len(chunk):
-                raise LLMError(f"{self._where} returned {len(data)} vectors for {len(chunk)} texts")
-            rows += [item.embedding for item in data]
-        return unit_rows(rows) if rows else np.zeros((0, 0), dtype=np.float32)
-
-
-class OllamaEmbedder:
-    """Ollama's ``/api/embed`` at ``host`` (else ``OLLAMA_HOST``, else the local default)."""
-
-    def __init__(self, model: str, *, host: str | None = None, timeout_s: float = 30.0):
-        ollama, _ = require_ollama()
-        self._client = ollama.Client(host=host, timeout=timeout_s)
-        self._where = f"Ollama embeddings {model!r}" + (f" at {host}" if host else "")
+        self.model_id = f"{provider.lower()}/{model}"
+        self._where = f"{provider} embeddings {model!r}" + (f" at {at}" if at else "")
         self._timeout_s = timeout_s
-        self.model = model
-        self.model_id = f"ollama/{model}"
+
+    @abstractmethod
+    def _vectors(self, chunk: list[str]) -> Sequence[Sequence[float]]:
+        """The provider's vectors of ``chunk``, in its order."""
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         rows: list[Sequence[float]] = []
         for start in range(0, len(texts), PROVIDER_BATCH):
             chunk = list(texts[start : start + PROVIDER_BATCH])
             try:
-                with ollama_failures(self._where, self._timeout_s):
-                    response = self._client.embed(model=self.model, input=chunk)
+                vectors = self._vectors(chunk)
             except ValueError as exc:
                 raise LLMError(f"{self._where} failed: {exc}") from exc
-            vectors = list(response.embeddings)
             if len(vectors) != len(chunk):
                 raise LLMError(f"{self._where} returned {len(vectors)} vectors for {len(chunk)} texts")
             rows += vectors
         return unit_rows(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+
+
+class OpenAIEmbedder(_ProviderEmbedder):
+    """``/v1/embeddings`` of OpenAI or of a compatible server at ``base_url`` (key from ``OPENAI_API_KEY``)."""
+
+    def __init__(self, model: str, *, base_url: str | None = None, timeout_s: float = 30.0):
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None
+        super().__init__("OpenAI", model, base_url, timeout_s)
+        self._client = openai_client(base_url, timeout_s, url_option="a base URL")
+
+    def _vectors(self, chunk: list[str]) -> Sequence[Sequence[float]]:
+        with openai_failures(self._where, self._timeout_s):
+            response = self._client.embeddings.create(model=self.model, input=chunk)
+        return [item.embedding for item in sorted(response.data, key=lambda item: item.index)]
+
+
+class OllamaEmbedder(_ProviderEmbedder):
+    """Ollama's ``/api/embed`` at ``host`` (else ``OLLAMA_HOST``, else the local default)."""
+
+    def __init__(self, model: str, *, host: str | None = None, timeout_s: float = 30.0):
+        super().__init__("Ollama", model, host, timeout_s)
+        ollama, _ = require_ollama()
+        self._client = ollama.Client(host=host, timeout=timeout_s)
+
+    def _vectors(self, chunk: list[str]) -> Sequence[Sequence[float]]:
+        with ollama_failures(self._where, self._timeout_s):
+            response = self._client.embed(model=self.model, input=chunk)
+        return list(response.embeddings)
 
 
 class CachedEmbedder:
