@@ -99,9 +99,18 @@ def test_the_subpackages_import_each_other_without_cycles():
     assert found == [], "\n".join(describe(edges, component) for component in found)
 
 
+def fake_package(folder: Path, files: dict[str, str]) -> Path:
+    """A package ``heracles_ros`` in ``folder`` made of ``files`` (path in the package -> text), to read the imports
+    of, never to run."""
+    package = folder / "heracles_ros"
+    for name, text in files.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(text)
+    return package
+
+
 def test_a_new_cycle_is_found_with_the_imports_that_make_it(tmp_path):
-    package = tmp_path / "heracles_ros"
-    for name, text in {
+    package = fake_package(tmp_path, {
         "__init__.py": "",
         "leaf.py": "",
         "scene/__init__.py": "",
@@ -110,9 +119,7 @@ def test_a_new_cycle_is_found_with_the_imports_that_make_it(tmp_path):
         "graphdb/schema.py": "from . import mirror\n",
         "graphdb/mirror.py": "def f():\n    from ..planning import planner\n",
         "planning/__init__.py": "from heracles_ros.scene.tables import rows\n",
-    }.items():
-        (package / name).parent.mkdir(parents=True, exist_ok=True)
-        (package / name).write_text(text)
+    })
     edges = import_edges(package)
     assert cycles(edges) == [["graphdb", "planning", "scene"]]
     assert "graphdb -> planning (heracles_ros/graphdb/mirror.py:2)" in describe(edges, cycles(edges)[0])

@@ -25,7 +25,7 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-from test_package_imports import PACKAGE_DIR
+from test_package_imports import PACKAGE_DIR, fake_package
 
 #: The CLI's modules that speak ROS (see the module's docstring).
 CLI_ROS_VERBS = ("live", "control", "execute", "changes", "replay", "console", "up", "search")
@@ -126,8 +126,7 @@ def test_execution_never_reaches_the_mirrors_writer():
 
 
 def test_a_broken_rule_is_found_with_the_import_that_breaks_it(tmp_path):
-    package = tmp_path / "heracles_ros"
-    for name, text in {
+    package = fake_package(tmp_path, {
         "__init__.py": "",
         "ros/__init__.py": "",
         "ros/qos.py": "",
@@ -142,9 +141,7 @@ def test_a_broken_rule_is_found_with_the_import_that_breaks_it(tmp_path):
         "mirror/__init__.py": "",
         "mirror/symbols.py": "import heracles_ros.mirror.reconcile\n",
         "mirror/reconcile.py": "",
-    }.items():
-        (package / name).parent.mkdir(parents=True, exist_ok=True)
-        (package / name).write_text(text)
+    })
     imports = module_imports(package)
     assert broken(imports, ("heracles_ros.cli",), ("heracles_ros.nodes",)) == [
         "heracles_ros.cli.scene -> heracles_ros.nodes (heracles_ros/cli/scene.py:2)",
