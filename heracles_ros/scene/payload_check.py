@@ -387,14 +387,10 @@ def check_changed(data: bytes, before: bytes, layout: PayloadLayout) -> Changed 
         return None
     if same_bytes(data, nodes_end, before, nodes_end):
         return Changed(layout, differing, True)
-    walk.pos = nodes_end + 1
-    try:
-        edges_end, plain = _tail(walk, edge_types)
-    except SceneDecodeError:
+    tail = _unchecked_tail(walk, nodes_end, edge_types)
+    if tail is None:
         return None
-    if walk.json:
-        return None
-    return Changed(PayloadLayout(layout.header_end, starts, nodes_end, edges_end, plain), differing, False)
+    return Changed(PayloadLayout(layout.header_end, starts, nodes_end, *tail), differing, False)
 
 
 def _differing_records(data: bytes, before: bytes, starts: list[int], header_end: int, nodes_end: int
@@ -454,6 +450,17 @@ def _tail(walk: _Walk, edge_types: list[Type | None]) -> tuple[int, bool]:
         walk.pos += 1
         walk.fields(MESH, ("graph",))
     return edges_end, plain
+
+
+def _unchecked_tail(walk: _Walk, nodes_end: int, edge_types: list[Type | None]) -> tuple[int, bool] | None:
+    """:func:`_tail` after the node array ending at ``nodes_end``, for a payload compared with the last one; None
+    where the bytes cannot answer (an edge fails its walk, or holds metadata to judge)."""
+    walk.pos = nodes_end + 1
+    try:
+        tail = _tail(walk, edge_types)
+    except SceneDecodeError:
+        return None
+    return None if walk.json else tail
 
 
 def _layer(key: re.Match[bytes]) -> tuple[int, int]:

@@ -22,7 +22,7 @@ from heracles_ros.scene.payload_check import (
     PayloadLayout,
     _element,
     _header,
-    _tail,
+    _unchecked_tail,
     _Walk,
     same_bytes,
 )
@@ -77,15 +77,11 @@ def check_shifted(data: bytes, before: bytes, layout: PayloadLayout, before_ids:
     if same_bytes(data, nodes_end, before, layout.nodes_end):
         new_layout = PayloadLayout(header_end, starts, nodes_end, layout.edges_end + shift, layout.plain_edges)
         return Realigned(new_layout, realign.differing, realign.added, realign.removed, True)
-    walk.pos = nodes_end + 1
-    try:
-        edges_end, plain = _tail(walk, edge_types)
-    except SceneDecodeError:
+    tail = _unchecked_tail(walk, nodes_end, edge_types)
+    if tail is None:
         return None
-    if walk.json:
-        return None
-    return Realigned(PayloadLayout(header_end, starts, nodes_end, edges_end, plain), realign.differing,
-                     realign.added, realign.removed, False)
+    return Realigned(PayloadLayout(header_end, starts, nodes_end, *tail), realign.differing, realign.added,
+                     realign.removed, False)
 
 
 class _Realign:
