@@ -36,7 +36,8 @@ def changed_symbols(diff: SceneDiff) -> set[str]:
 
 def log_entry(diff: SceneDiff, token: str | None, *, whole: bool) -> tuple[str, dict[str, Any]]:
     """The statement writing the entry for the generation the reconcile's bump makes next (and pruning old
-    ones)."""
+    ones). ``whole``: the reconcile replaces the scene, or diffs against a database a stopped reconcile left
+    half-written (what that one wrote is in no entry)."""
     whole = whole or token is None  # no token: a first load (or a reset database)
     symbols = sorted(changed_symbols(diff)) if not whole else []
     whole = whole or len(symbols) > MAX_SYMBOLS

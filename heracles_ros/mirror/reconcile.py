@@ -40,6 +40,7 @@ from heracles_ros.mirror.history import ChangeEvent, History, HistorySettings
 from heracles_ros.mirror.indexes import ensure_indexes
 from heracles_ros.mirror.payload_diff import AppliedPayload, payload_diff
 from heracles_ros.mirror.scene_diff import SceneDiff, empty_layers, scene_diff, touches, within
+from heracles_ros.mirror.snapshot_reads import read_stamp
 from heracles_ros.scene.io import SnapshotDecoder
 from heracles_ros.scene.tables import (
     NodeRow,
@@ -201,6 +202,8 @@ class Mirror:
             self._ensure_schema()
             token = self._db_token()
             baseline, from_db = self._current_baseline(token)
+            # Read back over a reconcile stopped half-way: what it wrote is in no entry of the place-change log.
+            unlogged = from_db and read_stamp(self.store).writing
             # Only a baseline read just now may vouch that a layer is empty (another writer could
             # have added nodes since an older one).
             empty = empty_layers(baseline) if from_db else frozenset()
@@ -230,7 +233,7 @@ class Mirror:
             )
             bumps = diff.any or self._baseline is None
             if bumps:  # what the generation changed in the place graph, for its readers' caches
-                self.store.write(*place_changes.log_entry(diff, token, whole=replaces))
+                self.store.write(*place_changes.log_entry(diff, token, whole=replaces or unlogged))
             if bumps and self._bumped_over_another(report, token, sequence):
                 return report
         except DatabaseError:

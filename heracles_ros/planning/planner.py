@@ -102,10 +102,10 @@ class Planner:
         corrections (read whole after one changed)."""
         with self._lock:
             read = read_whole(self.store, lambda: self._current(self._graph, self._stamp), wait_s=self.snapshot_wait_s)
-            graph, stamp = read.value
-            # A graph read while reconciles kept overlapping is used once: the next plan reads it again.
-            self._graph, self._stamp = graph, stamp if read.whole else None
-            return graph
+            # Kept even when reconciles kept overlapping the read: its stamp is the generation read before it, so
+            # the next read re-reads every place changed since, whatever of them this one caught half-written.
+            self._graph, self._stamp = read.value
+            return self._graph
 
     def _current(self, graph: PlaceGraph | None, cached: _Stamp | None) -> tuple[PlaceGraph, _Stamp]:
         rows = self.store.query(cypher.GRAPH_STAMP)
@@ -120,6 +120,9 @@ class Planner:
                 self.graph_reads["changes"] += 1
                 return fresh, stamp
         self.graph_reads["whole"] += 1
+        if graph is not None:
+            log.info("reading the whole place graph: %s", "a correction changed" if cached is not None and
+                     stamp.corrections != cached.corrections else "the mirror's change log cannot tell what changed")
         return load_place_graph(self.store), stamp
 
     def _changed_since(self, cached: _Stamp, now: _Stamp) -> set[str] | None:

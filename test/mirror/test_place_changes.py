@@ -56,3 +56,15 @@ def test_only_the_newest_generations_are_kept(
         small_scene.get_node(node_id("P47")).attributes.position = np.array([7.0, 4.0 + 0.1 * step, 0.0])
         mirror.reconcile(small_scene)
     assert sorted(_entries(store)) == [4, 5, 6]
+
+
+def test_a_reconcile_over_one_stopped_half_way_logs_a_whole_change(store: GraphStore, small_scene: Any) -> None:
+    """What the stopped reconcile wrote is in no entry, so its readers must read the whole graph."""
+    Mirror(store).reconcile(small_scene)
+    small_scene.get_node(node_id("P47")).attributes.position = np.array([7.0, 4.6, 0.0])
+    Mirror(store).reconcile(small_scene)  # a restarted mirror, the database as the last one left it
+    assert not _entries(store)[2]["whole"]
+    store.write("MATCH (m:MirrorMeta {id: 'mirror'}) SET m.writing = true")  # a reconcile killed mid-way
+    small_scene.get_node(node_id("P47")).attributes.position = np.array([7.0, 4.2, 0.0])
+    Mirror(store).reconcile(small_scene)
+    assert _entries(store)[3]["whole"]
