@@ -25,6 +25,19 @@ def add_db_options(parser: argparse.ArgumentParser, graph_help: str | None = "gr
         parser.add_argument("--graph", default=DEFAULT_GRAPH, help=f"{graph_help} (default: {DEFAULT_GRAPH})")
 
 
+def add_model_options(parser: argparse.ArgumentParser, *, without: str) -> None:
+    """``--llm``, ``--model`` and ``--base-url`` of a command that starts the system: by default the provider the
+    environment names, else ``without`` (what the language server gets when no model is configured)."""
+    from heracles_ros.agent.llm import PROVIDERS
+
+    parser.add_argument("--llm", choices=PROVIDERS, default=None,
+                        help="language model provider (default: openai if OPENAI_API_KEY or --base-url is set, "
+                        f"ollama if OLLAMA_HOST is set, else {without})")
+    parser.add_argument("--model", default=None, help="model name (default: the provider's default)")
+    parser.add_argument("--base-url", default=None, metavar="URL",
+                        help="OpenAI-compatible endpoint, or the Ollama host with --llm ollama")
+
+
 def print_json(value: Any) -> None:
     json.dump(value, sys.stdout, indent=2, default=str)
     sys.stdout.write("\n")

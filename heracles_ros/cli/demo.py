@@ -6,8 +6,8 @@ import logging
 import sys
 from pathlib import Path
 
-from heracles_ros.cli.common import print_json
-from heracles_ros.demo.language import PROVIDERS, choose_language_model
+from heracles_ros.cli.common import add_model_options, print_json
+from heracles_ros.demo.language import choose_language_model
 from heracles_ros.errors import ConfigError
 
 
@@ -23,12 +23,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--db", default=None, metavar="URI",
                         help="graph database (default: an embedded FalkorDB under --out); the demo writes the "
                         "example scene into its graph 'heracles_demo'")
-    parser.add_argument("--llm", choices=PROVIDERS, default=None,
-                        help="language model provider (default: openai if OPENAI_API_KEY or --base-url is set, "
-                        "ollama if OLLAMA_HOST is set, else the scripted model turns, labelled as such)")
-    parser.add_argument("--model", default=None, help="model name (default: the provider's default)")
-    parser.add_argument("--base-url", default=None, metavar="URL",
-                        help="OpenAI-compatible endpoint, or the Ollama host with --llm ollama")
+    add_model_options(parser, without="the scripted model turns, labelled as such")
     parser.add_argument("--out", type=Path, default=Path("out") / "demo", metavar="DIR",
                         help="where the picture (and the embedded database) go (default: ./out/demo)")
     parser.add_argument("--time-scale", type=float, default=10.0, metavar="X",

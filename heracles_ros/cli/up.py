@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from heracles_ros.cli.common import add_db_options
+from heracles_ros.cli.common import add_db_options, add_model_options
 from heracles_ros.demo.goal import START_ROOM_CLASS
-from heracles_ros.demo.language import PROVIDERS, choose_language_model
+from heracles_ros.demo.language import choose_language_model
 from heracles_ros.errors import ConfigError, SceneError, SuspectSnapshot
 
 if TYPE_CHECKING:
@@ -59,12 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"{START_ROOM_CLASS}; with --no-scene: where the database last had it)")
     parser.add_argument("--namespace", default=DEFAULT_NAMESPACE, metavar="NS",
                         help=f"robot namespace of the nodes (default {DEFAULT_NAMESPACE})")
-    parser.add_argument("--llm", choices=PROVIDERS, default=None,
-                        help="language model provider (default: openai if OPENAI_API_KEY or --base-url is set, "
-                        "ollama if OLLAMA_HOST is set, else the scripted model turns)")
-    parser.add_argument("--model", default=None, help="model name (default: the provider's default)")
-    parser.add_argument("--base-url", default=None, metavar="URL",
-                        help="OpenAI-compatible endpoint, or the Ollama host with --llm ollama")
+    add_model_options(parser, without="the scripted model turns")
     parser.add_argument("--time-scale", type=float, default=1.0, metavar="X",
                         help="simulated seconds per wall-clock second of the simulated Spot (default: 1)")
     parser.add_argument("--shutdown-timeout", type=float, default=DEFAULT_SHUTDOWN_S, metavar="S",
