@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, TypeVar
 
 #: The OpenAI Chat Completions path under a base URL ending in /v1.
 OPENAI_PATH = "/v1/chat/completions"
@@ -101,3 +101,25 @@ class ChatServer:
                     pass  # the client gave up on this call (its timeout): nothing left to tell it
 
         return Handler
+
+
+_Served = TypeVar("_Served", bound="ServesChat")
+
+
+class ServesChat:
+    """Start, stop and ``with`` for a scripted model that serves through its ChatServer ``_server``."""
+
+    _server: ChatServer
+
+    def start(self: _Served) -> _Served:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def __enter__(self: _Served) -> _Served:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from heracles_ros.agent.tool import TOOL_NAME
-from heracles_ros.demo.chat_server import OPENAI_PATH, ChatServer, estimate_tokens, openai_completion
+from heracles_ros.demo.chat_server import OPENAI_PATH, ChatServer, ServesChat, estimate_tokens, openai_completion
 from heracles_ros.graphdb.cypher import demo as cypher
 
 #: The model name the server reports, so a log line naming the model says it too.
@@ -169,7 +169,7 @@ def _rows(text: str) -> list[dict[str, Any]]:
 
 
 @dataclass
-class ScriptedModelServer:
+class ScriptedModelServer(ServesChat):
     """The scripted turns served over the OpenAI protocol on 127.0.0.1 (``port`` 0: a free one)."""
 
     port: int = 0
@@ -184,19 +184,6 @@ class ScriptedModelServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.port}/v1"
-
-    def start(self) -> ScriptedModelServer:
-        self._server.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.stop()
-
-    def __enter__(self) -> ScriptedModelServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     def _answer(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         turn = self.script(list(body.get("messages") or []))

@@ -49,7 +49,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from heracles_ros.demo.chat_server import OPENAI_PATH, ChatServer, estimate_tokens, openai_completion
+from heracles_ros.demo.chat_server import OPENAI_PATH, ChatServer, ServesChat, estimate_tokens, openai_completion
 
 OLLAMA_PATH = "/api/chat"
 
@@ -156,7 +156,7 @@ class RecordedRequest:
 Script = Sequence[Turn] | Callable[[RecordedRequest], Turn]
 
 
-class ScriptedLLMServer:
+class ScriptedLLMServer(ServesChat):
     """The HTTP server, on 127.0.0.1 at a free port, serving in a background thread."""
 
     def __init__(self, script: Script, *, model: str = "scripted-model"):
@@ -181,20 +181,6 @@ class ScriptedLLMServer:
     @property
     def openai_base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
-
-    # -- life cycle ----------------------------------------------------------------
-    def start(self) -> ScriptedLLMServer:
-        self._server.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.stop()
-
-    def __enter__(self) -> ScriptedLLMServer:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     @property
     def remaining(self) -> int:
