@@ -13,7 +13,6 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +24,14 @@ from rclpy.parameter import Parameter
 from support.cli import heracles
 from support.history_scene import changed_scene
 from support.ros import Collector, qos, ros_session, spinning, wait_for_subscribers, wait_until
-from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
+from support.running_nodes import running_nodes
+from support.scripted_llm import RecordedRequest, Turn, call, say
 from support.tiny_scene import tiny_scene
 
 from heracles_ros.client import HeraclesClient
 from heracles_ros.errors import RequestFailed, SystemUnavailable
-from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.mirror.corrections import Corrections
-from heracles_ros.nodes.dispatcher import DispatcherNode
 from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
-from heracles_ros.nodes.language_server import LanguageServerNode
 
 pytestmark = pytest.mark.backends("falkordb")
 
@@ -75,23 +72,9 @@ def model(request: RecordedRequest) -> Turn:
 @pytest.fixture
 def system(ros_domain_id, falkordb_uri, graph_name, small_store) -> Iterator[dict[str, Any]]:
     """Language server and dispatcher (simulated Spot) in NS, over the small real graph."""
-    states = RobotStateStore(small_store)
-    states.write(RobotState(states.position_of(START), place=START))
-    with ExitStack() as stack:
-        server = ScriptedLLMServer(model).start()
-        stack.callback(server.stop)
-        stack.enter_context(ros_session(ros_domain_id))
-        db = {"db_uri": falkordb_uri, "graph_name": graph_name}
-        language = LanguageServerNode(namespace=NS, parameter_overrides=[
-            Parameter(k, value=v) for k, v in {**db, "llm": "openai", "model": server.model,
-                                               "base_url": server.openai_base_url, "instance_check_s": 0.0,
-                                               "require_confirmation": False}.items()])
-        robot = DispatcherNode(namespace=NS, parameter_overrides=[
-            Parameter(k, value=v) for k, v in {**db, "start_place": START, "sim_time_scale": 1.0,
-                                               "sim_speed_mps": 1.0}.items()])
-        stack.enter_context(spinning(language, robot, num_threads=8))
-        wait_until(lambda: language.commands.plans.server_is_ready(), 20.0, "the dispatcher's execute_plan")
-        yield {"language": language, "robot": robot, "server": server, "store": small_store}
+    db = {"db_uri": falkordb_uri, "graph_name": graph_name}
+    with running_nodes(ros_domain_id, db, small_store, model, namespace=NS, start_place=START) as nodes:
+        yield {"language": nodes.language, "robot": nodes.robot, "server": nodes.model, "store": small_store}
 
 
 def test_ask_plan_and_correct_go_through_the_language_server(system, capsys):
