@@ -99,18 +99,32 @@ class Planner:
 
     def place_graph(self) -> PlaceGraph:
         """The cached place graph, brought up to the mirror's generation (its changes followed) and the
-        corrections (read whole after one changed)."""
+        corrections (read whole after one changed).
+
+        A plan never waits for a reconcile when a graph is cached: while one is being written, the cache
+        (the last generation written whole) serves, or the changes up to that generation are followed at once.
+        """
         with self._lock:
-            read = read_whole(self.store, lambda: self._current(self._graph, self._stamp), wait_s=self.snapshot_wait_s)
-            # Kept even when reconciles kept overlapping the read: its stamp is the generation read before it, so
-            # the next read re-reads every place changed since, whatever of them this one caught half-written.
+            stamp, writing = self._read_stamp()
+            if self._graph is not None and stamp == self._stamp:
+                return self._graph
+            wait_s = 0.0 if writing and self._graph is not None else self.snapshot_wait_s
+            graph, cached = self._graph, self._stamp
+            read = read_whole(self.store, lambda: self._current(graph, cached), wait_s=wait_s)
+            # Kept even when a reconcile overlapped the read: its stamp is the generation read before it, so the
+            # next read re-reads every place changed since, whatever of them this one caught half-written.
             self._graph, self._stamp = read.value
             return self._graph
 
-    def _current(self, graph: PlaceGraph | None, cached: _Stamp | None) -> tuple[PlaceGraph, _Stamp]:
+    def _read_stamp(self) -> tuple[_Stamp, bool]:
+        """The database's stamp for the place graph, and whether a reconcile is being written."""
         rows = self.store.query(cypher.GRAPH_STAMP)
         row = rows[0] if rows else {}
-        stamp = _Stamp(row.get("generation"), row.get("token"), (row.get("corrections"), row.get("corrected_s")))
+        corrections = (row.get("corrections"), row.get("corrected_s"))
+        return _Stamp(row.get("generation"), row.get("token"), corrections), row.get("writing") is True
+
+    def _current(self, graph: PlaceGraph | None, cached: _Stamp | None) -> tuple[PlaceGraph, _Stamp]:
+        stamp, _ = self._read_stamp()
         if graph is not None and cached is not None and stamp == cached:
             return graph, stamp
         if graph is not None and cached is not None and stamp.corrections == cached.corrections:
