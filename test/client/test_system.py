@@ -17,13 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import rclpy
-from heracles_ros.msg import MirrorStatus
-from hydra_msgs.msg import DsgUpdate
-from rclpy.parameter import Parameter
 from support.cli import heracles
 from support.history_scene import changed_scene
-from support.ros import Collector, qos, ros_session, spinning, wait_for_subscribers, wait_until
+from support.mirror_node import mirror_node
+from support.ros import wait_until
 from support.running_nodes import running_nodes
 from support.scripted_llm import RecordedRequest, Turn, call, say
 from support.tiny_scene import tiny_scene
@@ -31,7 +28,6 @@ from support.tiny_scene import tiny_scene
 from heracles_ros.client import HeraclesClient
 from heracles_ros.errors import RequestFailed, SystemUnavailable
 from heracles_ros.mirror.corrections import Corrections
-from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
 
 pytestmark = pytest.mark.backends("falkordb")
 
@@ -188,37 +184,23 @@ def test_cancel_stop_and_resume_reach_the_robot_through_the_client(system):
 
 def test_changes_through_the_running_mirror_read_as_the_database_does(ros_domain_id, db_uri, graph_name, store,
                                                                       capsys):
-    topic = f"{NS}/dsg_update"
-    params = {"db_uri": db_uri, "graph_name": graph_name, "dsg_topic": topic, "status_period_s": 0.0}
-    with ros_session(ros_domain_id):
-        node = DsgMirrorNode(namespace=NS, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-        probe = rclpy.create_node("probe")
-        publisher = probe.create_publisher(DsgUpdate, topic, qos(1))
-        status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, f"{NS}/mirror_status")
-        with spinning(node, probe):
-            wait_for_subscribers(publisher)
-            wait_until(lambda: node.count_subscribers(f"{NS}/mirror_status") >= 1, 10.0, "status subscriber")
-            for sequence, graph in ((1, tiny_scene()), (2, changed_scene())):
-                msg = DsgUpdate(layer_contents=graph.to_binary(include_mesh=False), full_update=True,
-                                sequence_number=sequence)
-                msg.header.stamp.sec = T0 + 60 * sequence
-                after = status.count
-                publisher.publish(msg)
-                done = status.wait(lambda s, n=sequence: s.sequence == n, 20.0, after=after, what=f"status {sequence}")
-                assert done.last_error == ""
-            with HeraclesClient(NS, find_timeout_s=20.0, answer_timeout_s=30.0) as client:
-                events = client.changes(since_s=T0)
-                assert [(e["kind"], e["symbol"]) for e in events] == [
-                    ("moved", "O0"), ("disappeared", "O3"), ("appeared", "O5")]
-                assert [e["symbol"] for e in client.changes(since_s=T0, room="R1")] == ["O3"]
-            since = ["--since", str(T0)]
-            live = heracles(capsys, "changes", *since, "--live", "--namespace", NS, "--json")
-            offline = heracles(capsys, "changes", *since, "--db", db_uri, "--graph", graph_name, "--json")
-            assert live[0] == 0 and live[1] == offline[1] == events, live
-            live_text = heracles(capsys, "changes", *since, "--live", "--namespace", NS)
-            offline_text = heracles(capsys, "changes", *since, "--db", db_uri, "--graph", graph_name)
-            moved = "moved       O0 (box) in R0 from (0.00, 1.00, 0.50) to (3.00, 1.00, 0.50) (3.0 m)"
-            assert live_text[1] == offline_text[1] and moved in live_text[1]
+    db = {"db_uri": db_uri, "graph_name": graph_name}
+    with mirror_node(ros_domain_id, topic=f"{NS}/dsg_update", namespace=NS, **db) as mirror:
+        for sequence, graph in ((1, tiny_scene()), (2, changed_scene())):
+            mirror.send(graph, sequence, stamp_s=T0 + 60 * sequence)
+        with HeraclesClient(NS, find_timeout_s=20.0, answer_timeout_s=30.0) as client:
+            events = client.changes(since_s=T0)
+            assert [(e["kind"], e["symbol"]) for e in events] == [
+                ("moved", "O0"), ("disappeared", "O3"), ("appeared", "O5")]
+            assert [e["symbol"] for e in client.changes(since_s=T0, room="R1")] == ["O3"]
+        since = ["--since", str(T0)]
+        live = heracles(capsys, "changes", *since, "--live", "--namespace", NS, "--json")
+        offline = heracles(capsys, "changes", *since, "--db", db_uri, "--graph", graph_name, "--json")
+        assert live[0] == 0 and live[1] == offline[1] == events, live
+        live_text = heracles(capsys, "changes", *since, "--live", "--namespace", NS)
+        offline_text = heracles(capsys, "changes", *since, "--db", db_uri, "--graph", graph_name)
+        moved = "moved       O0 (box) in R0 from (0.00, 1.00, 0.50) to (3.00, 1.00, 0.50) (3.0 m)"
+        assert live_text[1] == offline_text[1] and moved in live_text[1]
 
 
 def test_when_nothing_answers_every_call_names_what_within_its_bound(ros_domain_id, capsys):

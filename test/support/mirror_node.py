@@ -23,11 +23,12 @@ class MirrorHarness:
     Further collectors (markers) are made on ``probe``.
     """
 
-    def __init__(self, probe: rclpy.node.Node, node: DsgMirrorNode, topic: str):
+    def __init__(self, probe: rclpy.node.Node, node: DsgMirrorNode, topic: str, namespace: str = ""):
         self.node = node
         self.probe = probe
         self.publisher = probe.create_publisher(DsgUpdate, topic, qos(1))
-        self.status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, "/mirror_status")
+        self.status_topic = f"{namespace}/mirror_status"
+        self.status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, self.status_topic)
 
     def publish(self, payload: bytes, sequence: int, *, full_update: bool = True,
                 stamp_s: float | None = None) -> MirrorStatus:
@@ -49,15 +50,17 @@ class MirrorHarness:
 
 
 @contextlib.contextmanager
-def mirror_node(domain: int, *, topic: str = TOPIC, **params: Any) -> Iterator[MirrorHarness]:
-    """A mirror node on ``topic`` (no periodic status unless asked), spinning with its probe until the block ends."""
+def mirror_node(domain: int, *, topic: str = TOPIC, namespace: str = "", **params: Any) -> Iterator[MirrorHarness]:
+    """A mirror node on ``topic`` (no periodic status unless asked), in ``namespace`` when given, spinning with its
+    probe until the block ends."""
     # No look for another mirror at start (2 s each) unless a test asks: every test's node is alone in its domain.
     values = {"dsg_topic": topic, "status_period_s": 0.0, "retry_period_s": 0.2, "instance_check_s": 0.0, **params}
     with ros_session(domain):
-        node = DsgMirrorNode(parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
+        node = DsgMirrorNode(namespace=namespace or None,
+                             parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
         probe = rclpy.create_node("probe")
-        harness = MirrorHarness(probe, node, topic)
+        harness = MirrorHarness(probe, node, topic, namespace)
         with spinning(node, probe):
             wait_for_subscribers(harness.publisher)
-            wait_until(lambda: node.count_subscribers("/mirror_status") >= 1, 10.0, "status subscriber")
+            wait_until(lambda: node.count_subscribers(harness.status_topic) >= 1, 10.0, "status subscriber")
             yield harness
