@@ -131,6 +131,10 @@ def path_ahead(
     return ahead
 
 
+#: Distances to two segments closer than this (metres) are the same: rounding, not a side.
+_ON_SEGMENT_M = 1e-9
+
+
 def heading_for(here: Point3, start: Point3, path: Sequence[PathPoint], index: int) -> int:
     """Index of the path point a robot at ``here`` walks toward, never one before ``index``.
 
@@ -144,7 +148,9 @@ def heading_for(here: Point3, start: Point3, path: Sequence[PathPoint], index: i
         begin = path[index - 1].target if index > 0 else start
         reach, off = _along(here, begin, path[index].target)
         next_reach, next_off = _along(here, path[index].target, path[index + 1].target)
-        if reach < 1.0 and not (next_off < off and next_reach > 0.0):
+        # Nearer the next segment by more than rounding: a path that folds back onto itself puts a point on
+        # both, and the robot is then still on the segment it walks.
+        if reach < 1.0 and not (next_off < off - _ON_SEGMENT_M and next_reach > 0.0):
             break
         index += 1
     return index

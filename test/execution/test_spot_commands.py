@@ -518,6 +518,7 @@ def test_a_path_that_turns_back_on_itself_is_walked_to_its_far_end_first():
 
 @settings(deadline=None)
 @given(corners=st.lists(st.tuples(st.integers(-20, 20), st.integers(-20, 20)), min_size=1, max_size=8, unique=True))
+@example(corners=[(9, 8), (8, 2), (10, 14)])  # folds back onto itself: 0.06 m before the corner is on both legs
 def test_a_robot_following_any_path_heads_for_the_end_of_the_segment_it_is_on(corners):
     """However the path folds or crosses itself, odometry along it moves the target point on only at each corner."""
     start = (0.0, 0.0, 0.0)
