@@ -86,7 +86,7 @@ class Planner:
         self.search = anytime_search(prove_s)
         self._robot = RobotRecord(store, symbol=robot_symbol)
         self._lock = threading.Lock()
-        #: How long a graph read waits for a mirror update in progress (see snapshot_reads).
+        #: How long the first graph read waits for a mirror update in progress (see snapshot_reads).
         self.snapshot_wait_s = snapshot_wait_s
         self._graph: PlaceGraph | None = None
         self._stamp: _Stamp | None = None
@@ -101,14 +101,15 @@ class Planner:
         """The cached place graph, brought up to the mirror's generation (its changes followed) and the
         corrections (read whole after one changed).
 
-        A plan never waits for a reconcile when a graph is cached: while one is being written, the cache
-        (the last generation written whole) serves, or the changes up to that generation are followed at once.
+        With a graph cached a plan never waits for a reconcile, nor reads again when one overlapped its read:
+        while one is being written the cache (the last generation written whole) serves, or the changes up to
+        that generation are followed at once; what a read caught half-written the next read re-reads.
         """
         with self._lock:
-            stamp, writing = self._read_stamp()
+            stamp = self._read_stamp()
             if self._graph is not None and stamp == self._stamp:
                 return self._graph
-            wait_s = 0.0 if writing and self._graph is not None else self.snapshot_wait_s
+            wait_s = 0.0 if self._graph is not None else self.snapshot_wait_s
             graph, cached = self._graph, self._stamp
             read = read_whole(self.store, lambda: self._current(graph, cached), wait_s=wait_s)
             # Kept even when a reconcile overlapped the read: its stamp is the generation read before it, so the
@@ -116,15 +117,14 @@ class Planner:
             self._graph, self._stamp = read.value
             return self._graph
 
-    def _read_stamp(self) -> tuple[_Stamp, bool]:
-        """The database's stamp for the place graph, and whether a reconcile is being written."""
+    def _read_stamp(self) -> _Stamp:
+        """The database's stamp for the place graph."""
         rows = self.store.query(cypher.GRAPH_STAMP)
         row = rows[0] if rows else {}
-        corrections = (row.get("corrections"), row.get("corrected_s"))
-        return _Stamp(row.get("generation"), row.get("token"), corrections), row.get("writing") is True
+        return _Stamp(row.get("generation"), row.get("token"), (row.get("corrections"), row.get("corrected_s")))
 
     def _current(self, graph: PlaceGraph | None, cached: _Stamp | None) -> tuple[PlaceGraph, _Stamp]:
-        stamp, _ = self._read_stamp()
+        stamp = self._read_stamp()
         if graph is not None and cached is not None and stamp == cached:
             return graph, stamp
         if graph is not None and cached is not None and stamp.corrections == cached.corrections:

@@ -16,8 +16,7 @@ from heracles_ros.schema import CONTAINS, CORRECTION_LABEL, MIRROR_META_LABEL, L
 GRAPH_STAMP = (
     f"OPTIONAL MATCH (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) "
     f"OPTIONAL MATCH (c:{CORRECTION_LABEL}) "
-    "RETURN m.generation AS generation, m.token AS token, m.writing AS writing, count(c) AS corrections, "
-    "max(c.updated_s) AS corrected_s"
+    "RETURN m.generation AS generation, m.token AS token, count(c) AS corrections, max(c.updated_s) AS corrected_s"
 )
 
 
