@@ -6,7 +6,7 @@ goals, some forbidding a room) are planned from random start places, timing
 each ``Planner.plan`` call from goal text to expanded plan (the place graph is
 loaded once, before timing, as a running system would have it).
 
-``--churn S``: the same goals planned again while a second connection mirrors a
+``--churn S``: the same goals planned again while another process mirrors a
 snapshot with 1 % of the nodes changed every S seconds (moved 1 m, removed, or
 back), as Hydra's feed does: each plan follows the mirror's changes
 (``graph_changes`` counts the updates followed, ``graph_whole_reads`` the whole
@@ -22,8 +22,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import multiprocessing
+import queue
 import statistics
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -137,25 +138,28 @@ def _compact_figures(planner: Planner, scene: dsg.DynamicSceneGraph, args: argpa
 def _churn_figures(
     uri: str, planner: Planner, scene: dsg.DynamicSceneGraph, args: argparse.Namespace
 ) -> dict[str, Any]:
-    """The goals again, each plan timed while another connection mirrors 1 %-changed snapshots."""
+    """The goals again, each plan timed while a process of its own (as the mirror node is) mirrors 1 %-changed
+    snapshots."""
     graph = planner.place_graph()
     rng = np.random.default_rng(args.seed + 2)
     goals = random_goals(rng, graph, _objects(scene), args.goals)
     starts = [graph.symbols[int(rng.integers(graph.nav_count))] for _ in goals]
     reads_before = dict(planner.graph_reads)
-    stop = threading.Event()
-    reconciles: list[float] = []
-    churned = open_store(uri, graph=planner.store.graph_name, timeout_s=300.0)
-    writer = threading.Thread(
-        target=_churn, args=(churned, scene, args.churn, args.seed, stop, reconciles), daemon=True
+    spawn = multiprocessing.get_context("spawn")
+    stop, reconciled = spawn.Event(), spawn.Queue()
+    tables = extract_tables(scene)
+    writer = spawn.Process(
+        target=_churn, args=(uri, planner.store.graph_name, tables, args.churn, args.seed, stop, reconciled),
+        daemon=True,
     )
     writer.start()
+    reconciles: list[float] = []
     seconds: list[float] = []
     graph_s: list[float] = []
     statuses: dict[str, int] = {}
     try:
-        while not reconciles and writer.is_alive():  # from the first changed snapshot on
-            time.sleep(0.05)
+        with contextlib.suppress(queue.Empty):  # from the first changed snapshot on
+            reconciles.append(reconciled.get(timeout=600.0))
         for goal, start in zip(goals, starts, strict=True):
             t = time.perf_counter()
             result = planner.plan(goal, from_symbol=start)
@@ -164,8 +168,11 @@ def _churn_figures(
             statuses[result.status.value] = statuses.get(result.status.value, 0) + 1
     finally:
         stop.set()
-        writer.join(60.0)
-        churned.close()
+        writer.join(120.0)
+        if writer.is_alive():
+            writer.kill()
+        while not reconciled.empty():
+            reconciles.append(reconciled.get())
     return {
         "churn_period_s": args.churn,
         "churn_snapshots": len(reconciles),
@@ -183,19 +190,19 @@ def _churn_figures(
 
 
 def _churn(
-    store: GraphStore, scene: dsg.DynamicSceneGraph, period_s: float, seed: int, stop: threading.Event,
-    reconciles: list[float],
+    uri: str, graph_name: str, tables: SceneTables, period_s: float, seed: int, stop: Any, reconciled: Any
 ) -> None:
     """Mirror a snapshot with 1 % of the nodes changed every ``period_s`` (moved 1 m, removed, or back where
-    it was) on a connection of its own, until ``stop``; each reconcile's seconds go to ``reconciles``."""
-    tables = extract_tables(scene)
+    it was) until ``stop``; each reconcile's seconds go to ``reconciled``."""
     rng = np.random.default_rng(seed + 3)
     nodes = dict(tables.nodes)
     removed: dict[int, Any] = {}
     ids = sorted(nodes)
     per_snapshot = max(1, round(0.01 * len(ids)))
+    store = open_store(uri, graph=graph_name, timeout_s=300.0)
     mirror = Mirror(store)
     sequence = 0
+    low = (1 << 64) - 1
     while not stop.wait(period_s):
         for index in rng.choice(len(ids), size=per_snapshot, replace=False):
             node_id = ids[index]
@@ -206,12 +213,12 @@ def _churn(
                 removed[node_id] = nodes.pop(node_id)
             else:
                 nodes[node_id] = (*row[:3], row[3] + 1.0, *row[4:])
-        low = (1 << 64) - 1
         kept = {key for key in tables.edges if key >> 64 in nodes and key & low in nodes}
         t = time.perf_counter()
         mirror.reconcile(SceneTables(nodes=dict(nodes), edges=kept), sequence=sequence, force=True)
-        reconciles.append(time.perf_counter() - t)
+        reconciled.put(time.perf_counter() - t)
         sequence += 1
+    store.close()
 
 
 def random_goals(rng: np.random.Generator, graph: PlaceGraph, objects: list[str], count: int) -> list[str]:
