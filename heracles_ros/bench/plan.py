@@ -22,9 +22,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import multiprocessing
-import queue
 import statistics
+import subprocess
+import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -145,21 +146,19 @@ def _churn_figures(
     goals = random_goals(rng, graph, _objects(scene), args.goals)
     starts = [graph.symbols[int(rng.integers(graph.nav_count))] for _ in goals]
     reads_before = dict(planner.graph_reads)
-    spawn = multiprocessing.get_context("spawn")
-    stop, reconciled = spawn.Event(), spawn.Queue()
-    tables = extract_tables(scene)
-    writer = spawn.Process(
-        target=_churn, args=(uri, planner.store.graph_name, tables, args.churn, args.seed, stop, reconciled),
-        daemon=True,
-    )
-    writer.start()
+    command = [sys.executable, "-m", "heracles_ros.bench.plan", uri, planner.store.graph_name, str(args.seed),
+               str(args.scale), str(args.churn)]  # fmt: skip
+    writer = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert writer.stdin is not None and writer.stdout is not None
     reconciles: list[float] = []
     seconds: list[float] = []
     graph_s: list[float] = []
     statuses: dict[str, int] = {}
     try:
-        with contextlib.suppress(queue.Empty):  # from the first changed snapshot on
-            reconciles.append(reconciled.get(timeout=600.0))
+        first = writer.stdout.readline()  # from the first changed snapshot on
+        if not first:
+            raise ConfigError(f"the churning mirror ended before its first snapshot (exit code {writer.wait()})")
+        reconciles.append(float(first))
         for goal, start in zip(goals, starts, strict=True):
             t = time.perf_counter()
             result = planner.plan(goal, from_symbol=start)
@@ -167,12 +166,12 @@ def _churn_figures(
             graph_s.append(result.timings.get("graph", 0.0))
             statuses[result.status.value] = statuses.get(result.status.value, 0) + 1
     finally:
-        stop.set()
-        writer.join(120.0)
-        if writer.is_alive():
+        try:  # closing its standard input ends it after the snapshot it is writing
+            rest, _ = writer.communicate(timeout=120.0)
+        except subprocess.TimeoutExpired:
             writer.kill()
-        while not reconciled.empty():
-            reconciles.append(reconciled.get())
+            rest, _ = writer.communicate()
+        reconciles += [float(line) for line in rest.split()]
     return {
         "churn_period_s": args.churn,
         "churn_snapshots": len(reconciles),
@@ -189,11 +188,17 @@ def _churn_figures(
     }
 
 
-def _churn(
-    uri: str, graph_name: str, tables: SceneTables, period_s: float, seed: int, stop: Any, reconciled: Any
-) -> None:
-    """Mirror a snapshot with 1 % of the nodes changed every ``period_s`` (moved 1 m, removed, or back where
-    it was) until ``stop``; each reconcile's seconds go to ``reconciled``."""
+def _churn(uri: str, graph_name: str, seed: int, scale: float, period_s: float) -> None:
+    """Mirror the scene with 1 % of the nodes changed every ``period_s`` (moved 1 m, removed, or back where it
+    was), printing each reconcile's seconds, until standard input closes."""
+    tables = extract_tables(generate_scene("large", seed, scale=scale))
+    stop = threading.Event()
+
+    def until_stdin_closes() -> None:
+        sys.stdin.read()
+        stop.set()
+
+    threading.Thread(target=until_stdin_closes, daemon=True).start()
     rng = np.random.default_rng(seed + 3)
     nodes = dict(tables.nodes)
     removed: dict[int, Any] = {}
@@ -216,7 +221,7 @@ def _churn(
         kept = {key for key in tables.edges if key >> 64 in nodes and key & low in nodes}
         t = time.perf_counter()
         mirror.reconcile(SceneTables(nodes=dict(nodes), edges=kept), sequence=sequence, force=True)
-        reconciled.put(time.perf_counter() - t)
+        print(time.perf_counter() - t, flush=True)
         sequence += 1
     store.close()
 
@@ -347,3 +352,6 @@ def _mirrored(uri: str, scene: dsg.DynamicSceneGraph) -> Iterator[tuple[GraphSto
     finally:
         store.close()
 
+
+if __name__ == "__main__":  # the churning mirror of --churn, a process of its own as the mirror node is
+    _churn(sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5]))
