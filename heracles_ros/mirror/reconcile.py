@@ -233,7 +233,7 @@ class Mirror:
             )
             bumps = diff.any or self._baseline is None
             if bumps:  # what the generation changed in the place graph, for its readers' caches
-                self.store.write(*place_changes.log_entry(diff, token, whole=replaces or unlogged))
+                place_changes.record(self.store, diff, token, whole=replaces or unlogged)
             if bumps and self._bumped_over_another(report, token, sequence):
                 return report
         except DatabaseError:

@@ -141,7 +141,7 @@ class Planner:
 
     def _changed_since(self, cached: _Stamp, now: _Stamp) -> set[str] | None:
         """The places and rooms the mirror changed from ``cached``'s generation to ``now``'s, from its change
-        log; None when the log cannot tell (entries gone or not of that scene's lineage, a whole change)."""
+        log; None when the log cannot tell (a generation without an entry, or entries of another lineage)."""
         if not isinstance(cached.generation, int) or not isinstance(now.generation, int):
             return None
         if now.generation <= cached.generation:
@@ -149,7 +149,7 @@ class Planner:
         entries = self.store.query(place_log.READ_CHANGES, {"after": cached.generation, "upto": now.generation})
         if [e["generation"] for e in entries] != list(range(cached.generation + 1, now.generation + 1)):
             return None
-        if entries[0]["from_token"] != cached.token or any(e["whole"] for e in entries):
+        if entries[0]["from_token"] != cached.token:
             return None
         return {symbol for entry in entries for symbol in entry["symbols"] or ()}
 

@@ -1,10 +1,11 @@
 """Statements of the place-graph change log: which places, rooms and their links each mirror generation changed.
 
-One bookkeeping node per generation, ``(:MirrorMeta {id: 'place-changes', generation, from_token, whole,
-symbols})`` (MirrorMeta is the mirror's bookkeeping label, hidden from the model's schema): ``generation`` the
-one the reconcile's bump makes, ``from_token`` the MirrorMeta token it replaces (a reader holding that token's
-scene may apply the entry), ``whole`` when the change is too large to list (a first load), ``symbols`` the
-places and rooms that were added, changed or removed, or at an end of a link between them that was.
+One bookkeeping node per generation that can be listed, ``(:MirrorMeta {id: 'place-changes', generation,
+from_token, symbols})`` (MirrorMeta is the mirror's bookkeeping label, hidden from the model's schema):
+``generation`` the one the reconcile's bump makes, ``from_token`` the MirrorMeta token it replaces (a reader
+holding that token's scene may apply the entry), ``symbols`` the places and rooms that were added, changed or
+removed, or at an end of a link between them that was. A generation without an entry (a first load, a
+replaced scene) cannot be followed.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ LOG_CHANGE = (
     f"OPTIONAL MATCH (m:{MIRROR_META_LABEL} {{id: 'mirror'}}) "
     "WITH coalesce(m.generation, 0) + 1 AS generation "
     f"CREATE (:{MIRROR_META_LABEL} {{id: '{_ID}', generation: generation, "
-    "from_token: $from_token, whole: $whole, symbols: $symbols}) "
+    "from_token: $from_token, symbols: $symbols}) "
     f"WITH generation MATCH (c:{MIRROR_META_LABEL} {{id: '{_ID}'}}) WHERE c.generation <= generation - $keep "
     "DELETE c"
 )
@@ -26,6 +27,6 @@ LOG_CHANGE = (
 READ_CHANGES = (
     f"MATCH (c:{MIRROR_META_LABEL} {{id: '{_ID}'}}) "
     "WHERE c.generation > $after AND c.generation <= $upto "
-    "RETURN c.generation AS generation, c.from_token AS from_token, c.whole AS whole, c.symbols AS symbols "
+    "RETURN c.generation AS generation, c.from_token AS from_token, c.symbols AS symbols "
     "ORDER BY c.generation"
 )
