@@ -15,6 +15,7 @@ def test_the_large_scene_is_measured_at_the_scale_given(capsys: pytest.CaptureFi
     figures = json.loads(capsys.readouterr().out)
     assert figures["scene"] == "large seed 0 scale 0.03"
     scene = len(extract_tables(generate_scene("large", 0, scale=0.03)).nodes)
-    assert scene <= figures["nodes"] <= scene + 2  # the database's count: the mirror's own state and history too
+    # The database's count: the mirror's own state, its history and the planner's change log too.
+    assert scene <= figures["nodes"] <= scene + 5
     assert figures["idle_reconciles"] >= 1 and figures["replica_loaded_reconciles"] >= 1
     assert figures["replica_loaded_expensive_outcomes"] and figures["primary_pid_unchanged"] is True
