@@ -13,7 +13,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -401,6 +401,33 @@ def test_a_hostile_class_name_is_shown_as_text(console, browser):
     assert page.script_errors() == []
 
 
+@contextmanager
+def mirror_beside(console: dict[str, Any]) -> Iterator[Callable[[spark_dsg.DynamicSceneGraph, int], None]]:
+    """A dsg_mirror node in the console's namespace, on a topic of its own, until the block ends: ``send(graph,
+    sequence)`` publishes one snapshot (stamped 5 s after the one before, ending about now) and waits for its
+    status, without error."""
+    topic = f"{NS}/dsg_update"
+    params = {**console["db"], "dsg_topic": topic, "status_period_s": 0.0}
+    mirror = DsgMirrorNode(namespace=NS, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+    probe = rclpy.create_node("probe")
+    publisher = probe.create_publisher(DsgUpdate, topic, qos(1))
+    status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, f"{NS}/mirror_status")
+
+    def send(graph: spark_dsg.DynamicSceneGraph, sequence: int) -> None:
+        message = DsgUpdate(layer_contents=graph.to_binary(include_mesh=False), full_update=True,
+                            sequence_number=sequence)
+        message.header.stamp.sec = int(time.time()) - 10 + 5 * sequence
+        after = status.count
+        publisher.publish(message)
+        assert status.wait(lambda m: m.sequence == sequence, 30.0, after=after,
+                           what=f"status {sequence}").last_error == ""
+
+    with spinning(mirror, probe):
+        wait_for_subscribers(publisher)
+        wait_until(lambda: mirror.count_subscribers(f"{NS}/mirror_status") >= 2, 20.0, "the console and the probe")
+        yield send
+
+
 def test_a_move_reaches_the_map_the_history_panel_and_the_health_panel(console, browser, small_scene):
     """The mirror node mirrors the scene, then the scene with a bag moved 3 m: the page's map follows it (the
     bag is found where it went), the history panel lists the move and draws it, the health panel the mirror."""
@@ -409,27 +436,12 @@ def test_a_move_reaches_the_map_the_history_panel_and_the_health_panel(console, 
     page.until(lambda _: int(page.stats().get("objects", 0)) == count(store, "Object"), "the map")
     bag = store.query("MATCH (o:Object {class: 'bag'}) RETURN o.nodeSymbol AS s, o.x AS x, o.y AS y "
                       "ORDER BY s LIMIT 1")[0]
-    topic = f"{NS}/dsg_update"
-    params = {**console["db"], "dsg_topic": topic, "status_period_s": 0.0}
-    mirror = DsgMirrorNode(namespace=NS, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-    probe = rclpy.create_node("probe")
-    publisher = probe.create_publisher(DsgUpdate, topic, qos(1))
-    status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, f"{NS}/mirror_status")
-    with spinning(mirror, probe):
-        wait_for_subscribers(publisher)
-        wait_until(lambda: mirror.count_subscribers(f"{NS}/mirror_status") >= 2, 20.0, "the console and the probe")
-        for sequence in (1, 2):
-            if sequence == 2:
-                objects = small_scene.get_layer(spark_dsg.DsgLayers.OBJECTS).nodes
-                attributes = next(n for n in objects if n.id.str() == bag["s"]).attributes
-                attributes.position = attributes.position + np.array([3.0, 0.0, 0.0])
-            message = DsgUpdate(layer_contents=small_scene.to_binary(include_mesh=False), full_update=True,
-                                sequence_number=sequence)
-            message.header.stamp.sec = int(time.time()) - 10 + 5 * sequence
-            after = status.count
-            publisher.publish(message)
-            done = status.wait(lambda m, n=sequence: m.sequence == n, 30.0, after=after, what=f"status {sequence}")
-            assert done.last_error == ""
+    with mirror_beside(console) as send:
+        send(small_scene, 1)
+        objects = small_scene.get_layer(spark_dsg.DsgLayers.OBJECTS).nodes
+        attributes = next(n for n in objects if n.id.str() == bag["s"]).attributes
+        attributes.position = attributes.position + np.array([3.0, 0.0, 0.0])
+        send(small_scene, 2)
         page.until(lambda d: d.find_element(By.ID, "health-sequence").text == "2", "the mirror in the health panel")
         # The map follows: the bag answers a click where it went.
         page.until(lambda _: page.click_at(bag["x"] + 3.0, bag["y"]) or page.find("#info-symbol").text == bag["s"],
@@ -460,27 +472,10 @@ def test_objects_and_places_moved_added_and_removed_reach_an_open_page(console, 
     page, store = browser, console["store"]
     page.open(console["url"])
     page.until(lambda _: int(page.stats().get("objects", 0)) == count(store, "Object"), "the map")
-    topic = f"{NS}/dsg_update"
-    params = {**console["db"], "dsg_topic": topic, "status_period_s": 0.0}
-    mirror = DsgMirrorNode(namespace=NS, parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-    probe = rclpy.create_node("probe")
-    publisher = probe.create_publisher(DsgUpdate, topic, qos(1))
-    status: Collector[MirrorStatus] = Collector(probe, MirrorStatus, f"{NS}/mirror_status")
-    with spinning(mirror, probe):
-        wait_for_subscribers(publisher)
-        wait_until(lambda: mirror.count_subscribers(f"{NS}/mirror_status") >= 2, 20.0, "the console and the probe")
-        changes = None
-        for sequence in (1, 2):
-            if sequence == 2:
-                changes = change_map(small_scene, place_share=0.1)
-            message = DsgUpdate(layer_contents=small_scene.to_binary(include_mesh=False), full_update=True,
-                                sequence_number=sequence)
-            message.header.stamp.sec = int(time.time()) - 10 + 5 * sequence
-            after = status.count
-            publisher.publish(message)
-            assert status.wait(lambda m, n=sequence: m.sequence == n, 30.0, after=after,
-                               what=f"status {sequence}").last_error == ""
-        assert changes is not None
+    with mirror_beside(console) as send:
+        send(small_scene, 1)
+        changes = change_map(small_scene, place_share=0.1)
+        send(small_scene, 2)
         edges = store.query("MATCH (:MeshPlace)-[r:MESH_PLACE_CONNECTED]->(:MeshPlace) RETURN count(r) AS n")[0]["n"]
         page.until(lambda _: (int(page.stats()["places"]), 2 * int(page.stats()["edges"])) == (
             count(store, "MeshPlace"), edges), "the places and their edges as the database has them")
