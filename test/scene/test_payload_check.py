@@ -371,6 +371,20 @@ def test_a_payload_that_differs_in_shape_is_left_to_the_whole_walk() -> None:
         assert payload_check.check_changed(broken, before, layout) is None
 
 
+def test_edge_metadata_after_unchanged_nodes_is_left_to_the_whole_walk() -> None:
+    """The short check walks the edges but does not judge their metadata: a payload whose nodes are unchanged and
+    whose one edge's metadata now nests past the limit goes to the whole walk, which refuses it."""
+    before = rich_scene().to_binary(include_mesh=False)
+    layout = check_payload(before)
+    weight = b'{"w":1}'
+    deep = b"[" * 65 + b"]" * 65
+    after = before.replace(length(len(weight)) + weight, length(len(deep)) + deep, 1)
+    assert after != before and after[: layout.nodes_end] == before[: layout.nodes_end]
+    assert payload_check.check_changed(after, before, layout) is None
+    with pytest.raises(SceneDecodeError, match=r"metadata .* nested 65 deep, more than 64"):
+        check_payload(after)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_the_check_of_what_differs_agrees_with_the_whole_walk(data: st.DataObject) -> None:
