@@ -26,11 +26,21 @@ def shipped_parameters(config: Path) -> dict[str, Any]:
 
 def values_rcl_gives(config: Path, node_name: str, namespace: str, specs: Sequence[Setting],
                      domain: int) -> dict[str, Any]:
-    """Every parameter of ``specs`` as a node ``node_name`` under ``namespace`` declares it with ``config`` given."""
+    """The parameters rcl applies from ``config`` to a node ``node_name`` under ``namespace``, each as that node
+    declares it from ``specs``. Only what the file set: a file rcl applies nothing of gives an empty dict, never
+    the defaults it may restate."""
     context = Context()
     with ros_initialized(["--ros-args", "--params-file", str(config)], context=context, domain_id=domain):
+        reader = rclpy.create_node(node_name, namespace=namespace, context=context,
+                                   automatically_declare_parameters_from_overrides=True)
+        try:
+            applied = set(reader.get_parameters_by_prefix(""))
+        finally:
+            reader.destroy_node()
         node = rclpy.create_node(node_name, namespace=namespace, context=context)
         try:
-            return declare(node, specs)
+            applied -= set(node.get_parameters_by_prefix(""))  # rclpy's own (use_sim_time, ...)
+            declared = declare(node, specs)
         finally:
             node.destroy_node()
+    return {name: declared[name] for name in applied}
