@@ -30,6 +30,13 @@ REQUESTS = {b"stop": False, b"hard_stop": True}
 #: Longest request line read; seconds a connection may take to send it.
 MAX_REQUEST = 64
 READ_TIMEOUT_S = 1.0
+#: Clients answered at once, each by a thread of its own. One past them is answered by the accepting thread,
+#: with INLINE_READ_TIMEOUT_S to ask (a stop client asks as it connects): a flood of silent connections neither
+#: grows threads without bound nor ends the accepting.
+MAX_CLIENT_THREADS = 32
+INLINE_READ_TIMEOUT_S = 0.05
+#: Connections the kernel queues before accepting; past them a client's connect fails and it takes the ROS service.
+LISTEN_BACKLOG = 128
 
 #: Stops the robot (``hard``: the e-stop); the success and the message the stop service would answer.
 StopHandler = Callable[[bool], tuple[bool, str]]
@@ -47,10 +54,11 @@ class StopSocket:
     def __init__(self, namespace: str, domain_id: int, handler: StopHandler):
         self._handler = handler
         self._closing = threading.Event()
+        self._client_threads = threading.BoundedSemaphore(MAX_CLIENT_THREADS)
         self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._socket.bind(address(namespace, domain_id))
-            self._socket.listen(16)
+            self._socket.listen(LISTEN_BACKLOG)
         except OSError:
             self._socket.close()
             raise
@@ -66,12 +74,25 @@ class StopSocket:
                 continue
             except OSError:
                 return  # closed
-            # One thread per connection: a client that connects and says nothing never holds up the next stop.
-            threading.Thread(target=self._answer, args=(connection,), name="stop-socket-client", daemon=True).start()
+            # A thread per connection: a client that connects and says nothing never holds up the next stop.
+            if self._client_threads.acquire(blocking=False):
+                try:
+                    threading.Thread(target=self._answer_in_thread, args=(connection,), name="stop-socket-client",
+                                     daemon=True).start()
+                    continue
+                except RuntimeError:  # the process can start no more threads
+                    self._client_threads.release()
+            self._answer(connection, INLINE_READ_TIMEOUT_S)
 
-    def _answer(self, connection: socket.socket) -> None:
+    def _answer_in_thread(self, connection: socket.socket) -> None:
+        try:
+            self._answer(connection, READ_TIMEOUT_S)
+        finally:
+            self._client_threads.release()
+
+    def _answer(self, connection: socket.socket, read_timeout_s: float) -> None:
         with connection:
-            connection.settimeout(READ_TIMEOUT_S)
+            connection.settimeout(read_timeout_s)
             try:
                 request = _read_line(connection)
                 if request not in REQUESTS:

@@ -10,7 +10,14 @@ import uuid
 import pytest
 
 from heracles_ros.errors import SystemUnavailable
-from heracles_ros.ros.stop_socket import StopSocket, address, send_stop
+from heracles_ros.ros.stop_socket import (
+    INLINE_READ_TIMEOUT_S,
+    MAX_CLIENT_THREADS,
+    READ_TIMEOUT_S,
+    StopSocket,
+    address,
+    send_stop,
+)
 
 
 @pytest.fixture
@@ -59,6 +66,24 @@ def test_a_client_that_says_nothing_never_holds_up_the_next_stop(namespace):
     finally:
         silent.close()
         server.destroy()
+
+
+def test_a_flood_of_silent_clients_neither_grows_threads_without_bound_nor_holds_up_a_stop(namespace):
+    server = StopSocket(namespace, 7, lambda hard: (True, "stopped"))
+    before = threading.active_count()
+    silent = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(2 * MAX_CLIENT_THREADS)]
+    try:
+        for client in silent:
+            client.connect(address(namespace, 7))
+        started = time.monotonic()
+        assert send_stop(namespace, 7, hard=False, timeout_s=5.0) == (True, "stopped")
+        assert time.monotonic() - started < READ_TIMEOUT_S + 2 * MAX_CLIENT_THREADS * INLINE_READ_TIMEOUT_S
+        assert threading.active_count() <= before + MAX_CLIENT_THREADS
+    finally:
+        for client in silent:
+            client.close()
+        server.destroy()
+    assert send_stop(namespace, 7, hard=False, timeout_s=2.0) is None
 
 
 def test_anything_else_than_stop_is_answered_with_an_error_and_moves_nothing(namespace):
