@@ -16,7 +16,6 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from typing import Any
 
 import psutil
@@ -28,7 +27,8 @@ from rclpy.parameter import Parameter
 from support.console_server import Served, console_process, console_server, receive_until
 from support.history_scene import MOVED_TO, NUDGED_TO, changed_scene
 from support.ros import ros_session, spinning, wait_for_subscribers, wait_until
-from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
+from support.running_nodes import running_nodes
+from support.scripted_llm import RecordedRequest, Turn, call, say
 from support.tiny_scene import tiny_scene
 
 from heracles_ros.console.protocol import CLIENT_LOST_S
@@ -36,7 +36,6 @@ from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.mirror.corrections import Corrections
 from heracles_ros.nodes.dispatcher import DispatcherNode
 from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
-from heracles_ros.nodes.language_server import LanguageServerNode
 
 pytestmark = pytest.mark.backends("falkordb")
 
@@ -82,35 +81,23 @@ def model(request: RecordedRequest) -> Turn:
 
 
 @contextlib.contextmanager
-def running_nodes(ros_domain_id: int, falkordb_uri: str, graph_name: str, store: Any, *,
-                  sim_time_scale: float = 4.0) -> Iterator[dict[str, Any]]:
-    """Language server (scripted model) and dispatcher (simulated Spot, 1 m/s at ``sim_time_scale`` times real
-    time) in a namespace of their own."""
+def nodes_of_a_console(ros_domain_id: int, falkordb_uri: str, graph_name: str, store: Any, *,
+                       sim_time_scale: float = 4.0) -> Iterator[dict[str, Any]]:
+    """The running nodes (this file's scripted model; the simulated Spot 1 m/s at ``sim_time_scale`` times real
+    time) in a namespace of their own, by the names the tests look them up."""
     ns = f"/cons_{uuid.uuid4().hex[:6]}"
-    states = RobotStateStore(store)
-    states.write(RobotState(states.position_of(START), place=START))
-    with ExitStack() as stack:
-        server = ScriptedLLMServer(model).start()
-        stack.callback(server.stop)
-        stack.enter_context(ros_session(ros_domain_id))
-        db = {"db_uri": falkordb_uri, "graph_name": graph_name}
-        language = LanguageServerNode(namespace=ns, parameter_overrides=[
-            Parameter(k, value=v) for k, v in {**db, "llm": "openai", "model": server.model,
-                                               "base_url": server.openai_base_url, "instance_check_s": 0.0,
-                                               "require_confirmation": False}.items()])
-        robot = DispatcherNode(namespace=ns, parameter_overrides=[
-            Parameter(k, value=v) for k, v in {**db, "start_place": START, "sim_time_scale": sim_time_scale,
-                                               "sim_speed_mps": 1.0}.items()])
-        stack.enter_context(spinning(language, robot, num_threads=8))
-        wait_until(lambda: language.commands.plans.server_is_ready(), 20.0, "the dispatcher's execute_plan")
-        yield {"namespace": ns, "language": language, "robot": robot, "store": store, "model": server}
+    db = {"db_uri": falkordb_uri, "graph_name": graph_name}
+    with running_nodes(ros_domain_id, db, store, model, namespace=ns, start_place=START,
+                       sim_time_scale=sim_time_scale) as nodes:
+        yield {"namespace": ns, "language": nodes.language, "robot": nodes.robot, "store": store,
+               "model": nodes.model}
 
 
 @pytest.fixture
 def system(ros_domain_id, falkordb_uri, graph_name, small_store, tmp_path) -> Iterator[dict[str, Any]]:
     """Language server, dispatcher and the console in a namespace of their own, over the small real graph."""
     (tmp_path / "index.html").write_text("<!doctype html>")
-    with running_nodes(ros_domain_id, falkordb_uri, graph_name, small_store) as nodes, \
+    with nodes_of_a_console(ros_domain_id, falkordb_uri, graph_name, small_store) as nodes, \
             console_server(nodes["namespace"], falkordb_uri, graph_name, static_dir=tmp_path,
                            find_timeout_s=20.0) as served:
         yield {**nodes, "console": served}
@@ -360,7 +347,7 @@ def test_a_closed_tab_s_walking_command_is_cancelled_after_client_lost_s(ros_dom
     """The robot walks in real time (a walk of many seconds); the tab that approved it closes while the console
     lives on: the command ends, and the robot stands short of its goal, client_lost_s later."""
     (tmp_path / "index.html").write_text("<!doctype html>")
-    with running_nodes(ros_domain_id, falkordb_uri, graph_name, small_store, sim_time_scale=1.0) as nodes, \
+    with nodes_of_a_console(ros_domain_id, falkordb_uri, graph_name, small_store, sim_time_scale=1.0) as nodes, \
             console_server(nodes["namespace"], falkordb_uri, graph_name, static_dir=tmp_path,
                            find_timeout_s=20.0) as served:
         robot, language = nodes["robot"], nodes["language"]
@@ -391,7 +378,7 @@ def test_the_console_s_memory_threads_and_ros_nodes_stay_flat_over_100_commands(
     """``heracles console`` in its own process, against the running nodes: commands (each a clarification:
     goal, feedback, result) from one long-lived tab and from a new tab every fourth; its resident memory and
     its threads after COMMANDS more are where they were after WARM_UP, and it is one node on the ROS graph."""
-    with running_nodes(ros_domain_id, falkordb_uri, graph_name, small_store) as nodes, \
+    with nodes_of_a_console(ros_domain_id, falkordb_uri, graph_name, small_store) as nodes, \
             console_process(nodes["namespace"], falkordb_uri, graph_name) as (process, served), \
             opened(served) as long_lived:
         console = psutil.Process(process.pid)
