@@ -68,6 +68,29 @@ class ReadReplica(EmbeddedServer):
                 )
             time.sleep(0.05)
 
+    def caught_up(self, wait_s: float) -> bool:
+        """Whether the replica applies, within ``wait_s``, the primary's replication stream as it stands now
+        (every write the primary took before the call); False too when either server is not running."""
+        import redis
+
+        deadline = time.monotonic() + wait_s
+        primary, replica = self.primary.running(), self.running()
+        if primary is None or replica is None:
+            return False
+        try:
+            target = int(redis_client(primary, timeout_s=wait_s + 0.1).info("replication")["master_repl_offset"])
+            client = redis_client(replica, timeout_s=wait_s + 0.1)
+            while True:
+                replication = client.info("replication")
+                if (replication.get("master_link_status") == "up"
+                        and int(replication.get("slave_repl_offset", -1)) >= target):
+                    return True
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.01)
+        except (redis.RedisError, OSError, KeyError, ValueError):
+            return False
+
     def _check_format(self) -> None:
         """Nothing to check: a replica keeps no files of its own."""
 

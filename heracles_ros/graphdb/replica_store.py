@@ -81,6 +81,9 @@ class ReadReplicaStore(EmbeddedStore):
                 "if this query keeps failing so, simplify it"
             ) from exc
 
+    def caught_up(self, wait_s: float) -> bool:
+        return self.server.caught_up(wait_s)
+
     def _reply_wait_s(self, limit_s: float) -> float:
         """A reply may wait one limit behind a replicated write (itself waiting for running queries),
         then take one limit to run; past that plus the slack the query overran and holds a thread."""

@@ -85,6 +85,11 @@ class GraphStore(ABC):
         """The name of the graph this store reads ("" where the database is the graph)."""
         return ""
 
+    def caught_up(self, wait_s: float) -> bool:
+        """Whether this store's reads see every write its database took before the call, waiting up to ``wait_s``
+        (a read replica may be a little behind); a store that reads where it writes always does."""
+        return True
+
     @abstractmethod
     def ping(self) -> None:
         """Raise DatabaseUnavailable unless the server answers."""

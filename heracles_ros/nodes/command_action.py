@@ -82,6 +82,8 @@ from heracles_ros.srv import Confirm
 STALE_RESERVATION_S = 10.0
 #: Characters of an instruction that reach the log.
 LOGGED_CHARS = 120
+#: Seconds a command waits for the model's database (a read replica) to hold what its search found.
+REPLICA_WAIT_S = 5.0
 
 
 @dataclass
@@ -345,8 +347,10 @@ class CommandAction:
             queries.append(query)
             self._feedback(goal, "grounding", f"query {len(queries)}: {query}", queries=list(queries))
 
-        if request.search_for.strip() and not self._searched(running, goal, result):
-            return
+        if request.search_for.strip():
+            if not self._searched(running, goal, result):
+                return
+            self._await_model_sees(goal, result.found)
         self._feedback(goal, "grounding", request.instruction.strip())
         command = self._pipeline.command(
             self._get_agent(), request.instruction, session=request.session, on_query=on_query,
@@ -437,6 +441,17 @@ class CommandAction:
         result.reason = (f"{what} not found: {found.reason}; {looked}" if found.outcome == "not_found"
                          else f"the search for {what} ended {found.outcome}: {found.reason}; {looked}")
         return False
+
+    def _await_model_sees(self, goal: ServerGoalHandle, symbol: str) -> None:
+        """The search read the primary; the model grounds on its own store, maybe a read replica a little behind:
+        wait, bounded, until it holds what was found, or say that it may not."""
+        try:
+            store = self._get_agent().store
+        except HeraclesError:
+            return  # grounding asks for the agent again and reports why
+        if not store.caught_up(REPLICA_WAIT_S):
+            self._feedback(goal, "search", f"the model's database ({store.description}) did not catch up within "
+                                           f"{REPLICA_WAIT_S:g} s: it may not see {symbol} yet")
 
     def _stopped_before_moving(self, result: ExecuteCommand.Result, when: str) -> bool:
         stop = self.stopped()

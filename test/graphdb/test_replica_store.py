@@ -329,3 +329,26 @@ def test_a_hung_replica_is_replaced_not_waited_for(tmp_path: Path, primary: tupl
     assert replica.running().pid != info.pid  # type: ignore[union-attr]
     assert _answers_at_once(mirror_store) < 1.0
     read.close()
+
+
+def test_a_reader_can_wait_until_the_replica_has_every_write_the_primary_took(
+    tmp_path: Path, primary: tuple[EmbeddedServer, GraphStore]
+) -> None:
+    """What a search found on the primary, the model then reads on the replica: caught_up says, bounded, whether
+    the replica has it yet (here held back with SIGSTOP); the primary reads where it writes."""
+    server, mirror_store = primary
+    read = open_read_store(tmp_path, timeout_s=1.0)
+    info = ReadReplica(server).running()
+    assert info is not None and read.caught_up(5.0)
+    os.kill(info.pid, signal.SIGSTOP)
+    try:
+        mirror_store.write("CREATE (:Object {nodeSymbol: 'O999'})")
+        started = time.monotonic()
+        assert not read.caught_up(0.3)
+        assert time.monotonic() - started < 2.0
+    finally:
+        os.kill(info.pid, signal.SIGCONT)
+    assert read.caught_up(5.0)
+    assert read.query("MATCH (o:Object {nodeSymbol: 'O999'}) RETURN count(o) AS n") == [{"n": 1}]
+    assert mirror_store.caught_up(0.0)
+    read.close()
