@@ -252,10 +252,10 @@ ensure_ros2_tools() {
   stamp_set test_ros2_tools "$h"
 }
 
-# Test workers: HERACLES_TEST_WORKERS, else two per core (the suite mostly waits on servers, DDS and
-# timers), between 2 and 8; 0 runs everything in this one process.
+# Test workers: HERACLES_TEST_WORKERS, else three per core (the suite still waits a quarter of the time on
+# servers, DDS and timers with two), between 2 and 8; 0 runs everything in this one process.
 test_workers() {
-  local n; n=$((2 * $(nproc)))
+  local n; n=$((3 * $(nproc)))
   ((n > 8)) && n=8
   ((n < 2)) && n=2
   echo "${HERACLES_TEST_WORKERS:-$n}"
