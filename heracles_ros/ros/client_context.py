@@ -72,7 +72,8 @@ class ClientContext:
 
     def action_client(self, action: Action, namespace: str | None = None, **options: Any) -> Any:
         """A client of ``action`` (in ``namespace``, else the node's own), destroyed before the node on close."""
-        client = action.client(self.node, namespace=namespace, **options)
+        with self._spinner.between_spins():  # rclpy's ActionClient is seen by the executor before it is whole
+            client = action.client(self.node, namespace=namespace, **options)
         self._action_clients.append(client)
         return client
 

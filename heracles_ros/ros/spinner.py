@@ -11,9 +11,11 @@ executor is shut down, and whoever waits for it waits on Events, never a join.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from rclpy.executors import Executor
@@ -22,6 +24,8 @@ log = logging.getLogger(__name__)
 
 #: Of what is left to stop the executor, the share it may keep spinning for tasks close() left behind.
 SETTLE_SHARE = 0.5
+#: Seconds :meth:`BackgroundSpinner.between_spins` waits for the spinning thread to park.
+PARK_WAIT_S = 2.0
 
 
 class BackgroundSpinner:
@@ -35,6 +39,9 @@ class BackgroundSpinner:
         self.error: BaseException | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._spin, name=name, daemon=True)
+        self._holders = threading.Lock()
+        self._hold = threading.Event()
+        self._parked = threading.Event()
 
     def start(self) -> BackgroundSpinner:
         self._thread.start()
@@ -83,10 +90,35 @@ class BackgroundSpinner:
                 return
             time.sleep(0.01)
 
+    @contextlib.contextmanager
+    def between_spins(self) -> Iterator[None]:
+        """The spinning thread parked between two spins for the block (waiting at most PARK_WAIT_S for it).
+
+        rclpy's ``ActionClient`` registers itself with its node before it is whole (``add_waitable`` before its
+        ``_lock``): an executor spinning that node meanwhile fails with AttributeError and stops serving it. A
+        client made from the spinning thread itself (a callback) needs no parking.
+        """
+        if threading.current_thread() is self._thread or not self._thread.is_alive():
+            yield
+            return
+        with self._holders:
+            self._hold.set()
+            try:
+                self._parked.wait(PARK_WAIT_S)
+                yield
+            finally:
+                self._hold.clear()
+
     def _spin(self) -> None:
         try:
             context = self.executor.context
             while not self._stop.is_set() and context.ok():
+                if self._hold.is_set():
+                    self._parked.set()
+                    while self._hold.is_set() and not self._stop.is_set():
+                        time.sleep(0.002)
+                    self._parked.clear()
+                    continue
                 self.executor.spin_once(timeout_sec=self.period_s)
         except Exception as exc:
             if self._stop.is_set() or not self.executor.context.ok():  # shut down under us, e.g. end of a test
