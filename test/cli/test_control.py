@@ -18,10 +18,9 @@ import pytest
 import rclpy
 from heracles_ros.action import ExecutePlan
 from heracles_ros.msg import DispatchProgress, DispatchResult
-from rclpy.action import ActionClient
 from support.actions import goal_result, send_goal
 from support.node_program import node_program, params
-from support.ros import Collector, ros_session, spinning
+from support.ros import Collector, action_client, ros_session, spinning
 from visualization_msgs.msg import MarkerArray
 
 from heracles_ros.nodes.markers import NS_ROBOT
@@ -70,7 +69,7 @@ def test_stop_resume_and_cancel_reach_the_dispatcher_directly(ros_domain_id, dis
         progress = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
         results = Collector(probe, DispatchResult, f"{NS}/dispatch_result", 10)
         markers = Collector(probe, MarkerArray, f"{NS}/plan_markers", 100)
-        actions = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
+        actions = action_client(probe, ExecutePlan, f"{NS}/execute_plan")
         with spinning(probe):
             assert actions.wait_for_server(timeout_sec=30.0), "the dispatcher did not come up"
             idle = heracles(ros_domain_id, "cancel", "--namespace", NS)

@@ -35,7 +35,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_msgs.msg import String
 from support.actions import FeedbackLog, cancel_goal, goal_result, send_goal
-from support.ros import Collector, call_service, ros_session, spinning, wait_until
+from support.ros import Collector, action_client, call_service, ros_session, spinning, wait_until
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say, slow
 
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
@@ -140,7 +140,7 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, robot_at_s
         probe = rclpy.create_node("probe")
         rig = Rig(
             language, probe, server,
-            ActionClient(probe, ExecuteCommand, f"{NS}/execute_command"),
+            action_client(probe, ExecuteCommand, f"{NS}/execute_command"),
             probe.create_client(Confirm, f"{NS}/confirm"),
             probe.create_client(Ask, f"{NS}/ask"),
             Collector(probe, CommandRejection, f"{NS}/command_rejections", latched(10)),
@@ -661,7 +661,7 @@ def test_a_burst_of_goals_and_cancels_is_answered_every_one(rig_factory):
 
     rig = rig_factory(lambda request: slow(1.0, say("<answer>(holding O1)</answer>")))
     roomy = QoSProfile(depth=100)
-    client = ActionClient(rig.probe, ExecuteCommand, f"{NS}/execute_command", goal_service_qos_profile=roomy,
+    client = action_client(rig.probe, ExecuteCommand, f"{NS}/execute_command", goal_service_qos_profile=roomy,
                           cancel_service_qos_profile=roomy, result_service_qos_profile=roomy)
     cancels = rig.probe.create_client(CancelGoal, f"{NS}/execute_command/_action/cancel_goal", qos_profile=roomy)
     assert client.wait_for_server(timeout_sec=10.0) and cancels.wait_for_service(timeout_sec=10.0)
@@ -871,7 +871,7 @@ def server_process(ros_domain_id, falkordb_uri, graph_name, small_store, robot_a
             Parameter(k, value=v) for k, v in {**db, "start_place": START, "sim_time_scale": 1.0,
                                                "sim_speed_mps": 1.0}.items()])
         probe = rclpy.create_node("probe")
-        rig = ServerProcess(process, lines, ActionClient(probe, ExecuteCommand, f"{NS}/execute_command"),
+        rig = ServerProcess(process, lines, action_client(probe, ExecuteCommand, f"{NS}/execute_command"),
                             Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100), robot, server)
         stack.enter_context(spinning(robot, probe, num_threads=8))
         assert rig.commands.wait_for_server(timeout_sec=60.0), rig.output

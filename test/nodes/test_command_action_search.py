@@ -23,7 +23,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
 from support.actions import FeedbackLog, cancel_goal, goal_result, send_goal
-from support.ros import Collector, call_service, ros_session, spinning, wait_until
+from support.ros import Collector, action_client, call_service, ros_session, spinning, wait_until
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
 
 from heracles_ros.client import HeraclesClient
@@ -96,7 +96,7 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store, tmp_path: 
             **db, "llm": "openai", "model": server.model, "base_url": server.openai_base_url, "instance_check_s": 0.0,
             **params}.items()])
         probe = rclpy.create_node("probe")
-        rig = Rig(language, robot, probe, server, ActionClient(probe, ExecuteCommand, f"{NS}/execute_command"),
+        rig = Rig(language, robot, probe, server, action_client(probe, ExecuteCommand, f"{NS}/execute_command"),
                   Collector(probe, CommandRejection, f"{NS}/command_rejections", latched(10)))
         stack.enter_context(spinning(mirror, robot, language, probe, num_threads=10))
         assert rig.commands.wait_for_server(timeout_sec=10.0)

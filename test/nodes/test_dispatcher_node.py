@@ -36,7 +36,7 @@ from std_srvs.srv import Trigger
 from support.actions import FeedbackLog, cancel_goal, goal_result, send_goal
 from support.node_config import shipped_parameters, values_rcl_gives
 from support.node_program import node_program, params, start_node, start_python, stop_node
-from support.ros import Collector, call_service, ros_session, spinning, wait_until
+from support.ros import Collector, action_client, call_service, ros_session, spinning, wait_until
 from support.spot_driver import FakeSpotDriver
 from visualization_msgs.msg import Marker, MarkerArray
 
@@ -126,7 +126,7 @@ def rig_factory(ros_domain_id, falkordb_uri, graph_name, small_store) -> Iterato
             Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100),
             Collector(probe, DispatchResult, f"{NS}/dispatch_result", 10),
             Collector(probe, MarkerArray, f"{NS}/plan_markers", 100),
-            ActionClient(probe, ExecutePlan, f"{NS}/execute_plan"),
+            action_client(probe, ExecutePlan, f"{NS}/execute_plan"),
             probe.create_client(Trigger, f"{NS}/cancel"),
             probe.create_client(Trigger, f"{NS}/stop"),
             probe.create_client(Trigger, f"{NS}/hard_stop"),
@@ -402,7 +402,7 @@ def watch() -> Watch:
     return Watch(probe, Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100),
                  Collector(probe, DispatchResult, f"{NS}/dispatch_result", 10),
                  Collector(probe, MarkerArray, f"{NS}/plan_markers", 100),
-                 ActionClient(probe, ExecutePlan, f"{NS}/execute_plan"), probe.create_client(Trigger, f"{NS}/stop"))
+                 action_client(probe, ExecutePlan, f"{NS}/execute_plan"), probe.create_client(Trigger, f"{NS}/stop"))
 
 
 def test_ctrl_c_cancels_the_running_plan_reports_it_and_exits_cleanly(ros_domain_id, on_the_graph, small_store):
@@ -610,7 +610,7 @@ def test_a_plan_whose_client_node_left_the_graph_is_cancelled_and_the_robot_stop
     client = rclpy.create_node("plan_client", namespace=NS)
     name = client.get_fully_qualified_name()
     with spinning(client, destroy=False):
-        actions = ActionClient(client, ExecutePlan, f"{NS}/execute_plan")
+        actions = action_client(client, ExecutePlan, f"{NS}/execute_plan")
         goal = send_goal(actions, ExecutePlan.Goal(plan=plan_to_msg(plan, plan_id="orphan"), client_node=name))
         assert goal.accepted
         rig.progress.wait(lambda p: p.state == "started", 5.0, what="the walk to start")
@@ -767,7 +767,7 @@ def test_a_burst_of_goals_and_cancels_from_one_client_is_answered(rig_factory, s
     plan = plan_to_msg(long_walk(small_store), plan_id="")
     rig = rig_factory(sim_time_scale=1.0)
     deep = EXECUTE_PLAN.queue_qos()
-    actions = ActionClient(rig.probe, ExecutePlan, f"{NS}/execute_plan", goal_service_qos_profile=deep,
+    actions = action_client(rig.probe, ExecutePlan, f"{NS}/execute_plan", goal_service_qos_profile=deep,
                            cancel_service_qos_profile=deep, result_service_qos_profile=deep)  # fmt: skip
     cancels = rig.probe.create_client(CancelGoal, f"{NS}/execute_plan/_action/cancel_goal", qos_profile=deep)
     assert actions.wait_for_server(timeout_sec=10.0) and cancels.wait_for_service(timeout_sec=10.0)
@@ -1040,7 +1040,7 @@ def spot_rig(ros_domain_id, on_the_graph, small_store) -> Iterator[SpotRig]:
         spot = FakeSpotDriver(SPOT_NAME)  # at P0, the map's origin, odom where the map is
         probe = rclpy.create_node("probe")
         rig = SpotRig(spot, probe, Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100),
-                      ActionClient(probe, ExecutePlan, f"{NS}/execute_plan"),
+                      action_client(probe, ExecutePlan, f"{NS}/execute_plan"),
                       probe.create_client(Trigger, f"{NS}/stop"),
                       run_spot_dispatcher(ros_domain_id, *on_the_graph))  # fmt: skip
         try:

@@ -41,7 +41,16 @@ from rclpy.parameter import Parameter
 from support.actions import goal_result, send_goal
 from support.closing import assert_close_gives_up
 from support.mirror_checks import assert_mirrors
-from support.ros import Collector, call_service, qos, ros_session, spinning, wait_for_subscribers, wait_until
+from support.ros import (
+    Collector,
+    action_client,
+    call_service,
+    qos,
+    ros_session,
+    spinning,
+    wait_for_subscribers,
+    wait_until,
+)
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, say
 from support.spot_driver import proto_to_ros
 from support.tiny_scene import node_id, tiny_scene
@@ -795,8 +804,8 @@ def live_factory(ros_domain_id: int, falkordb_uri: str, graph_name: str, small_s
             Collector(probe, DispatchResult, f"{NS}/dispatch_result", 100),
             Collector(probe, StopState, f"{NS}/stop_state", latched()),
             Collector(probe, MarkerArray, f"{NS}/answer_marker", qos(10, transient_local=True)),
-            ActionClient(probe, ExecutePlan, f"{NS}/execute_plan"),
-            ActionClient(probe, ExecuteCommand, f"{NS}/execute_command"),
+            action_client(probe, ExecutePlan, f"{NS}/execute_plan"),
+            action_client(probe, ExecuteCommand, f"{NS}/execute_command"),
         )
         stack.enter_context(spinning(robot, language, probe, num_threads=10, destroy=False))
         stack.callback(probe.destroy_node)

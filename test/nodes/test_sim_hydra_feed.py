@@ -10,10 +10,9 @@ import rclpy
 from heracles_ros.action import ExecutePlan
 from heracles_ros.msg import MirrorStatus
 from hydra_msgs.msg import DsgUpdate
-from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 from support.actions import goal_result, send_goal
-from support.ros import Collector, qos, ros_session, spinning, wait_until
+from support.ros import Collector, action_client, qos, ros_session, spinning, wait_until
 
 from heracles_ros.nodes.dispatcher import DispatcherNode
 from heracles_ros.nodes.dsg_mirror import DsgMirrorNode
@@ -47,7 +46,7 @@ def test_a_walk_past_a_hidden_object_reaches_the_mirror_in_hydras_numbered_snaps
         probe = rclpy.create_node("probe")
         snapshots = Collector(probe, DsgUpdate, TOPIC, qos(50))
         status = Collector(probe, MirrorStatus, f"{NS}/mirror_status", 50)
-        plans = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
+        plans = action_client(probe, ExecutePlan, f"{NS}/execute_plan")
         with spinning(mirror), spinning(dispatcher, num_threads=dispatcher.executor_threads()), spinning(probe):
             assert plans.wait_for_server(timeout_sec=10.0)
             wait_until(lambda: snapshots.count >= 2, 10.0, "the simulated Hydra's first snapshots")

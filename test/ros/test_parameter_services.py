@@ -25,8 +25,7 @@ import pytest
 import rclpy
 from heracles_ros.action import ExecuteCommand, ExecutePlan
 from heracles_ros.msg import DispatchProgress
-from rclpy.action import ActionClient
-from support.ros import Collector, ros_session, spinning
+from support.ros import Collector, action_client, ros_session, spinning
 from support.ros2_cli import require_ros2, ros2_env, stop_daemon
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
 
@@ -158,8 +157,8 @@ def test_ros2_param_set_of_use_sim_time_and_unknown_names_is_refused_and_the_cli
     with ros_session(ros_domain_id):
         probe = rclpy.create_node("probe")
         progress = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
-        commands = ActionClient(probe, ExecuteCommand, f"{NS}/execute_command")
-        plans = ActionClient(probe, ExecutePlan, f"{NS}/execute_plan")
+        commands = action_client(probe, ExecuteCommand, f"{NS}/execute_command")
+        plans = action_client(probe, ExecutePlan, f"{NS}/execute_plan")
         with spinning(probe):
             assert commands.wait_for_server(timeout_sec=30.0) and plans.wait_for_server(timeout_sec=30.0)
             cli = start_command(progress)

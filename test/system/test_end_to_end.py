@@ -24,10 +24,18 @@ from heracles_ros.action import ExecuteCommand
 from heracles_ros.msg import DispatchProgress, DispatchResult, MirrorStatus
 from heracles_ros.srv import Ask
 from hydra_msgs.msg import DsgUpdate
-from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 from support.actions import FeedbackLog, goal_result, send_goal
-from support.ros import Collector, call_service, qos, ros_session, spinning, wait_for_subscribers, wait_until
+from support.ros import (
+    Collector,
+    action_client,
+    call_service,
+    qos,
+    ros_session,
+    spinning,
+    wait_for_subscribers,
+    wait_until,
+)
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
 
 from heracles_ros.formats.sldp import parse_sldp
@@ -113,7 +121,7 @@ def test_a_question_and_a_command_run_through_every_node_and_survive_a_new_snaps
         progress: Collector[DispatchProgress] = Collector(probe, DispatchProgress, f"{NS}/dispatch_progress", 100)
         results: Collector[DispatchResult] = Collector(probe, DispatchResult, f"{NS}/dispatch_result")
         ask = probe.create_client(Ask, f"{NS}/ask")
-        commands = ActionClient(probe, ExecuteCommand, f"{NS}/execute_command")
+        commands = action_client(probe, ExecuteCommand, f"{NS}/execute_command")
         mirror = DsgMirrorNode(namespace=NS, parameter_overrides=params(**db, dsg_topic=DSG_TOPIC, status_period_s=0.0))
         joined: list[Any] = []  # nodes added to the running executor; spinning() destroys only its own
 
