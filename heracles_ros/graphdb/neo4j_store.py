@@ -22,7 +22,7 @@ from heracles_ros.errors import (
     QueryTimeout,
     ReadOnlyViolation,
 )
-from heracles_ros.graphdb.store import GraphStore, Params, Row
+from heracles_ros.graphdb.store import CappedRows, GraphStore, Params, Row
 from heracles_ros.graphdb.values import plain
 from heracles_ros.schema import NEO4J
 
@@ -87,6 +87,22 @@ class Neo4jStore(GraphStore):
 
     def query(self, cypher: str, params: Params | None = None, *, timeout_s: float | None = None) -> list[Row]:
         return self._run(cypher, params, timeout_s, read_only=True)
+
+    def query_capped(
+        self, cypher: str, params: Params | None = None, *, max_rows: int, timeout_s: float | None = None
+    ) -> CappedRows:
+        """The first ``max_rows`` rows converted; the rest are counted as they stream past (the driver fetches a
+        batch at a time), so a query of millions of rows holds a few in memory."""
+        def work(tx: Any) -> CappedRows:
+            rows: list[Row] = []
+            total = 0
+            for record in tx.run(cypher, dict(params or {})):
+                if total < max_rows:
+                    rows.append({key: plain(value) for key, value in record.items()})
+                total += 1
+            return CappedRows(rows, total)
+
+        return self._transaction(work, timeout_s, read_only=True)
 
     def write(self, cypher: str, params: Params | None = None, *, timeout_s: float | None = None) -> list[Row]:
         return self._run(cypher, params, timeout_s, read_only=False)

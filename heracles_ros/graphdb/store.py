@@ -50,8 +50,8 @@ class GraphStore(ABC):
     ) -> CappedRows:
         """A read-only query for untrusted text: at most ``max_rows`` rows are converted.
 
-        This default still fetches every row; backends that can stop reading
-        early (FalkorDB) override it, so memory is bounded by the cap.
+        This default still converts every row; the backends override it (FalkorDB stops reading, Neo4j
+        counts the rest unconverted), so memory is bounded by the cap.
         """
         rows = self.query(cypher, params, timeout_s=timeout_s)
         return CappedRows(rows[:max_rows], len(rows))

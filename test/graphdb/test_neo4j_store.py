@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import socket
 import time
+import tracemalloc
 
 import pytest
 from neo4j import exceptions as driver_errors
@@ -107,6 +108,20 @@ def test_rows_are_keyed_by_alias_and_points_are_plain(store: GraphStore) -> None
     rows = store.query("MATCH (n:Object) RETURN n.nodeSymbol AS symbol, n.class AS class, n.center AS center")
     assert rows == [{"symbol": "O1", "class": "box", "center": [1.5, 2.0, 0.5]}]
     assert store.query("MATCH (n:Object {nodeSymbol: $s}) RETURN count(n) AS n", {"s": "O1"}) == [{"n": 1}]
+
+
+@on_bolt
+def test_a_capped_query_converts_the_first_rows_and_only_counts_the_rest(store: GraphStore) -> None:
+    """Five rows of 20,000 shown, the total known, and memory holding a batch of rows, not all (all: 4-5 MB)."""
+    store.write("CREATE (:Object {nodeSymbol: 'O1'})")
+    tracemalloc.start()
+    try:
+        result = store.query_capped("UNWIND range(1, 20000) AS x RETURN x", max_rows=5)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.rows == [{"x": x} for x in range(1, 6)] and result.total == 20_000 and not result.complete
+    assert peak < 2 * 2**20, f"{peak / 2**20:.1f} MB held"
 
 
 @on_bolt
