@@ -212,4 +212,6 @@ class _Server:
         if outcome in ("over cap", "server died"):
             self.stop()  # a stuck parser thread is only freed by ending the process
             self._start()
+        elif outcome == "ok" and seconds > self.cap_s:
+            outcome = "over cap"  # answered, but after the cap: the curve ends here as well
         return Timing(depth, seconds, outcome)

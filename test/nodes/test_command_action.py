@@ -834,6 +834,13 @@ class ServerProcess:
     def output(self) -> str:
         return "".join(self.lines)
 
+    def send(self, goal: ExecuteCommand.Goal, timeout_s: float) -> Any:
+        """:func:`send_goal`, failing with what the server process said when its answer does not come."""
+        try:
+            return send_goal(self.commands, goal, timeout_s=timeout_s)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the language server's output:\n{self.output}") from exc
+
 
 def start_language_server(domain: int, *params: str) -> tuple[subprocess.Popen[str], list[str]]:
     import threading
@@ -885,8 +892,7 @@ def server_process(ros_domain_id, falkordb_uri, graph_name, small_store, robot_a
                          ids=["sigint", "sigint-twice", "sigterm"])
 def test_stopping_the_language_server_mid_walk_cancels_the_plan_and_exits_within_its_bound(server_process, signals):
     rig = server_process(fetch_farthest_box)
-    goal = send_goal(rig.commands, ExecuteCommand.Goal(instruction="Bring me the farthest box.", execute=True),
-                     timeout_s=30.0)
+    goal = rig.send(ExecuteCommand.Goal(instruction="Bring me the farthest box.", execute=True), timeout_s=30.0)
     assert goal.accepted
     finished = goal.get_result_async()  # asked before the stop: the server answers it as it aborts the goal
     rig.progress.wait(lambda p: p.state == "started", 60.0, what="the robot to start walking")
