@@ -57,7 +57,7 @@ def test_action_clients_made_while_it_spins_never_stop_its_executor(ros_domain_i
         ros = ClientContext(f"client_context_test_{os.getpid()}", domain_id=ros_domain_id)
         try:
             LAST_ANSWER.subscription(ros.node, lambda message: heard.append(message.data), namespace=NS)
-            for index in range(500):
+            for index in range(300):
                 ros.action_client(EXECUTE_COMMAND, f"{NS}/robot{index}")
             LAST_ANSWER.publisher(probe, namespace=NS).publish(String(data="still spinning"))
             wait_until(lambda: heard == ["still spinning"], 10.0, "the answer, through the same executor")
