@@ -86,6 +86,14 @@ def port_free(port: int) -> bool:
         return True
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User and system CPU seconds process ``pid`` has used; None when it cannot be read."""
+    with contextlib.suppress(OSError, psutil.Error):
+        times = psutil.Process(pid).cpu_times()
+        return float(times.user + times.system)
+    return None
+
+
 def loading_progress(pid: int) -> str:
     """``42 % of appendonly.aof.1.incr.aof (2.0 MB) read``: the position of the file a loading server reads.
 

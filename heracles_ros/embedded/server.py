@@ -407,7 +407,7 @@ class EmbeddedServer:
 
     def _wait_ready(self, state: _State, *, fresh: bool) -> ServerInfo:
         """Wait (reading only the log and the process's open files) until the server has loaded; never kill it
-        for being slow."""
+        for being slow (only a replica that has used no CPU for long is given up on: :meth:`_hung`)."""
         started = time.monotonic()
         deadline = started + self.start_timeout_s
         next_report = started + _PROGRESS_EVERY_S
@@ -421,6 +421,9 @@ class EmbeddedServer:
                 if fresh:
                     self._after_start()
                 return state.info
+            if self._hung(state.info.pid):
+                self._kill_hung(state.info.pid)
+                raise _Vanished()
             now = time.monotonic()
             if now >= deadline:
                 raise DatabaseUnavailable(
@@ -432,6 +435,14 @@ class EmbeddedServer:
                 self.progress(f"database loading: {loading_progress(state.info.pid)}, {now - started:.0f} s")
                 next_report = now + _PROGRESS_EVERY_S
             time.sleep(0.05)
+
+    def _hung(self, pid: int) -> bool:
+        """Whether server ``pid``, not loaded yet, is hung and is to be killed and started again. Never for a
+        server that keeps files: a long load is not a hang."""
+        return False
+
+    def _kill_hung(self, pid: int) -> None:
+        """End a server :meth:`_hung` gave up on (only a server that keeps no files is ever given up on)."""
 
     def _after_start(self) -> None:
         """Stamp the layout, and compact a long tail left by a crash or by older settings."""

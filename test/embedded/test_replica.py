@@ -1,6 +1,7 @@
 """The read replica: it follows the primary, a crash of it leaves the primary alone, and its store follows both."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from heracles_ros.embedded.process import pid_alive
 from heracles_ros.embedded.replica import ensure_read_replica
 from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.errors import DatabaseUnavailable
@@ -103,4 +105,31 @@ def test_the_read_replica_store_follows_the_database_through_restarts_and_a_stop
         read.close()
         if late is not None:
             late.close()
+        server.stop()
+
+
+def test_a_replica_hung_before_it_loaded_is_started_again_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FalkorDB once stopped for good at a replica's first sync ("Flushing old data"): every model query then
+    waited the whole start timeout. A replica that has not loaded and uses no CPU (here stopped with SIGSTOP)
+    is killed and started again; it keeps no files."""
+    from heracles_ros.embedded.replica import ReadReplica
+
+    monkeypatch.setattr(ReadReplica, "STALL_S", 1.0)
+    server = EmbeddedServer(tmp_path, start_timeout_s=30.0)
+    with open_store(f"embedded:{tmp_path}", graph="g") as store:
+        store.write("CREATE (:Object {nodeSymbol: 'O1'})")
+    try:
+        first = ensure_read_replica(server)
+        os.kill(first.pid, signal.SIGSTOP)
+        started = time.monotonic()
+        second = ensure_read_replica(server)
+        assert second.pid != first.pid and time.monotonic() - started < 15.0
+        assert not pid_alive(first.pid)
+        with open_store(f"embedded:{tmp_path}", graph="g", read_replica=True) as read:
+            assert read.query("MATCH (n) RETURN count(n) AS n") == [{"n": 1}]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(first.pid, signal.SIGCONT)
         server.stop()
