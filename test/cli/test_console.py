@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from support.cli import heracles
-from support.console_server import free_port
+from support.ports import free_port
 from websockets.sync.client import connect
 
 pytestmark = pytest.mark.backends("falkordb")

@@ -24,8 +24,8 @@ import psutil
 import pytest
 import rclpy
 from heracles_ros.srv import Ask
-from support.console_server import free_port
 from support.mirror_checks import assert_mirrors
+from support.ports import free_port
 from support.ros import call_service, ros_session, spinning
 
 from heracles_ros.demo.scripted_model import QUESTION, command_for

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.ports import free_port
 
 from heracles_ros.embedded.process import pid_alive
 from heracles_ros.embedded.replica import ensure_read_replica
@@ -62,7 +63,6 @@ def test_the_read_replica_store_follows_the_database_through_restarts_and_a_stop
     """The model's queries (the replica store) follow the replica's state file like the primary's store:
     a replica restarted elsewhere is used at once, a store opened while the database is stopped fails each
     request clearly, and once ``heracles db start`` ran every store works again, nothing reopened."""
-    from heracles_ros.embedded.process import free_port
     from heracles_ros.embedded.replica import ReadReplica
     from heracles_ros.embedded.server import STOPPED_FILE
 

