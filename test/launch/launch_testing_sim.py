@@ -4,7 +4,8 @@ launch_testing's own pytest plugin does not load under pytest 9 (
 docs/known-issues.md#launch-testing-pytest), so its runner runs this file:
 the three nodes come up (each says what it serves and answers a parameter request, so it is
 spinning), and after launch shuts them down (SIGINT, as Ctrl-C does) every process has exited
-with status 0, without a traceback. Argument: ``db_uri:=embedded:DIR`` (launch_test passes it on).
+with status 0, without a traceback. Arguments: ``db_uri:=embedded:DIR`` and ``console_port:=PORT`` (launch_test
+passes them on; a port of the test's own, not the default a second run on the machine may hold).
 """
 import os
 import unittest
@@ -32,6 +33,7 @@ def generate_test_description():
             launch_arguments={
                 "robot_name": NAMESPACE,
                 "db_uri": LaunchConfiguration("db_uri"),
+                "console_port": LaunchConfiguration("console_port"),
                 "start_rviz": "false",
                 "llm": "ollama",
                 "base_url": "http://127.0.0.1:9",

@@ -212,7 +212,8 @@ def test_confirmation_on_the_robot_can_be_turned_off(domain: int) -> None:
 def test_launch_testing_sees_the_nodes_up_and_every_exit_clean(domain: int, tmp_path: Path) -> None:
     """launch_testing's runner on launch_testing_sim.py: the nodes come up, and exit 0 when launch stops them."""
     result = subprocess.run(
-        ["launch_test", str(REPO / "test" / "launch" / "launch_testing_sim.py"), f"db_uri:=embedded:{tmp_path / 'db'}"],
+        ["launch_test", str(REPO / "test" / "launch" / "launch_testing_sim.py"), f"db_uri:=embedded:{tmp_path / 'db'}",
+         f"console_port:={free_port()}"],
         env=ros2_env(domain), capture_output=True, text=True, timeout=UP_S + 2 * STOP_S)
     stop_database(tmp_path / "db")
     output = result.stdout + result.stderr
