@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.ports import free_port
 from support.ros2_cli import REPO, launched, require_ros2, require_service_call, retry_ros2, ros2_env, stop_daemon
 from support.run_guard import pick_domain
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
@@ -71,7 +72,8 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     with ScriptedLLMServer(model) as llm, launched(
             REPO / "launch" / "sim.launch.py",
             [f"robot_name:={NAMESPACE}", f"db_uri:=embedded:{tmp / 'db'}", "start_rviz:=false",
-             "llm:=openai", f"base_url:={llm.openai_base_url}", "model:=scripted-model"],
+             "llm:=openai", f"base_url:={llm.openai_base_url}", "model:=scripted-model",
+             f"console_port:={free_port()}"],
             domain, tmp / "launch.log") as launch:
         retry_ros2(["action", "list"], domain, UP_S, expect=f"/{NAMESPACE}/execute_plan")
         yield domain
