@@ -24,11 +24,18 @@ class ServerInfo:
     host: str = "127.0.0.1"
 
 
-def redis_client(info: ServerInfo, timeout_s: float = 10.0) -> Any:
+def redis_client(info: ServerInfo, timeout_s: float = 10.0, *, retries: int | None = None) -> Any:
+    """A client of server ``info``; each command waits ``timeout_s``, and is tried again on a connection error or
+    timeout ``retries`` times (None: redis-py's default, ten), so a caller that bounds its total wait asks for 0."""
     import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 
-    return redis.Redis(host=info.host, port=info.port, socket_timeout=timeout_s,
-                       password=os.environ.get("FALKORDB_PASSWORD"))
+    client = redis.Redis(host=info.host, port=info.port, socket_timeout=timeout_s,
+                         password=os.environ.get("FALKORDB_PASSWORD"))
+    if retries is not None:
+        client.set_retry(Retry(NoBackoff(), retries))
+    return client
 
 
 def pid_alive(pid: int) -> bool:

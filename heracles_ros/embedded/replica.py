@@ -76,16 +76,20 @@ class ReadReplica(EmbeddedServer):
 
     def caught_up(self, wait_s: float) -> bool:
         """Whether the replica applies, within ``wait_s``, the primary's replication stream as it stands now
-        (every write the primary took before the call); False too when either server is not running."""
+        (every write the primary took before the call); False too when either server is not running.
+
+        A replica busy applying a large write answers nothing meanwhile: it is waited for (up to ``wait_s``),
+        not taken for gone, so the servers are found from their state and logs (:meth:`current`), not a PING."""
         import redis
 
         deadline = time.monotonic() + wait_s
-        primary, replica = self.primary.running(), self.running()
+        primary, replica = self.primary.current(), self.current()
         if primary is None or replica is None:
             return False
         try:
-            target = int(redis_client(primary, timeout_s=wait_s + 0.1).info("replication")["master_repl_offset"])
-            client = redis_client(replica, timeout_s=wait_s + 0.1)
+            target = int(redis_client(primary, timeout_s=wait_s + 0.1, retries=0).info("replication")
+                         ["master_repl_offset"])
+            client = redis_client(replica, timeout_s=max(deadline - time.monotonic(), 0.0) + 0.1, retries=0)
             while True:
                 replication = client.info("replication")
                 if (replication.get("master_link_status") == "up"
