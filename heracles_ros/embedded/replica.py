@@ -6,15 +6,12 @@ the replica keeps no files and is started again on next use. Its store is
 """
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import time
 
 from heracles_ros.embedded.data_files import REPLICA_DIR
 from heracles_ros.embedded.maintenance import COMPACT_LOCK, restore_fork_settings
-from heracles_ros.embedded.process import ServerInfo, cpu_seconds, pid_alive, redis_client
-from heracles_ros.embedded.server import EmbeddedServer
+from heracles_ros.embedded.process import ServerInfo, redis_client
+from heracles_ros.embedded.server import EmbeddedServer, ServerState
 from heracles_ros.errors import DatabaseUnavailable
 
 #: FalkorDB module arguments of the read replica, where model-written queries run: each query is
@@ -37,16 +34,10 @@ class ReadReplica(EmbeddedServer):
 
     Started here; stopped with its primary (:meth:`EmbeddedServer.stop_replica`)."""
 
-    #: Seconds a replica that has not loaded may use no CPU before it counts as hung and is started again: FalkorDB
-    #: 4.16.3 on redis 8.2.3 once stopped for good at its first sync (docs/known-issues.md#falkordb-replica-sync-hang).
-    STALL_S = 20.0
-
     def __init__(self, primary: EmbeddedServer):
         super().__init__(primary.data_dir / REPLICA_DIR, start_timeout_s=primary.start_timeout_s,
                          progress=primary.progress)
         self.primary = primary
-        #: The pid, CPU seconds and time of the last change of CPU seconds seen while waiting for a replica.
-        self._cpu_seen: tuple[int, float, float] | None = None
 
     @property
     def database(self) -> EmbeddedServer:
@@ -117,18 +108,10 @@ class ReadReplica(EmbeddedServer):
     def _after_start(self) -> None:
         """Nothing to stamp or compact."""
 
-    def _hung(self, pid: int) -> bool:
-        """Not loaded and no CPU used for STALL_S: a replica keeps no files, so it is ended and started again."""
-        cpu = cpu_seconds(pid)
-        now = time.monotonic()
-        seen = self._cpu_seen
-        if cpu is None or seen is None or seen[0] != pid or seen[1] != cpu:
-            self._cpu_seen = (pid, cpu or 0.0, now)
-            return False
-        return now - seen[2] >= self.STALL_S
-
-    def _kill_hung(self, pid: int) -> None:
-        self.kill(pid)
+    def _hung(self, state: ServerState) -> bool:
+        """No CPU used for STALL_S, loaded or not (docs/known-issues.md#falkordb-load-hang): a replica keeps no
+        files, so it is ended and started again."""
+        return self._stalled(state.info.pid)
 
     def kill(self, pid: int, wait_s: float = 5.0) -> None:
         """End replica ``pid`` at once, if it still runs here (it keeps no files: nothing is lost).
@@ -136,14 +119,7 @@ class ReadReplica(EmbeddedServer):
         Frees the threads of queries it would never finish; the next
         :func:`ensure_read_replica` starts a fresh one.
         """
-        state = self._live_state()
-        if state is None or state.info.pid != pid:
-            return  # already gone, or replaced by another process's restart: leave the new one be
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + wait_s
-        while pid_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        self._end(pid, wait_s)
 
 
 def ensure_read_replica(primary: EmbeddedServer) -> ServerInfo:

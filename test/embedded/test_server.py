@@ -1,6 +1,7 @@
 """The embedded server: start, reuse, persistence across a kill, clean stop, loading, bad data directories."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -14,6 +15,7 @@ from support.ports import free_port
 
 from heracles_ros.embedded.data_files import AOF_DIR, FORMAT_FILE
 from heracles_ros.embedded.maintenance import compact
+from heracles_ros.embedded.process import pid_alive
 from heracles_ros.embedded.server import START_TIMEOUT_ENV, EmbeddedServer
 from heracles_ros.errors import ConfigError, DatabaseUnavailable, DataDirError
 from heracles_ros.graphdb import open_store
@@ -129,6 +131,47 @@ def test_legacy_directory_is_waited_for_never_killed_and_compacted(tmp_path: Pat
     EmbeddedServer(data_dir).ensure_started()
     assert time.monotonic() - started < 5  # snapshot only now
     server.stop()
+
+
+def test_a_server_stuck_while_loading_is_ended_and_started_again_and_nothing_is_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FalkorDB once stopped for good while loading its snapshot (seed 501: the log ended at "Done decoding
+    graph"), and the start waited its whole timeout. A server that has not loaded and uses no CPU (here stopped
+    with SIGSTOP as it starts) is killed and started again; nothing is lost, a loading server only reads."""
+    monkeypatch.setattr(EmbeddedServer, "STALL_S", 1.0)
+    data_dir = tmp_path / "db"
+    server = _with_snapshot(data_dir)
+    with server.lock():
+        stuck = server._spawn("a start that stops while loading")
+    os.kill(stuck.info.pid, signal.SIGSTOP)
+    try:
+        assert not server._ready(stuck), "the server loaded before it was stopped"
+        started = time.monotonic()
+        info = EmbeddedServer(data_dir, start_timeout_s=60.0).ensure_started()
+        assert info.pid != stuck.info.pid and not pid_alive(stuck.info.pid)
+        assert time.monotonic() - started < 15.0
+        with open_store(f"embedded:{data_dir}", graph="persist") as store:
+            assert store.query("MATCH (n:Object) RETURN count(n) AS n") == [{"n": 2000}]
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(stuck.info.pid, signal.SIGCONT)
+        server.stop()
+
+
+def test_a_loaded_server_that_does_not_answer_is_left_running(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Busy or stopped after it loaded: a start waits its time and says so; it never ends that server."""
+    monkeypatch.setattr(EmbeddedServer, "STALL_S", 0.5)
+    server = EmbeddedServer(tmp_path, start_timeout_s=3.0)
+    info = server.ensure_started()
+    os.kill(info.pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(DatabaseUnavailable, match=r"has loaded its files but did not answer within 3 s"):
+            EmbeddedServer(tmp_path, start_timeout_s=3.0).ensure_started()
+        assert pid_alive(info.pid)
+    finally:
+        os.kill(info.pid, signal.SIGCONT)
+        server.stop()
 
 
 def _with_snapshot(data_dir: Path) -> EmbeddedServer:
