@@ -1241,11 +1241,21 @@ def test_a_frozen_dispatcher_finds_its_simulated_robot_at_most_one_horizon_furth
              if (m.ns, m.id, m.action) == (NS_ROBOT, 0, Marker.ADD)]  # fmt: skip
     # 1 m/s: between two markers the robot walks the time between their stamps, except across the pause,
     # where it walks the horizon's metre at most, plus the time it ran (the clock alone would put it 3 m on).
-    # Stamps, not the 0.2 s marker period: a loaded machine delays the timer, not the walk.
-    over = [(round(math.dist(a, b), 2), round(t1 - t0, 2)) for (t0, a), (t1, b) in itertools.pairwise(drawn)
-            if math.dist(a, b) > (t1 - t0 if t1 - t0 < pause_s else COMMAND_HORIZON_S + (t1 - t0 - pause_s)) + 0.1]
+    # Stamps, not the 0.2 s marker period: a loaded machine delays the timer, not the walk. The freeze can fall
+    # between a marker's pose and its stamp (seed 601: 1.11 m in 0.12 s), which moves the jump to the pair after
+    # the one whose stamps span the pause: that pair gets the horizon too.
+    pairs = [(math.dist(a, b), t1 - t0) for (t0, a), (t1, b) in itertools.pairwise(drawn)]
+    paused = [i for i, (_, took) in enumerate(pairs) if took >= pause_s]
+    assert paused, "no two markers' stamps span the pause"
+
+    def walk_at_most(i: int, took: float) -> float:
+        if i in paused:
+            return COMMAND_HORIZON_S + took - pause_s
+        return COMMAND_HORIZON_S + took if i - 1 in paused else took
+
+    over = [(round(walked, 2), round(took, 2)) for i, (walked, took) in enumerate(pairs)
+            if walked > walk_at_most(i, took) + 0.1]
     assert over == [], over
-    assert any(t1 - t0 >= pause_s for (t0, _), (t1, _) in itertools.pairwise(drawn))  # the pause was drawn across
 
 
 def test_a_stop_the_disk_cannot_keep_still_stops_the_robot_and_says_a_restart_would_forget_it(
