@@ -269,10 +269,10 @@ def test_the_stand_in_runs_a_command_until_its_end_time_as_spot_ros2_and_bosdyn_
             wait_until(future.done, 5.0, "the command's reply")
             assert future.result().success
 
-        sent_at = time.monotonic()
         send(1.0)
         still = r.fake.wait_still(5.0)
-        assert r.fake.expired == 1 and r.fake.moved_at - sent_at <= 1.0 + 0.05
+        received_at, _ = r.fake.received[-1]  # spot_wrapper's end_time: when it took the command, plus the duration
+        assert r.fake.expired == 1 and r.fake.moved_at - received_at <= 1.0 + 0.05
         assert 1.5 <= math.dist(at(still), at(r.fake.map_T_odom)) <= 2.1  # 2 m/s for one second
         send(0)  # no duration: spot_wrapper's 1e5 s
         time.sleep(2.0)

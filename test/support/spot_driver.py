@@ -491,7 +491,10 @@ class FakeSpotDriver(Node):
                 in_map = self.map_T_odom @ pose
                 blocked = self.wall is not None and self.wall.blocks(in_map.x, in_map.y)
                 if not blocked and pose != self.odom_T_body:
-                    self.odom_T_body, self.moved_at = pose, now
+                    # When the body was there, not when this tick ran: a loaded machine delays the tick (seed 705:
+                    # a 1 s command "moved" 1.22 s after it was sent), not the walk it computes.
+                    self.odom_T_body = pose
+                    self.moved_at = min(now, motion.ends, motion.began + motion.duration)
                 if now - motion.began >= motion.duration:
                     self._motion = None  # at the last point: standing
                 elif now >= motion.ends:
