@@ -5,7 +5,7 @@ The nodes run as ``ros2 launch`` would run them (their console entry points,
 dispatcher on the simulated Spot. Discovery stays on this host unless the user
 chose otherwise (a desk system must never reach a robot on the lab network),
 and every process asks Fast DDS for the short lease (a killed node leaves the
-graph in a second, see :mod:`heracles_ros.ros.fastdds_profile`).
+graph in two seconds, see :mod:`heracles_ros.ros.fastdds_profile`).
 """
 from __future__ import annotations
 

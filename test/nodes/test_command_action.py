@@ -41,6 +41,7 @@ from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call,
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
 from heracles_ros.nodes.dispatcher import DispatcherNode
 from heracles_ros.nodes.language_server import LanguageServerNode
+from heracles_ros.ros.fastdds_profile import LEASE_S
 from heracles_ros.ros.qos import latched
 
 # Node plumbing on FalkorDB; the Neo4j path through all three nodes is test/system/test_end_to_end.py[bolt].
@@ -648,8 +649,8 @@ def test_a_killed_cli_loses_its_command_and_the_robot_stops(rig_factory, use_sim
     killed = time.monotonic()
     cli.kill()
     cli.communicate(timeout=10)
-    rig.progress.wait(lambda p: p.state == "cancelled", client_lost_s + 2.0, what="the plan to be cancelled")
-    assert time.monotonic() - killed < client_lost_s + 2.0
+    rig.progress.wait(lambda p: p.state == "cancelled", client_lost_s + LEASE_S + 1.0, what="the plan to be cancelled")
+    assert time.monotonic() - killed < client_lost_s + LEASE_S + 1.0
     reason = wait_for_command_end(rig, 5.0)
     assert reason.startswith("client_lost: /heracles_cli_"), reason
 
