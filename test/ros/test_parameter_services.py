@@ -30,6 +30,7 @@ from support.ros2_cli import require_ros2, ros2_env, stop_daemon
 from support.scripted_llm import RecordedRequest, ScriptedLLMServer, Turn, call, say
 
 from heracles_ros.execution.robot_state import RobotState, RobotStateStore
+from heracles_ros.ros.fastdds_profile import LEASE_S
 
 pytestmark = pytest.mark.backends("falkordb")
 
@@ -165,8 +166,9 @@ def test_ros2_param_set_of_use_sim_time_and_unknown_names_is_refused_and_the_cli
             killed = time.monotonic()
             cli.kill()
             cli.communicate(timeout=10)
-            progress.wait(lambda p: p.state == "cancelled", CLIENT_LOST_S + 2.0, what="the plan to be cancelled")
-            assert time.monotonic() - killed < CLIENT_LOST_S + 2.0
+            progress.wait(lambda p: p.state == "cancelled", CLIENT_LOST_S + LEASE_S + 1.0,
+                          what="the plan to be cancelled")
+            assert time.monotonic() - killed < CLIENT_LOST_S + LEASE_S + 1.0
     language = three_nodes["language_server"]
     wait_for_line(language, "client_lost: /heracles_cli_")
     assert all(node.alive() for node in three_nodes.values())
