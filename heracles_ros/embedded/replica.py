@@ -11,7 +11,7 @@ import time
 from heracles_ros.embedded.data_files import REPLICA_DIR
 from heracles_ros.embedded.maintenance import COMPACT_LOCK, restore_fork_settings
 from heracles_ros.embedded.process import ServerInfo, redis_client
-from heracles_ros.embedded.server import EmbeddedServer, ServerState
+from heracles_ros.embedded.server import EmbeddedServer
 from heracles_ros.errors import DatabaseUnavailable
 
 #: FalkorDB module arguments of the read replica, where model-written queries run: each query is
@@ -108,10 +108,10 @@ class ReadReplica(EmbeddedServer):
     def _after_start(self) -> None:
         """Nothing to stamp or compact."""
 
-    def _hung(self, state: ServerState) -> bool:
+    def _hung(self, pid: int, *, loaded: bool) -> bool:
         """No CPU used for STALL_S, loaded or not (docs/known-issues.md#falkordb-load-hang): a replica keeps no
         files, so it is ended and started again."""
-        return self._stalled(state.info.pid)
+        return self._stalled(pid)
 
     def kill(self, pid: int, wait_s: float = 5.0) -> None:
         """End replica ``pid`` at once, if it still runs here (it keeps no files: nothing is lost).

