@@ -261,18 +261,25 @@ test_workers() {
   echo "${HERACLES_TEST_WORKERS:-$n}"
 }
 
-# The suite in two phases: the tests in parallel (pytest-xdist, a file per worker at a time, each worker
-# with its own DDS domain, servers and temporary folders), then those marked serial alone. pytest-randomly
-# shuffles the order by HERACLES_TEST_SEED (default: a fixed shuffle, so CI runs are repeatable; 'random'
-# for a new one, printed in the header; --randomly-seed=N wins). Arguments go to both phases; a phase
+# The suite in two phases: the tests in parallel (pytest-xdist, a file per worker at a time, the longest
+# recorded first: test/support/file_order.py; each worker with its own DDS domain, servers and temporary
+# folders), then those marked serial alone. pytest-randomly shuffles the order by HERACLES_TEST_SEED
+# (default: a fixed shuffle, so CI runs are repeatable; 'random' for a new one, printed in the header;
+# --randomly-seed=N wins). Arguments go to both phases; a phase
 # that selects no test (status 5) is not a failure unless neither selects any.
 run_tests() {
-  local seed="${HERACLES_TEST_SEED:-20261123}" workers parallel=0 alone=0
+  # Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): else every worker
+  # rewrites and compiles all the test modules again (6 s of a 2 s collection) and every node compiles its modules.
+  unset PYTHONDONTWRITEBYTECODE
+  local seed="${HERACLES_TEST_SEED:-20261123}" workers parallel=0 alone=0 serial_files=()
   workers=$(test_workers)
   log "tests: $workers workers (HERACLES_TEST_WORKERS), then the serial tests alone"
-  python -m pytest -p randomly --randomly-seed="$seed" -n "$workers" --dist loadfile -m "not serial" \
-    --durations=25 "$@" || parallel=$?
-  python -m pytest -p randomly --randomly-seed="$seed" -p no:xdist -m serial --durations=10 "$@" || alone=$?
+  python -m pytest -p randomly --randomly-seed="$seed" -n "$workers" --dist loadfile --no-loadscope-reorder \
+    -m "not serial" --durations=25 "$@" || parallel=$?
+  # With no arguments the serial phase collects only the files that mark a test serial, not all of them again.
+  (($# == 0)) && mapfile -t serial_files < <(grep -rlE --include='test_*.py' '@pytest\.mark\.serial|pytestmark.*serial' test)
+  python -m pytest -p randomly --randomly-seed="$seed" -p no:xdist -m serial --durations=10 "${serial_files[@]}" "$@" \
+    || alone=$?
   if ((parallel == 5 && alone == 5)); then return 5; fi
   ((parallel == 5)) && parallel=0
   ((alone == 5)) && alone=0

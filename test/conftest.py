@@ -47,8 +47,9 @@ settings.register_profile("heracles", deadline=None, suppress_health_check=[Heal
 settings.load_profile("heracles")
 
 # Timeouts that also cover a failed test's teardown, localhost-only ROS 2 discovery, the
-# ``ros_domain_id`` fixture, and no process left behind (see support/run_guard.py).
-pytest_plugins = ["support.run_guard"]
+# ``ros_domain_id`` fixture, and no process left behind (see support/run_guard.py); the longest files
+# first in a parallel run (support/file_order.py).
+pytest_plugins = ["support.run_guard", "support.file_order"]
 
 
 def pytest_configure(config: pytest.Config) -> None:
