@@ -4,9 +4,9 @@ pytest-xdist hands each worker a file at a time (``--dist loadfile``). By defaul
 the most tests first, which sent the slowest ones (a few long tests: ``test_up.py``, the colcon build)
 out near the end, and the whole run then waited on one or two workers. With ``--no-loadscope-reorder``
 it keeps the collection's order, which this plugin sets in each worker: files by the seconds they took
-in a recorded parallel run (``file_seconds.json``, or ``--file-seconds PATH``), longest first; a file not recorded counts as its
-tests times the recorded seconds per test. pytest-randomly's shuffle stands within a file and between
-files recorded alike.
+in a recorded parallel run (``file_seconds.json``, or ``--file-seconds PATH``), longest first; a file
+not recorded counts as its tests times the recorded seconds per test. pytest-randomly's shuffle stands
+within a file and between files recorded alike.
 
 ``--file-seconds-out PATH`` writes what each file took in this parallel run (every phase of each test,
 as its worker measured it) into PATH, keeping what PATH holds for files this run did not run.
@@ -81,7 +81,8 @@ class _Recorder:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not self.seconds:
             return
-        kept = {name: s for name, s in read_file_seconds(self.out).items() if (session.config.rootpath / name).is_file()}
+        root = session.config.rootpath
+        kept = {name: s for name, s in read_file_seconds(self.out).items() if (root / name).is_file()}
         merged = {**kept, **{name: round(s, 1) for name, s in self.seconds.items()}}
         self.out.write_text(json.dumps(dict(sorted(merged.items())), indent=1) + "\n")
 
