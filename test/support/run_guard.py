@@ -224,6 +224,8 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ.pop("ROS_STATIC_PEERS", None)
     os.environ.pop("ROS_LOCALHOST_ONLY", None)  # deprecated; conflicts with the range on Jazzy
+    # A process of the run that crashes (SIGSEGV, SIGABRT) prints its Python stacks: a node, a CLI, a server's client.
+    os.environ["PYTHONFAULTHANDLER"] = "1"
     config.addinivalue_line(
         "markers", "serial: loads the whole machine or times against it; run alone, after the parallel tests")
 
