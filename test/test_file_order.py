@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from support.file_order import longest_first, read_file_seconds
+from support.file_order import expected_seconds, read_file_seconds
 
 TEST_DIR = Path(__file__).resolve().parent
 
@@ -22,13 +22,12 @@ TEST_DIR = Path(__file__).resolve().parent
 FILES = {"test_long.py": (1, 0.6), "test_many.py": (3, 0.02), "test_middle.py": (1, 0.3)}
 
 
-def test_whole_files_go_longest_first_and_a_new_file_counts_its_tests_at_the_recorded_rate() -> None:
+def test_a_file_not_recorded_counts_its_tests_at_the_recorded_seconds_per_test() -> None:
     nodeids = ["a.py::x", "a.py::y", "b.py::x", "new.py::x", "new.py::y", "new.py::z", "c.py::x"]
     recorded = {"a.py": 2.0, "b.py": 10.0, "c.py": 1.0, "gone.py": 99.0}
-    # Recorded: 13 s over 4 tests, so the new file's 3 tests count 9.75 s.
-    assert longest_first(nodeids, recorded) == [
-        "b.py::x", "new.py::x", "new.py::y", "new.py::z", "a.py::x", "a.py::y", "c.py::x"]
-    assert longest_first(["b.py::y", "b.py::x", "a.py::x"], {}) == ["b.py::y", "b.py::x", "a.py::x"]
+    # Recorded: 13 s over the 4 tests collected, so the new file's 3 tests count 9.75 s; a file gone counts nothing.
+    assert expected_seconds(nodeids, recorded) == {"a.py": 2.0, "b.py": 10.0, "new.py": 9.75, "c.py": 1.0}
+    assert expected_seconds(["a.py::x", "a.py::y"], {}) == {"a.py": 0.0}
 
 
 @pytest.mark.parametrize("content", ["[1, 2]", '{"a.py": "slow"}', "{not json"])

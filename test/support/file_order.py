@@ -51,21 +51,20 @@ def _file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
-def longest_first(nodeids: list[str], recorded: dict[str, float]) -> list[str]:
-    """``nodeids`` with whole files ordered by their expected seconds, longest first (a stable sort)."""
+def expected_seconds(nodeids: list[str], recorded: dict[str, float]) -> dict[str, float]:
+    """Each file's expected seconds: as recorded, else its tests times the recorded seconds per test."""
     counts = Counter(_file_of(nodeid) for nodeid in nodeids)
     known = [name for name in counts if name in recorded]
     per_test = sum(recorded[name] for name in known) / max(1, sum(counts[name] for name in known))
-    expected = {name: recorded.get(name, counts[name] * per_test) for name in counts}
-    return sorted(nodeids, key=lambda nodeid: -expected[_file_of(nodeid)])
+    return {name: recorded.get(name, counts[name] * per_test) for name in counts}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not os.environ.get("PYTEST_XDIST_WORKER"):  # only a parallel run's order decides when a file starts
         return
-    by_id = {item.nodeid: item for item in items}
     recorded = read_file_seconds(Path(config.getoption("file_seconds")))
-    items[:] = [by_id[nodeid] for nodeid in longest_first(list(by_id), recorded)]
+    expected = expected_seconds([item.nodeid for item in items], recorded)
+    items.sort(key=lambda item: -expected[_file_of(item.nodeid)])  # stable: files stay whole, in shuffled order
 
 
 class _Recorder:
