@@ -269,7 +269,7 @@ test_workers() {
 # that selects no test (status 5) is not a failure unless neither selects any.
 run_tests() {
   # Bytecode is cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): else every worker
-  # rewrites and compiles all the test modules again (6 s of a 2 s collection) and every node compiles its modules.
+  # rewrites and compiles all the test modules again (a 2 s collection takes 6 s) and every node its modules.
   unset PYTHONDONTWRITEBYTECODE
   local seed="${HERACLES_TEST_SEED:-20261123}" workers parallel=0 alone=0 serial_files=()
   workers=$(test_workers)

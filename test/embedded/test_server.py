@@ -211,19 +211,20 @@ def test_truncated_tail_loads_up_to_the_cut(tmp_path: Path) -> None:
     """
     server = EmbeddedServer(tmp_path)
     server.ensure_started()
-    store = open_store(f"embedded:{tmp_path}", graph="persist")
-    store.write("CREATE (:Object {nodeSymbol: 'O1'})")
-    store.write("CREATE (:Object {nodeSymbol: 'O2'})")
-    store.close()
-    [tail] = (tmp_path / AOF_DIR).glob("*.incr.aof")
-    deadline = time.monotonic() + 10
-    while b"'O2'" not in tail.read_bytes():
-        assert time.monotonic() < deadline, "the second write never reached the append-only file"
-        time.sleep(0.02)
-    os.kill(server.running().pid, signal.SIGKILL)  # type: ignore[union-attr]
-    with open(tail, "r+b") as handle:
-        handle.truncate(tail.stat().st_size - 10)
     try:
+        store = open_store(f"embedded:{tmp_path}", graph="persist")
+        store.write("CREATE (:Object {nodeSymbol: 'O1'})")
+        store.write("CREATE (:Object {nodeSymbol: 'O2'})")
+        store.close()
+        [tail] = (tmp_path / AOF_DIR).glob("*.incr.aof")
+        # Not 2 s: in seed 1202, among the suite's other writers, O2 was still not in the file 10 s after its reply.
+        deadline = time.monotonic() + 30
+        while b"'O2'" not in tail.read_bytes():
+            assert time.monotonic() < deadline, "the second write never reached the append-only file"
+            time.sleep(0.02)
+        os.kill(server.running().pid, signal.SIGKILL)  # type: ignore[union-attr]
+        with open(tail, "r+b") as handle:
+            handle.truncate(tail.stat().st_size - 10)
         server.ensure_started()
         store = open_store(f"embedded:{tmp_path}", graph="persist")
         assert store.query("MATCH (n) RETURN n.nodeSymbol AS s") == [{"s": "O1"}]

@@ -207,7 +207,7 @@ def test_graph_and_corrections_survive_a_killed_server(
         # is slow it holds new ones back up to 2 s (docs/database.md; seed 1101 lost the whole scene so, its disk
         # busy with other tests). The claim is for writes in the file, so nothing may be held back at the kill.
         client = redis_client(info)
-        wait_until(lambda: client.info("persistence")["aof_buffer_length"] == 0, 10.0, "the held-back writes written")
+        wait_until(lambda: client.info("persistence")["aof_buffer_length"] == 0, 30.0, "the held-back writes written")
         os.kill(info.pid, signal.SIGKILL)
         wait_until(lambda: server.running() is None, 5.0, "the killed server to be gone")
         restarted = server.ensure_started()

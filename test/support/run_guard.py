@@ -19,6 +19,8 @@
   such process still alive (a node, a database server, an orphan whose parent died) is killed, listed,
   and the run fails. In a parallel run each worker checks its own and reports them to the controller,
   which fails the run.
+- **Crashes.** Every process the run starts has ``PYTHONFAULTHANDLER=1``: one that dies of a signal
+  (SIGSEGV, SIGABRT) prints its Python stacks to its stderr, which the test shows.
 - **Alone.** ``@pytest.mark.serial`` marks a test that loads the whole machine or times something
   against it; ``./run.sh test`` runs those after the parallel ones, one at a time, with no other test
   running.
